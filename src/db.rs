@@ -1,0 +1,85 @@
+//! The connection pool and the embedded migrations.
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::RunQueryDsl;
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+use crate::config::Settings;
+
+pub type DbPool = Pool<ConnectionManager<PgConnection>>;
+pub type DbConn = PooledConnection<ConnectionManager<PgConnection>>;
+
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// An arbitrary constant shared by every ridepay instance: the advisory lock that
+/// lets several instances start at once without racing on migrations.
+const MIGRATION_LOCK_ID: i64 = 0x0072_6964_6570_6179;
+
+/// Per-session limits, so that no request can wait on a lock, run a statement
+/// or sit in an open transaction forever.
+#[derive(Debug, Clone, Copy)]
+struct SessionLimits {
+    statement_timeout: Duration,
+    lock_timeout: Duration,
+    idle_in_transaction_timeout: Duration,
+}
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionLimits {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        conn.batch_execute(&format!(
+            "SET application_name = 'ridepay'; SET statement_timeout = {}; \
+             SET lock_timeout = {}; SET idle_in_transaction_session_timeout = {};",
+            self.statement_timeout.as_millis(),
+            self.lock_timeout.as_millis(),
+            self.idle_in_transaction_timeout.as_millis()
+        ))
+        .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+/// Builds the pool without connecting: connections open on first use, so a
+/// server can start while the database is briefly away.
+pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
+    Pool::builder()
+        .max_size(settings.pool_size)
+        .min_idle(Some(0))
+        .connection_timeout(Duration::from_secs(5))
+        .connection_customizer(Box::new(SessionLimits {
+            statement_timeout: settings.statement_timeout,
+            lock_timeout: settings.lock_timeout,
+            idle_in_transaction_timeout: settings.idle_in_transaction_timeout,
+        }))
+        .build_unchecked(ConnectionManager::new(database_url))
+}
+
+/// Applies pending migrations under a session advisory lock, so instances
+/// starting together apply each migration exactly once.
+pub fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    diesel::sql_query("SELECT pg_advisory_lock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
+        .execute(conn)?;
+    let result = conn
+        .run_pending_migrations(MIGRATIONS)
+        .map(|applied| {
+            for version in applied {
+                log::info!("applied migration {version}");
+            }
+        })
+        .map_err(|err| anyhow::anyhow!("migration failed: {err}"));
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
+        .execute(conn)?;
+    result
+}
+
+/// True when every embedded migration has been applied.
+pub fn migrations_applied(conn: &mut PgConnection) -> anyhow::Result<bool> {
+    let pending = conn
+        .has_pending_migration(MIGRATIONS)
+        .map_err(|err| anyhow::anyhow!("cannot read the migration table: {err}"))?;
+    Ok(!pending)
+}

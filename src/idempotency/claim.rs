@@ -1,0 +1,210 @@
+//! Phase 1, the claim: find or create the key row, decide whether this request
+//! may run, and if so take the lease with a new fencing epoch.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::dsl::now;
+use diesel::prelude::*;
+use serde_json::Value;
+
+use super::fingerprint::Fingerprint;
+use super::key::IdempotencyKey;
+use super::lease::Lease;
+use super::record::{self, database_now, KeyRecord};
+use super::recovery_point::{RecoveryPoints, FINISHED};
+use super::stored_response::StoredResponse;
+use crate::schema::idempotency_keys::dsl as keys;
+use crate::service_error::ServiceError;
+
+/// An idempotent request, as the claim sees it: whose, under which key, and
+/// what was asked, in canonical form.
+#[derive(Debug, Clone)]
+pub struct IdempotentRequest<'a> {
+    pub user_id: i64,
+    pub key: &'a IdempotencyKey,
+    pub method: &'a str,
+    /// The path as sent (`/api/rides/7/refunds`), not the route pattern.
+    pub path: &'a str,
+    /// The validated request with defaults applied. `serde_json` keeps object
+    /// keys sorted, so its serialisation is canonical.
+    pub params: &'a Value,
+}
+
+impl IdempotentRequest<'_> {
+    fn canonical(&self) -> Vec<u8> {
+        serde_json::to_vec(self.params).expect("a JSON value always serialises")
+    }
+
+    fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::compute(self.method, self.path, &self.canonical())
+    }
+
+    fn matches(&self, record: &KeyRecord) -> bool {
+        Fingerprint::matches_stored(
+            self.method,
+            self.path,
+            &self.canonical(),
+            &record.request_fingerprint,
+        )
+    }
+}
+
+/// What may be done with a key, read without taking any lock.
+#[derive(Debug)]
+pub enum Lookup {
+    /// No row yet, or one whose lease is free: the caller must claim.
+    Claimable,
+    Replay(StoredResponse),
+    InUse,
+    Reused,
+}
+
+/// The outcome of a claim.
+#[derive(Debug)]
+pub enum Claim<P> {
+    Acquired(Lease<P>),
+    Replay(StoredResponse),
+    InUse,
+    Reused,
+}
+
+/// Reads the key without a lock or a write, so replays of finished keys and
+/// 409s for held leases cost one plain SELECT. The claim re-checks under the row
+/// lock, so a stale read here can only send a request on to the claim.
+pub fn lookup(
+    conn: &mut PgConnection,
+    request: &IdempotentRequest<'_>,
+    lease_timeout: Duration,
+) -> Result<Lookup, ServiceError> {
+    let found = keys::idempotency_keys
+        .filter(keys::user_id.eq(request.user_id))
+        .filter(keys::key.eq(request.key.as_str()))
+        .select((KeyRecord::as_select(), database_now()))
+        .first::<(KeyRecord, DateTime<Utc>)>(conn)
+        .optional()?;
+    Ok(match found {
+        None => Lookup::Claimable,
+        Some((record, db_now)) => {
+            match judge(request, &record, record.lease_active(db_now, lease_timeout))? {
+                Verdict::Claimable => Lookup::Claimable,
+                Verdict::Replay(response) => Lookup::Replay(response),
+                Verdict::InUse => Lookup::InUse,
+                Verdict::Reused => Lookup::Reused,
+            }
+        }
+    })
+}
+
+/// Claims the key inside the caller's transaction: `INSERT ... ON CONFLICT DO
+/// NOTHING` (a new key is inserted with its lease already taken), else
+/// `SELECT ... FOR UPDATE`, the checks, and a new lease with the next epoch.
+pub fn claim<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    request: &IdempotentRequest<'_>,
+    lease_timeout: Duration,
+) -> Result<Claim<P>, ServiceError> {
+    let inserted = diesel::insert_into(keys::idempotency_keys)
+        .values((
+            keys::user_id.eq(request.user_id),
+            keys::key.eq(request.key.as_str()),
+            keys::request_method.eq(request.method),
+            keys::request_path.eq(request.path),
+            keys::request_fingerprint.eq(request.fingerprint().as_str()),
+            keys::request_params.eq(request.params),
+            keys::lease_epoch.eq(1),
+            keys::locked_at.eq(now),
+            keys::recovery_point.eq(P::STARTED.as_str()),
+        ))
+        .on_conflict((keys::user_id, keys::key))
+        .do_nothing()
+        .returning(keys::id)
+        .get_result::<i64>(conn)
+        .optional()?;
+    if let Some(key_id) = inserted {
+        return Ok(Claim::Acquired(Lease::new(
+            key_id,
+            request.user_id,
+            1,
+            P::STARTED,
+        )));
+    }
+
+    let (record, db_now) = keys::idempotency_keys
+        .filter(keys::user_id.eq(request.user_id))
+        .filter(keys::key.eq(request.key.as_str()))
+        .select((KeyRecord::as_select(), database_now()))
+        .for_update()
+        .first::<(KeyRecord, DateTime<Utc>)>(conn)?;
+    match judge(request, &record, record.lease_active(db_now, lease_timeout))? {
+        Verdict::Claimable => Ok(Claim::Acquired(take_lease(conn, &record)?)),
+        Verdict::Replay(response) => Ok(Claim::Replay(response)),
+        Verdict::InUse => Ok(Claim::InUse),
+        Verdict::Reused => Ok(Claim::Reused),
+    }
+}
+
+/// Takes the lease of a row the caller holds locked, bumping the fencing epoch
+/// so that any earlier holder's next phase commit is refused.
+pub(crate) fn take_lease<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    record: &KeyRecord,
+) -> Result<Lease<P>, ServiceError> {
+    let point = P::parse(&record.recovery_point).ok_or_else(|| {
+        anyhow::anyhow!(
+            "key {} is at recovery point {:?}, unknown to this endpoint",
+            record.id,
+            record.recovery_point
+        )
+    })?;
+    if record.locked_at.is_some() {
+        log::warn!(
+            "taking over the expired lease of idempotency key {} (epoch {})",
+            record.id,
+            record.lease_epoch
+        );
+    }
+    let epoch = diesel::update(keys::idempotency_keys.find(record.id))
+        .set((
+            keys::locked_at.eq(now),
+            keys::lease_epoch.eq(keys::lease_epoch + 1),
+            keys::last_run_at.eq(now),
+            keys::updated_at.eq(now),
+        ))
+        .returning(keys::lease_epoch)
+        .get_result(conn)?;
+    Ok(Lease::new(record.id, record.user_id, epoch, point))
+}
+
+enum Verdict {
+    Claimable,
+    Replay(StoredResponse),
+    InUse,
+    Reused,
+}
+
+/// The claim's rules, in order: a different request is refused, a finished one
+/// replayed, a live lease respected.
+fn judge(
+    request: &IdempotentRequest<'_>,
+    record: &KeyRecord,
+    lease_active: bool,
+) -> Result<Verdict, ServiceError> {
+    if !request.matches(record) {
+        return Ok(Verdict::Reused);
+    }
+    if record.recovery_point == FINISHED {
+        let response = record.stored_response().ok_or_else(|| {
+            anyhow::anyhow!("finished key {} has no readable response", record.id)
+        })?;
+        return Ok(Verdict::Replay(response));
+    }
+    Ok(if lease_active {
+        Verdict::InUse
+    } else {
+        Verdict::Claimable
+    })
+}
+
+/// Re-exported for callers that only need to read a key.
+pub use record::find;

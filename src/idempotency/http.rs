@@ -1,0 +1,50 @@
+//! The HTTP face of the idempotency machinery: the request header and the
+//! (replayed) response.
+
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::key::IdempotencyKey;
+use super::stored_response::StoredResponse;
+use crate::problem::{Problem, ProblemKind};
+
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The request's `Idempotency-Key`, or the 400 that says what is wrong with it.
+pub fn idempotency_key(request: &HttpRequest) -> Result<IdempotencyKey, Problem> {
+    let mut values = request.headers().get_all(IDEMPOTENCY_KEY);
+    let value = values.next().ok_or_else(|| {
+        Problem::new(
+            ProblemKind::IdempotencyKeyMissing,
+            "POST requests must carry an Idempotency-Key header",
+        )
+    })?;
+    if values.next().is_some() {
+        return Err(Problem::new(
+            ProblemKind::IdempotencyKeyInvalid,
+            "send exactly one Idempotency-Key header",
+        ));
+    }
+    IdempotencyKey::parse(value.as_bytes())
+        .map_err(|err| Problem::new(ProblemKind::IdempotencyKeyInvalid, err.to_string()))
+}
+
+/// The stored response as sent the first time, marked when it is a replay.
+pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut builder = HttpResponse::build(status);
+    for (name, value) in &response.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::try_from(value.as_str()),
+        ) {
+            builder.insert_header((name, value));
+        }
+    }
+    if replayed {
+        builder.insert_header((IDEMPOTENT_REPLAYED, "true"));
+    }
+    builder.body(response.body.clone())
+}

@@ -1,0 +1,147 @@
+//! The lease on a key row, and the fenced commits of the phases run under it.
+
+use diesel::dsl::{now, Eq, Filter};
+use diesel::prelude::*;
+
+use super::recovery_point::RecoveryPoints;
+use super::stored_response::StoredResponse;
+use crate::schema::idempotency_keys::dsl as keys;
+use crate::service_error::ServiceError;
+
+type FencedRow = Filter<
+    Filter<Filter<keys::idempotency_keys, Eq<keys::id, i64>>, Eq<keys::lease_epoch, i64>>,
+    Eq<keys::recovery_point, &'static str>,
+>;
+
+/// Proof of holding a key's lease at a given fencing epoch, and the recovery
+/// point reached. Every phase commit checks all three against the row: if
+/// another worker has taken the lease since, the epoch differs, zero rows
+/// match, and the phase rolls back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease<P> {
+    key_id: i64,
+    user_id: i64,
+    epoch: i64,
+    point: P,
+}
+
+impl<P: RecoveryPoints> Lease<P> {
+    pub(crate) fn new(key_id: i64, user_id: i64, epoch: i64, point: P) -> Self {
+        Lease {
+            key_id,
+            user_id,
+            epoch,
+            point,
+        }
+    }
+
+    pub fn key_id(&self) -> i64 {
+        self.key_id
+    }
+
+    pub fn user_id(&self) -> i64 {
+        self.user_id
+    }
+
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    pub fn recovery_point(&self) -> P {
+        self.point
+    }
+
+    /// Records that the phase in the caller's transaction reached `next`.
+    pub fn advance(&mut self, conn: &mut PgConnection, next: P) -> Result<(), ServiceError> {
+        let updated = diesel::update(self.fenced())
+            .set((
+                keys::recovery_point.eq(next.as_str()),
+                keys::last_run_at.eq(now),
+                keys::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        self.point = self.checked(updated, next)?;
+        Ok(())
+    }
+
+    /// Stores the response, marks the key finished and releases the lease, in
+    /// the caller's transaction.
+    pub fn finish(
+        &mut self,
+        conn: &mut PgConnection,
+        response: &StoredResponse,
+    ) -> Result<(), ServiceError> {
+        let updated = diesel::update(self.fenced())
+            .set((
+                keys::recovery_point.eq(P::FINISHED.as_str()),
+                keys::response_status.eq(i16::try_from(response.status).ok()),
+                keys::response_headers.eq(response.headers_json()),
+                keys::response_body.eq(&response.body),
+                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+                keys::last_run_at.eq(now),
+                keys::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        self.point = self.checked(updated, P::FINISHED)?;
+        Ok(())
+    }
+
+    /// Gives the lease up at the current recovery point, so a retry (or the
+    /// completer) can resume at once instead of waiting for it to expire.
+    /// Does nothing if the lease was already lost.
+    pub fn release(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
+        diesel::update(
+            keys::idempotency_keys
+                .filter(keys::id.eq(self.key_id))
+                .filter(keys::lease_epoch.eq(self.epoch)),
+        )
+        .set((
+            keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+            keys::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+        Ok(())
+    }
+
+    /// The row, as long as it is still ours and where we left it.
+    fn fenced(&self) -> FencedRow {
+        keys::idempotency_keys
+            .filter(keys::id.eq(self.key_id))
+            .filter(keys::lease_epoch.eq(self.epoch))
+            .filter(keys::recovery_point.eq(self.point.as_str()))
+    }
+
+    fn checked(&self, updated: usize, next: P) -> Result<P, ServiceError> {
+        if updated == 1 {
+            Ok(next)
+        } else {
+            log::warn!(
+                "fencing refused {:?} -> {:?} on idempotency key {} at epoch {}",
+                self.point,
+                next,
+                self.key_id,
+                self.epoch
+            );
+            Err(ServiceError::LeaseLost)
+        }
+    }
+}
+
+/// Runs one atomic phase (or two adjacent ones with no external effect between
+/// them) in a single transaction. If it fails, the transaction rolls back and
+/// so does the lease's in-memory recovery point.
+pub fn in_transaction<P, T>(
+    conn: &mut PgConnection,
+    lease: &mut Lease<P>,
+    phase: impl FnOnce(&mut PgConnection, &mut Lease<P>) -> Result<T, ServiceError>,
+) -> Result<T, ServiceError>
+where
+    P: RecoveryPoints,
+{
+    let before = *lease;
+    let result = conn.transaction(|conn| phase(conn, lease));
+    if result.is_err() {
+        *lease = before;
+    }
+    result
+}

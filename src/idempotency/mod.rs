@@ -1,0 +1,20 @@
+//! The idempotency machinery: key parsing, the request fingerprint, the claim,
+//! the lease with its fenced phase commits, and stored responses. Generic over
+//! an endpoint's recovery points; it knows nothing of any endpoint.
+
+mod claim;
+mod fingerprint;
+pub mod http;
+mod key;
+mod lease;
+mod record;
+mod recovery_point;
+mod stored_response;
+
+pub use claim::{claim, find, lookup, Claim, IdempotentRequest, Lookup};
+pub use fingerprint::Fingerprint;
+pub use key::{IdempotencyKey, KeyError};
+pub use lease::{in_transaction, Lease};
+pub use record::KeyRecord;
+pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
+pub use stored_response::StoredResponse;

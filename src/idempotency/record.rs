@@ -1,0 +1,88 @@
+//! The `idempotency_keys` row and the queries on it that take no lease.
+
+use chrono::{DateTime, Utc};
+use diesel::dsl::sql;
+use diesel::expression::SqlLiteral;
+use diesel::prelude::*;
+use diesel::sql_types::Timestamptz;
+use serde_json::Value;
+
+use super::stored_response::StoredResponse;
+use crate::schema::idempotency_keys;
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = idempotency_keys, check_for_backend(diesel::pg::Pg))]
+pub struct KeyRecord {
+    pub id: i64,
+    pub user_id: i64,
+    pub key: String,
+    pub request_method: String,
+    pub request_path: String,
+    pub request_fingerprint: String,
+    pub request_params: Value,
+    pub lease_epoch: i64,
+    pub locked_at: Option<DateTime<Utc>>,
+    pub last_run_at: DateTime<Utc>,
+    pub recovery_point: String,
+    pub response_status: Option<i16>,
+    pub response_headers: Option<Value>,
+    pub response_body: Option<Vec<u8>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl KeyRecord {
+    pub fn load(conn: &mut PgConnection, id: i64) -> QueryResult<KeyRecord> {
+        idempotency_keys::table
+            .find(id)
+            .select(KeyRecord::as_select())
+            .first(conn)
+    }
+
+    /// The stored response, when the key is finished.
+    pub fn stored_response(&self) -> Option<StoredResponse> {
+        StoredResponse::from_stored(
+            self.response_status?,
+            self.response_headers.as_ref()?,
+            self.response_body.clone()?,
+        )
+    }
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = idempotency_keys)]
+pub(crate) struct NewKeyRecord<'a> {
+    pub user_id: i64,
+    pub key: &'a str,
+    pub request_method: &'a str,
+    pub request_path: &'a str,
+    pub request_fingerprint: &'a str,
+    pub request_params: &'a Value,
+    pub lease_epoch: i64,
+    pub locked_at: Option<DateTime<Utc>>,
+}
+
+/// The database's clock. Lease ages are judged by it alone, so instances with
+/// skewed clocks agree on whose lease has expired.
+pub(crate) fn database_now() -> SqlLiteral<Timestamptz> {
+    sql::<Timestamptz>("now()")
+}
+
+impl KeyRecord {
+    /// Whether the lease is held and younger than `lease_timeout` at `now`.
+    pub fn lease_active(&self, now: DateTime<Utc>, lease_timeout: std::time::Duration) -> bool {
+        let timeout = chrono::Duration::from_std(lease_timeout).unwrap_or(chrono::Duration::MAX);
+        self.locked_at
+            .is_some_and(|locked_at| locked_at > now - timeout)
+    }
+}
+
+/// A user's key row, read without any lock.
+pub fn find(conn: &mut PgConnection, user_id: i64, key: &str) -> QueryResult<Option<KeyRecord>> {
+    idempotency_keys::table
+        .filter(idempotency_keys::user_id.eq(user_id))
+        .filter(idempotency_keys::key.eq(key))
+        .select(KeyRecord::as_select())
+        .first(conn)
+        .optional()
+}

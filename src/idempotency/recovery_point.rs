@@ -1,0 +1,19 @@
+//! Recovery points: how far an idempotent request has got. Each endpoint has its
+//! own set; `started` and `finished` are shared by all.
+
+use std::fmt::Debug;
+
+pub const STARTED: &str = "started";
+pub const FINISHED: &str = "finished";
+
+/// An endpoint's recovery points, stored as text in `idempotency_keys`.
+pub trait RecoveryPoints: Copy + Eq + Debug + Send + Sync + 'static {
+    /// Where a brand-new key starts.
+    const STARTED: Self;
+    /// Where a key with a stored response ends.
+    const FINISHED: Self;
+
+    fn as_str(self) -> &'static str;
+
+    fn parse(stored: &str) -> Option<Self>;
+}

@@ -1,0 +1,27 @@
+//! ridepay: a ride-payment REST API whose writes are safe to retry.
+//!
+//! - [`idempotency`]: keys, the claim, leases with fencing, stored responses;
+//!   generic over an endpoint's recovery points.
+//! - [`rides`]: the rides endpoint's phases and routes.
+//! - [`payments`]: the gateway trait and its implementations.
+
+pub mod audit;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod db;
+pub mod embedded_postgres;
+pub mod health;
+pub mod idempotency;
+pub mod json_body;
+pub mod outbox;
+pub mod payments;
+pub mod problem;
+pub mod rides;
+pub mod routing;
+pub mod schema;
+pub mod service_error;
+pub mod startup;
+pub mod users;
+pub mod validation;

@@ -1,0 +1,11 @@
+//! Rides: the `POST /api/rides` endpoint's recovery points, phases and routes,
+//! and the read routes.
+
+pub mod model;
+pub mod phases;
+mod recovery_point;
+pub mod request;
+pub mod routes;
+pub mod service;
+
+pub use recovery_point::RecoveryPoint;

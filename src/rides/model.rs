@@ -1,0 +1,144 @@
+//! The `rides` table: the read model, the insert model and the queries.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use serde::Serialize;
+
+use crate::schema::rides;
+
+/// A ride's payment status, stored as text (with a CHECK), not a PG enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RideStatus {
+    Pending,
+    Charged,
+    PaymentDeclined,
+    PaymentFailed,
+    Refunded,
+    Disputed,
+}
+
+impl RideStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RideStatus::Pending => "pending",
+            RideStatus::Charged => "charged",
+            RideStatus::PaymentDeclined => "payment_declined",
+            RideStatus::PaymentFailed => "payment_failed",
+            RideStatus::Refunded => "refunded",
+            RideStatus::Disputed => "disputed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
+pub struct Ride {
+    pub id: i64,
+    #[serde(skip)]
+    pub user_id: i64,
+    #[serde(skip)]
+    pub idempotency_key_id: Option<i64>,
+    pub origin_lat: f64,
+    pub origin_lon: f64,
+    pub target_lat: f64,
+    pub target_lon: f64,
+    pub amount_cents: i64,
+    pub amount_refunded_cents: i64,
+    pub currency: String,
+    #[serde(skip)]
+    pub payment_source: String,
+    pub status: String,
+    pub charge_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Ride {
+    /// The ride JSON of the contract.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a ride always serialises")
+    }
+
+    pub fn location(&self) -> String {
+        format!("/api/rides/{}", self.id)
+    }
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = rides)]
+pub struct NewRide<'a> {
+    pub user_id: i64,
+    pub idempotency_key_id: i64,
+    pub origin_lat: f64,
+    pub origin_lon: f64,
+    pub target_lat: f64,
+    pub target_lon: f64,
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    pub payment_source: &'a str,
+}
+
+pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> {
+    diesel::insert_into(rides::table)
+        .values(ride)
+        .returning(Ride::as_returning())
+        .get_result(conn)
+}
+
+/// The ride created under an idempotency key row.
+pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Ride> {
+    rides::table
+        .filter(rides::idempotency_key_id.eq(key_id))
+        .select(Ride::as_select())
+        .first(conn)
+}
+
+/// One of the user's rides; another user's ride is simply not found.
+pub fn find_for_user(conn: &mut PgConnection, user_id: i64, id: i64) -> QueryResult<Option<Ride>> {
+    rides::table
+        .filter(rides::id.eq(id))
+        .filter(rides::user_id.eq(user_id))
+        .select(Ride::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Up to `limit + 1` of the user's rides, newest first, older than `before_id`;
+/// the extra row tells the caller whether there are more.
+pub fn list_for_user(
+    conn: &mut PgConnection,
+    user_id: i64,
+    limit: i64,
+    before_id: Option<i64>,
+) -> QueryResult<Vec<Ride>> {
+    let mut query = rides::table
+        .filter(rides::user_id.eq(user_id))
+        .select(Ride::as_select())
+        .order(rides::id.desc())
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(before_id) = before_id {
+        query = query.filter(rides::id.lt(before_id));
+    }
+    query.load(conn)
+}
+
+/// Moves a pending ride to `status`, recording the charge if there is one.
+pub fn settle(
+    conn: &mut PgConnection,
+    ride_id: i64,
+    status: RideStatus,
+    charge_id: Option<&str>,
+) -> QueryResult<Ride> {
+    diesel::update(
+        rides::table
+            .filter(rides::id.eq(ride_id))
+            .filter(rides::status.eq(RideStatus::Pending.as_str())),
+    )
+    .set((
+        rides::status.eq(status.as_str()),
+        rides::charge_id.eq(charge_id),
+        rides::updated_at.eq(diesel::dsl::now),
+    ))
+    .returning(Ride::as_returning())
+    .get_result(conn)
+}

@@ -1,0 +1,41 @@
+//! The recovery points of `POST /api/rides`.
+
+use crate::idempotency::{self, RecoveryPoints};
+
+/// How far a ride request has got. A retry (or the completer) resumes here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryPoint {
+    /// The key is claimed; nothing else is written.
+    Started,
+    /// The ride exists, pending; the charge may or may not have been made.
+    RideCreated,
+    /// The charge is recorded on the ride; the response is not stored yet.
+    ChargeCompleted,
+    /// The response is stored.
+    Finished,
+}
+
+impl RecoveryPoints for RecoveryPoint {
+    const STARTED: Self = RecoveryPoint::Started;
+    const FINISHED: Self = RecoveryPoint::Finished;
+
+    fn as_str(self) -> &'static str {
+        match self {
+            RecoveryPoint::Started => idempotency::STARTED,
+            RecoveryPoint::RideCreated => "ride_created",
+            RecoveryPoint::ChargeCompleted => "charge_completed",
+            RecoveryPoint::Finished => idempotency::FINISHED,
+        }
+    }
+
+    fn parse(stored: &str) -> Option<Self> {
+        [
+            RecoveryPoint::Started,
+            RecoveryPoint::RideCreated,
+            RecoveryPoint::ChargeCompleted,
+            RecoveryPoint::Finished,
+        ]
+        .into_iter()
+        .find(|point| point.as_str() == stored)
+    }
+}

@@ -1,0 +1,259 @@
+//! The body of `POST /api/rides`, parsed into a request that is always valid.
+
+use serde::{Deserialize, Serialize};
+
+use crate::validation::FieldError;
+
+pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
+pub const MIN_AMOUNT_CENTS: i64 = 50;
+pub const MAX_AMOUNT_CENTS: i64 = 1_000_000;
+const MAX_SOURCE_LEN: usize = 255;
+
+/// A validated ride request with defaults applied. Its JSON form is the
+/// canonical request: fingerprinted, and stored so a worker can finish it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RideParams {
+    pub origin_lat: f64,
+    pub origin_lon: f64,
+    pub target_lat: f64,
+    pub target_lon: f64,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub payment_source: Option<String>,
+}
+
+/// The body as sent. Every field is optional here so that all missing fields
+/// are reported at once; unknown and duplicate fields are refused by serde.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RideBody {
+    origin_lat: Option<f64>,
+    origin_lon: Option<f64>,
+    target_lat: Option<f64>,
+    target_lon: Option<f64>,
+    amount_cents: Option<i64>,
+    currency: Option<String>,
+    payment_source: Option<String>,
+}
+
+impl RideParams {
+    pub fn parse(body: &[u8]) -> Result<RideParams, Vec<FieldError>> {
+        let deserializer = &mut serde_json::Deserializer::from_slice(body);
+        let body: RideBody = serde_path_to_error::deserialize(deserializer)
+            .map_err(|err| vec![describe_parse_error(&err)])?;
+        let mut errors = Vec::new();
+        let origin_lat = coordinate(&mut errors, "origin_lat", body.origin_lat, 90.0);
+        let origin_lon = coordinate(&mut errors, "origin_lon", body.origin_lon, 180.0);
+        let target_lat = coordinate(&mut errors, "target_lat", body.target_lat, 90.0);
+        let target_lon = coordinate(&mut errors, "target_lon", body.target_lon, 180.0);
+        let amount_cents = match body.amount_cents {
+            None => required(&mut errors, "amount_cents"),
+            Some(amount) if !(MIN_AMOUNT_CENTS..=MAX_AMOUNT_CENTS).contains(&amount) => {
+                errors.push(FieldError::new(
+                    "amount_cents",
+                    format!(
+                        "must be between {MIN_AMOUNT_CENTS} and {MAX_AMOUNT_CENTS} (minor units)"
+                    ),
+                ));
+                0
+            }
+            Some(amount) => amount,
+        };
+        let currency = body.currency.unwrap_or_else(|| CURRENCIES[0].to_owned());
+        if !CURRENCIES.contains(&currency.as_str()) {
+            errors.push(FieldError::new(
+                "currency",
+                format!("must be one of {}", CURRENCIES.join(", ")),
+            ));
+        }
+        if let Some(source) = &body.payment_source {
+            if source.trim().is_empty()
+                || source.chars().count() > MAX_SOURCE_LEN
+                || source.chars().any(char::is_control)
+            {
+                errors.push(FieldError::new(
+                    "payment_source",
+                    format!("must be 1 to {MAX_SOURCE_LEN} characters, without control characters"),
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(RideParams {
+            origin_lat,
+            origin_lon,
+            target_lat,
+            target_lon,
+            amount_cents,
+            currency,
+            payment_source: body.payment_source,
+        })
+    }
+
+    /// The canonical JSON form.
+    pub fn canonical(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("ride params always serialise")
+    }
+
+    /// Reads back a canonical form stored by [`RideParams::canonical`].
+    pub fn from_canonical(value: &serde_json::Value) -> serde_json::Result<RideParams> {
+        RideParams::deserialize(value)
+    }
+}
+
+fn required<T: Default>(errors: &mut Vec<FieldError>, field: &str) -> T {
+    errors.push(FieldError::new(field, "is required"));
+    T::default()
+}
+
+fn coordinate(errors: &mut Vec<FieldError>, field: &str, value: Option<f64>, bound: f64) -> f64 {
+    match value {
+        None => required(errors, field),
+        Some(value) if !(-bound..=bound).contains(&value) => {
+            errors.push(FieldError::new(
+                field,
+                format!("must be between -{bound} and {bound}"),
+            ));
+            0.0
+        }
+        // Adding 0.0 turns -0.0 into 0.0: the same place, so the same request.
+        Some(value) => value + 0.0,
+    }
+}
+
+/// A field-level message for a body serde could not read.
+fn describe_parse_error(err: &serde_path_to_error::Error<serde_json::Error>) -> FieldError {
+    let inner = err.inner();
+    let path = err.path().to_string();
+    let message = inner.to_string();
+    // serde names unknown and duplicate fields in backticks at the root.
+    if let Some(field) = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("duplicate field `"))
+        .and_then(|rest| rest.split('`').next())
+    {
+        let what = if message.starts_with("unknown") {
+            "is not a known field"
+        } else {
+            "appears more than once"
+        };
+        return FieldError::new(field, what);
+    }
+    if inner.is_syntax() || inner.is_eof() {
+        return FieldError::new("body", format!("is not valid JSON: {inner}"));
+    }
+    let expected = match path.as_str() {
+        "amount_cents" => "must be an integer number of minor units",
+        "origin_lat" | "origin_lon" | "target_lat" | "target_lon" => "must be a number",
+        "currency" | "payment_source" => "must be a string",
+        _ => return FieldError::new("body", "must be a JSON object"),
+    };
+    FieldError::new(path, expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80,
+        "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_source": "tok_visa"}"#;
+
+    fn fields(body: &str) -> Vec<String> {
+        RideParams::parse(body.as_bytes())
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_body_parses() {
+        let params = RideParams::parse(VALID.as_bytes()).unwrap();
+        assert_eq!(params.amount_cents, 2000);
+        assert_eq!(params.payment_source.as_deref(), Some("tok_visa"));
+    }
+
+    #[test]
+    fn currency_defaults_to_usd_in_the_canonical_form() {
+        let without = r#"{"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4, "amount_cents": 100}"#;
+        let with = r#"{"currency": "usd", "target_lon": 4, "target_lat": 3, "origin_lon": 2, "origin_lat": 1, "amount_cents": 100}"#;
+        let a = RideParams::parse(without.as_bytes()).unwrap();
+        let b = RideParams::parse(with.as_bytes()).unwrap();
+        assert_eq!(a.canonical(), b.canonical());
+        assert_eq!(
+            serde_json::to_vec(&a.canonical()).unwrap(),
+            serde_json::to_vec(&b.canonical()).unwrap()
+        );
+    }
+
+    #[test]
+    fn negative_zero_is_zero() {
+        let a = r#"{"origin_lat": -0.0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100}"#;
+        let b = r#"{"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100}"#;
+        assert_eq!(
+            serde_json::to_vec(&RideParams::parse(a.as_bytes()).unwrap().canonical()).unwrap(),
+            serde_json::to_vec(&RideParams::parse(b.as_bytes()).unwrap().canonical()).unwrap()
+        );
+    }
+
+    #[test]
+    fn every_missing_field_is_named() {
+        assert_eq!(
+            fields("{}"),
+            [
+                "origin_lat",
+                "origin_lon",
+                "target_lat",
+                "target_lon",
+                "amount_cents"
+            ]
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_named() {
+        let body = r#"{"origin_lat": 91, "origin_lon": -181, "target_lat": 0, "target_lon": 0,
+            "amount_cents": 49, "currency": "jpy", "payment_source": ""}"#;
+        assert_eq!(
+            fields(body),
+            [
+                "origin_lat",
+                "origin_lon",
+                "amount_cents",
+                "currency",
+                "payment_source"
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_duplicate_and_mistyped_fields_are_named() {
+        assert_eq!(fields(r#"{"tip": 5}"#), ["tip"]);
+        assert_eq!(
+            fields(r#"{"amount_cents": 100, "amount_cents": 100}"#),
+            ["amount_cents"]
+        );
+        assert_eq!(fields(r#"{"amount_cents": 20.5}"#), ["amount_cents"]);
+        assert_eq!(fields(r#"{"amount_cents": 1e30}"#), ["amount_cents"]);
+        assert_eq!(fields(r#"{"origin_lat": "north"}"#), ["origin_lat"]);
+    }
+
+    #[test]
+    fn non_objects_and_broken_json_are_body_errors() {
+        assert_eq!(fields("[]"), ["body"]);
+        assert_eq!(fields("{"), ["body"]);
+        assert_eq!(fields(""), ["body"]);
+        assert_eq!(fields(r#"{"origin_lat": NaN}"#), ["body"]);
+    }
+
+    #[test]
+    fn the_canonical_form_round_trips() {
+        let params = RideParams::parse(VALID.as_bytes()).unwrap();
+        assert_eq!(
+            RideParams::from_canonical(&params.canonical()).unwrap(),
+            params
+        );
+    }
+}

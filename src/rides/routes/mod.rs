@@ -1,0 +1,23 @@
+//! The rides routes, one file each.
+
+mod create;
+mod get;
+mod list;
+
+use actix_web::web;
+
+use crate::routing::method_not_allowed;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/rides")
+            .route(web::post().to(create::create_ride))
+            .route(web::get().to(list::list_rides))
+            .default_service(method_not_allowed("GET, POST")),
+    )
+    .service(
+        web::resource("/rides/{id}")
+            .route(web::get().to(get::get_ride))
+            .default_service(method_not_allowed("GET")),
+    );
+}

@@ -1,0 +1,46 @@
+//! Answers for requests no route takes, and for extractor failures, all as
+//! problems.
+
+use actix_web::error::{PathError, QueryPayloadError};
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+
+use crate::problem::{Problem, ProblemKind};
+use crate::validation::FieldError;
+
+pub async fn not_found(request: HttpRequest) -> HttpResponse {
+    Problem::new(
+        ProblemKind::NotFound,
+        format!("no route for {} {}", request.method(), request.path()),
+    )
+    .error_response()
+}
+
+/// The default route of a resource whose methods are `allow`.
+pub fn method_not_allowed(allow: &'static str) -> actix_web::Route {
+    web::route().to(move |request: HttpRequest| async move {
+        Problem::new(
+            ProblemKind::MethodNotAllowed,
+            format!("{} is not allowed on {}", request.method(), request.path()),
+        )
+        .with_header(header::ALLOW, header::HeaderValue::from_static(allow))
+        .error_response()
+    })
+}
+
+/// A path segment that does not parse (`/api/rides/abc`) names no resource.
+pub fn path_config() -> web::PathConfig {
+    web::PathConfig::default().error_handler(|err: PathError, request: &HttpRequest| {
+        Problem::new(
+            ProblemKind::NotFound,
+            format!("no resource at {}: {err}", request.path()),
+        )
+        .into()
+    })
+}
+
+pub fn query_config() -> web::QueryConfig {
+    web::QueryConfig::default().error_handler(|err: QueryPayloadError, _| {
+        Problem::invalid(vec![FieldError::new("query", err.to_string())]).into()
+    })
+}

@@ -1,0 +1,117 @@
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    audit_records (id) {
+        id -> Int8,
+        user_id -> Int8,
+        action -> Text,
+        resource_type -> Text,
+        resource_id -> Int8,
+        data -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (id) {
+        id -> Int8,
+        user_id -> Int8,
+        key -> Text,
+        request_method -> Text,
+        request_path -> Text,
+        request_fingerprint -> Text,
+        request_params -> Jsonb,
+        lease_epoch -> Int8,
+        locked_at -> Nullable<Timestamptz>,
+        last_run_at -> Timestamptz,
+        recovery_point -> Text,
+        response_status -> Nullable<Int2>,
+        response_headers -> Nullable<Jsonb>,
+        response_body -> Nullable<Bytea>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    installation (singleton) {
+        singleton -> Bool,
+        installation_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    rides (id) {
+        id -> Int8,
+        user_id -> Int8,
+        idempotency_key_id -> Nullable<Int8>,
+        origin_lat -> Float8,
+        origin_lon -> Float8,
+        target_lat -> Float8,
+        target_lon -> Float8,
+        amount_cents -> Int8,
+        amount_refunded_cents -> Int8,
+        currency -> Text,
+        payment_source -> Text,
+        status -> Text,
+        charge_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    simulated_charges (id) {
+        id -> Text,
+        idempotency_key -> Text,
+        amount_cents -> Int8,
+        currency -> Text,
+        source -> Text,
+        description -> Nullable<Text>,
+        metadata -> Jsonb,
+        status -> Text,
+        failure_code -> Nullable<Text>,
+        decline_code -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    staged_jobs (id) {
+        id -> Int8,
+        job_type -> Text,
+        payload -> Jsonb,
+        attempts -> Int4,
+        run_at -> Timestamptz,
+        locked_until -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Int8,
+        email -> Text,
+        api_key_hash -> Bytea,
+        stripe_customer_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(audit_records -> users (user_id));
+diesel::joinable!(idempotency_keys -> users (user_id));
+diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
+diesel::joinable!(rides -> users (user_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    audit_records,
+    idempotency_keys,
+    installation,
+    rides,
+    simulated_charges,
+    staged_jobs,
+    users,
+);

@@ -1,0 +1,57 @@
+//! The one error type of the service layer. Handlers turn it into a problem.
+
+use std::time::Duration;
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+use crate::validation::FieldError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("not found")]
+    NotFound,
+    #[error("invalid request")]
+    Invalid(Vec<FieldError>),
+    #[error("the idempotency key is in use by another request")]
+    KeyInUse,
+    #[error("the idempotency key was used for a different request")]
+    KeyReused,
+    #[error("the payment gateway is unavailable: {reason}")]
+    GatewayUnavailable {
+        reason: String,
+        retry_after: Duration,
+    },
+    /// Another worker took the key's lease over; this one must stop at once.
+    #[error("the idempotency key's lease was taken over")]
+    LeaseLost,
+    #[error("the database is unavailable: {0}")]
+    DatabaseUnavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<DieselError> for ServiceError {
+    fn from(err: DieselError) -> Self {
+        match &err {
+            // Broken connections, timeouts (statement, lock) and terminated
+            // sessions: the request may succeed when retried.
+            DieselError::DatabaseError(
+                DatabaseErrorKind::ClosedConnection
+                | DatabaseErrorKind::UnableToSendCommand
+                | DatabaseErrorKind::SerializationFailure
+                | DatabaseErrorKind::Unknown,
+                _,
+            )
+            | DieselError::BrokenTransactionManager => {
+                ServiceError::DatabaseUnavailable(err.to_string())
+            }
+            _ => ServiceError::Internal(anyhow::Error::new(err)),
+        }
+    }
+}
+
+impl From<diesel::r2d2::PoolError> for ServiceError {
+    fn from(err: diesel::r2d2::PoolError) -> Self {
+        ServiceError::DatabaseUnavailable(err.to_string())
+    }
+}

@@ -1,0 +1,97 @@
+//! Users and their API keys.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::schema::users;
+
+/// The recognisable prefix lets secret scanners find leaked keys.
+pub const API_KEY_PREFIX: &str = "ridepay_sk_";
+
+/// A freshly generated API key. It is shown once; only its SHA-256 is stored.
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// 192 random bits from the operating system.
+    pub fn generate() -> Self {
+        let bytes: [u8; 24] = rand::random();
+        ApiKey(format!("{API_KEY_PREFIX}{}", hex::encode(bytes)))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+pub fn hash_api_key(key: &str) -> Vec<u8> {
+    Sha256::digest(key.as_bytes()).to_vec()
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = users, check_for_backend(diesel::pg::Pg))]
+pub struct User {
+    pub id: i64,
+    pub email: String,
+    pub stripe_customer_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = users)]
+struct NewUser<'a> {
+    email: &'a str,
+    api_key_hash: &'a [u8],
+    stripe_customer_id: Option<&'a str>,
+}
+
+/// Creates a user and returns it with its API key, the only time the key is
+/// ever available.
+pub fn create(
+    conn: &mut PgConnection,
+    email: &str,
+    stripe_customer_id: Option<&str>,
+) -> QueryResult<(User, ApiKey)> {
+    let key = ApiKey::generate();
+    let user = diesel::insert_into(users::table)
+        .values(NewUser {
+            email,
+            api_key_hash: &hash_api_key(key.expose()),
+            stripe_customer_id,
+        })
+        .returning(User::as_returning())
+        .get_result(conn)?;
+    Ok((user, key))
+}
+
+pub fn find_by_api_key(conn: &mut PgConnection, key: &str) -> QueryResult<Option<User>> {
+    users::table
+        .filter(users::api_key_hash.eq(hash_api_key(key)))
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
+
+pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<User> {
+    users::table.find(id).select(User::as_select()).first(conn)
+}
+
+/// Replaces a user's API key; the old one stops working at once.
+pub fn rotate_key(conn: &mut PgConnection, user_id: i64) -> QueryResult<ApiKey> {
+    let key = ApiKey::generate();
+    diesel::update(users::table.find(user_id))
+        .set((
+            users::api_key_hash.eq(hash_api_key(key.expose())),
+            users::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)?;
+    Ok(key)
+}
+
+pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option<User>> {
+    users::table
+        .filter(users::email.eq(email))
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
