@@ -1,0 +1,113 @@
+use serde_json::json;
+
+use crate::helpers::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
+
+#[tokio::test]
+async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
+    let app = spawn_app().await;
+    let body = ride_with(json!({ "payment_source": "tok_chargeDeclined" }));
+
+    let answer = app.post_ride("declined", &body).await;
+
+    let problem = answer.assert_problem(402, "card-declined");
+    assert_eq!(problem["code"], "card_declined");
+    assert_eq!(problem["decline_code"], "generic_decline");
+    let ride_id = problem["ride_id"].as_i64().unwrap();
+    let ride = app.get(&format!("/api/rides/{ride_id}")).await.json();
+    assert_eq!(ride["status"], "payment_declined");
+    assert_eq!(ride["charge_id"], json!(null));
+    // Stored: a retry replays it and the gateway is not asked again.
+    let replay = app.post_ride("declined", &body).await;
+    assert_eq!(replay.status, 402);
+    assert_eq!(replay.body, answer.body);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(app.count("simulated_charges WHERE status = 'failed'"), 1);
+    assert_eq!(app.count("staged_jobs"), 0);
+}
+
+#[tokio::test]
+async fn insufficient_funds_is_a_decline_with_its_own_code() {
+    let app = spawn_app().await;
+
+    let answer = app
+        .post_ride("poor", &ride_with(json!({ "payment_source": "tok_chargeDeclinedInsufficientFunds" })))
+        .await;
+
+    let problem = answer.assert_problem(402, "card-declined");
+    assert_eq!(problem["decline_code"], "insufficient_funds");
+}
+
+#[tokio::test]
+async fn a_source_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_failed() {
+    let app = spawn_app().await;
+    let body = ride_with(json!({ "payment_source": "src_not_a_token" }));
+
+    let answer = app.post_ride("rejected", &body).await;
+
+    let problem = answer.assert_problem(502, "payment-gateway-rejected");
+    let ride = app.get(&format!("/api/rides/{}", problem["ride_id"])).await.json();
+    assert_eq!(ride["status"], "payment_failed");
+    let replay = app.post_ride("rejected", &body).await;
+    assert_eq!(replay.body, answer.body);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(app.count("simulated_charges"), 0);
+}
+
+#[tokio::test]
+async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_charging_twice() {
+    let failing = spawn_app_with(|s| s.simulated_gateway.fail_rate = 1.0).await;
+    let healthy = spawn_server(&failing.database_url, |_| {}).await;
+
+    let answer = failing.post_ride("flaky", RIDE).await;
+
+    answer.assert_problem(503, "payment-gateway-unavailable");
+    assert!(answer.header("retry-after").is_some());
+    // Not stored, released at its recovery point.
+    let state = failing.key_state("flaky");
+    assert_eq!(state["recovery_point"], "ride_created");
+    assert_eq!(state["locked"], false);
+    assert_eq!(state["response_status"], json!(null));
+    assert_eq!(failing.counts(), (1, 0, 1));
+
+    let retried = failing.post_ride_to(&healthy, &failing.user.api_key, "flaky", RIDE).await;
+
+    assert_eq!(retried.status, 201);
+    assert_eq!(retried.header("idempotent-replayed"), None);
+    assert_eq!(failing.counts(), (1, 1, 1));
+    let replay = failing.post_ride("flaky", RIDE).await;
+    assert_eq!(replay.body, retried.body);
+}
+
+#[tokio::test]
+async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_charge() {
+    let lossy = spawn_app_with(|s| s.simulated_gateway.lost_response_rate = 1.0).await;
+    let healthy = spawn_server(&lossy.database_url, |_| {}).await;
+
+    let answer = lossy.post_ride("lost", RIDE).await;
+
+    answer.assert_problem(503, "payment-gateway-unavailable");
+    // The gateway did charge.
+    assert_eq!(lossy.counts(), (1, 1, 1));
+    let retried = lossy.post_ride_to(&healthy, &lossy.user.api_key, "lost", RIDE).await;
+    assert_eq!(retried.status, 201);
+    assert_eq!(lossy.counts(), (1, 1, 1));
+    let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
+    assert_eq!(lossy.count(&format!("simulated_charges WHERE id = '{charge_id}'")), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_a_503_that_writes_nothing_and_a_retry_succeeds() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/api/rides").await.status, 200);
+    app.take_database_away();
+
+    let answer = app.post_ride("db-down", RIDE).await;
+
+    answer.assert_problem(503, "service-unavailable");
+    assert!(answer.header("retry-after").is_some());
+    app.give_database_back();
+    assert_eq!(app.counts(), (0, 0, 0));
+    let retried = app.post_ride("db-down", RIDE).await;
+    assert_eq!(retried.status, 201);
+    assert_eq!(app.counts(), (1, 1, 1));
+}

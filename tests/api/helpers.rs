@@ -1,0 +1,346 @@
+//! The test harness: a PostgreSQL per test process (the suite's own, unless
+//! `TEST_DATABASE_URL` names one), a database per test cloned from a migrated
+//! template, and the real HTTP server on a free port.
+
+use std::sync::OnceLock;
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+use reqwest::{Client, Response};
+use ridepay::config::Settings;
+use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use ridepay::startup::Application;
+use serde_json::{json, Value};
+
+pub struct DatabaseServer {
+    /// A maintenance database URL of a role that may create databases.
+    maintenance_url: String,
+    template: String,
+}
+
+static SERVER: OnceLock<DatabaseServer> = OnceLock::new();
+
+fn database_server() -> &'static DatabaseServer {
+    SERVER.get_or_init(|| {
+        let maintenance_url = match std::env::var("TEST_DATABASE_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => start_own_cluster(),
+        };
+        let template = create_template(&maintenance_url);
+        DatabaseServer {
+            maintenance_url,
+            template,
+        }
+    })
+}
+
+/// A throwaway cluster that stops, and is deleted, when this process ends.
+fn start_own_cluster() -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "ridepay-test-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the test PostgreSQL");
+    cluster
+        .stop_when_process_exits(&dir)
+        .expect("arrange for the test PostgreSQL to stop");
+    cluster.database_url("postgres")
+}
+
+/// A migrated template named after the migrations, so test processes sharing a
+/// server (TEST_DATABASE_URL) build it once and never use a stale one.
+fn create_template(maintenance_url: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut entries: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    for dir in entries {
+        for file in ["up.sql", "down.sql"] {
+            hasher.update(std::fs::read(dir.join(file)).unwrap_or_default());
+        }
+    }
+    let template = format!("ridepay_template_{}", &hex::encode(hasher.finalize())[..16]);
+    let mut conn = connect_with_retry(maintenance_url).expect("connect to the test server");
+    diesel::sql_query("SELECT pg_advisory_lock(4242)")
+        .execute(&mut conn)
+        .unwrap();
+    if !database_exists(&mut conn, &template) {
+        let building = format!("{template}_building");
+        diesel::sql_query(format!("DROP DATABASE IF EXISTS {building}"))
+            .execute(&mut conn)
+            .unwrap();
+        diesel::sql_query(format!("CREATE DATABASE {building}"))
+            .execute(&mut conn)
+            .unwrap();
+        {
+            let mut template_conn =
+                PgConnection::establish(&with_database(maintenance_url, &building)).unwrap();
+            ridepay::db::run_migrations(&mut template_conn).expect("migrate the template");
+        }
+        diesel::sql_query(format!("ALTER DATABASE {building} RENAME TO {template}"))
+            .execute(&mut conn)
+            .unwrap();
+    }
+    diesel::sql_query("SELECT pg_advisory_unlock(4242)")
+        .execute(&mut conn)
+        .unwrap();
+    template
+}
+
+fn database_exists(conn: &mut PgConnection, name: &str) -> bool {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    diesel::sql_query("SELECT count(*) AS count FROM pg_database WHERE datname = $1")
+        .bind::<diesel::sql_types::Text, _>(name)
+        .get_result::<Count>(conn)
+        .unwrap()
+        .count
+        > 0
+}
+
+/// `url` with its database replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("a database URL has a path");
+    let query = url.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    format!("{base}/{database}{query}")
+}
+
+/// A fresh database cloned from the migrated template.
+pub fn create_test_database() -> String {
+    let server = database_server();
+    let name = format!("test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = connect_with_retry(&server.maintenance_url).unwrap();
+    diesel::sql_query(format!("CREATE DATABASE {name} TEMPLATE {}", server.template))
+        .execute(&mut conn)
+        .expect("clone the template");
+    with_database(&server.maintenance_url, &name)
+}
+
+pub const RIDE: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_source": "tok_visa"}"#;
+
+pub fn ride_with(changes: Value) -> String {
+    let mut ride: Value = serde_json::from_str(RIDE).unwrap();
+    for (field, value) in changes.as_object().unwrap() {
+        if value.is_null() {
+            ride.as_object_mut().unwrap().remove(field);
+        } else {
+            ride[field] = value.clone();
+        }
+    }
+    ride.to_string()
+}
+
+pub struct TestUser {
+    pub id: i64,
+    pub api_key: String,
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub database_url: String,
+    pub client: Client,
+    /// A user with a stored customer id.
+    pub user: TestUser,
+}
+
+/// The server on a fresh database with default settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let database_url = create_test_database();
+    let app = spawn_server(&database_url, configure).await;
+    let user = create_user(&database_url, Some("cus_test"));
+    TestApp {
+        address: app,
+        database_url,
+        client: Client::new(),
+        user,
+    }
+}
+
+/// Another server on the same database, as a second instance would be.
+pub async fn spawn_server(database_url: &str, configure: impl FnOnce(&mut Settings)) -> String {
+    let mut settings = Settings::for_database(database_url);
+    configure(&mut settings);
+    let app = Application::build(&settings, database_url).expect("build the application");
+    let address = format!("http://{}", app.address());
+    tokio::spawn(app.run_until_stopped());
+    address
+}
+
+pub fn create_user(database_url: &str, customer: Option<&str>) -> TestUser {
+    let mut conn = PgConnection::establish(database_url).unwrap();
+    let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
+    let (user, key) = ridepay::users::create(&mut conn, &email, customer).unwrap();
+    TestUser {
+        id: user.id,
+        api_key: key.expose().to_owned(),
+    }
+}
+
+/// A response read whole, so tests can compare bodies byte for byte.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub async fn read(response: Response) -> Answer {
+        Answer {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: response.bytes().await.unwrap().to_vec(),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// Asserts a problem+json answer of `slug` and `status`; returns its body.
+    pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
+        assert_eq!(self.status, status, "body: {}", String::from_utf8_lossy(&self.body));
+        assert_eq!(self.header("content-type"), Some("application/problem+json"));
+        let problem = self.json();
+        assert_eq!(problem["type"], format!("https://ridepay.dev/problems/{slug}"));
+        assert_eq!(problem["status"], status);
+        assert!(problem["title"].is_string() && problem["detail"].is_string());
+        problem
+    }
+}
+
+impl TestApp {
+    pub async fn post_ride(&self, key: &str, body: &str) -> Answer {
+        self.post_ride_as(&self.user.api_key, key, body).await
+    }
+
+    pub async fn post_ride_as(&self, api_key: &str, key: &str, body: &str) -> Answer {
+        self.post_ride_to(&self.address, api_key, key, body).await
+    }
+
+    /// The same request to another server (instance) on this database.
+    pub async fn post_ride_to(&self, address: &str, api_key: &str, key: &str, body: &str) -> Answer {
+        let response = self
+            .client
+            .post(format!("{address}/api/rides"))
+            .bearer_auth(api_key)
+            .header("Idempotency-Key", key)
+            .header("Content-Type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("the server answers");
+        Answer::read(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.get_as(&self.user.api_key, path).await
+    }
+
+    pub async fn get_as(&self, api_key: &str, path: &str) -> Answer {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.address))
+            .bearer_auth(api_key)
+            .send()
+            .await
+            .unwrap();
+        Answer::read(response).await
+    }
+
+    pub fn db(&self) -> PgConnection {
+        PgConnection::establish(&self.database_url).unwrap()
+    }
+
+    pub fn count(&self, sql_from_where: &str) -> i64 {
+        count(&mut self.db(), sql_from_where)
+    }
+
+    /// Rows: rides, gateway charges, and idempotency keys.
+    pub fn counts(&self) -> (i64, i64, i64) {
+        let mut conn = self.db();
+        (
+            count(&mut conn, "rides"),
+            count(&mut conn, "simulated_charges"),
+            count(&mut conn, "idempotency_keys"),
+        )
+    }
+
+    /// Refuses new sessions to this test's database and ends the server's, as
+    /// a database outage would.
+    pub fn take_database_away(&self) {
+        let mut admin = self.allow_connections(false);
+        diesel::sql_query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = $1 AND application_name = 'ridepay'",
+        )
+        .bind::<diesel::sql_types::Text, _>(self.database_name())
+        .execute(&mut admin)
+        .unwrap();
+    }
+
+    pub fn give_database_back(&self) {
+        self.allow_connections(true);
+    }
+
+    fn database_name(&self) -> &str {
+        self.database_url.rsplit('/').next().unwrap()
+    }
+
+    fn allow_connections(&self, allow: bool) -> PgConnection {
+        let mut admin = connect_with_retry(&database_server().maintenance_url).unwrap();
+        // Identifiers cannot be bound; this one is the harness's own name.
+        diesel::sql_query(format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS {allow}",
+            self.database_name()
+        ))
+        .execute(&mut admin)
+        .unwrap();
+        admin
+    }
+
+    pub fn key_state(&self, key: &str) -> Value {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Jsonb)]
+            state: Value,
+        }
+        diesel::sql_query(
+            "SELECT jsonb_build_object('recovery_point', recovery_point, 'locked', locked_at IS NOT NULL, \
+             'lease_epoch', lease_epoch, 'response_status', response_status) AS state \
+             FROM idempotency_keys WHERE key = $1",
+        )
+        .bind::<diesel::sql_types::Text, _>(key)
+        .get_result::<Row>(&mut self.db())
+        .map(|row| row.state)
+        .unwrap_or(json!(null))
+    }
+}
+
+/// `SELECT count(*) FROM <from_where>`, for assertions on test-owned tables.
+pub fn count(conn: &mut PgConnection, from_where: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    diesel::sql_query(format!("SELECT count(*) AS count FROM {from_where}"))
+        .get_result::<Count>(conn)
+        .unwrap()
+        .count
+}

@@ -1,0 +1,11 @@
+//! One test binary, so the suite starts one PostgreSQL (see `helpers`).
+
+mod auth_and_routing;
+mod concurrency;
+mod create_ride;
+mod gateway_outcomes;
+mod health;
+mod helpers;
+mod read_rides;
+mod resume;
+mod validation;
