@@ -6,9 +6,15 @@ async fn api_routes_need_a_valid_bearer_key() {
     let url = format!("{}/api/rides", app.address);
     let attempts = [
         app.client.get(&url),
-        app.client.get(&url).header("Authorization", "Basic dXNlcjpwYXNz"),
+        app.client
+            .get(&url)
+            .header("Authorization", "Basic dXNlcjpwYXNz"),
         app.client.get(&url).bearer_auth("ridepay_sk_0000"),
-        app.client.post(&url).bearer_auth("nope").header("Idempotency-Key", "k").body(RIDE),
+        app.client
+            .post(&url)
+            .bearer_auth("nope")
+            .header("Idempotency-Key", "k")
+            .body(RIDE),
     ];
     for attempt in attempts {
         let answer = Answer::read(attempt.send().await.unwrap()).await;
@@ -21,7 +27,9 @@ async fn api_routes_need_a_valid_bearer_key() {
 #[tokio::test]
 async fn unknown_routes_are_404_problems() {
     let app = spawn_app().await;
-    app.get("/api/nothing-here").await.assert_problem(404, "not-found");
+    app.get("/api/nothing-here")
+        .await
+        .assert_problem(404, "not-found");
     app.get("/nothing").await.assert_problem(404, "not-found");
 }
 

@@ -17,7 +17,10 @@ async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {
 
     let created: Vec<_> = answers.iter().filter(|a| a.status == 201).collect();
     assert!(!created.is_empty());
-    let first = created.iter().find(|a| a.header("idempotent-replayed").is_none()).unwrap();
+    let first = created
+        .iter()
+        .find(|a| a.header("idempotent-replayed").is_none())
+        .unwrap();
     let mut in_use = 0;
     for answer in &answers {
         match answer.status {
@@ -27,11 +30,17 @@ async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {
                 assert_eq!(answer.header("retry-after"), Some("1"));
                 in_use += 1;
             }
-            other => panic!("unexpected {other}: {}", String::from_utf8_lossy(&answer.body)),
+            other => panic!(
+                "unexpected {other}: {}",
+                String::from_utf8_lossy(&answer.body)
+            ),
         }
     }
     assert_eq!(
-        answers.iter().filter(|a| a.status == 201 && a.header("idempotent-replayed").is_none()).count(),
+        answers
+            .iter()
+            .filter(|a| a.status == 201 && a.header("idempotent-replayed").is_none())
+            .count(),
         1
     );
     assert!(in_use > 0, "the storm should have met the held lease");
@@ -91,9 +100,16 @@ async fn two_instances_on_one_database_make_one_ride_per_key() {
 
     let app = &app;
     let answers = join_all((0..40).map(|i| {
-        let address = if i % 2 == 0 { app.address.clone() } else { other.clone() };
+        let address = if i % 2 == 0 {
+            app.address.clone()
+        } else {
+            other.clone()
+        };
         let key = format!("key-{}", i % 10);
-        async move { app.post_ride_to(&address, &app.user.api_key, &key, RIDE).await }
+        async move {
+            app.post_ride_to(&address, &app.user.api_key, &key, RIDE)
+                .await
+        }
     }))
     .await;
 

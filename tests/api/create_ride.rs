@@ -12,7 +12,10 @@ async fn a_first_request_creates_a_charged_ride() {
     assert_eq!(answer.header("content-type"), Some("application/json"));
     assert_eq!(answer.header("idempotent-replayed"), None);
     let ride = answer.json();
-    assert_eq!(answer.header("location"), Some(format!("/api/rides/{}", ride["id"]).as_str()));
+    assert_eq!(
+        answer.header("location"),
+        Some(format!("/api/rides/{}", ride["id"]).as_str())
+    );
     assert_eq!(ride["status"], "charged");
     assert_eq!(ride["amount_cents"], 2000);
     assert_eq!(ride["amount_refunded_cents"], 0);
@@ -56,7 +59,9 @@ async fn a_retry_replays_the_stored_response_byte_for_byte() {
 #[tokio::test]
 async fn field_order_whitespace_and_the_default_currency_do_not_change_the_request() {
     let app = spawn_app().await;
-    let first = app.post_ride("same", &ride_with(json!({ "currency": null }))).await;
+    let first = app
+        .post_ride("same", &ride_with(json!({ "currency": null })))
+        .await;
     assert_eq!(first.status, 201);
 
     let reordered = r#"{ "payment_source":"tok_visa",  "amount_cents":2000, "currency":"usd",
@@ -98,7 +103,11 @@ async fn keys_are_scoped_per_user() {
     let mine = app.post_ride("shared-key", RIDE).await;
     let theirs = app.post_ride_as(&other.api_key, "shared-key", RIDE).await;
     let theirs_different = app
-        .post_ride_as(&other.api_key, "shared-key-2", &ride_with(json!({ "amount_cents": 999 })))
+        .post_ride_as(
+            &other.api_key,
+            "shared-key-2",
+            &ride_with(json!({ "amount_cents": 999 })),
+        )
         .await;
 
     assert_eq!(mine.status, 201);
@@ -116,12 +125,16 @@ async fn keys_are_scoped_per_user() {
 async fn a_ride_without_source_charges_the_stored_customer() {
     let app = spawn_app().await;
 
-    let answer = app.post_ride("customer", &ride_with(json!({ "payment_source": null }))).await;
+    let answer = app
+        .post_ride("customer", &ride_with(json!({ "payment_source": null })))
+        .await;
 
     assert_eq!(answer.status, 201);
     let charge_id = answer.json()["charge_id"].as_str().unwrap().to_owned();
     assert_eq!(
-        app.count(&format!("simulated_charges WHERE id = '{charge_id}' AND source = 'cus_test'")),
+        app.count(&format!(
+            "simulated_charges WHERE id = '{charge_id}' AND source = 'cus_test'"
+        )),
         1
     );
 }
@@ -132,7 +145,11 @@ async fn a_user_without_source_or_customer_gets_a_400_and_the_key_is_not_consume
     let bare = create_user(&app.database_url, None);
 
     let answer = app
-        .post_ride_as(&bare.api_key, "no-source", &ride_with(json!({ "payment_source": null })))
+        .post_ride_as(
+            &bare.api_key,
+            "no-source",
+            &ride_with(json!({ "payment_source": null })),
+        )
         .await;
 
     let problem = answer.assert_problem(400, "invalid-request");

@@ -30,7 +30,10 @@ async fn insufficient_funds_is_a_decline_with_its_own_code() {
     let app = spawn_app().await;
 
     let answer = app
-        .post_ride("poor", &ride_with(json!({ "payment_source": "tok_chargeDeclinedInsufficientFunds" })))
+        .post_ride(
+            "poor",
+            &ride_with(json!({ "payment_source": "tok_chargeDeclinedInsufficientFunds" })),
+        )
         .await;
 
     let problem = answer.assert_problem(402, "card-declined");
@@ -45,7 +48,10 @@ async fn a_source_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_fa
     let answer = app.post_ride("rejected", &body).await;
 
     let problem = answer.assert_problem(502, "payment-gateway-rejected");
-    let ride = app.get(&format!("/api/rides/{}", problem["ride_id"])).await.json();
+    let ride = app
+        .get(&format!("/api/rides/{}", problem["ride_id"]))
+        .await
+        .json();
     assert_eq!(ride["status"], "payment_failed");
     let replay = app.post_ride("rejected", &body).await;
     assert_eq!(replay.body, answer.body);
@@ -69,7 +75,9 @@ async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_charging_t
     assert_eq!(state["response_status"], json!(null));
     assert_eq!(failing.counts(), (1, 0, 1));
 
-    let retried = failing.post_ride_to(&healthy, &failing.user.api_key, "flaky", RIDE).await;
+    let retried = failing
+        .post_ride_to(&healthy, &failing.user.api_key, "flaky", RIDE)
+        .await;
 
     assert_eq!(retried.status, 201);
     assert_eq!(retried.header("idempotent-replayed"), None);
@@ -88,11 +96,16 @@ async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_charge() {
     answer.assert_problem(503, "payment-gateway-unavailable");
     // The gateway did charge.
     assert_eq!(lossy.counts(), (1, 1, 1));
-    let retried = lossy.post_ride_to(&healthy, &lossy.user.api_key, "lost", RIDE).await;
+    let retried = lossy
+        .post_ride_to(&healthy, &lossy.user.api_key, "lost", RIDE)
+        .await;
     assert_eq!(retried.status, 201);
     assert_eq!(lossy.counts(), (1, 1, 1));
     let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
-    assert_eq!(lossy.count(&format!("simulated_charges WHERE id = '{charge_id}'")), 1);
+    assert_eq!(
+        lossy.count(&format!("simulated_charges WHERE id = '{charge_id}'")),
+        1
+    );
 }
 
 #[tokio::test]

@@ -107,7 +107,10 @@ fn database_exists(conn: &mut PgConnection, name: &str) -> bool {
 /// `url` with its database replaced by `database`.
 fn with_database(url: &str, database: &str) -> String {
     let (base, _) = url.rsplit_once('/').expect("a database URL has a path");
-    let query = url.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    let query = url
+        .split_once('?')
+        .map(|(_, q)| format!("?{q}"))
+        .unwrap_or_default();
     format!("{base}/{database}{query}")
 }
 
@@ -116,9 +119,12 @@ pub fn create_test_database() -> String {
     let server = database_server();
     let name = format!("test_{}", uuid::Uuid::new_v4().simple());
     let mut conn = connect_with_retry(&server.maintenance_url).unwrap();
-    diesel::sql_query(format!("CREATE DATABASE {name} TEMPLATE {}", server.template))
-        .execute(&mut conn)
-        .expect("clone the template");
+    diesel::sql_query(format!(
+        "CREATE DATABASE {name} TEMPLATE {}",
+        server.template
+    ))
+    .execute(&mut conn)
+    .expect("clone the template");
     with_database(&server.maintenance_url, &name)
 }
 
@@ -214,10 +220,21 @@ impl Answer {
 
     /// Asserts a problem+json answer of `slug` and `status`; returns its body.
     pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
-        assert_eq!(self.status, status, "body: {}", String::from_utf8_lossy(&self.body));
-        assert_eq!(self.header("content-type"), Some("application/problem+json"));
+        assert_eq!(
+            self.status,
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json")
+        );
         let problem = self.json();
-        assert_eq!(problem["type"], format!("https://ridepay.dev/problems/{slug}"));
+        assert_eq!(
+            problem["type"],
+            format!("https://ridepay.dev/problems/{slug}")
+        );
         assert_eq!(problem["status"], status);
         assert!(problem["title"].is_string() && problem["detail"].is_string());
         problem
@@ -234,7 +251,13 @@ impl TestApp {
     }
 
     /// The same request to another server (instance) on this database.
-    pub async fn post_ride_to(&self, address: &str, api_key: &str, key: &str, body: &str) -> Answer {
+    pub async fn post_ride_to(
+        &self,
+        address: &str,
+        api_key: &str,
+        key: &str,
+        body: &str,
+    ) -> Answer {
         let response = self
             .client
             .post(format!("{address}/api/rides"))

@@ -20,14 +20,18 @@ async fn another_users_ride_is_not_found() {
     let other = create_user(&app.database_url, None);
     let created = app.post_ride("private", &ride_with(json!({}))).await;
 
-    let answer = app.get_as(&other.api_key, created.header("location").unwrap()).await;
+    let answer = app
+        .get_as(&other.api_key, created.header("location").unwrap())
+        .await;
 
     answer.assert_problem(404, "not-found");
     // Indistinguishable from a ride that does not exist.
     let missing = app.get("/api/rides/999999").await;
     missing.assert_problem(404, "not-found");
     assert_eq!(missing.body, answer.body);
-    app.get("/api/rides/not-a-number").await.assert_problem(404, "not-found");
+    app.get("/api/rides/not-a-number")
+        .await
+        .assert_problem(404, "not-found");
 }
 
 #[tokio::test]
@@ -38,17 +42,31 @@ async fn rides_list_newest_first_in_pages() {
         let body = ride_with(json!({ "amount_cents": 100 + i }));
         assert_eq!(app.post_ride(&format!("list-{i}"), &body).await.status, 201);
     }
-    app.post_ride_as(&other.api_key, "theirs", &ride_with(json!({}))).await;
+    app.post_ride_as(&other.api_key, "theirs", &ride_with(json!({})))
+        .await;
 
     let first = app.get("/api/rides?limit=2").await.json();
-    let ids: Vec<i64> = first["data"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let ids: Vec<i64> = first["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
     assert_eq!(first["has_more"], true);
     assert_eq!(first["data"][0]["amount_cents"], 104);
     assert!(ids[0] > ids[1]);
 
-    let rest = app.get(&format!("/api/rides?limit=10&before_id={}", ids[1])).await.json();
+    let rest = app
+        .get(&format!("/api/rides?limit=10&before_id={}", ids[1]))
+        .await
+        .json();
     assert_eq!(rest["has_more"], false);
-    let amounts: Vec<i64> = rest["data"].as_array().unwrap().iter().map(|r| r["amount_cents"].as_i64().unwrap()).collect();
+    let amounts: Vec<i64> = rest["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["amount_cents"].as_i64().unwrap())
+        .collect();
     assert_eq!(amounts, [102, 101, 100]);
 
     let everything = app.get("/api/rides").await.json();
@@ -59,6 +77,8 @@ async fn rides_list_newest_first_in_pages() {
 async fn a_list_limit_outside_1_to_100_is_invalid() {
     let app = spawn_app().await;
     for query in ["limit=0", "limit=101", "limit=abc", "before_id=x"] {
-        app.get(&format!("/api/rides?{query}")).await.assert_problem(400, "invalid-request");
+        app.get(&format!("/api/rides?{query}"))
+            .await
+            .assert_problem(400, "invalid-request");
     }
 }

@@ -47,7 +47,10 @@ fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge
         return None;
     }
     let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
-    let pool = ridepay::db::build_pool(&app.database_url, &Settings::for_database(&app.database_url));
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &Settings::for_database(&app.database_url),
+    );
     let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
     let installation = payments::installation_id(&mut conn).unwrap();
     let charge = phases::charge(&gateway, installation, &lease, &ride).unwrap();
@@ -68,12 +71,19 @@ fn expire_lease(app: &TestApp) {
 async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
     let charge = leave_key_at(app, key, point);
     // While the crashed holder's lease is young, it is respected.
-    app.post_ride(key, RIDE).await.assert_problem(409, "idempotency-key-in-use");
+    app.post_ride(key, RIDE)
+        .await
+        .assert_problem(409, "idempotency-key-in-use");
     expire_lease(app);
 
     let answer = app.post_ride(key, RIDE).await;
 
-    assert_eq!(answer.status, 201, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(
+        answer.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
     assert_eq!(app.counts(), (1, 1, 1));
     if let Some(charge) = charge {
         assert_eq!(answer.json()["charge_id"], charge.id);
@@ -131,7 +141,10 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
         phases::create_ride(conn, lease, &params)
     });
 
-    assert!(matches!(refused, Err(ServiceError::LeaseLost)), "{refused:?}");
+    assert!(
+        matches!(refused, Err(ServiceError::LeaseLost)),
+        "{refused:?}"
+    );
     // The refused phase rolled back: no ride, and the stale lease still
     // believes it is at Started.
     assert_eq!(stale.recovery_point(), RecoveryPoint::Started);

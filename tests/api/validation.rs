@@ -1,6 +1,10 @@
 use crate::helpers::{ride_with, spawn_app, TestApp, RIDE};
 
-async fn post_raw(app: &TestApp, headers: &[(&str, &str)], body: Vec<u8>) -> crate::helpers::Answer {
+async fn post_raw(
+    app: &TestApp,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> crate::helpers::Answer {
     let mut request = app
         .client
         .post(format!("{}/api/rides", app.address))
@@ -28,7 +32,10 @@ async fn an_invalid_idempotency_key_is_a_400_and_writes_nothing() {
     for key in ["", "   ", "\"unterminated", "\"a\"b\"", too_long.as_str()] {
         let answer = post_raw(
             &app,
-            &[("Content-Type", "application/json"), ("Idempotency-Key", key)],
+            &[
+                ("Content-Type", "application/json"),
+                ("Idempotency-Key", key),
+            ],
             RIDE.into(),
         )
         .await;
@@ -39,12 +46,17 @@ async fn an_invalid_idempotency_key_is_a_400_and_writes_nothing() {
         .post(format!("{}/api/rides", app.address))
         .bearer_auth(&app.user.api_key)
         .header("Content-Type", "application/json")
-        .header("Idempotency-Key", reqwest::header::HeaderValue::from_bytes(b"cl\xc3\xa9").unwrap())
+        .header(
+            "Idempotency-Key",
+            reqwest::header::HeaderValue::from_bytes(b"cl\xc3\xa9").unwrap(),
+        )
         .body(RIDE)
         .send()
         .await
         .unwrap();
-    crate::helpers::Answer::read(non_ascii).await.assert_problem(400, "idempotency-key-invalid");
+    crate::helpers::Answer::read(non_ascii)
+        .await
+        .assert_problem(400, "idempotency-key-invalid");
     assert_eq!(app.counts(), (0, 0, 0));
 }
 
@@ -53,7 +65,10 @@ async fn an_invalid_body_is_a_400_naming_the_fields_and_the_key_is_not_consumed(
     let app = spawn_app().await;
 
     let answer = app
-        .post_ride("fix-me", &ride_with(serde_json::json!({ "amount_cents": 10, "origin_lat": 100 })))
+        .post_ride(
+            "fix-me",
+            &ride_with(serde_json::json!({ "amount_cents": 10, "origin_lat": 100 })),
+        )
         .await;
 
     let problem = answer.assert_problem(400, "invalid-request");
@@ -73,12 +88,21 @@ async fn unknown_duplicate_and_mistyped_fields_are_400s() {
     let app = spawn_app().await;
     for (body, field) in [
         (r#"{"tip": 1}"#.to_owned(), "tip"),
-        (RIDE.replacen('{', r#"{"amount_cents": 2000, "#, 1), "amount_cents"),
-        (ride_with(serde_json::json!({ "amount_cents": 20.5 })), "amount_cents"),
+        (
+            RIDE.replacen('{', r#"{"amount_cents": 2000, "#, 1),
+            "amount_cents",
+        ),
+        (
+            ride_with(serde_json::json!({ "amount_cents": 20.5 })),
+            "amount_cents",
+        ),
         ("[1, 2]".to_owned(), "body"),
         ("{\"origin_lat\": ".to_owned(), "body"),
     ] {
-        let problem = app.post_ride("bad", &body).await.assert_problem(400, "invalid-request");
+        let problem = app
+            .post_ride("bad", &body)
+            .await
+            .assert_problem(400, "invalid-request");
         assert_eq!(problem["errors"][0]["field"], field, "{body}");
     }
     assert_eq!(app.counts(), (0, 0, 0));
@@ -92,7 +116,10 @@ async fn a_body_over_16_kib_is_a_413_and_writes_nothing() {
 
     let answer = post_raw(
         &app,
-        &[("Content-Type", "application/json"), ("Idempotency-Key", "big")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Idempotency-Key", "big"),
+        ],
         body.into(),
     )
     .await;
@@ -104,7 +131,11 @@ async fn a_body_over_16_kib_is_a_413_and_writes_nothing() {
 #[tokio::test]
 async fn a_body_that_is_not_json_is_a_415_and_writes_nothing() {
     let app = spawn_app().await;
-    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
         let mut headers = vec![("Idempotency-Key", "typed")];
         if let Some(content_type) = content_type {
             headers.push(("Content-Type", content_type));
@@ -114,7 +145,10 @@ async fn a_body_that_is_not_json_is_a_415_and_writes_nothing() {
     }
     let with_charset = post_raw(
         &app,
-        &[("Content-Type", "application/json; charset=utf-8"), ("Idempotency-Key", "typed")],
+        &[
+            ("Content-Type", "application/json; charset=utf-8"),
+            ("Idempotency-Key", "typed"),
+        ],
         RIDE.into(),
     )
     .await;
