@@ -1,4 +1,4 @@
-//! The command line: `ridepay [serve]`, `migrate`, `users create`.
+//! The command line: `ridepay [serve]`, `migrate`, `reap`, `users create`.
 
 use std::path::Path;
 
@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::config::Settings;
 use crate::db;
 use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use crate::idempotency::reaper;
 use crate::startup::Application;
 use crate::users;
 
@@ -29,6 +30,9 @@ enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Delete finished idempotency keys older than the retention, once, and
+    /// print `{"deleted": N}`.
+    Reap,
     /// Manage users and their API keys.
     #[command(subcommand)]
     Users(UsersCommand),
@@ -57,6 +61,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let (url, _cluster) = database(&settings)?;
             db::run_migrations(&mut connect_with_retry(&url)?)?;
             println!("{}", json!({ "migrations": "applied" }));
+            Ok(())
+        }
+        Command::Reap => {
+            let (url, _cluster) = database(&settings)?;
+            let mut conn = connect_with_retry(&url)?;
+            db::run_migrations(&mut conn)?;
+            let deleted = reaper::reap(&mut conn, settings.retention)?;
+            println!("{}", json!({ "deleted": deleted }));
             Ok(())
         }
         Command::Users(UsersCommand::Create {

@@ -37,6 +37,30 @@ pub struct SimulatedGatewaySettings {
     pub lost_response_rate: f64,
 }
 
+/// A background worker's switch and interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    pub enabled: bool,
+    pub interval: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompleterConfig {
+    pub enabled: bool,
+    pub interval: Duration,
+    pub max_attempts: i32,
+    /// No charge is retried for a key older than this.
+    pub charge_deadline: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxConfig {
+    pub enabled: bool,
+    pub interval: Duration,
+    /// Receipts go here as webhooks; unset, they are recorded locally.
+    pub receipt_webhook_url: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// None: run the embedded PostgreSQL of `data_dir`.
@@ -48,6 +72,9 @@ pub struct Settings {
     pub idle_in_transaction_timeout: Duration,
     pub lease_timeout: Duration,
     pub retention: Duration,
+    pub completer: CompleterConfig,
+    pub reaper: WorkerSettings,
+    pub outbox: OutboxConfig,
     pub gateway: GatewayKind,
     pub simulated_gateway: SimulatedGatewaySettings,
     pub data_dir: PathBuf,
@@ -72,6 +99,25 @@ impl Settings {
             idle_in_transaction_timeout: millis("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000)?,
             lease_timeout: Duration::from_secs(var("IDEMPOTENCY_LEASE_SECS", 30)?),
             retention: Duration::from_secs(var::<u64>("IDEMPOTENCY_RETENTION_HOURS", 48)? * 3600),
+            completer: CompleterConfig {
+                enabled: var("COMPLETER_ENABLED", true)?,
+                interval: Duration::from_secs(var("COMPLETER_INTERVAL_SECS", 5)?),
+                max_attempts: var("COMPLETER_MAX_ATTEMPTS", 10)?,
+                charge_deadline: Duration::from_secs(
+                    var::<u64>("COMPLETER_CHARGE_DEADLINE_HOURS", 12)? * 3600,
+                ),
+            },
+            reaper: WorkerSettings {
+                enabled: var("REAPER_ENABLED", true)?,
+                interval: Duration::from_secs(var("REAPER_INTERVAL_SECS", 4 * 3600)?),
+            },
+            outbox: OutboxConfig {
+                enabled: var("OUTBOX_ENABLED", true)?,
+                interval: Duration::from_secs(var("OUTBOX_INTERVAL_SECS", 2)?),
+                receipt_webhook_url: env::var("RECEIPT_WEBHOOK_URL")
+                    .ok()
+                    .filter(|url| !url.is_empty()),
+            },
             gateway: var("GATEWAY", GatewayKind::Simulated)?,
             simulated_gateway: SimulatedGatewaySettings {
                 latency: millis("SIMULATED_GATEWAY_LATENCY_MS", 0)?,
@@ -96,6 +142,22 @@ impl Settings {
             idle_in_transaction_timeout: Duration::from_secs(10),
             lease_timeout: Duration::from_secs(30),
             retention: Duration::from_secs(48 * 3600),
+            // Tests switch workers on where they are the subject.
+            completer: CompleterConfig {
+                enabled: false,
+                interval: Duration::from_millis(200),
+                max_attempts: 10,
+                charge_deadline: Duration::from_secs(12 * 3600),
+            },
+            reaper: WorkerSettings {
+                enabled: false,
+                interval: Duration::from_secs(3600),
+            },
+            outbox: OutboxConfig {
+                enabled: false,
+                interval: Duration::from_millis(200),
+                receipt_webhook_url: None,
+            },
             gateway: GatewayKind::Simulated,
             simulated_gateway: SimulatedGatewaySettings::default(),
             data_dir: PathBuf::from(".ridepay"),
@@ -109,6 +171,24 @@ impl Settings {
         }
         if self.lease_timeout < Duration::from_secs(1) {
             bail!("IDEMPOTENCY_LEASE_SECS must be at least 1");
+        }
+        if self.completer.max_attempts < 1 {
+            bail!("COMPLETER_MAX_ATTEMPTS must be at least 1");
+        }
+        if self.completer.charge_deadline >= Duration::from_secs(24 * 3600) {
+            bail!(
+                "COMPLETER_CHARGE_DEADLINE_HOURS must be under 24: payment gateways forget \
+                 idempotency keys after 24 hours"
+            );
+        }
+        for (name, interval) in [
+            ("COMPLETER_INTERVAL_SECS", self.completer.interval),
+            ("REAPER_INTERVAL_SECS", self.reaper.interval),
+            ("OUTBOX_INTERVAL_SECS", self.outbox.interval),
+        ] {
+            if interval.is_zero() {
+                bail!("{name} must be at least 1");
+            }
         }
         if self.gateway == GatewayKind::Stripe {
             bail!("GATEWAY=stripe is not available in this build yet; use `simulated`");

@@ -2,10 +2,14 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use diesel::connection::SimpleConnection;
+use diesel::dsl::sql;
+use diesel::expression::SqlLiteral;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel::RunQueryDsl;
+use diesel::sql_types::Timestamptz;
+use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use crate::config::Settings;
@@ -82,4 +86,20 @@ pub fn migrations_applied(conn: &mut PgConnection) -> anyhow::Result<bool> {
         .has_pending_migration(MIGRATIONS)
         .map_err(|err| anyhow::anyhow!("cannot read the migration table: {err}"))?;
     Ok(!pending)
+}
+
+/// The database's clock. Lease ages, deadlines and backoffs are judged by it
+/// alone, so instances with skewed clocks agree.
+pub fn database_now() -> SqlLiteral<Timestamptz> {
+    sql::<Timestamptz>("now()")
+}
+
+/// The database's current time.
+pub fn now(conn: &mut PgConnection) -> QueryResult<DateTime<Utc>> {
+    diesel::select(database_now()).get_result(conn)
+}
+
+/// A span of time as chrono counts it, saturating rather than failing.
+pub fn span(duration: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(duration).unwrap_or(chrono::Duration::MAX)
 }

@@ -7,9 +7,11 @@
 
 pub mod audit;
 pub mod auth;
+pub mod backoff;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod crash;
 pub mod db;
 pub mod embedded_postgres;
 pub mod health;
@@ -25,3 +27,4 @@ pub mod service_error;
 pub mod startup;
 pub mod users;
 pub mod validation;
+pub mod workers;

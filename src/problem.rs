@@ -228,6 +228,12 @@ impl From<ServiceError> for Problem {
                 )
                 .with_retry_after(Duration::from_secs(1))
             }
+            ServiceError::NeedsAttention => Problem::new(
+                ProblemKind::InternalError,
+                "this request can no longer be completed automatically; it has been left \
+                 for an operator to settle. Do not retry it with a new key before checking \
+                 whether you were charged",
+            ),
             ServiceError::DatabaseUnavailable(reason) => {
                 log::error!("database unavailable: {reason}");
                 Problem::new(

@@ -30,6 +30,10 @@ diesel::table! {
         response_body -> Nullable<Bytea>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        attempts -> Int4,
+        next_attempt_at -> Nullable<Timestamptz>,
+        needs_attention_at -> Nullable<Timestamptz>,
+        last_error -> Nullable<Text>,
     }
 }
 
@@ -37,6 +41,17 @@ diesel::table! {
     installation (singleton) {
         singleton -> Bool,
         installation_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    receipts (id) {
+        id -> Int8,
+        ride_id -> Int8,
+        staged_job_id -> Int8,
+        payload -> Jsonb,
+        deliveries -> Int4,
         created_at -> Timestamptz,
     }
 }
@@ -103,6 +118,7 @@ diesel::table! {
 
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
+diesel::joinable!(receipts -> rides (ride_id));
 diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(rides -> users (user_id));
 
@@ -110,6 +126,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
     idempotency_keys,
     installation,
+    receipts,
     rides,
     simulated_charges,
     staged_jobs,

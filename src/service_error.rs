@@ -21,6 +21,9 @@ pub enum ServiceError {
         reason: String,
         retry_after: Duration,
     },
+    /// The key is too old to resume safely, or a worker gave up on it.
+    #[error("the idempotency key needs an operator's attention")]
+    NeedsAttention,
     /// Another worker took the key's lease over; this one must stop at once.
     #[error("the idempotency key's lease was taken over")]
     LeaseLost,

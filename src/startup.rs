@@ -11,13 +11,16 @@ use anyhow::Context;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
+use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, SimulatedGateway};
+use crate::workers::Workers;
 use crate::{health, rides, routing};
 
 pub struct Application {
     address: SocketAddr,
     server: Server,
     pool: DbPool,
+    workers: Workers,
 }
 
 impl Application {
@@ -37,12 +40,17 @@ impl Application {
             )),
             GatewayKind::Stripe => anyhow::bail!("GATEWAY=stripe is not available yet"),
         };
-        let context = web::Data::new(ServiceContext {
+        let context = Arc::new(ServiceContext {
             pool: pool.clone(),
             gateway,
-            lease_timeout: settings.lease_timeout,
+            key_policy: KeyPolicy {
+                lease_timeout: settings.lease_timeout,
+                effect_deadline: settings.completer.charge_deadline,
+            },
             installation_id,
         });
+        let workers = Workers::start(settings, context.clone());
+        let context = web::Data::from(context);
         let listener = TcpListener::bind(&settings.bind_addr)
             .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
         let address = listener.local_addr()?;
@@ -65,6 +73,7 @@ impl Application {
             address,
             server: server.run(),
             pool,
+            workers,
         })
     }
 
@@ -77,7 +86,13 @@ impl Application {
         &self.pool
     }
 
+    /// Serves until the server stops (SIGINT or SIGTERM: in-flight requests
+    /// finish first), then stops the workers.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let result = self.server.await;
+        let workers = self.workers;
+        // Joining threads blocks; keep it off the async runtime.
+        let _ = actix_web::rt::task::spawn_blocking(move || workers.stop()).await;
+        result
     }
 }

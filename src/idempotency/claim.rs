@@ -1,8 +1,6 @@
 //! Phase 1, the claim: find or create the key row, decide whether this request
 //! may run, and if so take the lease with a new fencing epoch.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::prelude::*;
@@ -11,9 +9,11 @@ use serde_json::Value;
 use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::lease::Lease;
-use super::record::{self, database_now, KeyRecord};
+use super::policy::KeyPolicy;
+use super::record::{self, KeyRecord};
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
+use crate::db::database_now;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -58,6 +58,8 @@ pub enum Lookup {
     Replay(StoredResponse),
     InUse,
     Reused,
+    /// Too old to resume safely; an operator must settle it.
+    NeedsAttention,
 }
 
 /// The outcome of a claim.
@@ -67,15 +69,16 @@ pub enum Claim<P> {
     Replay(StoredResponse),
     InUse,
     Reused,
+    NeedsAttention,
 }
 
 /// Reads the key without a lock or a write, so replays of finished keys and
 /// 409s for held leases cost one plain SELECT. The claim re-checks under the row
 /// lock, so a stale read here can only send a request on to the claim.
-pub fn lookup(
+pub fn lookup<P: RecoveryPoints>(
     conn: &mut PgConnection,
     request: &IdempotentRequest<'_>,
-    lease_timeout: Duration,
+    policy: &KeyPolicy,
 ) -> Result<Lookup, ServiceError> {
     let found = keys::idempotency_keys
         .filter(keys::user_id.eq(request.user_id))
@@ -85,14 +88,13 @@ pub fn lookup(
         .optional()?;
     Ok(match found {
         None => Lookup::Claimable,
-        Some((record, db_now)) => {
-            match judge(request, &record, record.lease_active(db_now, lease_timeout))? {
-                Verdict::Claimable => Lookup::Claimable,
-                Verdict::Replay(response) => Lookup::Replay(response),
-                Verdict::InUse => Lookup::InUse,
-                Verdict::Reused => Lookup::Reused,
-            }
-        }
+        Some((record, db_now)) => match judge::<P>(request, &record, db_now, policy)? {
+            Verdict::Claimable => Lookup::Claimable,
+            Verdict::Replay(response) => Lookup::Replay(response),
+            Verdict::InUse => Lookup::InUse,
+            Verdict::Reused => Lookup::Reused,
+            Verdict::NeedsAttention => Lookup::NeedsAttention,
+        },
     })
 }
 
@@ -102,7 +104,7 @@ pub fn lookup(
 pub fn claim<P: RecoveryPoints>(
     conn: &mut PgConnection,
     request: &IdempotentRequest<'_>,
-    lease_timeout: Duration,
+    policy: &KeyPolicy,
 ) -> Result<Claim<P>, ServiceError> {
     let inserted = diesel::insert_into(keys::idempotency_keys)
         .values((
@@ -136,11 +138,12 @@ pub fn claim<P: RecoveryPoints>(
         .select((KeyRecord::as_select(), database_now()))
         .for_update()
         .first::<(KeyRecord, DateTime<Utc>)>(conn)?;
-    match judge(request, &record, record.lease_active(db_now, lease_timeout))? {
+    match judge::<P>(request, &record, db_now, policy)? {
         Verdict::Claimable => Ok(Claim::Acquired(take_lease(conn, &record)?)),
         Verdict::Replay(response) => Ok(Claim::Replay(response)),
         Verdict::InUse => Ok(Claim::InUse),
         Verdict::Reused => Ok(Claim::Reused),
+        Verdict::NeedsAttention => Ok(Claim::NeedsAttention),
     }
 }
 
@@ -150,13 +153,23 @@ pub(crate) fn take_lease<P: RecoveryPoints>(
     conn: &mut PgConnection,
     record: &KeyRecord,
 ) -> Result<Lease<P>, ServiceError> {
-    let point = P::parse(&record.recovery_point).ok_or_else(|| {
-        anyhow::anyhow!(
-            "key {} is at recovery point {:?}, unknown to this endpoint",
+    let point = parse_point::<P>(record)?;
+    let epoch = bump_epoch(conn, record)?;
+    Ok(Lease::new(record.id, record.user_id, epoch, point))
+}
+
+pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyRecord) -> Result<P, ServiceError> {
+    P::parse(&record.recovery_point).ok_or_else(|| {
+        ServiceError::Internal(anyhow::anyhow!(
+            "key {} is at recovery point {:?}, unknown to its endpoint",
             record.id,
             record.recovery_point
-        )
-    })?;
+        ))
+    })
+}
+
+/// The lease itself: `locked_at = now()`, `lease_epoch + 1`. Returns the epoch.
+pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyRecord) -> Result<i64, ServiceError> {
     if record.locked_at.is_some() {
         log::warn!(
             "taking over the expired lease of idempotency key {} (epoch {})",
@@ -164,7 +177,7 @@ pub(crate) fn take_lease<P: RecoveryPoints>(
             record.lease_epoch
         );
     }
-    let epoch = diesel::update(keys::idempotency_keys.find(record.id))
+    Ok(diesel::update(keys::idempotency_keys.find(record.id))
         .set((
             keys::locked_at.eq(now),
             keys::lease_epoch.eq(keys::lease_epoch + 1),
@@ -172,8 +185,7 @@ pub(crate) fn take_lease<P: RecoveryPoints>(
             keys::updated_at.eq(now),
         ))
         .returning(keys::lease_epoch)
-        .get_result(conn)?;
-    Ok(Lease::new(record.id, record.user_id, epoch, point))
+        .get_result(conn)?)
 }
 
 enum Verdict {
@@ -181,14 +193,17 @@ enum Verdict {
     Replay(StoredResponse),
     InUse,
     Reused,
+    NeedsAttention,
 }
 
 /// The claim's rules, in order: a different request is refused, a finished one
-/// replayed, a live lease respected.
-fn judge(
+/// replayed, a live lease respected, and a key too old to resume safely left to
+/// an operator.
+fn judge<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     record: &KeyRecord,
-    lease_active: bool,
+    db_now: DateTime<Utc>,
+    policy: &KeyPolicy,
 ) -> Result<Verdict, ServiceError> {
     if !request.matches(record) {
         return Ok(Verdict::Reused);
@@ -199,11 +214,16 @@ fn judge(
         })?;
         return Ok(Verdict::Replay(response));
     }
-    Ok(if lease_active {
-        Verdict::InUse
-    } else {
-        Verdict::Claimable
-    })
+    if !policy.lease_expired(record.locked_at, db_now) {
+        return Ok(Verdict::InUse);
+    }
+    let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
+    if record.needs_attention_at.is_some()
+        || (awaits_effect && policy.past_effect_deadline(record.created_at, db_now))
+    {
+        return Ok(Verdict::NeedsAttention);
+    }
+    Ok(Verdict::Claimable)
 }
 
 /// Re-exported for callers that only need to read a key.

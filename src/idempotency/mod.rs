@@ -3,10 +3,13 @@
 //! an endpoint's recovery points; it knows nothing of any endpoint.
 
 mod claim;
+pub mod completer;
 mod fingerprint;
 pub mod http;
 mod key;
 mod lease;
+mod policy;
+pub mod reaper;
 mod record;
 mod recovery_point;
 mod stored_response;
@@ -15,6 +18,7 @@ pub use claim::{claim, find, lookup, Claim, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
+pub use policy::KeyPolicy;
 pub use record::KeyRecord;
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
 pub use stored_response::StoredResponse;

@@ -1,10 +1,7 @@
 //! The `idempotency_keys` row and the queries on it that take no lease.
 
 use chrono::{DateTime, Utc};
-use diesel::dsl::sql;
-use diesel::expression::SqlLiteral;
 use diesel::prelude::*;
-use diesel::sql_types::Timestamptz;
 use serde_json::Value;
 
 use super::stored_response::StoredResponse;
@@ -29,6 +26,10 @@ pub struct KeyRecord {
     pub response_body: Option<Vec<u8>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub attempts: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub needs_attention_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
 }
 
 impl KeyRecord {
@@ -46,34 +47,6 @@ impl KeyRecord {
             self.response_headers.as_ref()?,
             self.response_body.clone()?,
         )
-    }
-}
-
-#[derive(Debug, Insertable)]
-#[diesel(table_name = idempotency_keys)]
-pub(crate) struct NewKeyRecord<'a> {
-    pub user_id: i64,
-    pub key: &'a str,
-    pub request_method: &'a str,
-    pub request_path: &'a str,
-    pub request_fingerprint: &'a str,
-    pub request_params: &'a Value,
-    pub lease_epoch: i64,
-    pub locked_at: Option<DateTime<Utc>>,
-}
-
-/// The database's clock. Lease ages are judged by it alone, so instances with
-/// skewed clocks agree on whose lease has expired.
-pub(crate) fn database_now() -> SqlLiteral<Timestamptz> {
-    sql::<Timestamptz>("now()")
-}
-
-impl KeyRecord {
-    /// Whether the lease is held and younger than `lease_timeout` at `now`.
-    pub fn lease_active(&self, now: DateTime<Utc>, lease_timeout: std::time::Duration) -> bool {
-        let timeout = chrono::Duration::from_std(lease_timeout).unwrap_or(chrono::Duration::MAX);
-        self.locked_at
-            .is_some_and(|locked_at| locked_at > now - timeout)
     }
 }
 

@@ -16,4 +16,8 @@ pub trait RecoveryPoints: Copy + Eq + Debug + Send + Sync + 'static {
     fn as_str(self) -> &'static str;
 
     fn parse(stored: &str) -> Option<Self>;
+
+    /// True while the endpoint's external effect (a charge, a refund) may
+    /// still have to be made from this point.
+    fn awaits_external_effect(self) -> bool;
 }

@@ -156,6 +156,7 @@ impl PaymentGateway for SimulatedGateway {
         if !self.faults.latency.is_zero() {
             thread::sleep(self.faults.latency);
         }
+        crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT);
         let mut rng = rand::thread_rng();
         if rng.gen_bool(self.faults.fail_rate) {
             return Err(GatewayError::Unavailable {

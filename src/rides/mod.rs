@@ -5,6 +5,7 @@ pub mod model;
 pub mod phases;
 mod recovery_point;
 pub mod request;
+pub mod resumable;
 pub mod routes;
 pub mod service;
 

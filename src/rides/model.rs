@@ -92,6 +92,10 @@ pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Ride> {
         .first(conn)
 }
 
+pub fn find_ride(conn: &mut PgConnection, id: i64) -> QueryResult<Ride> {
+    rides::table.find(id).select(Ride::as_select()).first(conn)
+}
+
 /// One of the user's rides; another user's ride is simply not found.
 pub fn find_for_user(conn: &mut PgConnection, user_id: i64, id: i64) -> QueryResult<Option<Ride>> {
     rides::table

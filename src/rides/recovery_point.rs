@@ -28,6 +28,12 @@ impl RecoveryPoints for RecoveryPoint {
         }
     }
 
+    /// The charge is made from RideCreated; from ChargeCompleted on it is
+    /// recorded.
+    fn awaits_external_effect(self) -> bool {
+        matches!(self, RecoveryPoint::Started | RecoveryPoint::RideCreated)
+    }
+
     fn parse(stored: &str) -> Option<Self> {
         [
             RecoveryPoint::Started,

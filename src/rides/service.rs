@@ -11,6 +11,7 @@ use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
+use crate::crash;
 use crate::idempotency::{
     self, in_transaction, Claim, IdempotencyKey, IdempotentRequest, Lookup, StoredResponse,
 };
@@ -45,10 +46,11 @@ pub fn create_ride(
         params: &canonical,
     };
     let mut conn = context.pool.get()?;
-    match idempotency::lookup(&mut conn, &request, context.lease_timeout)? {
+    match idempotency::lookup::<RecoveryPoint>(&mut conn, &request, &context.key_policy)? {
         Lookup::Replay(response) => return Ok(replayed(response)),
         Lookup::InUse => return Err(ServiceError::KeyInUse),
         Lookup::Reused => return Err(ServiceError::KeyReused),
+        Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
         Lookup::Claimable => {}
     }
     // A charge needs a source: refused before anything is written, so the key
@@ -62,8 +64,9 @@ pub fn create_ride(
     // The claim of a new key and RideCreated share one transaction: nothing
     // external happens between them.
     let claim = conn.transaction(|conn| {
-        let mut claim = idempotency::claim::<RecoveryPoint>(conn, &request, context.lease_timeout)?;
+        let mut claim = idempotency::claim::<RecoveryPoint>(conn, &request, &context.key_policy)?;
         if let Claim::Acquired(lease) = &mut claim {
+            crash::point(crash::AFTER_CLAIM);
             if lease.recovery_point() == RecoveryPoint::Started {
                 phases::create_ride(conn, lease, params)?;
             }
@@ -71,6 +74,7 @@ pub fn create_ride(
         Ok::<_, ServiceError>(claim)
     })?;
     drop(conn);
+    crash::point(crash::AFTER_RIDE_CREATED);
     match claim {
         Claim::Acquired(lease) => Ok(Outcome {
             response: resume(context, lease, params)?,
@@ -79,6 +83,7 @@ pub fn create_ride(
         Claim::Replay(response) => Ok(replayed(response)),
         Claim::InUse => Err(ServiceError::KeyInUse),
         Claim::Reused => Err(ServiceError::KeyReused),
+        Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
     }
 }
 

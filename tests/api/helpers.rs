@@ -4,10 +4,19 @@
 
 use std::sync::OnceLock;
 
+use std::time::Duration;
+
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
 use ridepay::config::Settings;
+use ridepay::config::SimulatedGatewaySettings;
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy};
+use ridepay::payments::{self, Charge, SimulatedGateway};
+use ridepay::rides::phases;
+use ridepay::rides::request::RideParams;
+use ridepay::rides::RecoveryPoint;
+use ridepay::service_error::ServiceError;
 use ridepay::startup::Application;
 use serde_json::{json, Value};
 
@@ -366,4 +375,61 @@ pub fn count(conn: &mut PgConnection, from_where: &str) -> i64 {
         .get_result::<Count>(conn)
         .unwrap()
         .count
+}
+
+pub const POLICY: KeyPolicy = KeyPolicy {
+    lease_timeout: Duration::from_secs(30),
+    effect_deadline: Duration::from_secs(12 * 3600),
+};
+
+/// Runs the real phases up to `point` and stops there, lease held, as a process
+/// killed at that moment would. Returns the charge made, if any.
+pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
+    let mut conn = app.db();
+    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+    let canonical = params.canonical();
+    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
+    let request = IdempotentRequest {
+        user_id: app.user.id,
+        key: &key,
+        method: "POST",
+        path: "/api/rides",
+        params: &canonical,
+    };
+    let mut lease = conn
+        .transaction(|conn| {
+            let Claim::Acquired(mut lease) =
+                idempotency::claim::<RecoveryPoint>(conn, &request, &POLICY)?
+            else {
+                panic!("a new key is claimable");
+            };
+            if point != RecoveryPoint::Started {
+                phases::create_ride(conn, &mut lease, &params)?;
+            }
+            Ok::<_, ServiceError>(lease)
+        })
+        .unwrap();
+    if point != RecoveryPoint::ChargeCompleted {
+        return None;
+    }
+    let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &Settings::for_database(&app.database_url),
+    );
+    let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
+    let installation = payments::installation_id(&mut conn).unwrap();
+    let charge = phases::charge(&gateway, installation, &lease, &ride).unwrap();
+    idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
+        phases::record_charge(conn, lease, &ride, &charge)
+    })
+    .unwrap();
+    Some(charge)
+}
+
+/// Moves the lease back in time past its timeout, as waiting would.
+pub fn expire_leases(app: &TestApp) {
+    diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
+        .execute(&mut app.db())
+        .unwrap();
 }

@@ -9,3 +9,4 @@ mod helpers;
 mod read_rides;
 mod resume;
 mod validation;
+mod workers;

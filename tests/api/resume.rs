@@ -1,72 +1,13 @@
 //! A key left mid-way, the way a crash leaves it (lease still held), is
 //! finished by a retry once the lease has expired: one ride, one charge.
 
-use std::time::Duration;
-
-use diesel::{Connection, RunQueryDsl};
-use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, Lease};
-use ridepay::payments::{self, Charge, SimulatedGateway};
 use ridepay::rides::phases;
 use ridepay::rides::request::RideParams;
 use ridepay::rides::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 
-use crate::helpers::{spawn_app, TestApp, RIDE};
-
-const LEASE: Duration = Duration::from_secs(30);
-
-/// Runs the real phases up to `point` and stops there, lease held, as a process
-/// killed at that moment would. Returns the charge made, if any.
-fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
-    let mut conn = app.db();
-    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    let canonical = params.canonical();
-    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
-    let request = IdempotentRequest {
-        user_id: app.user.id,
-        key: &key,
-        method: "POST",
-        path: "/api/rides",
-        params: &canonical,
-    };
-    let mut lease = conn
-        .transaction(|conn| {
-            let Claim::Acquired(mut lease) =
-                idempotency::claim::<RecoveryPoint>(conn, &request, LEASE)?
-            else {
-                panic!("a new key is claimable");
-            };
-            if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &mut lease, &params)?;
-            }
-            Ok::<_, ServiceError>(lease)
-        })
-        .unwrap();
-    if point != RecoveryPoint::ChargeCompleted {
-        return None;
-    }
-    let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &Settings::for_database(&app.database_url),
-    );
-    let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
-    let installation = payments::installation_id(&mut conn).unwrap();
-    let charge = phases::charge(&gateway, installation, &lease, &ride).unwrap();
-    idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
-        phases::record_charge(conn, lease, &ride, &charge)
-    })
-    .unwrap();
-    Some(charge)
-}
-
-/// Moves the lease back in time past its timeout, as waiting would.
-fn expire_lease(app: &TestApp) {
-    diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
-        .execute(&mut app.db())
-        .unwrap();
-}
+use crate::helpers::{expire_leases, leave_key_at, spawn_app, TestApp, POLICY, RIDE};
 
 async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
     let charge = leave_key_at(app, key, point);
@@ -74,7 +15,7 @@ async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
     app.post_ride(key, RIDE)
         .await
         .assert_problem(409, "idempotency-key-in-use");
-    expire_lease(app);
+    expire_leases(app);
 
     let answer = app.post_ride(key, RIDE).await;
 
@@ -127,13 +68,13 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
         params: &canonical,
     };
     let claim = |conn: &mut diesel::PgConnection| -> Lease<RecoveryPoint> {
-        match idempotency::claim::<RecoveryPoint>(conn, &request, LEASE).unwrap() {
+        match idempotency::claim::<RecoveryPoint>(conn, &request, &POLICY).unwrap() {
             Claim::Acquired(lease) => lease,
             other => panic!("expected the lease, got {other:?}"),
         }
     };
     let mut stale = claim(&mut conn);
-    expire_lease(&app);
+    expire_leases(&app);
     let taker = claim(&mut conn);
     assert_eq!((stale.epoch(), taker.epoch()), (1, 2));
 

@@ -4,6 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
+use crate::crash;
 use crate::idempotency::http::{idempotency_key, respond};
 use crate::json_body::{read_json, MAX_BODY_BYTES};
 use crate::problem::Problem;
@@ -22,5 +23,8 @@ pub async fn create_ride(
     let path = request.path().to_owned();
     let outcome =
         web::block(move || service::create_ride(&context, &user, &key, &path, &params)).await??;
+    if !outcome.replayed {
+        crash::point(crash::AFTER_FINISHED);
+    }
     Ok(respond(&outcome.response, outcome.replayed))
 }

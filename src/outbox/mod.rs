@@ -1,5 +1,9 @@
 //! The transactional outbox: jobs staged in the same transaction as the state
-//! change they announce, so that a committed change is never left unannounced.
+//! change they announce, so that a committed change is never left unannounced,
+//! and the drainer that delivers them at least once.
+
+pub mod drainer;
+mod webhook;
 
 use diesel::prelude::*;
 use serde_json::Value;

@@ -1,0 +1,112 @@
+//! The background workers of one instance: completer, reaper and outbox
+//! drainer, each a thread on its own interval. Each is safe to run on every
+//! instance at once (see their modules), so there is no leader to elect.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::config::Settings;
+use crate::context::ServiceContext;
+use crate::idempotency::completer::{self, CompleterSettings, Resumable};
+use crate::idempotency::reaper;
+use crate::outbox::drainer::{self, DrainerSettings};
+use crate::rides::resumable::RideRequests;
+
+/// Running workers; `stop` ends them after their current pass.
+pub struct Workers {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    pub fn start(settings: &Settings, context: Arc<ServiceContext>) -> Workers {
+        let mut workers = Workers {
+            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            threads: Vec::new(),
+        };
+        if settings.completer.enabled {
+            let completer_settings = CompleterSettings {
+                policy: context.key_policy,
+                batch_size: 100,
+                max_attempts: settings.completer.max_attempts,
+                backoff: Backoff {
+                    base: Duration::from_secs(2),
+                    max: Duration::from_secs(10 * 60),
+                },
+            };
+            let rides = RideRequests::new(context.clone());
+            let pool = context.pool.clone();
+            workers.spawn("completer", settings.completer.interval, move || {
+                let endpoints: [&dyn Resumable; 1] = [&rides];
+                match completer::run_once(&pool, &endpoints, &completer_settings) {
+                    Ok(report) if report != Default::default() => {
+                        log::info!("completer: {report:?}")
+                    }
+                    Ok(_) => {}
+                    Err(err) => log::error!("completer pass failed: {err}"),
+                }
+            });
+        }
+        if settings.reaper.enabled {
+            let pool = context.pool.clone();
+            let retention = settings.retention;
+            workers.spawn("reaper", settings.reaper.interval, move || {
+                match pool
+                    .get()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|mut conn| Ok(reaper::reap(&mut conn, retention)?))
+                {
+                    Ok(0) => {}
+                    Ok(deleted) => log::info!("reaper deleted {deleted} finished keys"),
+                    Err(err) => log::error!("reaper pass failed: {err:#}"),
+                }
+            });
+        }
+        if settings.outbox.enabled {
+            let pool = context.pool.clone();
+            let drainer_settings =
+                DrainerSettings::new(settings.outbox.receipt_webhook_url.clone());
+            workers.spawn(
+                "outbox",
+                settings.outbox.interval,
+                move || match drainer::run_once(&pool, &drainer_settings) {
+                    Ok(report) if report != Default::default() => log::info!("outbox: {report:?}"),
+                    Ok(_) => {}
+                    Err(err) => log::error!("outbox pass failed: {err}"),
+                },
+            );
+        }
+        workers
+    }
+
+    fn spawn(&mut self, name: &str, interval: Duration, mut pass: impl FnMut() + Send + 'static) {
+        let stop = self.stop.clone();
+        let thread = thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || loop {
+                pass();
+                let (stopped, wake) = &*stop;
+                let guard = stopped.lock().expect("worker stop flag");
+                let (guard, _) = wake
+                    .wait_timeout_while(guard, interval, |stopped| !*stopped)
+                    .expect("worker stop flag");
+                if *guard {
+                    return;
+                }
+            })
+            .expect("spawn a worker thread");
+        self.threads.push(thread);
+    }
+
+    /// Signals every worker and waits for its current pass to end.
+    pub fn stop(self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock().expect("worker stop flag") = true;
+        wake.notify_all();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
