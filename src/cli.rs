@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::config::Settings;
 use crate::db;
-use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 use crate::idempotency::reaper;
 use crate::startup::Application;
 use crate::users;
@@ -120,7 +120,7 @@ fn serve(settings: Settings) -> anyhow::Result<()> {
         anyhow::Ok(())
     });
     if let Some(cluster) = cluster.filter(EmbeddedPostgres::started_here) {
-        cluster.stop()?;
+        cluster.stop(StopMode::Fast)?;
     }
     result
 }

@@ -36,6 +36,12 @@ struct ClusterRecord {
     password: String,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    Fast,
+    Immediate,
+}
+
 /// A running local cluster.
 #[derive(Debug)]
 pub struct EmbeddedPostgres {
@@ -103,15 +109,20 @@ impl EmbeddedPostgres {
         text.lines().next()?.trim().parse().ok()
     }
 
-    /// Stops the server with a fast shutdown: sessions are ended, in-flight
-    /// transactions roll back, and the cluster is left consistent.
-    pub fn stop(&self) -> anyhow::Result<()> {
+    /// Stops the server. `Fast` ends sessions and rolls back in-flight
+    /// transactions cleanly; `Immediate` is a crash (recovery runs at the next
+    /// start), for fault tests.
+    pub fn stop(&self, mode: StopMode) -> anyhow::Result<()> {
+        let mode = match mode {
+            StopMode::Fast => "fast",
+            StopMode::Immediate => "immediate",
+        };
         let output = self
             .pg_command("pg_ctl")
             .arg("stop")
             .arg("-D")
             .arg(self.data_path())
-            .args(["-m", "fast", "-w", "-t", "60"])
+            .args(["-m", mode, "-w", "-t", "60"])
             .output()
             .context("cannot run pg_ctl stop")?;
         check_output("pg_ctl stop", &output)

@@ -142,11 +142,13 @@ fn run_phases(
                     lease,
                     &ride,
                 );
+                crash::point(crash::AFTER_CHARGE);
                 let mut conn = context.pool.get()?;
                 return match charged {
                     // ChargeCompleted and Finished share one transaction.
                     Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
                         phases::record_charge(conn, lease, &ride, &charge)?;
+                        crash::point(crash::AFTER_CHARGE_COMPLETED);
                         phases::finish_charged(conn, lease)
                     }),
                     Err(

@@ -164,6 +164,23 @@ pub struct TestApp {
     pub user: TestUser,
 }
 
+/// A fresh database and a user, with no server: the test starts its own
+/// (a child process, say) and sets `address`.
+pub fn database_only() -> TestApp {
+    on_database(create_test_database())
+}
+
+/// A user on a migrated database of the test's choosing, with no server.
+pub fn on_database(database_url: String) -> TestApp {
+    let user = create_user(&database_url, Some("cus_test"));
+    TestApp {
+        address: String::new(),
+        database_url,
+        client: Client::new(),
+        user,
+    }
+}
+
 /// The server on a fresh database with default settings.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
@@ -267,6 +284,19 @@ impl TestApp {
         key: &str,
         body: &str,
     ) -> Answer {
+        self.try_post_ride_to(address, api_key, key, body)
+            .await
+            .expect("the server answers")
+    }
+
+    /// The request, where the server may die or drop the connection.
+    pub async fn try_post_ride_to(
+        &self,
+        address: &str,
+        api_key: &str,
+        key: &str,
+        body: &str,
+    ) -> Result<Answer, reqwest::Error> {
         let response = self
             .client
             .post(format!("{address}/api/rides"))
@@ -274,10 +304,25 @@ impl TestApp {
             .header("Idempotency-Key", key)
             .header("Content-Type", "application/json")
             .body(body.to_owned())
+            .timeout(Duration::from_secs(30))
             .send()
-            .await
-            .expect("the server answers");
-        Answer::read(response).await
+            .await?;
+        Ok(Answer::read(response).await)
+    }
+
+    /// Retries like a real client (on 409, 5xx and lost connections) until the
+    /// answer is final, and returns it.
+    pub async fn retry_until_final(&self, address: &str, key: &str) -> Answer {
+        for _ in 0..200 {
+            match self
+                .try_post_ride_to(address, &self.user.api_key, key, RIDE)
+                .await
+            {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        panic!("key {key} never reached a final answer");
     }
 
     pub async fn get(&self, path: &str) -> Answer {

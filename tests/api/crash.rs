@@ -1,0 +1,130 @@
+//! Real process kills: the built binary aborts at each crash point
+//! (`RIDEPAY_CRASH_AT`), is restarted, and the key ends with exactly one ride,
+//! one charge, and the same answer on every replay, whether the client retries
+//! or the completer finishes it alone.
+
+use std::time::Duration;
+
+use ridepay::crash;
+
+use crate::helpers::{database_only, TestApp, RIDE};
+use crate::server_process::ServerProcess;
+use crate::workers::eventually;
+
+const KEY: &str = "crash-me";
+
+/// Starts a server armed to abort at `point`, sends the request and waits for
+/// the process to die.
+async fn crash_at(app: &mut TestApp, point: &str) {
+    let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
+    app.address = server.address.clone();
+    let first = app
+        .try_post_ride_to(&server.address, &app.user.api_key, KEY, RIDE)
+        .await;
+    assert!(
+        first.is_err(),
+        "the server answered before crashing at {point}: {first:?}"
+    );
+    let status = server.wait_for_exit(Duration::from_secs(10));
+    assert!(!status.success(), "{point}: {status:?}");
+}
+
+/// Every later replay is the same answer.
+async fn assert_replays(app: &TestApp, address: &str, answer: &crate::helpers::Answer) {
+    for _ in 0..2 {
+        let replay = app
+            .post_ride_to(address, &app.user.api_key, KEY, RIDE)
+            .await;
+        assert_eq!(replay.status, answer.status);
+        assert_eq!(replay.body, answer.body);
+        assert_eq!(replay.header("location"), answer.header("location"));
+        assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    }
+}
+
+async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
+    let mut app = database_only();
+    crash_at(&mut app, point).await;
+    let restarted = ServerProcess::start(&app.database_url, &[]);
+
+    let answer = app.retry_until_final(&restarted.address, KEY).await;
+
+    assert_eq!(
+        answer.status,
+        201,
+        "{point}: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(app.counts(), (1, 1, 1), "{point}");
+    assert_replays(&app, &restarted.address, &answer).await;
+}
+
+async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
+    let mut app = database_only();
+    crash_at(&mut app, point).await;
+    let restarted = ServerProcess::start(&app.database_url, &[("COMPLETER_ENABLED", "true")]);
+
+    if point == crash::AFTER_CLAIM {
+        // The first transaction never committed: there is nothing to finish.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(app.counts(), (0, 0, 0));
+    } else {
+        let finished = eventually(Duration::from_secs(20), || {
+            app.key_state(KEY)["recovery_point"] == "finished"
+        })
+        .await;
+        assert!(finished, "{point}: {}", app.key_state(KEY));
+        assert_eq!(app.counts(), (1, 1, 1), "{point}");
+    }
+    let answer = app.retry_until_final(&restarted.address, KEY).await;
+    assert_eq!(answer.status, 201);
+    assert_eq!(app.counts(), (1, 1, 1), "{point}");
+    assert_replays(&app, &restarted.address, &answer).await;
+}
+
+macro_rules! crash_tests {
+    ($($name:ident => $point:expr),* $(,)?) => {
+        mod client_retry {
+            use super::*;
+            $(#[tokio::test] async fn $name() { a_client_retry_finishes_after_a_crash_at($point).await; })*
+        }
+        mod completer_alone {
+            use super::*;
+            $(#[tokio::test] async fn $name() { the_completer_alone_finishes_after_a_crash_at($point).await; })*
+        }
+    };
+}
+
+crash_tests! {
+    after_claim => crash::AFTER_CLAIM,
+    after_ride_created => crash::AFTER_RIDE_CREATED,
+    gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
+    after_charge => crash::AFTER_CHARGE,
+    after_charge_completed => crash::AFTER_CHARGE_COMPLETED,
+    after_finished => crash::AFTER_FINISHED,
+}
+
+#[tokio::test]
+async fn a_lease_taken_over_for_real_fences_off_the_first_holder() {
+    let mut app = database_only();
+    let server = ServerProcess::start(
+        &app.database_url,
+        &[
+            ("SIMULATED_GATEWAY_LATENCY_MS", "2500"),
+            ("IDEMPOTENCY_LEASE_SECS", "1"),
+        ],
+    );
+    app.address = server.address.clone();
+
+    let first = app.post_ride(KEY, RIDE);
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        app.post_ride(KEY, RIDE).await
+    };
+    let (first, second) = tokio::join!(first, second);
+
+    first.assert_problem(503, "service-unavailable");
+    assert_eq!(second.status, 201);
+    assert_eq!(app.key_state(KEY)["lease_epoch"], 2);
+    assert_eq!(app.counts(), (1, 1, 1));
+}

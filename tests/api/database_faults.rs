@@ -1,0 +1,159 @@
+//! The database going away under load: sessions terminated, and an immediate
+//! (crash) restart of a PostgreSQL of this test's own. Affected requests get a
+//! 503 and nothing final is stored for them; the server recovers by itself; a
+//! retry of every key ends with one ride and one charge.
+
+use std::time::Duration;
+
+use diesel::RunQueryDsl;
+use futures_util::stream::{self, StreamExt};
+use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
+
+use crate::helpers::{database_only, on_database, ride_with, Answer, TestApp};
+use crate::server_process::ServerProcess;
+
+const KEYS: usize = 120;
+
+/// Sends KEYS rides at 8 at a time, returns each key's first answer (or None
+/// where the connection broke).
+async fn load(app: &TestApp, address: &str) -> Vec<(String, Option<Answer>)> {
+    stream::iter(0..KEYS)
+        .map(|i| {
+            let key = format!("fault-{i}");
+            let body = body_for(&key);
+            async move {
+                let answer = app
+                    .try_post_ride_to(address, &app.user.api_key, &key, &body)
+                    .await
+                    .ok();
+                (key, answer)
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
+/// Each key's ride has its own amount, so a mix-up would show.
+fn body_for(key: &str) -> String {
+    let n: i64 = key.trim_start_matches("fault-").parse().unwrap();
+    ride_with(serde_json::json!({ "amount_cents": 500 + n }))
+}
+
+/// Every answer is a success or a 503 with nothing final stored; retries
+/// then finish every key exactly once.
+async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Option<Answer>)>) {
+    let mut failed = 0;
+    for (key, answer) in &first {
+        match answer {
+            Some(answer) if answer.status == 201 => {}
+            Some(answer) => {
+                assert_eq!(
+                    answer.status,
+                    503,
+                    "{key}: {}",
+                    String::from_utf8_lossy(&answer.body)
+                );
+                assert_eq!(
+                    answer.header("content-type"),
+                    Some("application/problem+json")
+                );
+                assert_eq!(
+                    app.key_state(key)["response_status"],
+                    serde_json::Value::Null,
+                    "{key}"
+                );
+                failed += 1;
+            }
+            None => failed += 1,
+        }
+    }
+    assert!(failed > 0, "the fault should have hit some requests");
+    for (key, _) in &first {
+        let body = body_for(key);
+        let mut last = None;
+        for _ in 0..100 {
+            match app
+                .try_post_ride_to(address, &app.user.api_key, key, &body)
+                .await
+            {
+                Ok(answer) if answer.status == 201 => {
+                    last = None;
+                    break;
+                }
+                other => {
+                    last = Some(other.map(|a| String::from_utf8_lossy(&a.body).into_owned()));
+                    tokio::time::sleep(Duration::from_millis(200)).await
+                }
+            }
+        }
+        assert!(
+            last.is_none(),
+            "{key} never finished: {last:?} {}",
+            app.key_state(key)
+        );
+    }
+    assert_eq!(app.counts(), (KEYS as i64, KEYS as i64, KEYS as i64));
+    assert_eq!(
+        app.count("idempotency_keys WHERE recovery_point = 'finished'"),
+        KEYS as i64
+    );
+    assert_eq!(
+        app.count("rides r JOIN simulated_charges c ON c.id = r.charge_id WHERE c.amount_cents = r.amount_cents"),
+        KEYS as i64
+    );
+}
+
+#[tokio::test]
+async fn terminated_sessions_under_load_get_503s_and_every_key_finishes_once() {
+    let app = database_only();
+    let server = ServerProcess::start(
+        &app.database_url,
+        &[("SIMULATED_GATEWAY_LATENCY_MS", "100")],
+    );
+    let database = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let killer = async {
+        let mut admin = app.db();
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            diesel::sql_query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND application_name = 'ridepay' AND pid <> pg_backend_pid()",
+            )
+            .bind::<diesel::sql_types::Text, _>(&database)
+            .execute(&mut admin)
+            .unwrap();
+        }
+    };
+
+    let (first, ()) = tokio::join!(load(&app, &server.address), killer);
+
+    assert_recovered(&app, &server.address, first).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_immediate_postgres_restart_under_load_gets_503s_and_every_key_finishes_once() {
+    // A cluster of this test's own, so the restart touches no other test.
+    let dir = std::env::temp_dir().join(format!(
+        "ridepay-test-restart-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
+    cluster.stop_when_process_exits(&dir).unwrap();
+    let database_url = cluster.database_url("ridepay");
+    ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
+    let app = on_database(database_url.clone());
+    let server = ServerProcess::start(&database_url, &[("SIMULATED_GATEWAY_LATENCY_MS", "100")]);
+    let restart = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let (dir, cluster) = (dir.clone(), &cluster);
+        tokio::task::block_in_place(|| {
+            cluster.stop(StopMode::Immediate).unwrap();
+            EmbeddedPostgres::ensure_running(&dir).unwrap();
+        });
+    };
+
+    let (first, ()) = tokio::join!(load(&app, &server.address), restart);
+
+    assert_recovered(&app, &server.address, first).await;
+}

@@ -1,0 +1,94 @@
+//! Two server processes on one database, each with its completer and outbox
+//! drainer running, as instances behind a load balancer would be.
+
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+
+use crate::helpers::{database_only, ride_with, TestApp, RIDE};
+use crate::server_process::ServerProcess;
+use crate::workers::eventually;
+
+fn two_instances(app: &TestApp, extra: &[(&str, &str)]) -> (ServerProcess, ServerProcess) {
+    let mut env = vec![("COMPLETER_ENABLED", "true"), ("OUTBOX_ENABLED", "true")];
+    env.extend_from_slice(extra);
+    (
+        ServerProcess::start(&app.database_url, &env),
+        ServerProcess::start(&app.database_url, &env),
+    )
+}
+
+#[tokio::test]
+async fn a_hundred_parallel_requests_with_one_key_over_two_instances_make_one_ride() {
+    let app = database_only();
+    let (a, b) = two_instances(&app, &[("SIMULATED_GATEWAY_LATENCY_MS", "200")]);
+    let app = &app;
+
+    let answers: Vec<_> = stream::iter(0..100)
+        .map(|i| {
+            let address = if i % 2 == 0 {
+                a.address.clone()
+            } else {
+                b.address.clone()
+            };
+            async move {
+                app.post_ride_to(&address, &app.user.api_key, "one-key", RIDE)
+                    .await
+            }
+        })
+        .buffer_unordered(100)
+        .collect()
+        .await;
+
+    let created: Vec<_> = answers.iter().filter(|a| a.status == 201).collect();
+    assert!(answers.iter().all(|a| a.status == 201 || a.status == 409));
+    assert!(created.windows(2).all(|pair| pair[0].body == pair[1].body));
+    assert_eq!(app.counts(), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_receipts() {
+    let app = database_only();
+    let (a, b) = two_instances(&app, &[]);
+    let app = &app;
+
+    let answers: Vec<_> = stream::iter(0..1000)
+        .map(|i| {
+            let address = if i % 2 == 0 {
+                a.address.clone()
+            } else {
+                b.address.clone()
+            };
+            let body = ride_with(serde_json::json!({ "amount_cents": 1000 + i }));
+            async move {
+                let key = format!("key-{i}");
+                (
+                    i,
+                    app.post_ride_to(&address, &app.user.api_key, &key, &body)
+                        .await,
+                )
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+
+    for (i, answer) in &answers {
+        assert_eq!(
+            answer.status,
+            201,
+            "key-{i}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        assert_eq!(answer.json()["amount_cents"], 1000 + i);
+    }
+    assert_eq!(app.counts(), (1000, 1000, 1000));
+    assert_eq!(
+        app.count("rides r JOIN simulated_charges c ON c.id = r.charge_id WHERE c.amount_cents = r.amount_cents"),
+        1000
+    );
+    // Both drainers ran side by side: every receipt exactly once.
+    let drained = eventually(Duration::from_secs(30), || app.count("staged_jobs") == 0).await;
+    assert!(drained);
+    assert_eq!(app.count("receipts WHERE deliveries = 1"), 1000);
+}

@@ -1,0 +1,81 @@
+//! The built `ridepay` binary as a child process, for tests that kill it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct ServerProcess {
+    child: Child,
+    pub address: String,
+}
+
+impl ServerProcess {
+    /// Starts `ridepay serve` on a free port with a short lease, workers off
+    /// unless `env` switches them on, and waits until it listens.
+    pub fn start(database_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
+        command
+            .arg("serve")
+            // No developer's .env is read from here.
+            .current_dir(std::env::temp_dir())
+            .env_clear()
+            .env("DATABASE_URL", database_url)
+            .env("BIND_ADDR", "127.0.0.1:0")
+            .env("HTTP_WORKERS", "2")
+            .env("DATABASE_POOL_SIZE", "8")
+            .env("IDEMPOTENCY_LEASE_SECS", "2")
+            .env("COMPLETER_ENABLED", "false")
+            .env("COMPLETER_INTERVAL_SECS", "1")
+            .env("OUTBOX_ENABLED", "false")
+            .env("OUTBOX_INTERVAL_SECS", "1")
+            .env("REAPER_ENABLED", "false")
+            // Quiet unless asked: the fault tests make the server log a lot.
+            .env(
+                "RUST_LOG",
+                std::env::var("RIDEPAY_TEST_SERVER_LOG").unwrap_or_else(|_| "off".to_owned()),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("start the ridepay binary");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("ridepay exited before listening")
+                .unwrap();
+            if let Some(address) = line.strip_prefix("ridepay listening on ") {
+                break address.trim().to_owned();
+            }
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        ServerProcess { child, address }
+    }
+
+    /// Waits for the process to end by itself (a crash point, say).
+    pub fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "ridepay did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL: no cleanup of any kind.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
