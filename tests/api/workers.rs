@@ -233,3 +233,84 @@ async fn the_outbox_delivers_one_receipt_per_finished_ride() {
         Default::default()
     );
 }
+
+/// `webhook-id`, `webhook-timestamp` and body of each delivery received.
+type Deliveries = std::sync::Mutex<Vec<(String, String, serde_json::Value)>>;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_go_to_the_webhook_with_a_stable_id_and_are_retried_until_accepted() {
+    use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+    // A receiver that refuses its first delivery and records every one.
+    let seen: web::Data<Deliveries> = web::Data::new(Deliveries::default());
+    let recorded = seen.clone();
+    let server = HttpServer::new(move || {
+        App::new().app_data(recorded.clone()).route(
+            "/receipts",
+            web::post().to(
+                |request: HttpRequest, body: web::Bytes, seen: web::Data<Deliveries>| async move {
+                    let header = |name: &str| {
+                        request
+                            .headers()
+                            .get(name)
+                            .unwrap()
+                            .to_str()
+                            .unwrap()
+                            .to_owned()
+                    };
+                    let mut seen = seen.lock().unwrap();
+                    seen.push((
+                        header("webhook-id"),
+                        header("webhook-timestamp"),
+                        serde_json::from_slice(&body).unwrap(),
+                    ));
+                    if seen.len() == 1 {
+                        HttpResponse::InternalServerError().finish()
+                    } else {
+                        HttpResponse::NoContent().finish()
+                    }
+                },
+            ),
+        )
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let url = format!("http://{}/receipts", server.addrs()[0]);
+    tokio::spawn(server.run());
+    let app = spawn_app().await;
+    let created = app.post_ride("receipt", RIDE).await;
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &Settings::for_database(&app.database_url),
+    );
+    let mut settings = DrainerSettings::new(Some(url));
+    settings.backoff = Backoff {
+        base: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+
+    let pool_for_drain = pool.clone();
+    let (first, second) = tokio::task::spawn_blocking(move || {
+        (
+            drainer::run_once(&pool_for_drain, &settings).unwrap(),
+            drainer::run_once(&pool_for_drain, &settings).unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+
+    assert_eq!((first.failed, second.delivered), (1, 1));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[0].0, seen[1].0,
+        "webhook-id is stable across redeliveries"
+    );
+    assert!(seen[0].0.starts_with("job_"));
+    assert!(seen[1].1.parse::<i64>().is_ok());
+    assert_eq!(seen[1].2["type"], "ride.receipt");
+    assert_eq!(seen[1].2["data"], created.json());
+    assert_eq!(app.count("staged_jobs"), 0);
+    assert_eq!(app.count("receipts"), 0);
+}
