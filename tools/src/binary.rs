@@ -1,0 +1,48 @@
+//! Finding the `ridepay` binary the tools start.
+//!
+//! The tools are built by `cargo run -p ridepay-tools`, which does not build
+//! ridepay's own binary; so a tool runs `cargo build -p ridepay` in its own
+//! profile first (a no-op when nothing changed) and uses
+//! `target/<profile>/ridepay`, next to itself. A run thus never measures or
+//! attacks a stale server.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+/// `explicit` if given, else the freshly built binary of this tool's profile.
+pub fn ridepay_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit {
+        return Ok(path.to_owned());
+    }
+    let exe = std::env::current_exe().context("cannot locate this tool")?;
+    let target_profile = exe
+        .parent()
+        .context("this tool has no parent folder")?
+        .to_owned();
+    let profile = target_profile
+        .file_name()
+        .and_then(|name| name.to_str())
+        .context("cannot tell the build profile")?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .args(["build", "--quiet", "-p", "ridepay", "--bin", "ridepay"]);
+    match profile {
+        "debug" => {}
+        "release" => {
+            build.arg("--release");
+        }
+        other => {
+            build.args(["--profile", other]);
+        }
+    }
+    eprintln!("building ridepay ({profile} profile)");
+    let status = build.status().context("cannot run cargo build")?;
+    if !status.success() {
+        bail!("cargo build -p ridepay failed ({status})");
+    }
+    Ok(target_profile.join("ridepay"))
+}

@@ -1,0 +1,216 @@
+//! The campaign from start to verdict: PostgreSQL, the gateway, two instances,
+//! the clients and the killer, the completer's turn, the audit.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use super::audit::{self, CHECKS};
+use super::fleet::Fleet;
+use super::history::{Counters, KeyHistory};
+use super::options::{GatewayChoice, Options};
+use super::retrying_client::run_client;
+use super::summary::{Summary, SERVER_EVENTS};
+use crate::binary::ridepay_binary;
+use crate::database::Database;
+use crate::ridepay::{LogCounts, Ridepay};
+
+const INSTANCES: usize = 2;
+const EXAMPLES_SHOWN: usize = 5;
+
+/// Runs the campaign and prints its summary. Ok(false): violations found.
+pub fn run(options: Options) -> anyhow::Result<bool> {
+    let binary = ridepay_binary(options.ridepay_bin.as_deref())?;
+    let database = Database::start("chaos")?;
+    let ridepay = Ridepay {
+        binary,
+        database_url: database.url.clone(),
+        log_level: "warn".to_owned(),
+    };
+    let user = ridepay.create_user(&format!(
+        "chaos-{}@ridepay.dev",
+        uuid::Uuid::new_v4().simple()
+    ))?;
+    let mut conn = database.connect()?;
+    let started = ridepay::db::now(&mut conn)?;
+
+    let mut env = instance_env();
+    let _gateway = match options.gateway {
+        GatewayChoice::Simulated => {
+            env.extend(gateway_faults(&options));
+            None
+        }
+        GatewayChoice::Fake => {
+            let mut faults = gateway_faults(&options);
+            faults.push(pair(
+                "SIMULATED_GATEWAY_RATE_LIMIT_RATE",
+                options.rate_limit_rate,
+            ));
+            let gateway = ridepay.fake_gateway(&faults)?;
+            env.extend([
+                pair("GATEWAY", "stripe"),
+                pair("STRIPE_API_BASE", format!("http://{}", gateway.address)),
+                pair("STRIPE_API_KEY", "sk_test_chaos"),
+                pair("STRIPE_TIMEOUT_MS", 1000),
+            ]);
+            Some(gateway)
+        }
+    };
+    let logs = LogCounts::new(&SERVER_EVENTS.map(|(pattern, _)| pattern));
+    let fleet = Arc::new(Fleet::start(ridepay, env, logs.clone(), INSTANCES)?);
+    let counters = Arc::new(Counters::default());
+    eprintln!(
+        "chaos: {} clients for {:?} (at most {} requests), {INSTANCES} instances, {:?} gateway",
+        options.clients, options.duration, options.max_requests, options.gateway
+    );
+
+    let began = Instant::now();
+    let histories = attack(
+        &fleet,
+        &counters,
+        &options,
+        &user.api_key,
+        began + options.duration,
+    )?;
+    let elapsed = began.elapsed();
+
+    // The completer needs a live instance to finish what clients left.
+    for index in 0..fleet.len() {
+        fleet.restart(index)?;
+    }
+    let settle_began = Instant::now();
+    while audit::unfinished_keys(&mut conn, user.user_id)? > 0
+        && settle_began.elapsed() < options.settle_limit
+    {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let settle = settle_began.elapsed();
+    let report = audit::audit(&mut conn, user.user_id, started, &histories)?;
+    fleet.stop_all();
+
+    let summary = Summary {
+        elapsed,
+        keys: histories.len(),
+        counters: &counters,
+        logs: &logs,
+        settle,
+        audit: &report,
+    };
+    println!("{}", summary.table().to_text());
+    for check in CHECKS {
+        for example in report
+            .violations
+            .get(check)
+            .into_iter()
+            .flatten()
+            .take(EXAMPLES_SHOWN)
+        {
+            println!("VIOLATION {check}: {example}");
+        }
+    }
+    Ok(report.is_clean())
+}
+
+/// The clients and the killer, until the deadline or the request budget.
+fn attack(
+    fleet: &Arc<Fleet>,
+    counters: &Arc<Counters>,
+    options: &Options,
+    api_key: &str,
+    deadline: Instant,
+) -> anyhow::Result<Vec<KeyHistory>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let killer = tokio::spawn(kill_at_random(
+            fleet.clone(),
+            counters.clone(),
+            options.kill_interval,
+            deadline,
+        ));
+        let clients: Vec<_> = (0..options.clients)
+            .map(|_| {
+                let (fleet, counters, options, api_key) = (
+                    fleet.clone(),
+                    counters.clone(),
+                    options.clone(),
+                    api_key.to_owned(),
+                );
+                tokio::spawn(async move {
+                    run_client(&fleet, &counters, &options, &api_key, deadline).await
+                })
+            })
+            .collect();
+        let mut histories = Vec::new();
+        for client in clients {
+            histories.extend(client.await??);
+        }
+        killer.await??;
+        Ok(histories)
+    })
+}
+
+/// SIGKILLs a random instance at random intervals, and restarts it after a
+/// random downtime, until the deadline.
+async fn kill_at_random(
+    fleet: Arc<Fleet>,
+    counters: Arc<Counters>,
+    mean_interval: Duration,
+    deadline: Instant,
+) -> anyhow::Result<()> {
+    loop {
+        let (pause, index, downtime) = {
+            let mut rng = rand::thread_rng();
+            (
+                mean_interval.mul_f64(rng.gen_range(0.5..1.5)),
+                rng.gen_range(0..fleet.len()),
+                Duration::from_millis(rng.gen_range(0..300)),
+            )
+        };
+        if Instant::now() + pause >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(pause).await;
+        let fleet = fleet.clone();
+        counters.kills.fetch_add(1, Ordering::Relaxed);
+        tokio::task::spawn_blocking(move || {
+            fleet.kill(index);
+            std::thread::sleep(downtime);
+            fleet.restart(index)
+        })
+        .await??;
+    }
+}
+
+/// Every instance: short lease and completer interval, so abandoned keys are
+/// taken over and finished within the campaign; the outbox on; no reaper.
+fn instance_env() -> Vec<(String, String)> {
+    vec![
+        pair("HTTP_WORKERS", 2),
+        pair("DATABASE_POOL_SIZE", 8),
+        pair("IDEMPOTENCY_LEASE_SECS", 2),
+        pair("COMPLETER_ENABLED", true),
+        pair("COMPLETER_INTERVAL_SECS", 1),
+        pair("OUTBOX_ENABLED", true),
+        pair("OUTBOX_INTERVAL_SECS", 1),
+        pair("REAPER_ENABLED", false),
+    ]
+}
+
+fn gateway_faults(options: &Options) -> Vec<(String, String)> {
+    vec![
+        pair("SIMULATED_GATEWAY_LATENCY_MS", options.gateway_latency_ms),
+        pair("SIMULATED_GATEWAY_FAIL_RATE", options.fail_rate),
+        pair(
+            "SIMULATED_GATEWAY_LOST_RESPONSE_RATE",
+            options.lost_response_rate,
+        ),
+    ]
+}
+
+fn pair(name: &str, value: impl ToString) -> (String, String) {
+    (name.to_owned(), value.to_string())
+}

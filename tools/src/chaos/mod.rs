@@ -1,0 +1,14 @@
+//! The chaos campaign: two ridepay instances killed and restarted at random
+//! under retrying clients, then an audit of the database and the gateway's
+//! ledger against what the clients saw.
+
+pub mod audit;
+pub mod campaign;
+pub mod fleet;
+pub mod history;
+pub mod options;
+pub mod retrying_client;
+pub mod summary;
+
+pub use campaign::run;
+pub use options::{GatewayChoice, Options};

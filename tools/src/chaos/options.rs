@@ -1,0 +1,68 @@
+//! The campaign's command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GatewayChoice {
+    /// `ridepay fake-gateway` over Stripe's HTTP API, ridepay on `GATEWAY=stripe`.
+    Fake,
+    /// The in-process simulated gateway of each instance.
+    Simulated,
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "chaos",
+    about = "Kill ridepay instances at random under retrying clients, then audit every charge"
+)]
+pub struct Options {
+    /// How long clients start new keys and instances get killed.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Upper bound on HTTP requests; clients start no new key past it.
+    #[arg(long, default_value_t = 200_000)]
+    pub max_requests: u64,
+    /// Concurrent clients, each sending one key at a time.
+    #[arg(long, default_value_t = 24)]
+    pub clients: usize,
+    #[arg(long, value_enum, default_value_t = GatewayChoice::Simulated)]
+    pub gateway: GatewayChoice,
+    /// Mean time between two SIGKILLs (uniform between half and one and a half of it).
+    #[arg(long, default_value = "1500ms", value_parser = humantime::parse_duration)]
+    pub kill_interval: Duration,
+    /// Share of gateway calls failing before charging.
+    #[arg(long, default_value_t = 0.05)]
+    pub fail_rate: f64,
+    /// Share of gateway calls that charge, then lose the response.
+    #[arg(long, default_value_t = 0.05)]
+    pub lost_response_rate: f64,
+    /// Share of gateway calls answered 429 (fake gateway only).
+    #[arg(long, default_value_t = 0.02)]
+    pub rate_limit_rate: f64,
+    /// Delay of every gateway call.
+    #[arg(long, default_value_t = 10)]
+    pub gateway_latency_ms: u64,
+    /// Share of keys charged with a card that declines.
+    #[arg(long, default_value_t = 0.1)]
+    pub decline_share: f64,
+    /// Share of finished keys sent once more, to check the replay.
+    #[arg(long, default_value_t = 0.25)]
+    pub replay_share: f64,
+    /// Share of keys whose client walks away after the first transient
+    /// failure, leaving the key to the completer.
+    #[arg(long, default_value_t = 0.03)]
+    pub abandon_share: f64,
+    /// A client gives up on an attempt after this long, and retries.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
+    /// How long the completer gets to finish what clients left behind.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    pub settle_limit: Duration,
+    /// The ridepay binary; by default built with `cargo build -p ridepay` in
+    /// this tool's profile.
+    #[arg(long)]
+    pub ridepay_bin: Option<PathBuf>,
+}

@@ -1,0 +1,103 @@
+//! The HTTP client of one virtual user: one keep-alive connection, the
+//! requests of ridepay's rides API, and answers read whole.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::json;
+
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// A ride request body; `amount_cents` and `source` vary per campaign key.
+pub fn ride_body(amount_cents: i64, source: &str) -> String {
+    json!({
+        "origin_lat": 37.77, "origin_lon": -122.42,
+        "target_lat": 37.80, "target_lon": -122.27,
+        "amount_cents": amount_cents, "payment_source": source
+    })
+    .to_string()
+}
+
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub replayed: bool,
+}
+
+impl Answer {
+    /// The `type` slug of a problem+json answer (`idempotency-key-in-use`).
+    pub fn problem_slug(&self) -> Option<String> {
+        let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        let kind = value.get("type")?.as_str()?;
+        Some(kind.rsplit('/').next()?.to_owned())
+    }
+
+    /// The `id` of a ride JSON answer.
+    pub fn ride_id(&self) -> Option<i64> {
+        let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        value.get("id")?.as_i64()
+    }
+}
+
+pub struct RideClient {
+    http: reqwest::Client,
+    authorization: String,
+}
+
+impl RideClient {
+    /// A client whose pool keeps a single idle connection, so a virtual user
+    /// sending one request at a time holds exactly one connection.
+    pub fn new(api_key: &str, timeout: Duration) -> anyhow::Result<RideClient> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .tcp_nodelay(true)
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .build()
+            .context("cannot build the HTTP client")?;
+        Ok(RideClient {
+            http,
+            authorization: format!("Bearer {api_key}"),
+        })
+    }
+
+    /// `POST /api/rides` on `address` (`host:port`).
+    pub async fn post_ride(&self, address: &str, key: &str, body: &str) -> reqwest::Result<Answer> {
+        let response = self
+            .http
+            .post(format!("http://{address}/api/rides"))
+            .header("authorization", &self.authorization)
+            .header("idempotency-key", key)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await?;
+        read(response).await
+    }
+
+    /// `GET /api/rides/{id}`.
+    pub async fn get_ride(&self, address: &str, id: i64) -> reqwest::Result<Answer> {
+        let response = self
+            .http
+            .get(format!("http://{address}/api/rides/{id}"))
+            .header("authorization", &self.authorization)
+            .send()
+            .await?;
+        read(response).await
+    }
+}
+
+async fn read(response: reqwest::Response) -> reqwest::Result<Answer> {
+    let status = response.status().as_u16();
+    let replayed = response
+        .headers()
+        .get(IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value.as_bytes() == b"true");
+    let body = response.bytes().await?.to_vec();
+    Ok(Answer {
+        status,
+        body,
+        replayed,
+    })
+}

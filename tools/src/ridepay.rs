@@ -1,0 +1,136 @@
+//! Running the `ridepay` binary: `users create`, `serve` and `fake-gateway`,
+//! each from the temp directory (so no developer's `.env` is read) with a
+//! cleared environment plus what the caller sets.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+use crate::process::Announced;
+
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApiUser {
+    pub user_id: i64,
+    pub api_key: String,
+}
+
+/// Server log lines (stderr) counted by the substring they contain.
+#[derive(Debug, Default)]
+pub struct LogCounts {
+    patterns: Vec<(&'static str, AtomicU64)>,
+}
+
+impl LogCounts {
+    pub fn new(patterns: &[&'static str]) -> Arc<LogCounts> {
+        Arc::new(LogCounts {
+            patterns: patterns.iter().map(|p| (*p, AtomicU64::new(0))).collect(),
+        })
+    }
+
+    pub fn get(&self, pattern: &str) -> u64 {
+        self.patterns
+            .iter()
+            .find(|(p, _)| *p == pattern)
+            .map_or(0, |(_, count)| count.load(Ordering::Relaxed))
+    }
+
+    fn observe(&self, line: &str) {
+        for (pattern, count) in &self.patterns {
+            if line.contains(pattern) {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Ridepay {
+    pub binary: PathBuf,
+    pub database_url: String,
+    /// `RUST_LOG` of the servers.
+    pub log_level: String,
+}
+
+impl Ridepay {
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.binary);
+        command
+            .current_dir(std::env::temp_dir())
+            .env_clear()
+            .env("DATABASE_URL", &self.database_url)
+            .env("RUST_LOG", &self.log_level)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// A user with a stored customer, and its API key.
+    pub fn create_user(&self, email: &str) -> anyhow::Result<ApiUser> {
+        let output = self
+            .command()
+            .args([
+                "users",
+                "create",
+                "--email",
+                email,
+                "--stripe-customer",
+                "cus_tools",
+            ])
+            .stderr(Stdio::inherit())
+            .output()
+            .context("cannot run `ridepay users create`")?;
+        if !output.status.success() {
+            bail!("`ridepay users create` failed ({})", output.status);
+        }
+        serde_json::from_slice(&output.stdout).context("unexpected `ridepay users create` output")
+    }
+
+    /// `ridepay serve` on a free loopback port. Its stderr is counted into
+    /// `logs` when given, else discarded.
+    pub fn serve(
+        &self,
+        env: &[(String, String)],
+        logs: Option<Arc<LogCounts>>,
+    ) -> anyhow::Result<Announced> {
+        let mut command = self.command();
+        command
+            .arg("serve")
+            .env("BIND_ADDR", "127.0.0.1:0")
+            .envs(env.iter().cloned());
+        spawn_counting(command, logs)
+    }
+
+    /// `ridepay fake-gateway`: the simulated gateway behind Stripe's HTTP API,
+    /// keeping its ledger in the same database.
+    pub fn fake_gateway(&self, env: &[(String, String)]) -> anyhow::Result<Announced> {
+        let mut command = self.command();
+        command
+            .args(["fake-gateway", "--bind", "127.0.0.1:0", "--database-url"])
+            .arg(&self.database_url)
+            .envs(env.iter().cloned());
+        spawn_counting(command, None)
+    }
+}
+
+fn spawn_counting(mut command: Command, logs: Option<Arc<LogCounts>>) -> anyhow::Result<Announced> {
+    let Some(logs) = logs else {
+        command.stderr(Stdio::null());
+        return Announced::spawn(command, START_LIMIT);
+    };
+    command.stderr(Stdio::piped());
+    let mut process = Announced::spawn(command, START_LIMIT)?;
+    let stderr = process.take_stderr().expect("stderr is piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            logs.observe(&line);
+        }
+    });
+    Ok(process)
+}
