@@ -247,7 +247,7 @@ pub fn connect_with_retry(url: &str) -> anyhow::Result<diesel::PgConnection> {
 
 /// The folder holding `initdb` and `postgres`: `PG_BIN_DIR` if set, else the
 /// newest version under `/usr/lib/postgresql`, else `pg_config --bindir`.
-fn find_bin_dir() -> anyhow::Result<PathBuf> {
+pub fn find_bin_dir() -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("PG_BIN_DIR") {
         return Ok(PathBuf::from(dir));
     }

@@ -10,4 +10,5 @@ pub mod database;
 pub mod latency;
 pub mod process;
 pub mod ridepay;
+pub mod stage;
 pub mod table;

@@ -1,1 +1,14 @@
-//! The benchmark.
+//! The benchmark: ridepay's four HTTP scenarios at several connection counts
+//! against a release build and a private PostgreSQL, with pgbench baselines
+//! run in the same session, written up as tables, ratios and plots.
+
+pub mod load;
+pub mod measurement;
+pub mod options;
+pub mod pgbench;
+pub mod plot;
+pub mod report;
+pub mod session;
+
+pub use options::Options;
+pub use session::run;

@@ -13,27 +13,20 @@ use super::history::{Counters, KeyHistory};
 use super::options::{GatewayChoice, Options};
 use super::retrying_client::run_client;
 use super::summary::{Summary, SERVER_EVENTS};
-use crate::binary::ridepay_binary;
-use crate::database::Database;
-use crate::ridepay::{LogCounts, Ridepay};
+use crate::ridepay::LogCounts;
+use crate::stage::Stage;
 
 const INSTANCES: usize = 2;
 const EXAMPLES_SHOWN: usize = 5;
 
 /// Runs the campaign and prints its summary. Ok(false): violations found.
 pub fn run(options: Options) -> anyhow::Result<bool> {
-    let binary = ridepay_binary(options.ridepay_bin.as_deref())?;
-    let database = Database::start("chaos")?;
-    let ridepay = Ridepay {
-        binary,
-        database_url: database.url.clone(),
-        log_level: "warn".to_owned(),
-    };
-    let user = ridepay.create_user(&format!(
-        "chaos-{}@ridepay.dev",
-        uuid::Uuid::new_v4().simple()
-    ))?;
-    let mut conn = database.connect()?;
+    let Stage {
+        ridepay,
+        user,
+        mut conn,
+        database: _database,
+    } = Stage::set("chaos", options.ridepay_bin.as_deref())?;
     let started = ridepay::db::now(&mut conn)?;
 
     let mut env = instance_env();

@@ -1,0 +1,202 @@
+//! The load generator: virtual users on one async runtime, each with one
+//! keep-alive connection and one request at a time, recording every latency.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use tokio::sync::Barrier;
+
+use crate::client::{Answer, RideClient};
+
+/// A transport error makes a virtual user pause this long, so a failing
+/// server is not hammered in a tight loop.
+const ERROR_PAUSE: Duration = Duration::from_millis(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// `POST /api/rides` with a fresh key per request.
+    NewKey,
+    /// `POST /api/rides` with keys already finished.
+    Replay,
+    /// Every virtual user sends the same fresh key at once, round after round.
+    Storm,
+    /// `GET /api/rides/{id}`.
+    Get,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::NewKey,
+        Scenario::Replay,
+        Scenario::Storm,
+        Scenario::Get,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::NewKey => "new-key POST",
+            Scenario::Replay => "replay POST",
+            Scenario::Storm => "one-key storm",
+            Scenario::Get => "GET ride",
+        }
+    }
+}
+
+/// The server and the user the load runs as.
+pub struct Target {
+    pub address: String,
+    pub api_key: String,
+    pub body: String,
+}
+
+/// Keys finished and rides made by new-key runs, for replays and reads.
+#[derive(Debug, Default, Clone)]
+pub struct Finished {
+    pub keys: Vec<String>,
+    pub ride_ids: Vec<i64>,
+}
+
+#[derive(Debug, Default)]
+pub struct LoadResult {
+    pub requests: u64,
+    pub elapsed: Duration,
+    pub latencies: Vec<Duration>,
+    /// Latencies of 409 answers.
+    pub conflicts: Vec<Duration>,
+    pub statuses: BTreeMap<u16, u64>,
+    pub transport_errors: u64,
+    pub created: Finished,
+}
+
+struct Shared {
+    scenario: Scenario,
+    target: Arc<Target>,
+    finished: Arc<Finished>,
+    users: usize,
+    deadline: Instant,
+    barrier: Barrier,
+    stop: AtomicBool,
+    run_id: String,
+}
+
+/// Runs `scenario` with `connections` virtual users for `duration`.
+pub async fn run(
+    scenario: Scenario,
+    target: Arc<Target>,
+    finished: Arc<Finished>,
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<LoadResult> {
+    if matches!(scenario, Scenario::Replay | Scenario::Get) && finished.keys.is_empty() {
+        bail!("{} needs a new-key run first", scenario.name());
+    }
+    let started = Instant::now();
+    let shared = Arc::new(Shared {
+        scenario,
+        target,
+        finished,
+        users: connections,
+        deadline: started + duration,
+        barrier: Barrier::new(connections),
+        stop: AtomicBool::new(false),
+        run_id: uuid::Uuid::new_v4().simple().to_string(),
+    });
+    let users: Vec<_> = (0..connections)
+        .map(|index| tokio::spawn(virtual_user(shared.clone(), index)))
+        .collect();
+    let mut total = LoadResult::default();
+    for user in users {
+        let result = user.await??;
+        total.requests += result.requests;
+        total.latencies.extend(result.latencies);
+        total.conflicts.extend(result.conflicts);
+        for (status, count) in result.statuses {
+            *total.statuses.entry(status).or_default() += count;
+        }
+        total.transport_errors += result.transport_errors;
+        total.created.keys.extend(result.created.keys);
+        total.created.ride_ids.extend(result.created.ride_ids);
+    }
+    total.elapsed = started.elapsed();
+    Ok(total)
+}
+
+async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadResult> {
+    let client = RideClient::new(&shared.target.api_key, REQUEST_TIMEOUT)?;
+    let mut result = LoadResult::default();
+    let address = shared.target.address.as_str();
+    let body = shared.target.body.as_str();
+    for sequence in 0usize.. {
+        let key = match shared.scenario {
+            Scenario::Storm => {
+                if !next_storm_round(&shared).await {
+                    break;
+                }
+                Some(format!("storm-{}-{sequence}", shared.run_id))
+            }
+            _ if Instant::now() >= shared.deadline => break,
+            Scenario::NewKey => Some(format!("bench-{}", uuid::Uuid::new_v4().simple())),
+            Scenario::Replay => {
+                let keys = &shared.finished.keys;
+                Some(keys[(index + sequence * shared.users) % keys.len()].clone())
+            }
+            Scenario::Get => None,
+        };
+        let sent = Instant::now();
+        let answer = match &key {
+            Some(key) => client.post_ride(address, key, body).await,
+            None => {
+                let ids = &shared.finished.ride_ids;
+                client
+                    .get_ride(address, ids[(index + sequence * shared.users) % ids.len()])
+                    .await
+            }
+        };
+        let latency = sent.elapsed();
+        match answer {
+            Ok(answer) => record(&mut result, shared.scenario, key, answer, latency),
+            Err(_) => {
+                result.transport_errors += 1;
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// Lines all virtual users up for the next storm round; false once the
+/// deadline has passed. The leader decides, so all stop at the same round.
+async fn next_storm_round(shared: &Shared) -> bool {
+    if shared.barrier.wait().await.is_leader() {
+        shared
+            .stop
+            .store(Instant::now() >= shared.deadline, Ordering::SeqCst);
+    }
+    shared.barrier.wait().await;
+    !shared.stop.load(Ordering::SeqCst)
+}
+
+fn record(
+    result: &mut LoadResult,
+    scenario: Scenario,
+    key: Option<String>,
+    answer: Answer,
+    latency: Duration,
+) {
+    result.requests += 1;
+    result.latencies.push(latency);
+    *result.statuses.entry(answer.status).or_default() += 1;
+    if answer.status == 409 {
+        result.conflicts.push(latency);
+    }
+    if scenario == Scenario::NewKey && answer.status == 201 {
+        if let (Some(key), Some(id)) = (key, answer.ride_id()) {
+            result.created.keys.push(key);
+            result.created.ride_ids.push(id);
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! One measured run and what was read around it: transaction ids assigned,
+//! CPU time of the server and of the load generator, the server's peak RSS.
+
+use std::time::{Duration, Instant};
+
+use diesel::sql_types::BigInt;
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+
+use crate::latency::Percentiles;
+use crate::process::{own_cpu_time, Announced};
+
+#[derive(QueryableByName)]
+struct NextXid {
+    #[diesel(sql_type = BigInt)]
+    xid: i64,
+}
+
+/// The next transaction id to be assigned. Read from a snapshot rather than
+/// with `pg_current_xact_id()`, which would assign one to the reading
+/// transaction itself; the delta is the same count of writing transactions.
+fn next_xid(conn: &mut PgConnection) -> anyhow::Result<i64> {
+    Ok(
+        diesel::sql_query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xid")
+            .get_result::<NextXid>(conn)?
+            .xid,
+    )
+}
+
+/// Readings taken before a run.
+pub struct Probe {
+    xid: i64,
+    server_cpu: Option<Duration>,
+    client_cpu: Option<Duration>,
+    started: Instant,
+}
+
+/// What the probe saw over the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Usage {
+    pub xids: i64,
+    pub elapsed: Duration,
+    pub server_cpu: Option<Duration>,
+    pub client_cpu: Option<Duration>,
+    pub peak_rss_kib: Option<u64>,
+}
+
+impl Probe {
+    /// Resets the server's peak RSS, so the run's own peak is read after it.
+    pub fn start(conn: &mut PgConnection, server: Option<&Announced>) -> anyhow::Result<Probe> {
+        if let Some(server) = server {
+            server.reset_peak_rss();
+        }
+        Ok(Probe {
+            xid: next_xid(conn)?,
+            server_cpu: server.and_then(Announced::cpu_time),
+            client_cpu: own_cpu_time(),
+            started: Instant::now(),
+        })
+    }
+
+    pub fn finish(
+        self,
+        conn: &mut PgConnection,
+        server: Option<&Announced>,
+    ) -> anyhow::Result<Usage> {
+        let elapsed = self.started.elapsed();
+        let delta = |before: Option<Duration>, after: Option<Duration>| {
+            Some(after?.saturating_sub(before?))
+        };
+        Ok(Usage {
+            xids: next_xid(conn)? - self.xid,
+            elapsed,
+            server_cpu: delta(self.server_cpu, server.and_then(Announced::cpu_time)),
+            client_cpu: delta(self.client_cpu, own_cpu_time()),
+            peak_rss_kib: server.and_then(Announced::peak_rss_kib),
+        })
+    }
+}
+
+/// One row of the results: an HTTP scenario or a pgbench script at one
+/// connection count.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    pub name: &'static str,
+    pub connections: usize,
+    pub requests: u64,
+    /// The run's own duration, from the first request to the last answer.
+    pub elapsed: Duration,
+    pub latency: Percentiles,
+    /// The storm's 409 answers alone.
+    pub conflicts: Option<Percentiles>,
+    pub usage: Usage,
+    /// Answers by status, as `201×1234 409×56`.
+    pub statuses: String,
+}
+
+impl Measurement {
+    pub fn throughput(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+    }
+
+    pub fn writes_per_request(&self) -> f64 {
+        self.usage.xids as f64 / self.requests.max(1) as f64
+    }
+
+    /// CPU milliseconds per request, of a process measured by the probe.
+    pub fn cpu_per_request_ms(&self, cpu: Option<Duration>) -> Option<f64> {
+        Some(cpu?.as_secs_f64() * 1000.0 / self.requests.max(1) as f64)
+    }
+}

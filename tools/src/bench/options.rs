@@ -1,0 +1,31 @@
+//! The benchmark's command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "bench",
+    about = "Measure ridepay's throughput, latency, memory and write transactions against pgbench baselines"
+)]
+pub struct Options {
+    /// Length of each measurement.
+    #[arg(long, default_value = "6s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Connection counts (virtual users, one keep-alive connection each).
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32,64")]
+    pub connections: Vec<usize>,
+    /// Threads of the load generator's runtime; one leaves the other core to
+    /// the server and PostgreSQL.
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
+    /// Where `results.md` and the PNG plots go.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../benchmarks"))]
+    pub output: PathBuf,
+    /// The ridepay binary; by default built with `cargo build -p ridepay` in
+    /// this tool's profile (use `--release`).
+    #[arg(long)]
+    pub ridepay_bin: Option<PathBuf>,
+}

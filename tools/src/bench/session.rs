@@ -1,0 +1,272 @@
+//! A whole benchmark session: PostgreSQL, one ridepay server with its
+//! background workers off, each scenario and baseline at each connection
+//! count, then the write-up.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::sql_types::{BigInt, Text};
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+
+use super::load::{self, Finished, LoadResult, Scenario, Target};
+use super::measurement::{Measurement, Probe, Usage};
+use super::options::Options;
+use super::pgbench::{self, Pgbench, NEW_KEY_SQL, ONE_INSERT};
+use super::plot;
+use super::report::Results;
+use crate::client::ride_body;
+use crate::latency::Percentiles;
+use crate::stage::Stage;
+
+/// Not measured: fills the server's connection pool and PostgreSQL's caches,
+/// and makes the first keys to replay.
+const WARM_UP: Duration = Duration::from_secs(2);
+const WARM_UP_CONNECTIONS: usize = 8;
+/// A valid stored fingerprint for the SQL replay (the server hashes the request).
+const FINGERPRINT: &str = "v1:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+#[derive(QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = Text)]
+    value: String,
+}
+
+pub fn run(options: Options) -> anyhow::Result<()> {
+    let Stage {
+        ridepay,
+        user,
+        mut conn,
+        database,
+    } = Stage::set("bench", options.ridepay_bin.as_deref())?;
+    if !ridepay.binary.to_string_lossy().contains("/release/") {
+        eprintln!(
+            "warning: {} is not a release build; run with --release",
+            ridepay.binary.display()
+        );
+    }
+    conn.batch_execute(pgbench::SETUP)?;
+    let server = ridepay.serve(
+        &[
+            ("COMPLETER_ENABLED".to_owned(), "false".to_owned()),
+            ("OUTBOX_ENABLED".to_owned(), "false".to_owned()),
+            ("REAPER_ENABLED".to_owned(), "false".to_owned()),
+        ],
+        None,
+    )?;
+    let target = Arc::new(Target {
+        address: server.address.clone(),
+        api_key: user.api_key.clone(),
+        body: ride_body(2000, "tok_visa"),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.client_threads)
+        .enable_all()
+        .build()?;
+    let warm_up = runtime.block_on(load::run(
+        Scenario::NewKey,
+        target.clone(),
+        Arc::new(Finished::default()),
+        WARM_UP_CONNECTIONS,
+        WARM_UP,
+    ))?;
+    let mut finished = Arc::new(warm_up.created);
+    let pgbench = Pgbench::new(&database.url, pgbench_variables(&mut conn, user.user_id)?)?;
+
+    let mut measurements = Vec::new();
+    for &connections in &options.connections {
+        for scenario in Scenario::ALL {
+            let probe = Probe::start(&mut conn, Some(&server))?;
+            let result = runtime.block_on(load::run(
+                scenario,
+                target.clone(),
+                finished.clone(),
+                connections,
+                options.duration,
+            ))?;
+            let usage = probe.finish(&mut conn, Some(&server))?;
+            if scenario == Scenario::NewKey {
+                let mut more = (*finished).clone();
+                more.keys.extend(result.created.keys.iter().cloned());
+                more.ride_ids
+                    .extend(result.created.ride_ids.iter().cloned());
+                finished = Arc::new(more);
+            }
+            measurements.push(http_measurement(scenario, connections, result, usage));
+            progress(measurements.last().expect("just pushed"));
+        }
+        for script in [ONE_INSERT, NEW_KEY_SQL] {
+            let probe = Probe::start(&mut conn, None)?;
+            let mut run = pgbench.run(script, connections, options.duration)?;
+            let usage = probe.finish(&mut conn, None)?;
+            measurements.push(Measurement {
+                name: script.name,
+                connections,
+                requests: run.transactions,
+                elapsed: run.elapsed,
+                latency: Percentiles::of(&mut run.latencies),
+                conflicts: None,
+                usage,
+                statuses: String::new(),
+            });
+            progress(measurements.last().expect("just pushed"));
+        }
+    }
+    drop(server);
+
+    let results = Results {
+        measurements,
+        connections: options.connections.clone(),
+    };
+    println!("{}", results.http_table().to_text());
+    println!("{}", results.baseline_table().to_text());
+    println!("{}", results.ratio_table().to_text());
+    println!("{}", results.verdict_table().to_text());
+    std::fs::create_dir_all(&options.output)?;
+    plot::throughput(&results, &options.output.join("throughput.png"))?;
+    plot::latency(&results, &options.output.join("latency.png"))?;
+    let machine = machine(&mut conn)?;
+    std::fs::write(
+        options.output.join("results.md"),
+        write_up(&results, &machine, &options),
+    )?;
+    eprintln!("wrote {}", options.output.display());
+    Ok(())
+}
+
+fn http_measurement(
+    scenario: Scenario,
+    connections: usize,
+    mut result: LoadResult,
+    usage: Usage,
+) -> Measurement {
+    let mut statuses: Vec<String> = result
+        .statuses
+        .iter()
+        .map(|(status, count)| format!("{status}={count}"))
+        .collect();
+    if result.transport_errors > 0 {
+        statuses.push(format!("errors={}", result.transport_errors));
+    }
+    Measurement {
+        name: scenario.name(),
+        connections,
+        requests: result.requests,
+        elapsed: result.elapsed,
+        latency: Percentiles::of(&mut result.latencies),
+        conflicts: (scenario == Scenario::Storm).then(|| Percentiles::of(&mut result.conflicts)),
+        usage,
+        statuses: statuses.join(" "),
+    }
+}
+
+fn progress(m: &Measurement) {
+    eprintln!(
+        "{:<22} {:>3} conns: {:>8.0}/s p99 {:.2} ms, {:.2} write tx each",
+        m.name,
+        m.connections,
+        m.throughput(),
+        m.latency.p99.as_secs_f64() * 1000.0,
+        m.writes_per_request()
+    );
+}
+
+/// The `-D` variables of `new_key_post.sql`: the benchmark user, its key's
+/// hash as stored, and the installation id of derived gateway keys.
+fn pgbench_variables(
+    conn: &mut PgConnection,
+    user_id: i64,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let key_hash =
+        diesel::sql_query("SELECT encode(api_key_hash, 'hex') AS value FROM users WHERE id = $1")
+            .bind::<BigInt, _>(user_id)
+            .get_result::<Setting>(conn)?
+            .value;
+    let installation = diesel::sql_query(
+        "SELECT replace(installation_id::text, '-', '') AS value FROM installation",
+    )
+    .get_result::<Setting>(conn)?
+    .value;
+    Ok(vec![
+        ("user_id".to_owned(), user_id.to_string()),
+        ("key_hash".to_owned(), key_hash),
+        ("installation".to_owned(), installation),
+        ("fingerprint".to_owned(), FINGERPRINT.to_owned()),
+    ])
+}
+
+/// What the figures were measured on.
+fn machine(conn: &mut PgConnection) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let mut show = |query: &str| -> anyhow::Result<String> {
+        Ok(diesel::sql_query(query).get_result::<Setting>(conn)?.value)
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("model name"))
+                .map(|name| name.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let kib: f64 = info
+                .lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()?;
+            Some(format!("{:.1} GiB", kib / 1024.0 / 1024.0))
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    Ok(vec![
+        (
+            "cores (nproc)",
+            std::thread::available_parallelism()
+                .map_or(0, usize::from)
+                .to_string(),
+        ),
+        ("CPU", cpu),
+        ("memory", memory),
+        ("PostgreSQL", show("SELECT version() AS value")?),
+        (
+            "synchronous_commit",
+            show("SELECT current_setting('synchronous_commit') AS value")?,
+        ),
+        ("fsync", show("SELECT current_setting('fsync') AS value")?),
+        (
+            "shared_buffers",
+            show("SELECT current_setting('shared_buffers') AS value")?,
+        ),
+    ])
+}
+
+fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Options) -> String {
+    let mut out = String::from("# Benchmark results (generated by `bench`)\n\n");
+    out.push_str("Command: `cargo run --release -p ridepay-tools --bin bench`");
+    let _ = writeln!(
+        out,
+        " ({} s per measurement, connections {:?}, {} load-generator thread(s)).\n",
+        options.duration.as_secs_f64(),
+        options.connections,
+        options.client_threads
+    );
+    out.push_str("| machine | |\n|---|---|\n");
+    for (name, value) in machine {
+        let _ = writeln!(out, "| {name} | {value} |");
+    }
+    out.push_str("\n## Targets\n\n");
+    out.push_str(&results.verdict_table().to_markdown());
+    out.push_str("\n## Ratios\n\n");
+    out.push_str(&results.ratio_table().to_markdown());
+    out.push_str("\n## HTTP scenarios\n\n");
+    out.push_str(&results.http_table().to_markdown());
+    out.push_str("\n## pgbench baselines\n\n");
+    out.push_str(&results.baseline_table().to_markdown());
+    out.push_str("\n![throughput](throughput.png)\n\n![p99 latency](latency.png)\n");
+    out
+}
