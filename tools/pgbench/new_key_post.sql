@@ -1,12 +1,14 @@
 -- What one new-key POST /api/rides sends to PostgreSQL, as pure SQL, with the
 -- same transaction boundaries (src/auth.rs, src/idempotency/claim.rs,
 -- src/rides/service.rs, src/rides/phases.rs, src/payments/simulated.rs).
--- The benchmark passes user_id, key_hash (hex), installation and fingerprint
--- with -D. `SELECT 1` is r2d2's check of a connection taken from the pool
+-- The benchmark passes first_user, riders, key_hash (hex), installation and
+-- fingerprint with -D; client i acts as rider i % riders, as the HTTP load
+-- does. `SELECT 1` is r2d2's check of a connection taken from the pool
 -- (test_on_check_out, on by default), which the server pays at every
 -- pool.get(). pgbench reads a colon as the start of a variable even inside a
 -- string, so literals holding one are built with jsonb_build_object instead.
 \set n random(1, 9223372036854775806)
+\set user_id :first_user + :client_id % :riders
 
 -- Authentication: its own pool checkout.
 SELECT 1;

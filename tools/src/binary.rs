@@ -11,6 +11,14 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
+const INHERITED_FROM_CARGO_RUN: [&str; 5] = [
+    "CARGO_PKG_",
+    "CARGO_MANIFEST_",
+    "CARGO_CRATE_",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+];
+
 /// `explicit` if given, else the freshly built binary of this tool's profile.
 pub fn ridepay_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = explicit {
@@ -27,6 +35,15 @@ pub fn ridepay_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         .context("cannot tell the build profile")?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
+    // `cargo run` hands this tool its package's CARGO_PKG_* and friends; build
+    // scripts that watch such variables (ring's) would see them change and
+    // rebuild on every switch between this build and a build from a shell.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if INHERITED_FROM_CARGO_RUN.iter().any(|prefix| name.starts_with(prefix)) {
+            build.env_remove(name.as_ref());
+        }
+    }
     build
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .args(["build", "--quiet", "-p", "ridepay", "--bin", "ridepay"]);

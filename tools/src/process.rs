@@ -100,10 +100,40 @@ pub fn own_cpu_time() -> Option<Duration> {
     cpu_time_of("/proc/self/stat")
 }
 
+/// CPU time of `pid` and its living children: PostgreSQL's postmaster and
+/// its backends. A backend that exits during a run takes its time with it, so
+/// this suits runs whose sessions live throughout (a server's pool).
+pub fn tree_cpu_time(pid: u32) -> Option<Duration> {
+    let own = cpu_time_of(&format!("/proc/{pid}/stat"))?;
+    let children = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.path().join("stat");
+            let fields = stat_fields(&std::fs::read_to_string(&path).ok()?)?;
+            (fields.get(1)?.parse::<u32>().ok()? == pid).then(|| ticks(&fields))?
+        })
+        .sum::<Duration>();
+    Some(own + children)
+}
+
 fn cpu_time_of(stat_path: &str) -> Option<Duration> {
-    let stat = std::fs::read_to_string(stat_path).ok()?;
-    // Fields after the command name, which may hold spaces, end with ')'.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    ticks(&stat_fields(&std::fs::read_to_string(stat_path).ok()?)?)
+}
+
+/// The fields of a /proc stat line after the command name (which may hold
+/// spaces and ends with ')'): state, ppid, ...
+fn stat_fields(stat: &str) -> Option<Vec<String>> {
+    Some(
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+fn ticks(fields: &[String]) -> Option<Duration> {
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     // USER_HZ is 100 on every Linux the tools run on.
     Some(Duration::from_millis(ticks * 10))

@@ -46,18 +46,41 @@ impl Scenario {
     }
 }
 
-/// The server and the user the load runs as.
+/// The server, and the riders the load runs as: virtual user `i` is rider
+/// `i % riders`, except in the storm, where all share rider 0 (keys are
+/// scoped per user).
 pub struct Target {
     pub address: String,
-    pub api_key: String,
+    pub api_keys: Vec<String>,
     pub body: String,
 }
 
-/// Keys finished and rides made by new-key runs, for replays and reads.
+/// Keys finished and rides made by new-key runs, per rider, for replays and
+/// reads by the same rider.
 #[derive(Debug, Default, Clone)]
 pub struct Finished {
+    pub riders: Vec<RiderFinished>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RiderFinished {
     pub keys: Vec<String>,
     pub ride_ids: Vec<i64>,
+}
+
+impl Finished {
+    pub fn for_riders(riders: usize) -> Finished {
+        Finished {
+            riders: vec![RiderFinished::default(); riders],
+        }
+    }
+
+    pub fn extend(&mut self, other: &Finished) {
+        for (mine, theirs) in self.riders.iter_mut().zip(&other.riders) {
+            mine.keys.extend(theirs.keys.iter().cloned());
+            mine.ride_ids.extend(theirs.ride_ids.iter().copied());
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -76,7 +99,6 @@ struct Shared {
     scenario: Scenario,
     target: Arc<Target>,
     finished: Arc<Finished>,
-    users: usize,
     deadline: Instant,
     barrier: Barrier,
     stop: AtomicBool,
@@ -91,15 +113,19 @@ pub async fn run(
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<LoadResult> {
-    if matches!(scenario, Scenario::Replay | Scenario::Get) && finished.keys.is_empty() {
-        bail!("{} needs a new-key run first", scenario.name());
+    let riders = target.api_keys.len();
+    let unready = (0..connections.min(riders)).any(|rider| finished.riders[rider].keys.is_empty());
+    if matches!(scenario, Scenario::Replay | Scenario::Get) && unready {
+        bail!(
+            "{} needs a new-key run at as many connections first",
+            scenario.name()
+        );
     }
     let started = Instant::now();
     let shared = Arc::new(Shared {
         scenario,
         target,
         finished,
-        users: connections,
         deadline: started + duration,
         barrier: Barrier::new(connections),
         stop: AtomicBool::new(false),
@@ -108,7 +134,10 @@ pub async fn run(
     let users: Vec<_> = (0..connections)
         .map(|index| tokio::spawn(virtual_user(shared.clone(), index)))
         .collect();
-    let mut total = LoadResult::default();
+    let mut total = LoadResult {
+        created: Finished::for_riders(riders),
+        ..LoadResult::default()
+    };
     for user in users {
         let result = user.await??;
         total.requests += result.requests;
@@ -118,16 +147,25 @@ pub async fn run(
             *total.statuses.entry(status).or_default() += count;
         }
         total.transport_errors += result.transport_errors;
-        total.created.keys.extend(result.created.keys);
-        total.created.ride_ids.extend(result.created.ride_ids);
+        total.created.extend(&result.created);
     }
     total.elapsed = started.elapsed();
     Ok(total)
 }
 
 async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadResult> {
-    let client = RideClient::new(&shared.target.api_key, REQUEST_TIMEOUT)?;
-    let mut result = LoadResult::default();
+    let riders = shared.target.api_keys.len();
+    let rider = if shared.scenario == Scenario::Storm {
+        0
+    } else {
+        index % riders
+    };
+    let client = RideClient::new(&shared.target.api_keys[rider], REQUEST_TIMEOUT)?;
+    let mine = &shared.finished.riders[rider];
+    let mut result = LoadResult {
+        created: Finished::for_riders(riders),
+        ..LoadResult::default()
+    };
     let address = shared.target.address.as_str();
     let body = shared.target.body.as_str();
     for sequence in 0usize.. {
@@ -140,25 +178,20 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
             }
             _ if Instant::now() >= shared.deadline => break,
             Scenario::NewKey => Some(format!("bench-{}", uuid::Uuid::new_v4().simple())),
-            Scenario::Replay => {
-                let keys = &shared.finished.keys;
-                Some(keys[(index + sequence * shared.users) % keys.len()].clone())
-            }
+            Scenario::Replay => Some(mine.keys[sequence % mine.keys.len()].clone()),
             Scenario::Get => None,
         };
         let sent = Instant::now();
         let answer = match &key {
             Some(key) => client.post_ride(address, key, body).await,
             None => {
-                let ids = &shared.finished.ride_ids;
-                client
-                    .get_ride(address, ids[(index + sequence * shared.users) % ids.len()])
-                    .await
+                let id = mine.ride_ids[sequence % mine.ride_ids.len()];
+                client.get_ride(address, id).await
             }
         };
         let latency = sent.elapsed();
         match answer {
-            Ok(answer) => record(&mut result, shared.scenario, key, answer, latency),
+            Ok(answer) => record(&mut result, shared.scenario, rider, key, answer, latency),
             Err(_) => {
                 result.transport_errors += 1;
                 tokio::time::sleep(ERROR_PAUSE).await;
@@ -183,6 +216,7 @@ async fn next_storm_round(shared: &Shared) -> bool {
 fn record(
     result: &mut LoadResult,
     scenario: Scenario,
+    rider: usize,
     key: Option<String>,
     answer: Answer,
     latency: Duration,
@@ -195,8 +229,9 @@ fn record(
     }
     if scenario == Scenario::NewKey && answer.status == 201 {
         if let (Some(key), Some(id)) = (key, answer.ride_id()) {
-            result.created.keys.push(key);
-            result.created.ride_ids.push(id);
+            let created = &mut result.created.riders[rider];
+            created.keys.push(key);
+            created.ride_ids.push(id);
         }
     }
 }

@@ -7,7 +7,7 @@ use diesel::sql_types::BigInt;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
 use crate::latency::Percentiles;
-use crate::process::{own_cpu_time, Announced};
+use crate::process::{own_cpu_time, tree_cpu_time, Announced};
 
 #[derive(QueryableByName)]
 struct NextXid {
@@ -31,6 +31,8 @@ pub struct Probe {
     xid: i64,
     server_cpu: Option<Duration>,
     client_cpu: Option<Duration>,
+    database_cpu: Option<Duration>,
+    postmaster: Option<u32>,
     started: Instant,
 }
 
@@ -41,12 +43,20 @@ pub struct Usage {
     pub elapsed: Duration,
     pub server_cpu: Option<Duration>,
     pub client_cpu: Option<Duration>,
+    /// PostgreSQL's postmaster and backends; only for runs whose sessions
+    /// outlive them (the server's pool), else None.
+    pub database_cpu: Option<Duration>,
     pub peak_rss_kib: Option<u64>,
 }
 
 impl Probe {
     /// Resets the server's peak RSS, so the run's own peak is read after it.
-    pub fn start(conn: &mut PgConnection, server: Option<&Announced>) -> anyhow::Result<Probe> {
+    /// `postmaster`: the private cluster's, whose CPU time is then read too.
+    pub fn start(
+        conn: &mut PgConnection,
+        server: Option<&Announced>,
+        postmaster: Option<u32>,
+    ) -> anyhow::Result<Probe> {
         if let Some(server) = server {
             server.reset_peak_rss();
         }
@@ -54,6 +64,8 @@ impl Probe {
             xid: next_xid(conn)?,
             server_cpu: server.and_then(Announced::cpu_time),
             client_cpu: own_cpu_time(),
+            database_cpu: postmaster.and_then(tree_cpu_time),
+            postmaster,
             started: Instant::now(),
         })
     }
@@ -72,6 +84,7 @@ impl Probe {
             elapsed,
             server_cpu: delta(self.server_cpu, server.and_then(Announced::cpu_time)),
             client_cpu: delta(self.client_cpu, own_cpu_time()),
+            database_cpu: delta(self.database_cpu, self.postmaster.and_then(tree_cpu_time)),
             peak_rss_kib: server.and_then(Announced::peak_rss_kib),
         })
     }

@@ -17,6 +17,11 @@ pub struct Options {
     /// Connection counts (virtual users, one keep-alive connection each).
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,64")]
     pub connections: Vec<usize>,
+    /// Riders (users) the virtual users act as, one each up to this count. A
+    /// single rider would make every insert lock one `users` row (foreign
+    /// keys take KEY SHARE), which no real traffic does.
+    #[arg(long, default_value_t = 64)]
+    pub riders: usize,
     /// Threads of the load generator's runtime; one leaves the other core to
     /// the server and PostgreSQL.
     #[arg(long, default_value_t = 1)]

@@ -45,6 +45,7 @@ impl Results {
             "peak RSS MiB",
             "write tx/req",
             "server CPU ms/req",
+            "PostgreSQL CPU ms/req",
             "client CPU ms/req",
             "answers",
         ]);
@@ -59,6 +60,7 @@ impl Results {
                     .map_or("-".to_owned(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
                 format!("{:.2}", m.writes_per_request()),
                 optional(m.cpu_per_request_ms(m.usage.server_cpu)),
+                optional(m.cpu_per_request_ms(m.usage.database_cpu)),
                 optional(m.cpu_per_request_ms(m.usage.client_cpu)),
                 m.statuses.clone(),
             ]);

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::bail;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
@@ -18,6 +19,7 @@ use super::plot;
 use super::report::Results;
 use crate::client::ride_body;
 use crate::latency::Percentiles;
+use crate::ridepay::{ApiUser, Ridepay};
 use crate::stage::Stage;
 
 /// Not measured: fills the server's connection pool and PostgreSQL's caches,
@@ -55,9 +57,10 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         ],
         None,
     )?;
+    let riders = riders(&ridepay, user, options.riders)?;
     let target = Arc::new(Target {
         address: server.address.clone(),
-        api_key: user.api_key.clone(),
+        api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
         body: ride_body(2000, "tok_visa"),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -67,17 +70,21 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let warm_up = runtime.block_on(load::run(
         Scenario::NewKey,
         target.clone(),
-        Arc::new(Finished::default()),
+        Arc::new(Finished::for_riders(riders.len())),
         WARM_UP_CONNECTIONS,
         WARM_UP,
     ))?;
     let mut finished = Arc::new(warm_up.created);
-    let pgbench = Pgbench::new(&database.url, pgbench_variables(&mut conn, user.user_id)?)?;
+    let pgbench = Pgbench::new(&database.url, pgbench_variables(&mut conn, &riders)?)?;
 
+    let postmaster = database
+        .cluster()
+        .and_then(|cluster| cluster.postmaster_pid())
+        .and_then(|pid| u32::try_from(pid).ok());
     let mut measurements = Vec::new();
     for &connections in &options.connections {
         for scenario in Scenario::ALL {
-            let probe = Probe::start(&mut conn, Some(&server))?;
+            let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
             let result = runtime.block_on(load::run(
                 scenario,
                 target.clone(),
@@ -88,16 +95,14 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             let usage = probe.finish(&mut conn, Some(&server))?;
             if scenario == Scenario::NewKey {
                 let mut more = (*finished).clone();
-                more.keys.extend(result.created.keys.iter().cloned());
-                more.ride_ids
-                    .extend(result.created.ride_ids.iter().cloned());
+                more.extend(&result.created);
                 finished = Arc::new(more);
             }
             measurements.push(http_measurement(scenario, connections, result, usage));
             progress(measurements.last().expect("just pushed"));
         }
         for script in [ONE_INSERT, NEW_KEY_SQL] {
-            let probe = Probe::start(&mut conn, None)?;
+            let probe = Probe::start(&mut conn, None, None)?;
             let mut run = pgbench.run(script, connections, options.duration)?;
             let usage = probe.finish(&mut conn, None)?;
             measurements.push(Measurement {
@@ -172,12 +177,31 @@ fn progress(m: &Measurement) {
     );
 }
 
-/// The `-D` variables of `new_key_post.sql`: the benchmark user, its key's
-/// hash as stored, and the installation id of derived gateway keys.
+/// The stage's user and `count - 1` more, with consecutive ids so that
+/// pgbench can spread its clients over them as the HTTP load does.
+fn riders(ridepay: &Ridepay, first: ApiUser, count: usize) -> anyhow::Result<Vec<ApiUser>> {
+    let mut riders = vec![first];
+    while riders.len() < count.max(1) {
+        let rider = ridepay.create_user(&format!(
+            "rider-{}@ridepay.dev",
+            uuid::Uuid::new_v4().simple()
+        ))?;
+        if rider.user_id != riders[0].user_id + riders.len() as i64 {
+            bail!("rider ids are not consecutive; pgbench could not mirror the riders");
+        }
+        riders.push(rider);
+    }
+    Ok(riders)
+}
+
+/// The `-D` variables of `new_key_post.sql`: the riders' ids, the first
+/// rider's key hash as stored (every rider's authentication reads the same
+/// index the same way), and the installation id of derived gateway keys.
 fn pgbench_variables(
     conn: &mut PgConnection,
-    user_id: i64,
+    riders: &[ApiUser],
 ) -> anyhow::Result<Vec<(String, String)>> {
+    let user_id = riders[0].user_id;
     let key_hash =
         diesel::sql_query("SELECT encode(api_key_hash, 'hex') AS value FROM users WHERE id = $1")
             .bind::<BigInt, _>(user_id)
@@ -189,7 +213,8 @@ fn pgbench_variables(
     .get_result::<Setting>(conn)?
     .value;
     Ok(vec![
-        ("user_id".to_owned(), user_id.to_string()),
+        ("first_user".to_owned(), user_id.to_string()),
+        ("riders".to_owned(), riders.len().to_string()),
         ("key_hash".to_owned(), key_hash),
         ("installation".to_owned(), installation),
         ("fingerprint".to_owned(), FINGERPRINT.to_owned()),
