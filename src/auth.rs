@@ -8,6 +8,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 
 use crate::context::ServiceContext;
 use crate::problem::{Problem, ProblemKind};
+use crate::request_id;
 use crate::service_error::ServiceError;
 use crate::users::{self, User};
 
@@ -41,7 +42,7 @@ impl FromRequest for AuthenticatedUser {
         Box::pin(async move {
             let token = token.ok_or_else(|| unauthorized("a bearer API key is required"))?;
             let context = context.expect("ServiceContext is registered at start-up");
-            let user = web::block(move || -> Result<_, ServiceError> {
+            let user = request_id::block(move || -> Result<_, ServiceError> {
                 let mut conn = context.pool.get()?;
                 Ok(users::find_by_api_key(&mut conn, &token)?)
             })

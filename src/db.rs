@@ -52,6 +52,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(5))
+        .event_handler(Box::new(crate::metrics::PoolEvents))
         .connection_customizer(Box::new(SessionLimits {
             statement_timeout: settings.statement_timeout,
             lock_timeout: settings.lock_timeout,

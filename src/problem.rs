@@ -8,6 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::metrics;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
@@ -198,20 +199,27 @@ impl From<ServiceError> for Problem {
         match err {
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
-            ServiceError::KeyInUse => Problem::new(
-                ProblemKind::IdempotencyKeyInUse,
-                "another request with this Idempotency-Key is being processed; retry later",
-            )
-            .with_retry_after(Duration::from_secs(1)),
-            ServiceError::KeyReused => Problem::new(
-                ProblemKind::IdempotencyKeyReused,
-                "this Idempotency-Key was already used with a different method, path or body",
-            ),
+            ServiceError::KeyInUse => {
+                metrics::idempotency_outcome("in_use");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyInUse,
+                    "another request with this Idempotency-Key is being processed; retry later",
+                )
+                .with_retry_after(Duration::from_secs(1))
+            }
+            ServiceError::KeyReused => {
+                metrics::idempotency_outcome("reused");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used with a different method, path or body",
+                )
+            }
             ServiceError::GatewayUnavailable {
                 reason,
                 retry_after,
             } => {
                 log::warn!("payment gateway unavailable: {reason}");
+                metrics::idempotency_outcome("transient");
                 Problem::new(
                     ProblemKind::PaymentGatewayUnavailable,
                     "the payment gateway did not complete the charge; retry with the same \

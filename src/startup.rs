@@ -4,7 +4,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
 use actix_web::dev::Server;
-use actix_web::middleware::Logger;
+use actix_web::middleware::{from_fn, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
@@ -14,7 +14,7 @@ use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, SimulatedGateway};
 use crate::workers::Workers;
-use crate::{health, rides, routing};
+use crate::{health, metrics, openapi, request_id, rides, routing};
 
 pub struct Application {
     address: SocketAddr,
@@ -56,12 +56,20 @@ impl Application {
         let address = listener.local_addr()?;
         let mut server = HttpServer::new(move || {
             App::new()
-                .wrap(Logger::new(r#"%a "%r" %s %b %Dms"#))
+                // The access line is written after the response, outside the
+                // request's scope, so it names the request id itself.
+                .wrap(Logger::new(
+                    r#"request_id=%{x-request-id}i %a "%r" %s %b %Dms"#,
+                ))
+                .wrap(from_fn(metrics::track_requests))
+                .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
                 .route("/healthz", web::get().to(health::healthz))
                 .route("/readyz", web::get().to(health::readyz))
+                .route("/metrics", web::get().to(metrics::serve))
+                .route("/api/openapi.json", web::get().to(openapi::openapi_json))
                 .service(web::scope("/api").configure(rides::routes::configure))
                 .default_service(web::to(routing::not_found))
         })
