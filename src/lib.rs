@@ -12,6 +12,7 @@ pub mod config;
 pub mod context;
 pub mod db;
 pub mod embedded_postgres;
+pub mod fake_gateway;
 pub mod health;
 pub mod idempotency;
 pub mod json_body;

@@ -11,7 +11,7 @@ use anyhow::Context;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
-use crate::payments::{self, PaymentGateway, SimulatedGateway};
+use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
 use crate::{health, rides, routing};
 
 pub struct Application {
@@ -35,7 +35,7 @@ impl Application {
                 pool.clone(),
                 settings.simulated_gateway.clone(),
             )),
-            GatewayKind::Stripe => anyhow::bail!("GATEWAY=stripe is not available yet"),
+            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = web::Data::new(ServiceContext {
             pool: pool.clone(),
