@@ -3,6 +3,7 @@
 mod auth_and_routing;
 mod concurrency;
 mod create_ride;
+mod gateway_contract;
 mod gateway_outcomes;
 mod health;
 mod helpers;

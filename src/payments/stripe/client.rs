@@ -115,3 +115,46 @@ fn retry_hints(headers: &HeaderMap) -> (Option<Duration>, Option<bool>) {
     let should_retry = header("stripe-should-retry").map(|value| value.trim() == "true");
     (retry_after, should_retry)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_api_key() {
+        let gateway = StripeGateway::new(&StripeSettings {
+            api_key: Some(ApiKey::new("sk_live_TopSecret123")),
+            ..StripeSettings::default()
+        })
+        .unwrap();
+        let shown = format!("{gateway:?}");
+        assert!(!shown.contains("TopSecret"), "{shown}");
+        assert!(
+            shown.contains("https://api.stripe.com/v1/charges"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn customers_and_tokens_go_in_their_own_fields_with_the_metadata() {
+        let form = StripeGateway::form(&ChargeRequest {
+            idempotency_key: "k".to_owned(),
+            amount_cents: 2000,
+            currency: "usd".to_owned(),
+            source: "cus_1".to_owned(),
+            description: "ride 1".to_owned(),
+            metadata: vec![("ride_id".to_owned(), "1".to_owned())],
+        });
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("amount", "2000"),
+                ("currency", "usd"),
+                ("customer", "cus_1"),
+                ("description", "ride 1"),
+                ("metadata[ride_id]", "1"),
+            ]
+        );
+    }
+}

@@ -141,3 +141,113 @@ pub fn transport_failure(err: ureq::Error) -> GatewayError {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify_answer(status: u16, body: &str) -> Result<Charge, GatewayError> {
+        classify(&Answer {
+            status,
+            retry_after: None,
+            should_retry: None,
+            body: body.as_bytes(),
+        })
+    }
+
+    fn error_body(kind: &str, code: &str) -> String {
+        format!(r#"{{"error": {{"type": "{kind}", "code": "{code}", "message": "m"}}}}"#)
+    }
+
+    #[test]
+    fn a_succeeded_charge_is_the_charge() {
+        let body = r#"{"id": "ch_1", "object": "charge", "amount": 2000, "currency": "usd",
+                       "status": "succeeded", "source": {"id": "card_1", "object": "card", "brand": "Visa"}}"#;
+        assert_eq!(
+            classify_answer(200, body),
+            Ok(Charge {
+                id: "ch_1".to_owned(),
+                amount_cents: 2000,
+                currency: "usd".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn a_card_error_is_a_decline_with_its_codes() {
+        let body = r#"{"error": {"type": "card_error", "code": "card_declined",
+                       "decline_code": "insufficient_funds", "message": "Your card has insufficient funds."}}"#;
+        assert_eq!(
+            classify_answer(402, body),
+            Err(GatewayError::Declined {
+                code: "card_declined".to_owned(),
+                decline_code: Some("insufficient_funds".to_owned()),
+                message: "Your card has insufficient funds.".to_owned(),
+            })
+        );
+    }
+
+    #[test]
+    fn each_error_kind_maps_to_what_ridepay_must_do() {
+        let cases = [
+            (
+                400,
+                error_body("invalid_request_error", "resource_missing"),
+                "Rejected",
+            ),
+            (400, error_body("idempotency_error", ""), "Misconfigured"),
+            (
+                401,
+                error_body("invalid_request_error", "api_key_invalid"),
+                "Misconfigured",
+            ),
+            (
+                403,
+                error_body("invalid_request_error", ""),
+                "Misconfigured",
+            ),
+            (404, "<html>not stripe</html>".to_owned(), "Misconfigured"),
+            (
+                409,
+                error_body("idempotency_error", "idempotency_key_in_use"),
+                "Unavailable",
+            ),
+            (
+                429,
+                error_body("invalid_request_error", "rate_limit"),
+                "Unavailable",
+            ),
+            (500, error_body("api_error", ""), "OutcomeUnknown"),
+            (503, "".to_owned(), "OutcomeUnknown"),
+            (200, "{not json".to_owned(), "OutcomeUnknown"),
+        ];
+        for (status, body, expected) in cases {
+            let got = classify_answer(status, &body).unwrap_err();
+            assert!(
+                format!("{got:?}").starts_with(expected),
+                "{status} {body}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_and_should_retry_are_honoured() {
+        let limited = classify(&Answer {
+            status: 429,
+            retry_after: Some(Duration::from_secs(7)),
+            should_retry: Some(true),
+            body: error_body("invalid_request_error", "rate_limit").as_bytes(),
+        });
+        assert!(matches!(
+            limited,
+            Err(GatewayError::Unavailable { retry_after: Some(after), .. }) if after == Duration::from_secs(7)
+        ));
+        let retry = classify(&Answer {
+            status: 400,
+            retry_after: None,
+            should_retry: Some(true),
+            body: error_body("invalid_request_error", "lock_timeout").as_bytes(),
+        });
+        assert!(matches!(retry, Err(GatewayError::OutcomeUnknown { .. })));
+    }
+}
