@@ -402,3 +402,14 @@ pub fn ledger_count(ledger_url: &str, filter: &str) -> i64 {
         &format!("simulated_charges {filter}"),
     )
 }
+
+/// A fake gateway on a ledger database of its own, with the faults set by
+/// `configure`; returns it and the ledger's URL.
+pub fn spawn_fake_gateway(
+    configure: impl FnOnce(&mut SimulatedGatewaySettings),
+) -> (FakeGateway, String) {
+    let ledger = create_test_database();
+    let mut faults = SimulatedGatewaySettings::default();
+    configure(&mut faults);
+    (start_fake_gateway(&ledger, faults), ledger)
+}

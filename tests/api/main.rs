@@ -9,4 +9,6 @@ mod health;
 mod helpers;
 mod read_rides;
 mod resume;
+mod stripe_client;
+mod stripe_end_to_end;
 mod validation;
