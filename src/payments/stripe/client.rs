@@ -70,10 +70,8 @@ impl StripeGateway {
         );
         form
     }
-}
 
-impl PaymentGateway for StripeGateway {
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
+    fn post_charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
         let mut response = self
             .agent
             .post(&self.charges_url)
@@ -91,13 +89,23 @@ impl PaymentGateway for StripeGateway {
             .body_mut()
             .read_to_vec()
             .map_err(outcome::transport_failure)?;
-        let result = outcome::classify(&Answer {
+        outcome::classify(&Answer {
             status,
             retry_after,
             should_retry,
             body: &body,
-        });
-        if let Err(err) = &result {
+        })
+    }
+}
+
+impl PaymentGateway for StripeGateway {
+    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
+        let result = self.post_charge(request);
+        // Declines, rejections and misconfigurations are logged where they are
+        // handled; a transient failure is worth a line here, with its key.
+        if let Err(err @ (GatewayError::Unavailable { .. } | GatewayError::OutcomeUnknown { .. })) =
+            &result
+        {
             log::warn!(
                 "Stripe charge under key {} failed: {err}",
                 request.idempotency_key
