@@ -123,6 +123,7 @@ impl LedgerCharge {
         }
     }
 
+    /// Stripe compares every parameter of a replayed request.
     fn same_parameters(&self, request: &ChargeRequest) -> bool {
         (
             self.amount_cents,
@@ -132,8 +133,18 @@ impl LedgerCharge {
             request.amount_cents,
             request.currency.as_str(),
             request.source.as_str(),
-        )
+        ) && self.description.as_deref() == Some(request.description.as_str())
+            && self.metadata == metadata_json(request)
     }
+}
+
+fn metadata_json(request: &ChargeRequest) -> serde_json::Value {
+    request
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// Records the charge in its own transaction, or finds the one already
@@ -151,12 +162,7 @@ pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Record
         currency: &request.currency,
         source: &request.source,
         description: &request.description,
-        metadata: request
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-            .collect::<serde_json::Map<_, _>>()
-            .into(),
+        metadata: metadata_json(request),
         status: if declined.is_some() {
             "failed"
         } else {
