@@ -55,21 +55,17 @@ fn invalid(message: &str) -> io::Error {
 pub fn read_request(stream: &TcpStream) -> io::Result<Option<Request>> {
     let mut reader = BufReader::new(stream);
     let mut head = Vec::new();
-    // The head ends with an empty line.
-    loop {
-        let read = reader.read_until(b'\n', &mut head)?;
-        if read == 0 {
-            return if head.is_empty() {
-                Ok(None)
-            } else {
-                Err(invalid("connection closed mid-request"))
-            };
-        }
-        if head.ends_with(b"\r\n\r\n") || head.ends_with(b"\n\n") {
-            break;
-        }
-        if head.len() > MAX_HEAD {
-            return Err(invalid("request head too large"));
+    {
+        let mut limited = reader.by_ref().take(MAX_HEAD as u64);
+        // The head ends with an empty line.
+        while !(head.ends_with(b"\r\n\r\n") || head.ends_with(b"\n\n")) {
+            if limited.read_until(b'\n', &mut head)? == 0 {
+                return match head.len() {
+                    0 => Ok(None),
+                    MAX_HEAD => Err(invalid("request head too large")),
+                    _ => Err(invalid("connection closed mid-request")),
+                };
+            }
         }
     }
     let mut parsed_headers = [httparse::EMPTY_HEADER; 64];

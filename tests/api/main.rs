@@ -3,6 +3,7 @@
 mod auth_and_routing;
 mod concurrency;
 mod create_ride;
+mod fake_gateway;
 mod gateway_contract;
 mod gateway_outcomes;
 mod health;

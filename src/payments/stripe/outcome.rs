@@ -118,13 +118,12 @@ pub fn transport_failure(err: ureq::Error) -> GatewayError {
         retry_after: None,
     };
     match err {
-        ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => {
-            not_sent(format!("cannot reach Stripe: {err}"))
-        }
-        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Tls(_) => {
-            not_sent(format!("cannot reach Stripe: {err}"))
-        }
-        ureq::Error::Rustls(_) => not_sent(format!("TLS with Stripe failed: {err}")),
+        // Resolving, connecting and the TLS handshake come before any byte
+        // of the request; a TLS error later on (`Rustls`) may not.
+        ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Tls(_) => not_sent(format!("cannot reach Stripe: {err}")),
         ureq::Error::Io(ref io_err)
             if matches!(
                 io_err.kind(),
