@@ -116,13 +116,26 @@ impl FakeGateway {
 
 fn accept(listener: &TcpListener, state: &Arc<State>) {
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let state = Arc::clone(state);
-        thread::spawn(move || {
-            if let Err(err) = serve(&stream, &state) {
-                log::debug!("fake gateway connection: {err}");
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(err) => {
+                // Out of file descriptors, say: wait rather than spin.
+                log::warn!("fake gateway cannot accept: {err}");
+                thread::sleep(Duration::from_millis(100));
+                continue;
             }
-        });
+        };
+        let state = Arc::clone(state);
+        let spawned = thread::Builder::new()
+            .name("fake-gateway-conn".to_owned())
+            .spawn(move || {
+                if let Err(err) = serve(&stream, &state) {
+                    log::debug!("fake gateway connection: {err}");
+                }
+            });
+        if let Err(err) = spawned {
+            log::warn!("fake gateway cannot start a connection thread: {err}");
+        }
     }
 }
 
