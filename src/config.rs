@@ -35,6 +35,59 @@ pub struct SimulatedGatewaySettings {
     pub fail_rate: f64,
     /// Share of calls that charge, then report a timeout.
     pub lost_response_rate: f64,
+    /// Share of calls refused as rate-limited before charging.
+    pub rate_limit_rate: f64,
+}
+
+/// A secret that never reaches a log line: `Debug` shows only its prefix.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `sk_test_` or `sk_live_` says which account without saying the key.
+        let prefix = self
+            .0
+            .get(..8)
+            .filter(|p| p.starts_with("sk_"))
+            .unwrap_or("");
+        write!(f, "ApiKey({prefix}****)")
+    }
+}
+
+pub const STRIPE_API_BASE: &str = "https://api.stripe.com";
+
+/// The Stripe client's account and timeouts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StripeSettings {
+    /// Required with `GATEWAY=stripe`.
+    pub api_key: Option<ApiKey>,
+    pub api_base: String,
+    /// The whole call: connecting, sending, waiting, reading the answer.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for StripeSettings {
+    fn default() -> Self {
+        StripeSettings {
+            api_key: None,
+            api_base: STRIPE_API_BASE.to_owned(),
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(3),
+        }
+    }
 }
 
 /// A background worker's switch and interval.
@@ -77,6 +130,7 @@ pub struct Settings {
     pub outbox: OutboxConfig,
     pub gateway: GatewayKind,
     pub simulated_gateway: SimulatedGatewaySettings,
+    pub stripe: StripeSettings,
     pub data_dir: PathBuf,
     /// HTTP worker threads; 0 means one per core.
     pub http_workers: usize,
@@ -123,6 +177,16 @@ impl Settings {
                 latency: millis("SIMULATED_GATEWAY_LATENCY_MS", 0)?,
                 fail_rate: rate("SIMULATED_GATEWAY_FAIL_RATE")?,
                 lost_response_rate: rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
+                rate_limit_rate: rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
+            },
+            stripe: StripeSettings {
+                api_key: env::var("STRIPE_API_KEY")
+                    .ok()
+                    .filter(|key| !key.trim().is_empty())
+                    .map(|key| ApiKey::new(key.trim())),
+                api_base: var("STRIPE_API_BASE", STRIPE_API_BASE.to_owned())?,
+                timeout: millis("STRIPE_TIMEOUT_MS", 10_000)?,
+                connect_timeout: millis("STRIPE_CONNECT_TIMEOUT_MS", 3_000)?,
             },
             data_dir: var("RIDEPAY_DATA_DIR", PathBuf::from(".ridepay"))?,
             http_workers: var("HTTP_WORKERS", 0)?,
@@ -160,6 +224,7 @@ impl Settings {
             },
             gateway: GatewayKind::Simulated,
             simulated_gateway: SimulatedGatewaySettings::default(),
+            stripe: StripeSettings::default(),
             data_dir: PathBuf::from(".ridepay"),
             http_workers: 2,
         }
@@ -191,7 +256,31 @@ impl Settings {
             }
         }
         if self.gateway == GatewayKind::Stripe {
-            bail!("GATEWAY=stripe is not available in this build yet; use `simulated`");
+            self.validate_stripe()?;
+        }
+        Ok(())
+    }
+
+    fn validate_stripe(&self) -> anyhow::Result<()> {
+        let stripe = &self.stripe;
+        if stripe.api_key.is_none() {
+            bail!("GATEWAY=stripe needs STRIPE_API_KEY (an sk_test_... key to start with)");
+        }
+        if stripe.timeout.is_zero() || stripe.connect_timeout.is_zero() {
+            bail!("STRIPE_TIMEOUT_MS and STRIPE_CONNECT_TIMEOUT_MS must be at least 1");
+        }
+        // A lease that expires while its holder still waits on Stripe lets a
+        // second worker charge concurrently under the same derived key (Stripe
+        // answers it 409); twice the worst call leaves room for the phases
+        // around it.
+        let worst_call = stripe.connect_timeout + stripe.timeout;
+        if self.lease_timeout < worst_call * 2 {
+            bail!(
+                "IDEMPOTENCY_LEASE_SECS ({}s) must be at least twice STRIPE_CONNECT_TIMEOUT_MS + \
+                 STRIPE_TIMEOUT_MS ({} ms), so that a lease outlives the Stripe call it covers",
+                self.lease_timeout.as_secs(),
+                worst_call.as_millis()
+            );
         }
         Ok(())
     }
@@ -218,8 +307,55 @@ fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
 
 fn rate(name: &str) -> anyhow::Result<f64> {
     let rate: f64 = var(name, 0.0)?;
+    check_rate(rate).with_context(|| format!("{name} is invalid"))
+}
+
+/// A share of calls: between 0 and 1.
+pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
     if !(0.0..=1.0).contains(&rate) {
-        bail!("{name} must be between 0 and 1, not {rate}");
+        bail!("must be between 0 and 1, not {rate}");
     }
     Ok(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stripe_settings() -> Settings {
+        let mut settings = Settings::for_database("postgres://localhost/ridepay");
+        settings.gateway = GatewayKind::Stripe;
+        settings.stripe.api_key = Some(ApiKey::new("sk_test_51SecretSecretSecret"));
+        settings
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_stripe_key() {
+        let shown = format!("{:?}", stripe_settings());
+        assert!(!shown.contains("SecretSecret"), "{shown}");
+        assert!(shown.contains("ApiKey(sk_test_****)"), "{shown}");
+        assert_eq!(format!("{:?}", ApiKey::new("leaky")), "ApiKey(****)");
+    }
+
+    #[test]
+    fn stripe_needs_an_api_key() {
+        let mut settings = stripe_settings();
+        assert!(settings.validate().is_ok());
+        settings.stripe.api_key = None;
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(err.contains("STRIPE_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn a_lease_shorter_than_two_stripe_calls_is_refused() {
+        let mut settings = stripe_settings();
+        settings.lease_timeout = Duration::from_secs(25);
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("IDEMPOTENCY_LEASE_SECS") && err.contains("STRIPE_TIMEOUT_MS"),
+            "{err}"
+        );
+        settings.lease_timeout = Duration::from_secs(26);
+        assert!(settings.validate().is_ok());
+    }
 }

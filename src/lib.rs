@@ -14,6 +14,7 @@ pub mod context;
 pub mod crash;
 pub mod db;
 pub mod embedded_postgres;
+pub mod fake_gateway;
 pub mod health;
 pub mod idempotency;
 pub mod json_body;

@@ -79,6 +79,9 @@ where
 pub fn init_logging() {
     use std::io::Write;
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        // At trace level ureq-proto dumps the raw request, Stripe's
+        // Authorization header included: capped here whatever RUST_LOG says.
+        .filter_module("ureq_proto", log::LevelFilter::Debug)
         .format(|out, record| {
             writeln!(
                 out,

@@ -12,7 +12,7 @@ use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
-use crate::payments::{self, PaymentGateway, SimulatedGateway};
+use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
 use crate::workers::Workers;
 use crate::{health, metrics, openapi, request_id, rides, routing};
 
@@ -38,7 +38,7 @@ impl Application {
                 pool.clone(),
                 settings.simulated_gateway.clone(),
             )),
-            GatewayKind::Stripe => anyhow::bail!("GATEWAY=stripe is not available yet"),
+            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = Arc::new(ServiceContext {
             pool: pool.clone(),

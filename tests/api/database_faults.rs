@@ -53,10 +53,13 @@ async fn fault_during(done: &AtomicUsize, fault: impl FnOnce()) {
     );
 }
 
-/// Every first answer is a success or a 503 with nothing final stored;
-/// retries then finish every key exactly once.
+/// Every first answer is a success or a 503, and nothing final is stored for
+/// a 503 unless the fault struck between the commit and its acknowledgement
+/// (the database committed, the server never heard): then a retry replays
+/// the stored answer. Retries finish every key exactly once.
 async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Option<Answer>)>) {
     let mut failed = 0;
+    let mut unacknowledged = Vec::new();
     for (key, answer) in &first {
         match answer {
             Some(answer) if answer.status == 201 => {}
@@ -71,18 +74,20 @@ async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Opti
                     answer.header("content-type"),
                     Some("application/problem+json")
                 );
-                assert_eq!(
-                    app.key_state(key)["response_status"],
-                    serde_json::Value::Null,
-                    "{key}"
-                );
+                if app.key_state(key)["response_status"] != serde_json::Value::Null {
+                    unacknowledged.push(key.clone());
+                }
                 failed += 1;
             }
             None => failed += 1,
         }
     }
     // The server may ride a fault out without failing anyone.
-    eprintln!("{failed} of {KEYS} first attempts failed");
+    eprintln!(
+        "{failed} of {KEYS} first attempts failed, {} after their commit",
+        unacknowledged.len()
+    );
+    assert!(unacknowledged.len() <= 2, "{unacknowledged:?}");
     for (key, _) in &first {
         let body = body_for(key);
         let mut last = None;
@@ -92,6 +97,9 @@ async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Opti
                 .await
             {
                 Ok(answer) if answer.status == 201 => {
+                    if unacknowledged.contains(key) {
+                        assert_eq!(answer.header("idempotent-replayed"), Some("true"), "{key}");
+                    }
                     last = None;
                     break;
                 }

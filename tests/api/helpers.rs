@@ -3,14 +3,13 @@
 //! template, and the real HTTP server on a free port.
 
 use std::sync::OnceLock;
-
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
-use ridepay::config::Settings;
-use ridepay::config::SimulatedGatewaySettings;
+use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use ridepay::fake_gateway::{FakeGateway, FakeGatewayConfig};
 use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy};
 use ridepay::payments::{self, Charge, SimulatedGateway};
 use ridepay::rides::phases;
@@ -477,4 +476,48 @@ pub fn expire_leases(app: &TestApp) {
     diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
         .execute(&mut app.db())
         .unwrap();
+}
+
+/// The key the fake gateways of the suite accept.
+pub const FAKE_API_KEY: &str = "sk_test_ridepay_suite";
+
+/// A fake Stripe on loopback, keeping its ledger in `ledger_url` (a database
+/// of its own, as an external system's).
+pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) -> FakeGateway {
+    FakeGateway::start(FakeGatewayConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: ledger_url.to_owned(),
+        faults,
+        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+    })
+    .expect("start the fake gateway")
+}
+
+/// Settings of a Stripe client talking to `fake`.
+pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
+    StripeSettings {
+        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_base: fake.url(),
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(1),
+    }
+}
+
+/// The charges a gateway's ledger holds (`WHERE ...` optional).
+pub fn ledger_count(ledger_url: &str, filter: &str) -> i64 {
+    count(
+        &mut PgConnection::establish(ledger_url).unwrap(),
+        &format!("simulated_charges {filter}"),
+    )
+}
+
+/// A fake gateway on a ledger database of its own, with the faults set by
+/// `configure`; returns it and the ledger's URL.
+pub fn spawn_fake_gateway(
+    configure: impl FnOnce(&mut SimulatedGatewaySettings),
+) -> (FakeGateway, String) {
+    let ledger = create_test_database();
+    let mut faults = SimulatedGatewaySettings::default();
+    configure(&mut faults);
+    (start_fake_gateway(&ledger, faults), ledger)
 }
