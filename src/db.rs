@@ -64,17 +64,39 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
 /// Applies pending migrations under a session advisory lock, so instances
 /// starting together apply each migration exactly once.
 pub fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    with_migration_lock(conn, |conn| {
+        for version in conn
+            .run_pending_migrations(MIGRATIONS)
+            .map_err(|err| anyhow::anyhow!("migration failed: {err}"))?
+        {
+            log::info!("applied migration {version}");
+        }
+        Ok(())
+    })
+}
+
+/// Reverts every migration, dropping all data: for development, and for the
+/// test that every `down.sql` works.
+pub fn revert_all_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    with_migration_lock(conn, |conn| {
+        for version in conn
+            .revert_all_migrations(MIGRATIONS)
+            .map_err(|err| anyhow::anyhow!("revert failed: {err}"))?
+        {
+            log::info!("reverted migration {version}");
+        }
+        Ok(())
+    })
+}
+
+fn with_migration_lock(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     diesel::sql_query("SELECT pg_advisory_lock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;
-    let result = conn
-        .run_pending_migrations(MIGRATIONS)
-        .map(|applied| {
-            for version in applied {
-                log::info!("applied migration {version}");
-            }
-        })
-        .map_err(|err| anyhow::anyhow!("migration failed: {err}"));
+    let result = work(conn);
     diesel::sql_query("SELECT pg_advisory_unlock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;

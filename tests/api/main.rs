@@ -12,6 +12,7 @@ mod gateway_outcomes;
 mod health;
 mod helpers;
 mod instances;
+mod operations;
 mod read_rides;
 mod resume;
 mod server_process;

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+mod summary;
+
+pub use summary::mask_url;
+
 /// Which payment gateway implementation charges rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatewayKind {
@@ -255,7 +259,31 @@ impl Settings {
                 bail!("{name} must be at least 1");
             }
         }
+        // Each running worker may hold a connection; requests need the rest.
+        let workers = [
+            self.completer.enabled,
+            self.reaper.enabled,
+            self.outbox.enabled,
+        ]
+        .into_iter()
+        .filter(|enabled| *enabled)
+        .count() as u32;
+        if self.pool_size < workers + 1 {
+            bail!(
+                "DATABASE_POOL_SIZE={} leaves no connection for requests while {workers} \
+                 background workers run; use at least {}",
+                self.pool_size,
+                workers + 2
+            );
+        }
+        if let Some(url) = &self.database_url {
+            check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
+        }
+        if let Some(url) = &self.outbox.receipt_webhook_url {
+            check_url("RECEIPT_WEBHOOK_URL", url, &["http", "https"])?;
+        }
         if self.gateway == GatewayKind::Stripe {
+            check_url("STRIPE_API_BASE", &self.stripe.api_base, &["http", "https"])?;
             self.validate_stripe()?;
         }
         Ok(())
@@ -299,6 +327,23 @@ where
         Ok(_) | Err(env::VarError::NotPresent) => Ok(default),
         Err(env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8"),
     }
+}
+
+/// A URL that parses and has one of `schemes`; the message never shows the
+/// URL itself, which may hold a password.
+fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
+    let url = url::Url::parse(raw).with_context(|| format!("{name} is not a valid URL"))?;
+    if !schemes.contains(&url.scheme()) {
+        bail!(
+            "{name} must be a {} URL, not {}://...",
+            schemes.join(" or "),
+            url.scheme()
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("{name} has no host");
+    }
+    Ok(())
 }
 
 fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
