@@ -23,6 +23,7 @@ pub mod openapi;
 pub mod outbox;
 pub mod payments;
 pub mod problem;
+pub mod rate_limit;
 pub mod request_id;
 pub mod rides;
 pub mod routing;

@@ -118,6 +118,23 @@ pub struct OutboxConfig {
     pub receipt_webhook_url: Option<String>,
 }
 
+/// Per-API-key request rate; `per_second` 0 switches limiting off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimitConfig {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+/// Protection against slow and numerous clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpLimits {
+    /// Time for a request's head to arrive.
+    pub client_request_timeout: Duration,
+    pub keep_alive: Duration,
+    /// Open connections per worker thread; beyond it, accepting pauses.
+    pub max_connections: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// None: run the embedded PostgreSQL of `data_dir`.
@@ -129,6 +146,8 @@ pub struct Settings {
     pub idle_in_transaction_timeout: Duration,
     pub lease_timeout: Duration,
     pub retention: Duration,
+    pub rate_limit: RateLimitConfig,
+    pub http: HttpLimits,
     pub completer: CompleterConfig,
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
@@ -157,6 +176,15 @@ impl Settings {
             idle_in_transaction_timeout: millis("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000)?,
             lease_timeout: Duration::from_secs(var("IDEMPOTENCY_LEASE_SECS", 30)?),
             retention: Duration::from_secs(var::<u64>("IDEMPOTENCY_RETENTION_HOURS", 48)? * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: var("RATE_LIMIT_PER_SECOND", 100)?,
+                burst: var("RATE_LIMIT_BURST", 200)?,
+            },
+            http: HttpLimits {
+                client_request_timeout: millis("HTTP_CLIENT_REQUEST_TIMEOUT_MS", 5_000)?,
+                keep_alive: Duration::from_secs(var("HTTP_KEEP_ALIVE_SECS", 15)?),
+                max_connections: var("HTTP_MAX_CONNECTIONS", 10_000)?,
+            },
             completer: CompleterConfig {
                 enabled: var("COMPLETER_ENABLED", true)?,
                 interval: Duration::from_secs(var("COMPLETER_INTERVAL_SECS", 5)?),
@@ -210,6 +238,15 @@ impl Settings {
             idle_in_transaction_timeout: Duration::from_secs(10),
             lease_timeout: Duration::from_secs(30),
             retention: Duration::from_secs(48 * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: 0,
+                burst: 0,
+            },
+            http: HttpLimits {
+                client_request_timeout: Duration::from_secs(5),
+                keep_alive: Duration::from_secs(15),
+                max_connections: 10_000,
+            },
             // Tests switch workers on where they are the subject.
             completer: CompleterConfig {
                 enabled: false,

@@ -11,6 +11,7 @@ mod gateway_contract;
 mod gateway_outcomes;
 mod health;
 mod helpers;
+mod hostile;
 mod instances;
 mod operations;
 mod read_rides;

@@ -46,6 +46,8 @@ impl ServerProcess {
             .env("OUTBOX_ENABLED", "false")
             .env("OUTBOX_INTERVAL_SECS", "1")
             .env("REAPER_ENABLED", "false")
+            // The fault and load tests send far more than a client should.
+            .env("RATE_LIMIT_PER_SECOND", "0")
             // Quiet unless asked: the fault tests make the server log a lot.
             .env(
                 "RUST_LOG",
