@@ -73,10 +73,13 @@ impl Application {
                 .app_data(rate_limiter.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
-                .route("/healthz", web::get().to(health::healthz))
-                .route("/readyz", web::get().to(health::readyz))
-                .route("/metrics", web::get().to(metrics::serve))
-                .route("/api/openapi.json", web::get().to(openapi::openapi_json))
+                .service(routing::get_only("/healthz", health::healthz))
+                .service(routing::get_only("/readyz", health::readyz))
+                .service(routing::get_only("/metrics", metrics::serve))
+                .service(routing::get_only(
+                    "/api/openapi.json",
+                    openapi::openapi_json,
+                ))
                 .service(web::scope("/api").configure(rides::routes::configure))
                 .default_service(web::to(routing::not_found))
         })
