@@ -312,9 +312,14 @@ impl TestApp {
     /// Retries like a real client (on 409, 5xx and lost connections) until the
     /// answer is final, and returns it.
     pub async fn retry_until_final(&self, address: &str, key: &str) -> Answer {
+        self.retry_body_until_final(address, key, RIDE).await
+    }
+
+    /// `retry_until_final` with a body of the caller's.
+    pub async fn retry_body_until_final(&self, address: &str, key: &str, body: &str) -> Answer {
         for _ in 0..200 {
             match self
-                .try_post_ride_to(address, &self.user.api_key, key, RIDE)
+                .try_post_ride_to(address, &self.user.api_key, key, body)
                 .await
             {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
