@@ -431,20 +431,42 @@ pub const POLICY: KeyPolicy = KeyPolicy {
     effect_deadline: Duration::from_secs(12 * 3600),
 };
 
+/// `RIDE` under `key` for the app's user, as the claim sees it.
+pub struct RideRequest {
+    pub user_id: i64,
+    pub key: IdempotencyKey,
+    pub params: RideParams,
+    canonical: Value,
+}
+
+impl RideRequest {
+    pub fn new(app: &TestApp, key: &str) -> RideRequest {
+        let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+        RideRequest {
+            user_id: app.user.id,
+            key: IdempotencyKey::parse(key.as_bytes()).unwrap(),
+            canonical: params.canonical(),
+            params,
+        }
+    }
+
+    pub fn claimable(&self) -> IdempotentRequest<'_> {
+        IdempotentRequest {
+            user_id: self.user_id,
+            key: &self.key,
+            method: "POST",
+            path: "/api/rides",
+            params: &self.canonical,
+        }
+    }
+}
+
 /// Runs the real phases up to `point` and stops there, lease held, as a process
 /// killed at that moment would. Returns the charge made, if any.
 pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
     let mut conn = app.db();
-    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    let canonical = params.canonical();
-    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
-    let request = IdempotentRequest {
-        user_id: app.user.id,
-        key: &key,
-        method: "POST",
-        path: "/api/rides",
-        params: &canonical,
-    };
+    let ride = RideRequest::new(app, key);
+    let (request, params) = (ride.claimable(), &ride.params);
     let mut lease = conn
         .transaction(|conn| {
             let Claim::Acquired(mut lease) =
@@ -453,7 +475,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &mut lease, &params)?;
+                phases::create_ride(conn, &mut lease, params)?;
             }
             Ok::<_, ServiceError>(lease)
         })
