@@ -6,14 +6,25 @@ use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::db;
+use crate::openapi::ProblemDocument;
 use crate::problem::{Problem, ProblemKind};
+use crate::request_id;
 
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Up", content_type = "application/json")))]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
+/// The database answers and every migration is applied.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", content_type = "application/json"),
+        (status = 503, description = "Not ready", body = ProblemDocument, content_type = "application/problem+json"),
+    ))]
 pub async fn readyz(context: web::Data<ServiceContext>) -> Result<HttpResponse, Problem> {
-    let ready = web::block(move || -> anyhow::Result<bool> {
+    let ready = request_id::block(move || -> anyhow::Result<bool> {
         let mut conn = context.pool.get()?;
         db::migrations_applied(&mut conn)
     })

@@ -8,6 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::metrics;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
@@ -27,6 +28,7 @@ pub enum ProblemKind {
     MethodNotAllowed,
     PayloadTooLarge,
     UnsupportedMediaType,
+    RateLimited,
     CardDeclined,
     PaymentGatewayRejected,
     PaymentGatewayUnavailable,
@@ -76,6 +78,7 @@ impl ProblemKind {
             MethodNotAllowed => ("method-not-allowed", "Method not allowed", 405),
             PayloadTooLarge => ("payload-too-large", "Request body is too large", 413),
             UnsupportedMediaType => ("unsupported-media-type", "Unsupported media type", 415),
+            RateLimited => ("rate-limited", "Too many requests", 429),
             CardDeclined => ("card-declined", "The card was declined", 402),
             PaymentGatewayRejected => (
                 "payment-gateway-rejected",
@@ -145,7 +148,8 @@ impl Problem {
     }
 
     pub fn with_retry_after(self, after: Duration) -> Self {
-        let secs = after.as_secs().max(1);
+        // Whole seconds, rounded up: a client that waits that long is let in.
+        let secs = after.as_secs_f64().ceil().max(1.0) as u64;
         self.with_header(header::RETRY_AFTER, HeaderValue::from(secs))
     }
 
@@ -198,20 +202,27 @@ impl From<ServiceError> for Problem {
         match err {
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
-            ServiceError::KeyInUse => Problem::new(
-                ProblemKind::IdempotencyKeyInUse,
-                "another request with this Idempotency-Key is being processed; retry later",
-            )
-            .with_retry_after(Duration::from_secs(1)),
-            ServiceError::KeyReused => Problem::new(
-                ProblemKind::IdempotencyKeyReused,
-                "this Idempotency-Key was already used with a different method, path or body",
-            ),
+            ServiceError::KeyInUse => {
+                metrics::idempotency_outcome("in_use");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyInUse,
+                    "another request with this Idempotency-Key is being processed; retry later",
+                )
+                .with_retry_after(Duration::from_secs(1))
+            }
+            ServiceError::KeyReused => {
+                metrics::idempotency_outcome("reused");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used with a different method, path or body",
+                )
+            }
             ServiceError::GatewayUnavailable {
                 reason,
                 retry_after,
             } => {
                 log::warn!("payment gateway unavailable: {reason}");
+                metrics::idempotency_outcome("transient");
                 Problem::new(
                     ProblemKind::PaymentGatewayUnavailable,
                     "the payment gateway did not complete the charge; retry with the same \

@@ -2,9 +2,10 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::middleware::Logger;
+use actix_web::middleware::{from_fn, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
@@ -12,9 +13,10 @@ use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
-use crate::payments::{self, PaymentGateway, SimulatedGateway};
+use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
+use crate::rate_limit::RateLimiter;
 use crate::workers::Workers;
-use crate::{health, rides, routing};
+use crate::{health, metrics, openapi, request_id, rides, routing};
 
 pub struct Application {
     address: SocketAddr,
@@ -38,7 +40,7 @@ impl Application {
                 pool.clone(),
                 settings.simulated_gateway.clone(),
             )),
-            GatewayKind::Stripe => anyhow::bail!("GATEWAY=stripe is not available yet"),
+            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = Arc::new(ServiceContext {
             pool: pool.clone(),
@@ -49,6 +51,10 @@ impl Application {
             },
             installation_id,
         });
+        let rate_limiter = web::Data::new(RateLimiter::new(
+            settings.rate_limit.per_second,
+            settings.rate_limit.burst,
+        ));
         let workers = Workers::start(settings, context.clone());
         let context = web::Data::from(context);
         let listener = TcpListener::bind(&settings.bind_addr)
@@ -56,16 +62,36 @@ impl Application {
         let address = listener.local_addr()?;
         let mut server = HttpServer::new(move || {
             App::new()
-                .wrap(Logger::new(r#"%a "%r" %s %b %Dms"#))
+                // The access line is written after the response, outside the
+                // request's scope, so it names the request id itself.
+                .wrap(Logger::new(
+                    r#"request_id=%{x-request-id}i %a "%r" %s %b %Dms"#,
+                ))
+                .wrap(from_fn(metrics::track_requests))
+                .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())
+                .app_data(rate_limiter.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
-                .route("/healthz", web::get().to(health::healthz))
-                .route("/readyz", web::get().to(health::readyz))
+                .service(routing::get_only("/healthz", health::healthz))
+                .service(routing::get_only("/readyz", health::readyz))
+                .service(routing::get_only("/metrics", metrics::serve))
+                .service(routing::get_only(
+                    "/api/openapi.json",
+                    openapi::openapi_json,
+                ))
                 .service(web::scope("/api").configure(rides::routes::configure))
                 .default_service(web::to(routing::not_found))
         })
         .listen(listener)?;
+        // Slow clients: a request's head must arrive within the client timeout
+        // (else 408), and idle keep-alive connections are closed.
+        server = server
+            .client_request_timeout(settings.http.client_request_timeout)
+            .client_disconnect_timeout(Duration::from_secs(1))
+            .keep_alive(settings.http.keep_alive)
+            .max_connections(settings.http.max_connections)
+            .shutdown_timeout(30);
         if settings.http_workers > 0 {
             server = server.workers(settings.http_workers);
         }

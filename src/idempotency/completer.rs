@@ -96,10 +96,15 @@ pub fn run_once(
             Ok(_) => {
                 log::info!("completer finished idempotency key {key_id}");
                 report.finished += 1;
+                count("finished");
             }
-            Err(ServiceError::LeaseLost) => report.lease_lost += 1,
+            Err(ServiceError::LeaseLost) => {
+                report.lease_lost += 1;
+                count("lease_lost");
+            }
             Err(err) => {
                 report.failed += 1;
+                count("failed");
                 if record_failure(&mut *pool.get()?, key_id, &err, settings)? {
                     report.needs_attention += 1;
                 }
@@ -205,8 +210,16 @@ fn record_failure(
     Ok(false)
 }
 
+fn count(result: &str) {
+    crate::metrics::metrics()
+        .completer
+        .with_label_values(&[result])
+        .inc();
+}
+
 fn needs_attention(conn: &mut PgConnection, key_id: i64, why: &str) -> Result<(), ServiceError> {
     log::error!("idempotency key {key_id} needs an operator: {why}");
+    count("needs_attention");
     diesel::update(keys::idempotency_keys.find(key_id))
         .set((
             keys::needs_attention_at.eq(now),

@@ -7,6 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use super::key::IdempotencyKey;
 use super::stored_response::StoredResponse;
+use crate::metrics;
 use crate::problem::{Problem, ProblemKind};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -46,5 +47,11 @@ pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
     if replayed {
         builder.insert_header((IDEMPOTENT_REPLAYED, "true"));
     }
+    metrics::idempotency_outcome(match (replayed, response.status) {
+        (true, _) => "replayed",
+        (false, 402) => "declined",
+        (false, 400..=599) => "rejected",
+        (false, _) => "created",
+    });
     builder.body(response.body.clone())
 }

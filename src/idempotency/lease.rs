@@ -115,6 +115,7 @@ impl<P: RecoveryPoints> Lease<P> {
         if updated == 1 {
             Ok(next)
         } else {
+            crate::metrics::idempotency_outcome("fencing_refused");
             log::warn!(
                 "fencing refused {:?} -> {:?} on idempotency key {} at epoch {}",
                 self.point,

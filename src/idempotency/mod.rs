@@ -19,6 +19,6 @@ pub use fingerprint::Fingerprint;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;
-pub use record::KeyRecord;
+pub use record::{stuck, KeyRecord};
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
 pub use stored_response::StoredResponse;

@@ -32,6 +32,9 @@ pub fn reap(conn: &mut PgConnection, retention: Duration) -> QueryResult<usize> 
             diesel::delete(keys::idempotency_keys.filter(keys::id.eq_any(&ids))).execute(conn)
         })?;
         deleted += batch;
+        crate::metrics::metrics()
+            .reaper_deleted
+            .inc_by(batch as u64);
         if batch < BATCH as usize {
             return Ok(deleted);
         }

@@ -66,6 +66,7 @@ pub fn run_once(pool: &DbPool, settings: &DrainerSettings) -> Result<DrainReport
             Ok(()) => {
                 diesel::delete(claimed(&job)).execute(&mut *pool.get()?)?;
                 report.delivered += 1;
+                count("delivered");
             }
             Err(err) => {
                 let backoff = settings.backoff.after(job.attempts);
@@ -85,6 +86,7 @@ pub fn run_once(pool: &DbPool, settings: &DrainerSettings) -> Result<DrainReport
                     ))
                     .execute(&mut conn)?;
                 report.failed += 1;
+                count("failed");
             }
         }
     }
@@ -95,6 +97,13 @@ type ClaimedJob = Filter<
     Filter<staged_jobs::table, Eq<staged_jobs::id, i64>>,
     IsNotDistinctFrom<staged_jobs::locked_until, Option<DateTime<Utc>>>,
 >;
+
+fn count(result: &str) {
+    crate::metrics::metrics()
+        .outbox
+        .with_label_values(&[result])
+        .inc();
+}
 
 /// The job, as long as this worker's claim on it still stands.
 fn claimed(job: &StagedJob) -> ClaimedJob {

@@ -2,8 +2,11 @@
 
 mod derived_key;
 mod gateway;
+pub mod ledger;
 mod simulated;
+pub mod stripe;
 
 pub use derived_key::{derived_key, installation_id};
 pub use gateway::{Charge, ChargeRequest, GatewayError, PaymentGateway};
-pub use simulated::SimulatedGateway;
+pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};
+pub use stripe::StripeGateway;

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::schema::rides;
 
@@ -30,7 +31,8 @@ impl RideStatus {
     }
 }
 
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+/// A ride and the state of its payment.
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
 #[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
 pub struct Ride {
     pub id: i64,
@@ -47,7 +49,11 @@ pub struct Ride {
     pub currency: String,
     #[serde(skip)]
     pub payment_source: String,
+    /// `pending`, `charged`, `payment_declined`, `payment_failed`, `refunded`
+    /// or `disputed`.
+    #[schema(pattern = "^(pending|charged|payment_declined|payment_failed|refunded|disputed)$")]
     pub status: String,
+    /// The gateway's charge, once charged.
     pub charge_id: Option<String>,
     pub created_at: DateTime<Utc>,
 }

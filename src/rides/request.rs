@@ -1,6 +1,7 @@
 //! The body of `POST /api/rides`, parsed into a request that is always valid.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::validation::FieldError;
 
@@ -25,17 +26,34 @@ pub struct RideParams {
 
 /// The body as sent. Every field is optional here so that all missing fields
 /// are reported at once; unknown and duplicate fields are refused by serde.
-#[derive(Deserialize)]
+/// The schema says what is required.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RideBody {
+#[schema(as = RideRequest)]
+pub struct RideBody {
+    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.77)]
     origin_lat: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.42)]
     origin_lon: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.80)]
     target_lat: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.27)]
     target_lon: Option<f64>,
+    /// Minor units (cents).
+    #[schema(required, nullable = false, value_type = i64, minimum = 50, maximum = 1000000, example = 2000)]
     amount_cents: Option<i64>,
+    /// `usd` (the default), `eur` or `gbp`.
+    #[schema(nullable = false, value_type = String, pattern = "^(usd|eur|gbp)$", example = "usd")]
     currency: Option<String>,
+    /// A `tok_...` token or a `cus_...` customer; without it the user's stored
+    /// customer is charged. A source of another form reaches the gateway,
+    /// which rejects it (502 `payment-gateway-rejected`).
+    #[schema(nullable = false, value_type = String, min_length = 5, max_length = 255,
+        pattern = "^(tok|cus)_[A-Za-z0-9_]{1,251}$", example = "tok_visa")]
     payment_source: Option<String>,
 }
+
+pub use RideBody as RideRequest;
 
 impl RideParams {
     pub fn parse(body: &[u8]) -> Result<RideParams, Vec<FieldError>> {

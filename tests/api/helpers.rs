@@ -3,14 +3,13 @@
 //! template, and the real HTTP server on a free port.
 
 use std::sync::OnceLock;
-
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
-use ridepay::config::Settings;
-use ridepay::config::SimulatedGatewaySettings;
+use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use ridepay::fake_gateway::{FakeGateway, FakeGatewayConfig};
 use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy};
 use ridepay::payments::{self, Charge, SimulatedGateway};
 use ridepay::rides::phases;
@@ -313,9 +312,14 @@ impl TestApp {
     /// Retries like a real client (on 409, 5xx and lost connections) until the
     /// answer is final, and returns it.
     pub async fn retry_until_final(&self, address: &str, key: &str) -> Answer {
+        self.retry_body_until_final(address, key, RIDE).await
+    }
+
+    /// `retry_until_final` with a body of the caller's.
+    pub async fn retry_body_until_final(&self, address: &str, key: &str, body: &str) -> Answer {
         for _ in 0..200 {
             match self
-                .try_post_ride_to(address, &self.user.api_key, key, RIDE)
+                .try_post_ride_to(address, &self.user.api_key, key, body)
                 .await
             {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
@@ -427,20 +431,42 @@ pub const POLICY: KeyPolicy = KeyPolicy {
     effect_deadline: Duration::from_secs(12 * 3600),
 };
 
+/// `RIDE` under `key` for the app's user, as the claim sees it.
+pub struct RideRequest {
+    pub user_id: i64,
+    pub key: IdempotencyKey,
+    pub params: RideParams,
+    canonical: Value,
+}
+
+impl RideRequest {
+    pub fn new(app: &TestApp, key: &str) -> RideRequest {
+        let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+        RideRequest {
+            user_id: app.user.id,
+            key: IdempotencyKey::parse(key.as_bytes()).unwrap(),
+            canonical: params.canonical(),
+            params,
+        }
+    }
+
+    pub fn claimable(&self) -> IdempotentRequest<'_> {
+        IdempotentRequest {
+            user_id: self.user_id,
+            key: &self.key,
+            method: "POST",
+            path: "/api/rides",
+            params: &self.canonical,
+        }
+    }
+}
+
 /// Runs the real phases up to `point` and stops there, lease held, as a process
 /// killed at that moment would. Returns the charge made, if any.
 pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
     let mut conn = app.db();
-    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    let canonical = params.canonical();
-    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
-    let request = IdempotentRequest {
-        user_id: app.user.id,
-        key: &key,
-        method: "POST",
-        path: "/api/rides",
-        params: &canonical,
-    };
+    let ride = RideRequest::new(app, key);
+    let (request, params) = (ride.claimable(), &ride.params);
     let mut lease = conn
         .transaction(|conn| {
             let Claim::Acquired(mut lease) =
@@ -449,7 +475,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &mut lease, &params)?;
+                phases::create_ride(conn, &mut lease, params)?;
             }
             Ok::<_, ServiceError>(lease)
         })
@@ -477,4 +503,48 @@ pub fn expire_leases(app: &TestApp) {
     diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
         .execute(&mut app.db())
         .unwrap();
+}
+
+/// The key the fake gateways of the suite accept.
+pub const FAKE_API_KEY: &str = "sk_test_ridepay_suite";
+
+/// A fake Stripe on loopback, keeping its ledger in `ledger_url` (a database
+/// of its own, as an external system's).
+pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) -> FakeGateway {
+    FakeGateway::start(FakeGatewayConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: ledger_url.to_owned(),
+        faults,
+        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+    })
+    .expect("start the fake gateway")
+}
+
+/// Settings of a Stripe client talking to `fake`.
+pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
+    StripeSettings {
+        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_base: fake.url(),
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(1),
+    }
+}
+
+/// The charges a gateway's ledger holds (`WHERE ...` optional).
+pub fn ledger_count(ledger_url: &str, filter: &str) -> i64 {
+    count(
+        &mut PgConnection::establish(ledger_url).unwrap(),
+        &format!("simulated_charges {filter}"),
+    )
+}
+
+/// A fake gateway on a ledger database of its own, with the faults set by
+/// `configure`; returns it and the ledger's URL.
+pub fn spawn_fake_gateway(
+    configure: impl FnOnce(&mut SimulatedGatewaySettings),
+) -> (FakeGateway, String) {
+    let ledger = create_test_database();
+    let mut faults = SimulatedGatewaySettings::default();
+    configure(&mut faults);
+    (start_fake_gateway(&ledger, faults), ledger)
 }

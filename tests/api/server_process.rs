@@ -13,6 +13,23 @@ impl ServerProcess {
     /// Starts `ridepay serve` on a free port with a short lease, workers off
     /// unless `env` switches them on, and waits until it listens.
     pub fn start(database_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+        Self::start_with_stderr(database_url, env, Stdio::inherit())
+    }
+
+    /// Like `start`, with the server's log (stderr) going to `log`.
+    pub fn start_logged(
+        database_url: &str,
+        env: &[(&str, &str)],
+        log: &std::path::Path,
+    ) -> ServerProcess {
+        Self::start_with_stderr(
+            database_url,
+            env,
+            std::fs::File::create(log).unwrap().into(),
+        )
+    }
+
+    fn start_with_stderr(database_url: &str, env: &[(&str, &str)], stderr: Stdio) -> ServerProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
         command
             .arg("serve")
@@ -29,13 +46,15 @@ impl ServerProcess {
             .env("OUTBOX_ENABLED", "false")
             .env("OUTBOX_INTERVAL_SECS", "1")
             .env("REAPER_ENABLED", "false")
+            // The fault and load tests send far more than a client should.
+            .env("RATE_LIMIT_PER_SECOND", "0")
             // Quiet unless asked: the fault tests make the server log a lot.
             .env(
                 "RUST_LOG",
                 std::env::var("RIDEPAY_TEST_SERVER_LOG").unwrap_or_else(|_| "off".to_owned()),
             )
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         for (name, value) in env {
             command.env(name, value);
         }
@@ -65,6 +84,12 @@ impl ServerProcess {
             assert!(Instant::now() < deadline, "ridepay did not exit");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// SIGTERM: the graceful shutdown an orchestrator asks for.
+    pub fn terminate(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     }
 
     /// SIGKILL: no cleanup of any kind.

@@ -7,10 +7,41 @@ use crate::context::ServiceContext;
 use crate::crash;
 use crate::idempotency::http::{idempotency_key, respond};
 use crate::json_body::{read_json, MAX_BODY_BYTES};
+use crate::openapi::{ApiProblems, IdempotencyKeyHeader, ProblemDocument};
 use crate::problem::Problem;
-use crate::rides::request::RideParams;
+use crate::request_id;
+use crate::rides::model::Ride;
+use crate::rides::request::{RideParams, RideRequest};
 use crate::rides::service;
 
+/// Create a ride and charge it, exactly once per `Idempotency-Key`.
+///
+/// A retry with the same key and request finishes or replays the first one; a
+/// replay carries `Idempotent-Replayed: true`.
+#[utoipa::path(
+    post,
+    path = "/api/rides",
+    tag = "rides",
+    request_body(content = RideRequest, content_type = "application/json"),
+    params(IdempotencyKeyHeader),
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "The ride, created and charged (or the replay of it)", body = Ride,
+            headers(
+                ("Location" = String, description = "`/api/rides/{id}`"),
+                ("Idempotent-Replayed" = String, description = "`true` on a replay"),
+            )),
+        (status = 400, description = "Invalid or missing `Idempotency-Key`, or an invalid body", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 409, description = "Another request with this key is in flight", body = ProblemDocument, content_type = "application/problem+json",
+            headers(("Retry-After" = String))),
+        (status = 413, description = "Body over 16 KiB", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway rejected the charge for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        ApiProblems,
+    )
+)]
 pub async fn create_ride(
     AuthenticatedUser(user): AuthenticatedUser,
     request: HttpRequest,
@@ -22,7 +53,8 @@ pub async fn create_ride(
     let params = RideParams::parse(&body).map_err(Problem::invalid)?;
     let path = request.path().to_owned();
     let outcome =
-        web::block(move || service::create_ride(&context, &user, &key, &path, &params)).await??;
+        request_id::block(move || service::create_ride(&context, &user, &key, &path, &params))
+            .await??;
     if !outcome.replayed {
         crash::point(crash::AFTER_FINISHED);
     }

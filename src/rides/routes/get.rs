@@ -5,17 +5,33 @@ use actix_web::{web, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
+use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
-use crate::rides::model;
+use crate::request_id;
+use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
 
+/// One of the caller's rides. Another user's ride is a 404, as if it did not
+/// exist.
+#[utoipa::path(
+    get,
+    path = "/api/rides/{id}",
+    tag = "rides",
+    params(("id" = i64, Path, description = "The ride's id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The ride", body = Ride),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        ApiProblems,
+    )
+)]
 pub async fn get_ride(
     AuthenticatedUser(user): AuthenticatedUser,
     ride_id: web::Path<i64>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let ride = web::block(move || -> Result<_, ServiceError> {
+    let ride = request_id::block(move || -> Result<_, ServiceError> {
         let mut conn = context.pool.get()?;
         model::find_for_user(&mut conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)
     })

@@ -2,10 +2,13 @@
 
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
+use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
+use crate::request_id;
 use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
@@ -13,18 +16,37 @@ use crate::validation::FieldError;
 const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 100;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// 1 to 100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
+    /// Only rides older than this one (pagination).
     before_id: Option<i64>,
 }
 
-#[derive(Serialize)]
-struct Page {
+/// A page of rides, newest first.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RidePage)]
+pub struct Page {
     data: Vec<Ride>,
     has_more: bool,
 }
 
+/// The caller's rides, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/rides",
+    tag = "rides",
+    params(ListQuery),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "A page of rides", body = Page),
+        (status = 400, description = "Invalid `limit` or `before_id`", body = ProblemDocument, content_type = "application/problem+json"),
+        ApiProblems,
+    )
+)]
 pub async fn list_rides(
     AuthenticatedUser(user): AuthenticatedUser,
     query: web::Query<ListQuery>,
@@ -38,7 +60,7 @@ pub async fn list_rides(
         )]));
     }
     let before_id = query.before_id;
-    let mut rides = web::block(move || -> Result<_, ServiceError> {
+    let mut rides = request_id::block(move || -> Result<_, ServiceError> {
         let mut conn = context.pool.get()?;
         Ok(model::list_for_user(&mut conn, user.id, limit, before_id)?)
     })

@@ -1,8 +1,8 @@
 //! The rides routes, one file each.
 
-mod create;
-mod get;
-mod list;
+pub(crate) mod create;
+pub(crate) mod get;
+pub(crate) mod list;
 
 use actix_web::web;
 

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+mod summary;
+
+pub use summary::mask_url;
+
 /// Which payment gateway implementation charges rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatewayKind {
@@ -35,6 +39,59 @@ pub struct SimulatedGatewaySettings {
     pub fail_rate: f64,
     /// Share of calls that charge, then report a timeout.
     pub lost_response_rate: f64,
+    /// Share of calls refused as rate-limited before charging.
+    pub rate_limit_rate: f64,
+}
+
+/// A secret that never reaches a log line: `Debug` shows only its prefix.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `sk_test_` or `sk_live_` says which account without saying the key.
+        let prefix = self
+            .0
+            .get(..8)
+            .filter(|p| p.starts_with("sk_"))
+            .unwrap_or("");
+        write!(f, "ApiKey({prefix}****)")
+    }
+}
+
+pub const STRIPE_API_BASE: &str = "https://api.stripe.com";
+
+/// The Stripe client's account and timeouts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StripeSettings {
+    /// Required with `GATEWAY=stripe`.
+    pub api_key: Option<ApiKey>,
+    pub api_base: String,
+    /// The whole call: connecting, sending, waiting, reading the answer.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for StripeSettings {
+    fn default() -> Self {
+        StripeSettings {
+            api_key: None,
+            api_base: STRIPE_API_BASE.to_owned(),
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(3),
+        }
+    }
 }
 
 /// A background worker's switch and interval.
@@ -61,6 +118,23 @@ pub struct OutboxConfig {
     pub receipt_webhook_url: Option<String>,
 }
 
+/// Per-API-key request rate; `per_second` 0 switches limiting off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimitConfig {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+/// Protection against slow and numerous clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpLimits {
+    /// Time for a request's head to arrive.
+    pub client_request_timeout: Duration,
+    pub keep_alive: Duration,
+    /// Open connections per worker thread; beyond it, accepting pauses.
+    pub max_connections: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// None: run the embedded PostgreSQL of `data_dir`.
@@ -72,11 +146,14 @@ pub struct Settings {
     pub idle_in_transaction_timeout: Duration,
     pub lease_timeout: Duration,
     pub retention: Duration,
+    pub rate_limit: RateLimitConfig,
+    pub http: HttpLimits,
     pub completer: CompleterConfig,
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
     pub gateway: GatewayKind,
     pub simulated_gateway: SimulatedGatewaySettings,
+    pub stripe: StripeSettings,
     pub data_dir: PathBuf,
     /// HTTP worker threads; 0 means one per core.
     pub http_workers: usize,
@@ -99,6 +176,15 @@ impl Settings {
             idle_in_transaction_timeout: millis("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000)?,
             lease_timeout: Duration::from_secs(var("IDEMPOTENCY_LEASE_SECS", 30)?),
             retention: Duration::from_secs(var::<u64>("IDEMPOTENCY_RETENTION_HOURS", 48)? * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: var("RATE_LIMIT_PER_SECOND", 100)?,
+                burst: var("RATE_LIMIT_BURST", 200)?,
+            },
+            http: HttpLimits {
+                client_request_timeout: millis("HTTP_CLIENT_REQUEST_TIMEOUT_MS", 5_000)?,
+                keep_alive: Duration::from_secs(var("HTTP_KEEP_ALIVE_SECS", 15)?),
+                max_connections: var("HTTP_MAX_CONNECTIONS", 10_000)?,
+            },
             completer: CompleterConfig {
                 enabled: var("COMPLETER_ENABLED", true)?,
                 interval: Duration::from_secs(var("COMPLETER_INTERVAL_SECS", 5)?),
@@ -123,6 +209,16 @@ impl Settings {
                 latency: millis("SIMULATED_GATEWAY_LATENCY_MS", 0)?,
                 fail_rate: rate("SIMULATED_GATEWAY_FAIL_RATE")?,
                 lost_response_rate: rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
+                rate_limit_rate: rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
+            },
+            stripe: StripeSettings {
+                api_key: env::var("STRIPE_API_KEY")
+                    .ok()
+                    .filter(|key| !key.trim().is_empty())
+                    .map(|key| ApiKey::new(key.trim())),
+                api_base: var("STRIPE_API_BASE", STRIPE_API_BASE.to_owned())?,
+                timeout: millis("STRIPE_TIMEOUT_MS", 10_000)?,
+                connect_timeout: millis("STRIPE_CONNECT_TIMEOUT_MS", 3_000)?,
             },
             data_dir: var("RIDEPAY_DATA_DIR", PathBuf::from(".ridepay"))?,
             http_workers: var("HTTP_WORKERS", 0)?,
@@ -142,6 +238,15 @@ impl Settings {
             idle_in_transaction_timeout: Duration::from_secs(10),
             lease_timeout: Duration::from_secs(30),
             retention: Duration::from_secs(48 * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: 0,
+                burst: 0,
+            },
+            http: HttpLimits {
+                client_request_timeout: Duration::from_secs(5),
+                keep_alive: Duration::from_secs(15),
+                max_connections: 10_000,
+            },
             // Tests switch workers on where they are the subject.
             completer: CompleterConfig {
                 enabled: false,
@@ -160,6 +265,7 @@ impl Settings {
             },
             gateway: GatewayKind::Simulated,
             simulated_gateway: SimulatedGatewaySettings::default(),
+            stripe: StripeSettings::default(),
             data_dir: PathBuf::from(".ridepay"),
             http_workers: 2,
         }
@@ -190,8 +296,56 @@ impl Settings {
                 bail!("{name} must be at least 1");
             }
         }
+        // Each running worker may hold a connection; requests need the rest.
+        let workers = [
+            self.completer.enabled,
+            self.reaper.enabled,
+            self.outbox.enabled,
+        ]
+        .into_iter()
+        .filter(|enabled| *enabled)
+        .count() as u32;
+        if self.pool_size < workers + 1 {
+            bail!(
+                "DATABASE_POOL_SIZE={} leaves no connection for requests while {workers} \
+                 background workers run; use at least {}",
+                self.pool_size,
+                workers + 2
+            );
+        }
+        if let Some(url) = &self.database_url {
+            check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
+        }
+        if let Some(url) = &self.outbox.receipt_webhook_url {
+            check_url("RECEIPT_WEBHOOK_URL", url, &["http", "https"])?;
+        }
         if self.gateway == GatewayKind::Stripe {
-            bail!("GATEWAY=stripe is not available in this build yet; use `simulated`");
+            check_url("STRIPE_API_BASE", &self.stripe.api_base, &["http", "https"])?;
+            self.validate_stripe()?;
+        }
+        Ok(())
+    }
+
+    fn validate_stripe(&self) -> anyhow::Result<()> {
+        let stripe = &self.stripe;
+        if stripe.api_key.is_none() {
+            bail!("GATEWAY=stripe needs STRIPE_API_KEY (an sk_test_... key to start with)");
+        }
+        if stripe.timeout.is_zero() || stripe.connect_timeout.is_zero() {
+            bail!("STRIPE_TIMEOUT_MS and STRIPE_CONNECT_TIMEOUT_MS must be at least 1");
+        }
+        // A lease that expires while its holder still waits on Stripe lets a
+        // second worker charge concurrently under the same derived key (Stripe
+        // answers it 409); twice the worst call leaves room for the phases
+        // around it.
+        let worst_call = stripe.connect_timeout + stripe.timeout;
+        if self.lease_timeout < worst_call * 2 {
+            bail!(
+                "IDEMPOTENCY_LEASE_SECS ({}s) must be at least twice STRIPE_CONNECT_TIMEOUT_MS + \
+                 STRIPE_TIMEOUT_MS ({} ms), so that a lease outlives the Stripe call it covers",
+                self.lease_timeout.as_secs(),
+                worst_call.as_millis()
+            );
         }
         Ok(())
     }
@@ -212,14 +366,78 @@ where
     }
 }
 
+/// A URL that parses and has one of `schemes`; the message never shows the
+/// URL itself, which may hold a password.
+fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
+    let url = url::Url::parse(raw).with_context(|| format!("{name} is not a valid URL"))?;
+    if !schemes.contains(&url.scheme()) {
+        bail!(
+            "{name} must be a {} URL, not {}://...",
+            schemes.join(" or "),
+            url.scheme()
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("{name} has no host");
+    }
+    Ok(())
+}
+
 fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_millis(var(name, default)?))
 }
 
 fn rate(name: &str) -> anyhow::Result<f64> {
     let rate: f64 = var(name, 0.0)?;
+    check_rate(rate).with_context(|| format!("{name} is invalid"))
+}
+
+/// A share of calls: between 0 and 1.
+pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
     if !(0.0..=1.0).contains(&rate) {
-        bail!("{name} must be between 0 and 1, not {rate}");
+        bail!("must be between 0 and 1, not {rate}");
     }
     Ok(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stripe_settings() -> Settings {
+        let mut settings = Settings::for_database("postgres://localhost/ridepay");
+        settings.gateway = GatewayKind::Stripe;
+        settings.stripe.api_key = Some(ApiKey::new("sk_test_51SecretSecretSecret"));
+        settings
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_stripe_key() {
+        let shown = format!("{:?}", stripe_settings());
+        assert!(!shown.contains("SecretSecret"), "{shown}");
+        assert!(shown.contains("ApiKey(sk_test_****)"), "{shown}");
+        assert_eq!(format!("{:?}", ApiKey::new("leaky")), "ApiKey(****)");
+    }
+
+    #[test]
+    fn stripe_needs_an_api_key() {
+        let mut settings = stripe_settings();
+        assert!(settings.validate().is_ok());
+        settings.stripe.api_key = None;
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(err.contains("STRIPE_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn a_lease_shorter_than_two_stripe_calls_is_refused() {
+        let mut settings = stripe_settings();
+        settings.lease_timeout = Duration::from_secs(25);
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("IDEMPOTENCY_LEASE_SECS") && err.contains("STRIPE_TIMEOUT_MS"),
+            "{err}"
+        );
+        settings.lease_timeout = Duration::from_secs(26);
+        assert!(settings.validate().is_ok());
+    }
 }

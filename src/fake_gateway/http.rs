@@ -1,0 +1,143 @@
+//! Just enough HTTP/1.1 for the fake gateway: one request per connection
+//! (every answer says `Connection: close`), a `Content-Length` body, and the
+//! freedom to hang up without answering, which an HTTP framework would not give.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+
+/// Stripe's requests are small; anything larger is not one of them.
+const MAX_HEAD: usize = 16 * 1024;
+const MAX_BODY: usize = 256 * 1024;
+
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(header, _)| header.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(status: u16, body: &impl serde::Serialize) -> Response {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: serde_json::to_vec(body).expect("wire types serialize"),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.to_owned())
+}
+
+/// Reads one request; `None` when the client closed without sending one.
+pub fn read_request(stream: &TcpStream) -> io::Result<Option<Request>> {
+    let mut reader = BufReader::new(stream);
+    let mut head = Vec::new();
+    {
+        let mut limited = reader.by_ref().take(MAX_HEAD as u64);
+        // The head ends with an empty line.
+        while !(head.ends_with(b"\r\n\r\n") || head.ends_with(b"\n\n")) {
+            if limited.read_until(b'\n', &mut head)? == 0 {
+                return match head.len() {
+                    0 => Ok(None),
+                    MAX_HEAD => Err(invalid("request head too large")),
+                    _ => Err(invalid("connection closed mid-request")),
+                };
+            }
+        }
+    }
+    let mut parsed_headers = [httparse::EMPTY_HEADER; 64];
+    let mut parsed = httparse::Request::new(&mut parsed_headers);
+    if !parsed
+        .parse(&head)
+        .map_err(|err| invalid(&err.to_string()))?
+        .is_complete()
+    {
+        return Err(invalid("incomplete request head"));
+    }
+    let target = parsed.path.unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut request = Request {
+        method: parsed.method.unwrap_or("GET").to_owned(),
+        path: path.to_owned(),
+        query: query.to_owned(),
+        headers: parsed
+            .headers
+            .iter()
+            .map(|header| {
+                (
+                    header.name.to_owned(),
+                    String::from_utf8_lossy(header.value).into_owned(),
+                )
+            })
+            .collect(),
+        body: Vec::new(),
+    };
+    let length: usize = match request.header("content-length") {
+        Some(value) => value
+            .trim()
+            .parse()
+            .map_err(|_| invalid("bad Content-Length"))?,
+        None => 0,
+    };
+    if length > MAX_BODY {
+        return Err(invalid("request body too large"));
+    }
+    request.body.resize(length, 0);
+    reader.read_exact(&mut request.body)?;
+    Ok(Some(request))
+}
+
+pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\nStripe-Version: {}\r\n",
+        response.status,
+        reason(response.status),
+        response.body.len(),
+        crate::payments::stripe::STRIPE_VERSION,
+    );
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&response.body)?;
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        404 => "Not Found",
+        409 => "Conflict",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "",
+    }
+}

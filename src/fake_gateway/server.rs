@@ -1,0 +1,184 @@
+//! The listener: a thread per connection, one request each, routed to the
+//! Charges API.
+
+use std::collections::HashSet;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::charges;
+use super::http::{read_request, write_response, Request, Response};
+use super::wire::invalid_request;
+use super::FakeGatewayConfig;
+use crate::config::Settings;
+use crate::db::{self, DbPool};
+
+/// A client that stops sending mid-request does not hold its thread forever.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a handler does with the connection.
+pub enum Reply {
+    Answer(Response),
+    /// Close without answering, as a lost response looks to the client.
+    HangUp,
+}
+
+pub struct State {
+    pub config: FakeGatewayConfig,
+    pub pool: DbPool,
+    pub in_flight: InFlight,
+}
+
+/// Idempotency keys whose request is being processed: a second request with
+/// one of them gets Stripe's 409 instead of racing the first.
+#[derive(Default)]
+pub struct InFlight(Mutex<HashSet<String>>);
+
+pub struct InFlightGuard<'a> {
+    keys: &'a InFlight,
+    key: String,
+}
+
+impl InFlight {
+    pub fn enter(&self, key: &str) -> Option<InFlightGuard<'_>> {
+        let fresh = self
+            .0
+            .lock()
+            .expect("in-flight keys")
+            .insert(key.to_owned());
+        fresh.then(|| InFlightGuard {
+            keys: self,
+            key: key.to_owned(),
+        })
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.keys
+            .0
+            .lock()
+            .expect("in-flight keys")
+            .remove(&self.key);
+    }
+}
+
+/// A running fake gateway, serving on a background thread.
+pub struct FakeGateway {
+    address: SocketAddr,
+    acceptor: JoinHandle<()>,
+}
+
+impl FakeGateway {
+    /// Migrates the ledger's database, binds `config.bind` (port 0 picks a
+    /// free port) and serves until the process ends.
+    pub fn start(config: FakeGatewayConfig) -> anyhow::Result<FakeGateway> {
+        let pool = db::build_pool(
+            &config.database_url,
+            &Settings::for_database(&config.database_url),
+        );
+        db::run_migrations(
+            &mut *pool
+                .get()
+                .context("cannot connect to the ledger's database")?,
+        )?;
+        let listener = TcpListener::bind(&config.bind)
+            .with_context(|| format!("cannot bind {}", config.bind))?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(State {
+            config,
+            pool,
+            in_flight: InFlight::default(),
+        });
+        let acceptor = thread::Builder::new()
+            .name("fake-gateway".to_owned())
+            .spawn(move || accept(&listener, &state))?;
+        Ok(FakeGateway { address, acceptor })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The base URL to give a Stripe client (`STRIPE_API_BASE`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Blocks while the gateway serves.
+    pub fn wait(self) {
+        let _ = self.acceptor.join();
+    }
+}
+
+fn accept(listener: &TcpListener, state: &Arc<State>) {
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(err) => {
+                // Out of file descriptors, say: wait rather than spin.
+                log::warn!("fake gateway cannot accept: {err}");
+                thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let state = Arc::clone(state);
+        let spawned = thread::Builder::new()
+            .name("fake-gateway-conn".to_owned())
+            .spawn(move || {
+                if let Err(err) = serve(&stream, &state) {
+                    log::debug!("fake gateway connection: {err}");
+                }
+            });
+        if let Err(err) = spawned {
+            log::warn!("fake gateway cannot start a connection thread: {err}");
+        }
+    }
+}
+
+fn serve(stream: &TcpStream, state: &State) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(READ_TIMEOUT))?;
+    let Some(request) = read_request(stream)? else {
+        return Ok(());
+    };
+    match route(state, &request) {
+        Reply::Answer(response) => write_response(stream, &response),
+        // Dropping the stream closes it with nothing written.
+        Reply::HangUp => Ok(()),
+    }
+}
+
+fn route(state: &State, request: &Request) -> Reply {
+    if let Some(refusal) = authenticate(state, request) {
+        return Reply::Answer(refusal);
+    }
+    let charge_id = request.path.strip_prefix("/v1/charges/");
+    match (request.method.as_str(), request.path.as_str(), charge_id) {
+        ("POST", "/v1/charges", _) => charges::create(state, request),
+        ("GET", "/v1/charges", _) => Reply::Answer(charges::list(state, &request.query)),
+        ("GET", _, Some(id)) if !id.contains('/') => Reply::Answer(charges::retrieve(state, id)),
+        (method, path, _) => Reply::Answer(invalid_request(
+            404,
+            "resource_missing",
+            format!("Unrecognized request URL ({method}: {path})."),
+        )),
+    }
+}
+
+/// Stripe answers a missing or wrong key with 401 before anything else.
+fn authenticate(state: &State, request: &Request) -> Option<Response> {
+    let given = request
+        .header("authorization")
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .filter(|key| !key.is_empty());
+    let accepted = match (given, &state.config.api_key) {
+        (None, _) => false,
+        (Some(given), Some(expected)) => given == expected.expose(),
+        (Some(_), None) => true,
+    };
+    // Never echo the key, as Stripe masks it.
+    (!accepted).then(|| invalid_request(401, "api_key_invalid", "Invalid API Key provided."))
+}

@@ -1,0 +1,244 @@
+//! The stand-in gateway's ledger: the charges it made, one per idempotency
+//! key, in the `simulated_charges` table. Both the in-process simulated
+//! gateway and `ridepay fake-gateway` keep their charges here, so they treat
+//! sources and keys the same way.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+
+use super::gateway::{Charge, ChargeRequest, GatewayError};
+use crate::schema::simulated_charges;
+
+/// How a source behaves, as in Stripe's test mode.
+enum SourceBehaviour {
+    Succeeds,
+    Declines { decline_code: &'static str },
+    Unknown,
+}
+
+fn behaviour(source: &str) -> SourceBehaviour {
+    match source {
+        "tok_chargeDeclined" => SourceBehaviour::Declines {
+            decline_code: "generic_decline",
+        },
+        "tok_chargeDeclinedInsufficientFunds" => SourceBehaviour::Declines {
+            decline_code: "insufficient_funds",
+        },
+        s if s.starts_with("tok_") || s.starts_with("cus_") => SourceBehaviour::Succeeds,
+        _ => SourceBehaviour::Unknown,
+    }
+}
+
+pub const DECLINE_MESSAGE: &str = "Your card was declined.";
+
+/// A charge as the ledger keeps it; a declined one too (as Stripe does), so
+/// the same key gives the same decline.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = simulated_charges, check_for_backend(diesel::pg::Pg))]
+pub struct LedgerCharge {
+    pub id: String,
+    pub idempotency_key: String,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub source: String,
+    pub description: Option<String>,
+    pub metadata: serde_json::Value,
+    pub status: String,
+    pub failure_code: Option<String>,
+    pub decline_code: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = simulated_charges)]
+struct NewCharge<'a> {
+    id: String,
+    idempotency_key: &'a str,
+    amount_cents: i64,
+    currency: &'a str,
+    source: &'a str,
+    description: &'a str,
+    metadata: serde_json::Value,
+    status: &'static str,
+    failure_code: Option<&'static str>,
+    decline_code: Option<&'static str>,
+}
+
+/// What recording a charge request found.
+#[derive(Debug)]
+pub struct Recorded {
+    pub charge: LedgerCharge,
+    /// The key was already used, with the same parameters: this is that charge.
+    pub replayed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// Stripe's `invalid_request_error`: nothing recorded.
+    #[error("No such token: '{0}'")]
+    NoSuchSource(String),
+    /// Stripe's `idempotency_error`.
+    #[error("Keys for idempotent requests can only be used with the same parameters they were first used with (key {0})")]
+    KeyReused(String),
+    /// Nothing was committed, so nothing was charged.
+    #[error("ledger storage: {0}")]
+    Storage(#[from] diesel::result::Error),
+}
+
+impl From<LedgerError> for GatewayError {
+    fn from(err: LedgerError) -> Self {
+        match err {
+            LedgerError::NoSuchSource(_) => GatewayError::Rejected {
+                message: err.to_string(),
+            },
+            LedgerError::KeyReused(_) => GatewayError::Misconfigured {
+                reason: format!("idempotency_error: {err}"),
+            },
+            LedgerError::Storage(_) => GatewayError::Unavailable {
+                reason: err.to_string(),
+                retry_after: None,
+            },
+        }
+    }
+}
+
+impl LedgerCharge {
+    pub fn succeeded(&self) -> bool {
+        self.failure_code.is_none()
+    }
+
+    /// The charge as the gateway trait reports it.
+    pub fn outcome(&self) -> Result<Charge, GatewayError> {
+        match &self.failure_code {
+            None => Ok(Charge {
+                id: self.id.clone(),
+                amount_cents: self.amount_cents,
+                currency: self.currency.clone(),
+            }),
+            Some(code) => Err(GatewayError::Declined {
+                code: code.clone(),
+                decline_code: self.decline_code.clone(),
+                message: DECLINE_MESSAGE.to_owned(),
+            }),
+        }
+    }
+
+    /// Stripe compares every parameter of a replayed request.
+    fn same_parameters(&self, request: &ChargeRequest) -> bool {
+        (
+            self.amount_cents,
+            self.currency.as_str(),
+            self.source.as_str(),
+        ) == (
+            request.amount_cents,
+            request.currency.as_str(),
+            request.source.as_str(),
+        ) && self.description.as_deref() == Some(request.description.as_str())
+            && self.metadata == metadata_json(request)
+    }
+}
+
+fn metadata_json(request: &ChargeRequest) -> serde_json::Value {
+    request
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Records the charge in its own transaction, or finds the one already
+/// recorded under the same key.
+pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Recorded, LedgerError> {
+    let declined = match behaviour(&request.source) {
+        SourceBehaviour::Succeeds => None,
+        SourceBehaviour::Declines { decline_code } => Some(decline_code),
+        SourceBehaviour::Unknown => return Err(LedgerError::NoSuchSource(request.source.clone())),
+    };
+    let attempt = NewCharge {
+        id: format!("ch_sim_{}", uuid::Uuid::new_v4().simple()),
+        idempotency_key: &request.idempotency_key,
+        amount_cents: request.amount_cents,
+        currency: &request.currency,
+        source: &request.source,
+        description: &request.description,
+        metadata: metadata_json(request),
+        status: if declined.is_some() {
+            "failed"
+        } else {
+            "succeeded"
+        },
+        failure_code: declined.map(|_| "card_declined"),
+        decline_code: declined,
+    };
+    let recorded = conn.transaction(|conn| {
+        let inserted = diesel::insert_into(simulated_charges::table)
+            .values(&attempt)
+            .on_conflict(simulated_charges::idempotency_key)
+            .do_nothing()
+            .returning(LedgerCharge::as_returning())
+            .get_result(conn)
+            .optional()?;
+        match inserted {
+            Some(charge) => Ok(Recorded {
+                charge,
+                replayed: false,
+            }),
+            None => simulated_charges::table
+                .filter(simulated_charges::idempotency_key.eq(&request.idempotency_key))
+                .select(LedgerCharge::as_select())
+                .first(conn)
+                .map(|charge| Recorded {
+                    charge,
+                    replayed: true,
+                }),
+        }
+    })?;
+    if !recorded.charge.same_parameters(request) {
+        return Err(LedgerError::KeyReused(request.idempotency_key.clone()));
+    }
+    Ok(recorded)
+}
+
+pub fn find(conn: &mut PgConnection, id: &str) -> QueryResult<Option<LedgerCharge>> {
+    simulated_charges::table
+        .find(id)
+        .select(LedgerCharge::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// A page of charges, newest first.
+pub struct Page {
+    pub charges: Vec<LedgerCharge>,
+    pub has_more: bool,
+}
+
+/// The charges after the charge `starting_after` (a cursor, as Stripe pages);
+/// `None` when there is no such charge.
+pub fn list(
+    conn: &mut PgConnection,
+    limit: i64,
+    starting_after: Option<&str>,
+) -> QueryResult<Option<Page>> {
+    use simulated_charges::dsl::{created_at, id};
+    let mut query = simulated_charges::table
+        .select(LedgerCharge::as_select())
+        .order((created_at.desc(), id.desc()))
+        .limit(limit + 1)
+        .into_boxed();
+    if let Some(cursor) = starting_after {
+        let Some(after) = find(conn, cursor)? else {
+            return Ok(None);
+        };
+        query = query.filter(
+            created_at
+                .lt(after.created_at)
+                .or(created_at.eq(after.created_at).and(id.lt(after.id))),
+        );
+    }
+    let mut charges = query.load(conn)?;
+    let has_more = charges.len() as i64 > limit;
+    charges.truncate(limit as usize);
+    Ok(Some(Page { charges, has_more }))
+}

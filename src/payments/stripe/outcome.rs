@@ -1,0 +1,252 @@
+//! What Stripe's answer, or the lack of one, means for ridepay: the mapping
+//! onto `GatewayError`. Pure functions, so every branch has a unit test.
+
+use std::io;
+use std::time::Duration;
+
+use super::wire::{ChargeObject, ErrorBody};
+use crate::payments::gateway::{Charge, GatewayError};
+
+/// An HTTP answer from Stripe, read whole.
+pub struct Answer<'a> {
+    pub status: u16,
+    /// `Retry-After`, in seconds.
+    pub retry_after: Option<Duration>,
+    /// `Stripe-Should-Retry`.
+    pub should_retry: Option<bool>,
+    pub body: &'a [u8],
+}
+
+/// How long to wait after a 409 or a 429 that names no delay.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+pub fn classify(answer: &Answer) -> Result<Charge, GatewayError> {
+    let status = answer.status;
+    if (200..300).contains(&status) {
+        return charged(answer.body);
+    }
+    let error = serde_json::from_slice::<ErrorBody>(answer.body).map(|body| body.error);
+    let summary = match &error {
+        Ok(error) => format!(
+            "HTTP {status} {}: {}",
+            error.kind,
+            error.message.as_deref().unwrap_or("no message")
+        ),
+        Err(_) => format!("HTTP {status}, not a Stripe error body"),
+    };
+    let described = |prefix: &str| format!("{prefix} ({summary})");
+    match status {
+        401 | 403 => {
+            return Err(GatewayError::Misconfigured {
+                reason: described("Stripe refused STRIPE_API_KEY"),
+            })
+        }
+        // Another request with the same key is in progress (Stripe's 409
+        // `idempotency_key_in_use`): this one did nothing, and a later retry
+        // gets the other's result.
+        409 => {
+            return Err(GatewayError::Unavailable {
+                reason: described("Stripe is busy with this idempotency key"),
+                retry_after: Some(answer.retry_after.unwrap_or(DEFAULT_RETRY_AFTER)),
+            })
+        }
+        429 => {
+            return Err(GatewayError::Unavailable {
+                reason: described("Stripe rate-limited the charge"),
+                retry_after: Some(answer.retry_after.unwrap_or(DEFAULT_RETRY_AFTER)),
+            })
+        }
+        // Stripe may or may not have charged; the same key finds out.
+        500.. => {
+            return Err(GatewayError::OutcomeUnknown {
+                reason: described("Stripe failed"),
+            })
+        }
+        _ => {}
+    }
+    let Ok(error) = error else {
+        return Err(GatewayError::Misconfigured {
+            reason: described("unexpected answer from STRIPE_API_BASE"),
+        });
+    };
+    let message = error.message.clone().unwrap_or_default();
+    match error.kind.as_str() {
+        "card_error" => Err(GatewayError::Declined {
+            code: error.code.unwrap_or_else(|| "card_declined".to_owned()),
+            decline_code: error.decline_code,
+            message,
+        }),
+        "idempotency_error" => Err(GatewayError::Misconfigured {
+            reason: described("Stripe saw an idempotency key reused with other parameters"),
+        }),
+        _ if answer.should_retry == Some(true) => Err(GatewayError::OutcomeUnknown {
+            reason: described("Stripe asked for a retry"),
+        }),
+        "invalid_request_error" => Err(GatewayError::Rejected {
+            message: described("Stripe rejected the charge"),
+        }),
+        _ => Err(GatewayError::Rejected {
+            message: described("Stripe refused the charge"),
+        }),
+    }
+}
+
+fn charged(body: &[u8]) -> Result<Charge, GatewayError> {
+    let charge: ChargeObject =
+        serde_json::from_slice(body).map_err(|err| GatewayError::OutcomeUnknown {
+            // A 2xx means Stripe acted; a retry with the same key replays it.
+            reason: format!("unreadable charge from Stripe: {err}"),
+        })?;
+    if charge.status != "succeeded" {
+        return Err(GatewayError::Rejected {
+            message: format!("Stripe charge {} is {}", charge.id, charge.status),
+        });
+    }
+    Ok(Charge {
+        id: charge.id,
+        amount_cents: charge.amount,
+        currency: charge.currency,
+    })
+}
+
+/// A call that got no HTTP answer. Only failures before the request left are
+/// known not to have charged.
+pub fn transport_failure(err: ureq::Error) -> GatewayError {
+    use ureq::Timeout;
+    let not_sent = |reason: String| GatewayError::Unavailable {
+        reason,
+        retry_after: None,
+    };
+    match err {
+        // Resolving, connecting and the TLS handshake come before any byte
+        // of the request; a TLS error later on (`Rustls`) may not.
+        ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Tls(_) => not_sent(format!("cannot reach Stripe: {err}")),
+        ureq::Error::Io(ref io_err)
+            if matches!(
+                io_err.kind(),
+                io::ErrorKind::ConnectionRefused
+                    | io::ErrorKind::AddrNotAvailable
+                    | io::ErrorKind::NetworkUnreachable
+                    | io::ErrorKind::HostUnreachable
+            ) =>
+        {
+            not_sent(format!("cannot reach Stripe: {err}"))
+        }
+        other => GatewayError::OutcomeUnknown {
+            reason: format!("no answer from Stripe: {other}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify_answer(status: u16, body: &str) -> Result<Charge, GatewayError> {
+        classify(&Answer {
+            status,
+            retry_after: None,
+            should_retry: None,
+            body: body.as_bytes(),
+        })
+    }
+
+    fn error_body(kind: &str, code: &str) -> String {
+        format!(r#"{{"error": {{"type": "{kind}", "code": "{code}", "message": "m"}}}}"#)
+    }
+
+    #[test]
+    fn a_succeeded_charge_is_the_charge() {
+        let body = r#"{"id": "ch_1", "object": "charge", "amount": 2000, "currency": "usd",
+                       "status": "succeeded", "source": {"id": "card_1", "object": "card", "brand": "Visa"}}"#;
+        assert_eq!(
+            classify_answer(200, body),
+            Ok(Charge {
+                id: "ch_1".to_owned(),
+                amount_cents: 2000,
+                currency: "usd".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn a_card_error_is_a_decline_with_its_codes() {
+        let body = r#"{"error": {"type": "card_error", "code": "card_declined",
+                       "decline_code": "insufficient_funds", "message": "Your card has insufficient funds."}}"#;
+        assert_eq!(
+            classify_answer(402, body),
+            Err(GatewayError::Declined {
+                code: "card_declined".to_owned(),
+                decline_code: Some("insufficient_funds".to_owned()),
+                message: "Your card has insufficient funds.".to_owned(),
+            })
+        );
+    }
+
+    #[test]
+    fn each_error_kind_maps_to_what_ridepay_must_do() {
+        let cases = [
+            (
+                400,
+                error_body("invalid_request_error", "resource_missing"),
+                "Rejected",
+            ),
+            (400, error_body("idempotency_error", ""), "Misconfigured"),
+            (
+                401,
+                error_body("invalid_request_error", "api_key_invalid"),
+                "Misconfigured",
+            ),
+            (
+                403,
+                error_body("invalid_request_error", ""),
+                "Misconfigured",
+            ),
+            (404, "<html>not stripe</html>".to_owned(), "Misconfigured"),
+            (
+                409,
+                error_body("idempotency_error", "idempotency_key_in_use"),
+                "Unavailable",
+            ),
+            (
+                429,
+                error_body("invalid_request_error", "rate_limit"),
+                "Unavailable",
+            ),
+            (500, error_body("api_error", ""), "OutcomeUnknown"),
+            (503, "".to_owned(), "OutcomeUnknown"),
+            (200, "{not json".to_owned(), "OutcomeUnknown"),
+        ];
+        for (status, body, expected) in cases {
+            let got = classify_answer(status, &body).unwrap_err();
+            assert!(
+                format!("{got:?}").starts_with(expected),
+                "{status} {body}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_and_should_retry_are_honoured() {
+        let limited = classify(&Answer {
+            status: 429,
+            retry_after: Some(Duration::from_secs(7)),
+            should_retry: Some(true),
+            body: error_body("invalid_request_error", "rate_limit").as_bytes(),
+        });
+        assert!(matches!(
+            limited,
+            Err(GatewayError::Unavailable { retry_after: Some(after), .. }) if after == Duration::from_secs(7)
+        ));
+        let retry = classify(&Answer {
+            status: 400,
+            retry_after: None,
+            should_retry: Some(true),
+            body: error_body("invalid_request_error", "lock_timeout").as_bytes(),
+        });
+        assert!(matches!(retry, Err(GatewayError::OutcomeUnknown { .. })));
+    }
+}

@@ -1,0 +1,97 @@
+//! Request ids: `X-Request-Id` taken from the request (when sane) or made up,
+//! echoed on the response, and stamped on every log line written while the
+//! request runs, on the async task and on the blocking threads it uses.
+
+use std::cell::RefCell;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::error::BlockingError;
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::web;
+
+pub const HEADER: &str = "x-request-id";
+const MAX_LEN: usize = 128;
+
+tokio::task_local! {
+    static TASK_ID: String;
+}
+
+thread_local! {
+    static THREAD_ID: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The id of the request being handled here, if any.
+pub fn current() -> Option<String> {
+    TASK_ID
+        .try_with(Clone::clone)
+        .ok()
+        .or_else(|| THREAD_ID.with(|id| id.borrow().clone()))
+}
+
+/// A client's id is kept when it is short printable ASCII, so it can neither
+/// forge log lines nor bloat them.
+fn accept(value: &HeaderValue) -> Option<String> {
+    let bytes = value.as_bytes();
+    (!bytes.is_empty() && bytes.len() <= MAX_LEN && bytes.iter().all(|b| b.is_ascii_graphic()))
+        .then(|| String::from_utf8_lossy(bytes).into_owned())
+}
+
+pub async fn middleware(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let id = request
+        .headers()
+        .get(HEADER)
+        .and_then(accept)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let value = HeaderValue::try_from(id.as_str()).expect("ids are printable ASCII");
+    // Written back on the request too, so the access log can name it.
+    request
+        .headers_mut()
+        .insert(HeaderName::from_static(HEADER), value.clone());
+    let mut response = TASK_ID.scope(id, next.call(request)).await?;
+    response
+        .headers_mut()
+        .insert(HeaderName::from_static(HEADER), value);
+    Ok(response)
+}
+
+/// `web::block`, carrying the request id onto the blocking thread.
+pub async fn block<F, R>(work: F) -> Result<R, BlockingError>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let id = current();
+    web::block(move || {
+        THREAD_ID.with(|slot| *slot.borrow_mut() = id);
+        let result = work();
+        THREAD_ID.with(|slot| *slot.borrow_mut() = None);
+        result
+    })
+    .await
+}
+
+/// env_logger lines with time, level, request id and target.
+pub fn init_logging() {
+    use std::io::Write;
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        // At trace level ureq-proto dumps the raw request, Stripe's
+        // Authorization header included: capped here whatever RUST_LOG says.
+        .filter_module("ureq_proto", log::LevelFilter::Debug)
+        .format(|out, record| {
+            writeln!(
+                out,
+                "{} {:<5} [{}] {}: {}",
+                chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ"),
+                record.level(),
+                current().as_deref().unwrap_or("-"),
+                record.target(),
+                record.args()
+            )
+        })
+        .init();
+}

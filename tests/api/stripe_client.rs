@@ -1,0 +1,134 @@
+//! The Stripe client against the fake gateway over loopback: the answers
+//! that only HTTP has (rate limits, a key in use, a refused API key,
+//! timeouts, a closed port).
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::Duration;
+
+use ridepay::config::{ApiKey, StripeSettings};
+use ridepay::payments::{Charge, ChargeRequest, GatewayError, PaymentGateway, StripeGateway};
+
+use crate::helpers::{ledger_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY};
+
+fn request(key: &str) -> ChargeRequest {
+    ChargeRequest {
+        idempotency_key: key.to_owned(),
+        amount_cents: 2000,
+        currency: "usd".to_owned(),
+        source: "tok_visa".to_owned(),
+        description: "ridepay ride 1".to_owned(),
+        metadata: vec![("ride_id".to_owned(), "1".to_owned())],
+    }
+}
+
+/// One charge by a client made for it.
+fn charge_once(settings: &StripeSettings, key: &str) -> Result<Charge, GatewayError> {
+    StripeGateway::new(settings).unwrap().charge(&request(key))
+}
+
+#[test]
+fn a_rate_limit_is_unavailable_with_the_retry_after_of_the_answer() {
+    let (fake, ledger) = spawn_fake_gateway(|faults| faults.rate_limit_rate = 1.0);
+    let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
+
+    let limited = client.charge(&request("limited")).unwrap_err();
+
+    assert!(
+        matches!(
+            limited,
+            GatewayError::Unavailable { retry_after: Some(after), .. } if after == Duration::from_secs(1)
+        ),
+        "{limited:?}"
+    );
+    assert_eq!(ledger_count(&ledger, ""), 0);
+}
+
+#[test]
+fn a_key_in_use_by_a_slower_request_is_unavailable_and_charges_once() {
+    let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(1500));
+    let client = StripeGateway::new(&stripe_settings(&slow)).unwrap();
+
+    let (first, second) = thread::scope(|scope| {
+        let first = scope.spawn(|| client.charge(&request("busy")));
+        thread::sleep(Duration::from_millis(300));
+        let second = client.charge(&request("busy"));
+        (first.join().unwrap(), second)
+    });
+
+    assert!(first.is_ok(), "{first:?}");
+    assert!(
+        matches!(&second, Err(GatewayError::Unavailable { reason, retry_after: Some(_) }) if reason.contains("409")),
+        "{second:?}"
+    );
+    assert_eq!(ledger_count(&ledger, ""), 1);
+}
+
+#[test]
+fn a_refused_api_key_is_misconfigured_and_never_shown() {
+    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let mut settings = stripe_settings(&fake);
+    settings.api_key = Some(ApiKey::new("sk_test_WrongKey999"));
+    let client = StripeGateway::new(&settings).unwrap();
+
+    let refused = client.charge(&request("bad-key")).unwrap_err();
+
+    assert!(
+        matches!(&refused, GatewayError::Misconfigured { reason } if reason.contains("401")),
+        "{refused:?}"
+    );
+    let shown = format!("{refused:?} {refused} {client:?}");
+    assert!(
+        !shown.contains("WrongKey999") && !shown.contains(FAKE_API_KEY),
+        "{shown}"
+    );
+    assert_eq!(ledger_count(&ledger, ""), 0);
+}
+
+#[test]
+fn a_timeout_shorter_than_the_gateway_is_unknown_and_a_retry_gets_the_charge_made() {
+    let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
+    let mut impatient = stripe_settings(&slow);
+    impatient.timeout = Duration::from_millis(200);
+
+    let timed_out = charge_once(&impatient, "slow").unwrap_err();
+
+    assert!(
+        matches!(timed_out, GatewayError::OutcomeUnknown { .. }),
+        "{timed_out:?}"
+    );
+    // The gateway goes on and charges; the patient retry, once the first
+    // request is done, gets that charge.
+    let patient = StripeGateway::new(&stripe_settings(&slow)).unwrap();
+    let charge = loop {
+        match patient.charge(&request("slow")) {
+            Err(GatewayError::Unavailable { .. }) => thread::sleep(Duration::from_millis(200)),
+            other => break other.unwrap(),
+        }
+    };
+    assert_eq!(
+        ledger_count(&ledger, &format!("WHERE id = '{}'", charge.id)),
+        1
+    );
+    assert_eq!(ledger_count(&ledger, ""), 1);
+}
+
+#[test]
+fn a_closed_port_is_unavailable() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let settings = StripeSettings {
+        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_base: format!("http://{closed}"),
+        ..StripeSettings::default()
+    };
+
+    let refused = charge_once(&settings, "nobody-home").unwrap_err();
+
+    assert!(
+        matches!(refused, GatewayError::Unavailable { .. }),
+        "{refused:?}"
+    );
+}
