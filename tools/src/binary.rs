@@ -40,7 +40,10 @@ pub fn ridepay_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     // rebuild on every switch between this build and a build from a shell.
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
-        if INHERITED_FROM_CARGO_RUN.iter().any(|prefix| name.starts_with(prefix)) {
+        if INHERITED_FROM_CARGO_RUN
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+        {
             build.env_remove(name.as_ref());
         }
     }

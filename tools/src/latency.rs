@@ -35,3 +35,24 @@ impl Percentiles {
 pub fn ms(duration: Duration) -> String {
     format!("{:.2}", duration.as_secs_f64() * 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank_over_every_sample() {
+        let mut samples: Vec<Duration> = (1..=1000).rev().map(Duration::from_millis).collect();
+        let p = Percentiles::of(&mut samples);
+        assert_eq!(p.count, 1000);
+        assert_eq!(p.p50, Duration::from_millis(500));
+        assert_eq!(p.p99, Duration::from_millis(990));
+        assert_eq!(p.p999, Duration::from_millis(999));
+        assert_eq!(p.max, Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn no_samples_give_zeros() {
+        assert_eq!(Percentiles::of(&mut []).count, 0);
+    }
+}

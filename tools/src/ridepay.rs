@@ -22,29 +22,36 @@ pub struct ApiUser {
     pub api_key: String,
 }
 
-/// Server log lines (stderr) counted by the substring they contain.
+/// A kind of server log line: its name, and the substrings that mark it (one
+/// per gateway, say).
+pub type LogEvent = (&'static str, &'static [&'static str]);
+
+/// Server log lines (stderr) counted by kind.
 #[derive(Debug, Default)]
 pub struct LogCounts {
-    patterns: Vec<(&'static str, AtomicU64)>,
+    events: Vec<(LogEvent, AtomicU64)>,
 }
 
 impl LogCounts {
-    pub fn new(patterns: &[&'static str]) -> Arc<LogCounts> {
+    pub fn new(events: &[LogEvent]) -> Arc<LogCounts> {
         Arc::new(LogCounts {
-            patterns: patterns.iter().map(|p| (*p, AtomicU64::new(0))).collect(),
+            events: events
+                .iter()
+                .map(|event| (*event, AtomicU64::new(0)))
+                .collect(),
         })
     }
 
-    pub fn get(&self, pattern: &str) -> u64 {
-        self.patterns
+    pub fn get(&self, name: &str) -> u64 {
+        self.events
             .iter()
-            .find(|(p, _)| *p == pattern)
+            .find(|((event, _), _)| *event == name)
             .map_or(0, |(_, count)| count.load(Ordering::Relaxed))
     }
 
     fn observe(&self, line: &str) {
-        for (pattern, count) in &self.patterns {
-            if line.contains(pattern) {
+        for ((_, marks), count) in &self.events {
+            if marks.iter().any(|mark| line.contains(mark)) {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -133,4 +140,20 @@ fn spawn_counting(mut command: Command, logs: Option<Arc<LogCounts>>) -> anyhow:
         }
     });
     Ok(process)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_count_once_per_kind_by_any_of_its_marks() {
+        let counts = LogCounts::new(&[("lost", &["lost response", "no answer"]), ("any", &["unavailable"])]);
+        counts.observe("payment gateway unavailable: no answer from Stripe");
+        counts.observe("payment gateway unavailable: simulated lost response");
+        counts.observe("something else");
+        assert_eq!(counts.get("lost"), 2);
+        assert_eq!(counts.get("any"), 2);
+        assert_eq!(counts.get("unknown"), 0);
+    }
 }

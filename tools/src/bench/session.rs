@@ -54,6 +54,8 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             ("COMPLETER_ENABLED".to_owned(), "false".to_owned()),
             ("OUTBOX_ENABLED".to_owned(), "false".to_owned()),
             ("REAPER_ENABLED".to_owned(), "false".to_owned()),
+            // One rider sends thousands of requests a second here.
+            ("RATE_LIMIT_PER_SECOND".to_owned(), "0".to_owned()),
         ],
         None,
     )?;
@@ -248,7 +250,16 @@ fn machine(conn: &mut PgConnection) -> anyhow::Result<Vec<(&'static str, String)
             Some(format!("{:.1} GiB", kib / 1024.0 / 1024.0))
         })
         .unwrap_or_else(|| "unknown".to_owned());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
     Ok(vec![
+        ("load average after the run (1, 5, 15 min)", load),
         (
             "cores (nproc)",
             std::thread::available_parallelism()

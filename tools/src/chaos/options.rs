@@ -28,7 +28,7 @@ pub struct Options {
     /// Concurrent clients, each sending one key at a time.
     #[arg(long, default_value_t = 24)]
     pub clients: usize,
-    #[arg(long, value_enum, default_value_t = GatewayChoice::Simulated)]
+    #[arg(long, value_enum, default_value_t = GatewayChoice::Fake)]
     pub gateway: GatewayChoice,
     /// Mean time between two SIGKILLs (uniform between half and one and a half of it).
     #[arg(long, default_value = "1500ms", value_parser = humantime::parse_duration)]

@@ -1,5 +1,5 @@
 //! A client as real ones behave: a fresh key per ride, and on a timeout, a lost
-//! connection, a 409 or a transient 5xx, the same request again with the same
+//! connection, a 409, a 429 or a transient 5xx, the same request again with the same
 //! key, with capped exponential backoff and jitter, a bounded number of times.
 
 use std::sync::atomic::Ordering;
@@ -123,10 +123,10 @@ async fn send_until_final(
     None
 }
 
-/// 409 and every 5xx but 502: a 502 `payment-gateway-rejected` is a stored,
-/// final answer that a retry only replays.
+/// 409, 429 and every 5xx but 502: a 502 `payment-gateway-rejected` is a
+/// stored, final answer that a retry only replays.
 fn is_transient(status: u16) -> bool {
-    status == 409 || (status >= 500 && status != 502)
+    matches!(status, 409 | 429) || (status >= 500 && status != 502)
 }
 
 fn backoff(attempt: u32) -> Duration {
@@ -134,4 +134,27 @@ fn backoff(attempt: u32) -> Duration {
         .saturating_mul(1 << attempt.min(10))
         .min(BACKOFF_CAP);
     exponential.mul_f64(rand::thread_rng().gen_range(0.5..1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_what_a_real_client_retries_and_not_stored_answers() {
+        for status in [409, 429, 500, 503, 504] {
+            assert!(is_transient(status), "{status}");
+        }
+        for status in [201, 400, 402, 422, 502] {
+            assert!(!is_transient(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn backoff_is_capped_and_jittered_below_the_cap() {
+        for attempt in 1..MAX_ATTEMPTS {
+            let pause = backoff(attempt);
+            assert!(pause <= BACKOFF_CAP && pause >= BACKOFF_BASE / 2, "{pause:?}");
+        }
+    }
 }

@@ -5,28 +5,44 @@ use std::time::Duration;
 
 use super::audit::{AuditReport, CHECKS};
 use super::history::Counters;
-use crate::ridepay::LogCounts;
+use crate::ridepay::{LogCounts, LogEvent};
 use crate::table::Table;
 
-/// Server log lines counted during the campaign, with what they mean.
-pub const SERVER_EVENTS: [(&str, &str); 5] = [
+/// Server log lines counted during the campaign, by what they mean. Each 503
+/// answered for the gateway is logged once as `payment gateway unavailable:
+/// ERROR`, the error worded by the simulated gateway or by the Stripe client
+/// (against the fake); the completer's own attempts are not counted.
+pub const SERVER_EVENTS: [LogEvent; 6] = [
     (
-        "simulated failure before charging",
-        "gateway: failure before charging",
+        "503 logged: gateway failed before charging (5xx)",
+        &[
+            "payment gateway unavailable: gateway unavailable: simulated failure",
+            "payment gateway unavailable: charge outcome unknown: Stripe failed",
+        ],
     ),
     (
-        "simulated lost response",
-        "gateway: lost response after charging",
+        "503 logged: gateway response lost after charging",
+        &[
+            "payment gateway unavailable: charge outcome unknown: simulated lost response",
+            "payment gateway unavailable: charge outcome unknown: no answer from Stripe",
+        ],
     ),
     (
-        "payment gateway unavailable",
-        "gateway: unavailable or outcome unknown (all kinds)",
+        "503 logged: gateway rate-limited (429)",
+        &["payment gateway unavailable: gateway unavailable: Stripe rate-limited"],
     ),
     (
-        "taking over the expired lease",
-        "server: expired lease taken over",
+        "503 logged: gateway unavailable, all kinds",
+        &["payment gateway unavailable: "],
     ),
-    ("fencing refused", "server: phase commit refused by fencing"),
+    (
+        "server log: expired lease taken over",
+        &["taking over the expired lease"],
+    ),
+    (
+        "server log: phase commit refused by fencing",
+        &["fencing refused"],
+    ),
 ];
 
 pub struct Summary<'a> {
@@ -57,8 +73,8 @@ impl Summary<'_> {
         for (kind, count) in counters.faults.snapshot() {
             row(&format!("fault seen by clients: {kind}"), count.to_string());
         }
-        for (pattern, meaning) in SERVER_EVENTS {
-            row(meaning, self.logs.get(pattern).to_string());
+        for (name, _) in SERVER_EVENTS {
+            row(name, self.logs.get(name).to_string());
         }
         for (kind, count) in counters.outcomes.snapshot() {
             row(&format!("outcome: {kind}"), count.to_string());
