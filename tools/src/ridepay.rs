@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn log_lines_count_once_per_kind_by_any_of_its_marks() {
-        let counts = LogCounts::new(&[("lost", &["lost response", "no answer"]), ("any", &["unavailable"])]);
+        let counts = LogCounts::new(&[
+            ("lost", &["lost response", "no answer"]),
+            ("any", &["unavailable"]),
+        ]);
         counts.observe("payment gateway unavailable: no answer from Stripe");
         counts.observe("payment gateway unavailable: simulated lost response");
         counts.observe("something else");

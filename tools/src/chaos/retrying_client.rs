@@ -154,7 +154,10 @@ mod tests {
     fn backoff_is_capped_and_jittered_below_the_cap() {
         for attempt in 1..MAX_ATTEMPTS {
             let pause = backoff(attempt);
-            assert!(pause <= BACKOFF_CAP && pause >= BACKOFF_BASE / 2, "{pause:?}");
+            assert!(
+                pause <= BACKOFF_CAP && pause >= BACKOFF_BASE / 2,
+                "{pause:?}"
+            );
         }
     }
 }
