@@ -9,7 +9,6 @@ pub struct Percentiles {
     pub p50: Duration,
     pub p99: Duration,
     pub p999: Duration,
-    pub max: Duration,
 }
 
 impl Percentiles {
@@ -26,7 +25,6 @@ impl Percentiles {
             p50: at(0.50),
             p99: at(0.99),
             p999: at(0.999),
-            max: samples[samples.len() - 1],
         }
     }
 }
@@ -48,7 +46,6 @@ mod tests {
         assert_eq!(p.p50, Duration::from_millis(500));
         assert_eq!(p.p99, Duration::from_millis(990));
         assert_eq!(p.p999, Duration::from_millis(999));
-        assert_eq!(p.max, Duration::from_millis(1000));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! One measured run and what was read around it: transaction ids assigned,
 //! CPU time of the server and of the load generator, the server's peak RSS.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::sql_types::BigInt;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
@@ -33,14 +33,12 @@ pub struct Probe {
     client_cpu: Option<Duration>,
     database_cpu: Option<Duration>,
     postmaster: Option<u32>,
-    started: Instant,
 }
 
 /// What the probe saw over the run.
 #[derive(Debug, Clone, Copy)]
 pub struct Usage {
     pub xids: i64,
-    pub elapsed: Duration,
     pub server_cpu: Option<Duration>,
     pub client_cpu: Option<Duration>,
     /// PostgreSQL's postmaster and backends; only for runs whose sessions
@@ -66,7 +64,6 @@ impl Probe {
             client_cpu: own_cpu_time(),
             database_cpu: postmaster.and_then(tree_cpu_time),
             postmaster,
-            started: Instant::now(),
         })
     }
 
@@ -75,13 +72,11 @@ impl Probe {
         conn: &mut PgConnection,
         server: Option<&Announced>,
     ) -> anyhow::Result<Usage> {
-        let elapsed = self.started.elapsed();
         let delta = |before: Option<Duration>, after: Option<Duration>| {
             Some(after?.saturating_sub(before?))
         };
         Ok(Usage {
             xids: next_xid(conn)? - self.xid,
-            elapsed,
             server_cpu: delta(self.server_cpu, server.and_then(Announced::cpu_time)),
             client_cpu: delta(self.client_cpu, own_cpu_time()),
             database_cpu: delta(self.database_cpu, self.postmaster.and_then(tree_cpu_time)),

@@ -36,12 +36,8 @@ impl Fleet {
         Ok(fleet)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.processes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.processes.is_empty()
     }
 
     /// A live instance's address, chosen at random as a load balancer would.
