@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
 use crate::db;
 use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
-use crate::fake_gateway::{FakeGateway, FakeGatewayConfig};
+use crate::fake_gateway::{FakeGateway, FakeGatewayConfig, WebhookTarget};
 use crate::idempotency::reaper;
 use crate::startup::Application;
 use crate::users;
@@ -38,8 +38,9 @@ enum Command {
     /// Manage users and their API keys.
     #[command(subcommand)]
     Users(UsersCommand),
-    /// Serve a Stripe-compatible fake of the Charges API, backed by the
-    /// simulated gateway's ledger, with fault knobs. Prints the address it bound.
+    /// Serve a Stripe-compatible fake of the Charges and Refunds APIs, backed
+    /// by the simulated gateway's ledger, with fault knobs and optional signed
+    /// webhooks. Prints the address it bound.
     FakeGateway(FakeGatewayArgs),
 }
 
@@ -71,6 +72,14 @@ struct FakeGatewayArgs {
     /// [env: SIMULATED_GATEWAY_RATE_LIMIT_RATE].
     #[arg(long, value_parser = parse_rate)]
     rate_limit_rate: Option<f64>,
+    /// Send signed Stripe events (`charge.succeeded`, `charge.failed`,
+    /// `charge.refunded`) for new charges and refunds to this URL, e.g.
+    /// `http://127.0.0.1:8080/webhooks/stripe`.
+    #[arg(long, requires = "webhook_secret")]
+    webhook_url: Option<String>,
+    /// The secret that signs them (ridepay's STRIPE_WEBHOOK_SECRET).
+    #[arg(long, env = "STRIPE_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
 }
 
 impl FakeGatewayArgs {
@@ -157,6 +166,11 @@ fn fake_gateway(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<(
         database_url,
         faults: args.faults(&settings.simulated_gateway),
         api_key: args.api_key.clone().map(ApiKey::new),
+        webhook: args
+            .webhook_url
+            .clone()
+            .zip(args.webhook_secret.clone())
+            .map(|(url, secret)| WebhookTarget { url, secret }),
     })?;
     println!("fake-gateway listening on {}", gateway.url());
     gateway.wait();

@@ -5,6 +5,7 @@
 mod claim;
 pub mod completer;
 mod fingerprint;
+pub mod flow;
 pub mod http;
 mod key;
 mod lease;
@@ -16,6 +17,7 @@ mod stored_response;
 
 pub use claim::{claim, find, lookup, Claim, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
+pub use flow::Outcome;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;

@@ -2,33 +2,17 @@
 //! charge, record the charge, store the response. A retry, or a worker, resumes
 //! from the recovery point the key reached.
 
-use std::time::Duration;
-
-use diesel::Connection;
-
 use super::model;
 use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::crash;
-use crate::idempotency::{
-    self, in_transaction, Claim, IdempotencyKey, IdempotentRequest, Lookup, StoredResponse,
-};
+use crate::idempotency::flow::{self, Outcome};
+use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
 use crate::payments::GatewayError;
 use crate::service_error::ServiceError;
 use crate::users::User;
-use crate::validation::FieldError;
-
-/// The answer to a ride request, and whether it is a replay.
-#[derive(Debug)]
-pub struct Outcome {
-    pub response: StoredResponse,
-    pub replayed: bool,
-}
-
-/// How long a client should wait after a gateway failure that says nothing.
-const DEFAULT_GATEWAY_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 pub fn create_ride(
     context: &ServiceContext,
@@ -45,79 +29,33 @@ pub fn create_ride(
         path,
         params: &canonical,
     };
-    let mut conn = context.pool.get()?;
-    match idempotency::lookup::<RecoveryPoint>(&mut conn, &request, &context.key_policy)? {
-        Lookup::Replay(response) => return Ok(replayed(response)),
-        Lookup::InUse => return Err(ServiceError::KeyInUse),
-        Lookup::Reused => return Err(ServiceError::KeyReused),
-        Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
-        Lookup::Claimable => {}
-    }
-    // A charge needs a source: refused before anything is written, so the key
-    // is not consumed.
-    if params.payment_source.is_none() && user.stripe_customer_id.is_none() {
-        return Err(ServiceError::Invalid(vec![FieldError::new(
-            "payment_source",
-            "is required: the user has no stored customer to charge",
-        )]));
-    }
-    // The claim of a new key and RideCreated share one transaction: nothing
-    // external happens between them.
-    let claim = conn.transaction(|conn| {
-        let mut claim = idempotency::claim::<RecoveryPoint>(conn, &request, &context.key_policy)?;
-        if let Claim::Acquired(lease) = &mut claim {
+    flow::run::<RecoveryPoint>(
+        &context.pool,
+        &context.key_policy,
+        &request,
+        |conn, lease| {
             crash::point(crash::AFTER_CLAIM);
-            if lease.recovery_point() == RecoveryPoint::Started {
-                phases::create_ride(conn, lease, params)?;
-            }
-        }
-        Ok::<_, ServiceError>(claim)
-    })?;
-    drop(conn);
-    crash::point(crash::AFTER_RIDE_CREATED);
-    match claim {
-        Claim::Acquired(lease) => Ok(Outcome {
-            response: resume(context, lease, params)?,
-            replayed: false,
-        }),
-        Claim::Replay(response) => Ok(replayed(response)),
-        Claim::InUse => Err(ServiceError::KeyInUse),
-        Claim::Reused => Err(ServiceError::KeyReused),
-        Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
-    }
-}
-
-fn replayed(response: StoredResponse) -> Outcome {
-    Outcome {
-        response,
-        replayed: true,
-    }
+            // A ride without a source to charge is refused here, which rolls
+            // the claim back too: nothing is written, the key not consumed.
+            phases::create_ride(conn, lease, params).map(drop)
+        },
+        |lease| {
+            crash::point(crash::AFTER_RIDE_CREATED);
+            resume(context, lease, params)
+        },
+    )
 }
 
 /// Drives a claimed key from its recovery point to Finished. On any failure the
 /// lease is released where it stands, so a retry can resume at once.
 pub fn resume(
     context: &ServiceContext,
-    mut lease: RideLease,
+    lease: RideLease,
     params: &RideParams,
 ) -> Result<StoredResponse, ServiceError> {
-    let result = run_phases(context, &mut lease, params);
-    if let Err(err) = &result {
-        if !matches!(err, ServiceError::LeaseLost) {
-            let released = context
-                .pool
-                .get()
-                .map_err(ServiceError::from)
-                .and_then(|mut conn| lease.release(&mut conn));
-            if let Err(release_err) = released {
-                log::warn!(
-                    "could not release idempotency key {} ({release_err}); it frees itself when the lease expires",
-                    lease.key_id()
-                );
-            }
-        }
-    }
-    result
+    flow::release_on_failure(&context.pool, lease, |lease| {
+        run_phases(context, lease, params)
+    })
 }
 
 fn run_phases(
@@ -156,7 +94,7 @@ fn run_phases(
                     ) => in_transaction(&mut conn, lease, |conn, lease| {
                         phases::finish_unpaid(conn, lease, &ride, &failure)
                     }),
-                    Err(failure) => Err(gateway_unavailable(failure)),
+                    Err(failure) => Err(failure.into_unavailable()),
                 };
             }
             RecoveryPoint::ChargeCompleted => {
@@ -164,30 +102,8 @@ fn run_phases(
                 return in_transaction(&mut conn, lease, phases::finish_charged);
             }
             RecoveryPoint::Finished => {
-                let mut conn = context.pool.get()?;
-                let record = idempotency::KeyRecord::load(&mut conn, lease.key_id())?;
-                return record.stored_response().ok_or_else(|| {
-                    anyhow::anyhow!("finished key {} has no response", lease.key_id()).into()
-                });
+                return flow::stored_response(&mut *context.pool.get()?, lease.key_id());
             }
         }
-    }
-}
-
-fn gateway_unavailable(failure: GatewayError) -> ServiceError {
-    let retry_after = match &failure {
-        GatewayError::Unavailable {
-            retry_after: Some(after),
-            ..
-        } => *after,
-        GatewayError::Misconfigured { reason } => {
-            log::error!("payment gateway needs an operator: {reason}");
-            Duration::from_secs(30)
-        }
-        _ => DEFAULT_GATEWAY_RETRY_AFTER,
-    };
-    ServiceError::GatewayUnavailable {
-        reason: failure.to_string(),
-        retry_after,
     }
 }

@@ -1,0 +1,136 @@
+//! The request flow every idempotent endpoint shares: a lock-free lookup, the
+//! claim (in one transaction with the endpoint's first phase), the endpoint's
+//! remaining phases, and the lease released where a failure left it.
+
+use diesel::{Connection, PgConnection};
+
+use super::claim::{self, Claim, IdempotentRequest, Lookup};
+use super::lease::Lease;
+use super::policy::KeyPolicy;
+use super::record::KeyRecord;
+use super::recovery_point::RecoveryPoints;
+use super::stored_response::StoredResponse;
+use crate::db::DbPool;
+use crate::service_error::ServiceError;
+
+/// The answer to an idempotent request, and whether it is a replay.
+#[derive(Debug)]
+pub struct Outcome {
+    pub response: StoredResponse,
+    pub replayed: bool,
+}
+
+impl Outcome {
+    fn replayed(response: StoredResponse) -> Outcome {
+        Outcome {
+            response,
+            replayed: true,
+        }
+    }
+}
+
+/// Runs `request`: replays, 409s and 422s come from the lookup or the claim;
+/// a key claimed at `started` runs `first_phase` in the claim's transaction
+/// (nothing external happens between them, and an error there rolls the
+/// claim back too, so the key is not consumed); then `resume` drives the
+/// lease to Finished.
+pub fn run<P: RecoveryPoints>(
+    pool: &DbPool,
+    policy: &KeyPolicy,
+    request: &IdempotentRequest<'_>,
+    first_phase: impl FnOnce(&mut PgConnection, &mut Lease<P>) -> Result<(), ServiceError>,
+    resume: impl FnOnce(Lease<P>) -> Result<StoredResponse, ServiceError>,
+) -> Result<Outcome, ServiceError> {
+    let mut conn = pool.get()?;
+    match claim::lookup::<P>(&mut conn, request, policy)? {
+        Lookup::Replay(response) => return Ok(Outcome::replayed(response)),
+        Lookup::InUse => return Err(ServiceError::KeyInUse),
+        Lookup::Reused => return Err(ServiceError::KeyReused),
+        Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
+        Lookup::Claimable => {}
+    }
+    let claimed = conn.transaction(|conn| {
+        let mut claimed = claim::claim::<P>(conn, request, policy)?;
+        if let Claim::Acquired(lease) = &mut claimed {
+            if lease.recovery_point() == P::STARTED {
+                first_phase(conn, lease)?;
+            }
+        }
+        Ok::<_, ServiceError>(claimed)
+    })?;
+    drop(conn);
+    match claimed {
+        Claim::Acquired(lease) => Ok(Outcome {
+            response: resume(lease)?,
+            replayed: false,
+        }),
+        Claim::Replay(response) => Ok(Outcome::replayed(response)),
+        Claim::InUse => Err(ServiceError::KeyInUse),
+        Claim::Reused => Err(ServiceError::KeyReused),
+        Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
+    }
+}
+
+/// Runs `phases` on the lease; on any failure but a lost lease, gives the
+/// lease up where it stands, so a retry (or the completer) can resume at once
+/// instead of waiting for it to expire.
+pub fn release_on_failure<P: RecoveryPoints>(
+    pool: &DbPool,
+    mut lease: Lease<P>,
+    phases: impl FnOnce(&mut Lease<P>) -> Result<StoredResponse, ServiceError>,
+) -> Result<StoredResponse, ServiceError> {
+    let result = phases(&mut lease);
+    if let Err(err) = &result {
+        if !matches!(err, ServiceError::LeaseLost) {
+            let released = pool
+                .get()
+                .map_err(ServiceError::from)
+                .and_then(|mut conn| lease.release(&mut conn));
+            if let Err(release_err) = released {
+                log::warn!(
+                    "could not release idempotency key {} ({release_err}); it frees itself when the lease expires",
+                    lease.key_id()
+                );
+            }
+        }
+    }
+    result
+}
+
+/// The response stored with a finished key.
+pub fn stored_response(
+    conn: &mut PgConnection,
+    key_id: i64,
+) -> Result<StoredResponse, ServiceError> {
+    KeyRecord::load(conn, key_id)?
+        .stored_response()
+        .ok_or_else(|| anyhow::anyhow!("finished key {key_id} has no response").into())
+}
+
+/// Takes the lease of an unfinished key whose lease is free or expired, for a
+/// caller other than the key's client or the completer (a webhook that
+/// learnt the outcome of the key's external effect, say). `None` when the
+/// key is finished, or its lease is held, or another transaction has the row
+/// locked.
+pub fn take_over<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    key_id: i64,
+    policy: &KeyPolicy,
+) -> Result<Option<Lease<P>>, ServiceError> {
+    use crate::schema::idempotency_keys::dsl as keys;
+    use diesel::prelude::*;
+    let Some((record, db_now)) = keys::idempotency_keys
+        .find(key_id)
+        .select((KeyRecord::as_select(), crate::db::database_now()))
+        .for_update()
+        .skip_locked()
+        .first::<(KeyRecord, chrono::DateTime<chrono::Utc>)>(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    if record.recovery_point == super::FINISHED || !policy.lease_expired(record.locked_at, db_now) {
+        return Ok(None);
+    }
+    Ok(Some(claim::take_lease(conn, &record)?))
+}
