@@ -26,6 +26,9 @@ pub struct ProblemDocument {
     /// On `card-declined` and `payment-gateway-rejected`: the ride created.
     #[schema(nullable = false)]
     pub ride_id: Option<i64>,
+    /// On `payment-gateway-rejected` for a refund: the refund, `failed`.
+    #[schema(nullable = false)]
+    pub refund_id: Option<i64>,
     /// On `card-declined`: the gateway's error code.
     #[schema(nullable = false)]
     pub code: Option<String>,
@@ -87,6 +90,10 @@ impl Modify for BearerAuth {
         crate::rides::routes::create::create_ride,
         crate::rides::routes::list::list_rides,
         crate::rides::routes::get::get_ride,
+        crate::refunds::routes::create::create_refund,
+        crate::refunds::routes::list::list_refunds,
+        crate::refunds::routes::get::get_refund,
+        crate::webhooks::route::stripe_webhook,
         crate::health::healthz,
         crate::health::readyz,
         crate::metrics::serve,
@@ -94,7 +101,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(ProblemDocument, FieldError)),
     modifiers(&BearerAuth),
-    tags((name = "rides"), (name = "operations"))
+    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

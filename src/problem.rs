@@ -31,6 +31,8 @@ pub enum ProblemKind {
     CardDeclined,
     PaymentGatewayRejected,
     PaymentGatewayUnavailable,
+    RefundNotAllowed,
+    InvalidSignature,
     ServiceUnavailable,
     InternalError,
 }
@@ -88,6 +90,8 @@ impl ProblemKind {
                 "The payment gateway is unavailable",
                 503,
             ),
+            RefundNotAllowed => ("refund-not-allowed", "The refund is not allowed", 422),
+            InvalidSignature => ("invalid-signature", "The webhook signature is invalid", 400),
             ServiceUnavailable => ("service-unavailable", "Service unavailable", 503),
             InternalError => ("internal-error", "Internal server error", 500),
         }
@@ -199,6 +203,10 @@ impl From<ServiceError> for Problem {
         match err {
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
+            ServiceError::RefundNotAllowed(detail) => {
+                metrics::idempotency_outcome("refund_not_allowed");
+                Problem::new(ProblemKind::RefundNotAllowed, detail)
+            }
             ServiceError::KeyInUse => {
                 metrics::idempotency_outcome("in_use");
                 Problem::new(
@@ -222,8 +230,8 @@ impl From<ServiceError> for Problem {
                 metrics::idempotency_outcome("transient");
                 Problem::new(
                     ProblemKind::PaymentGatewayUnavailable,
-                    "the payment gateway did not complete the charge; retry with the same \
-                     Idempotency-Key, you will not be charged twice",
+                    "the payment gateway did not complete the request; retry with the same \
+                     Idempotency-Key, it will not be made twice",
                 )
                 .with_retry_after(retry_after)
             }

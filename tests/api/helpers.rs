@@ -489,6 +489,7 @@ pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) ->
         database_url: ledger_url.to_owned(),
         faults,
         api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        webhook: None,
     })
     .expect("start the fake gateway")
 }
@@ -500,6 +501,7 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
         api_base: fake.url(),
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
+        webhook_secret: None,
     }
 }
 

@@ -4,12 +4,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
-use crate::crash;
-use crate::idempotency::http::{idempotency_key, respond};
-use crate::json_body::{read_json, MAX_BODY_BYTES};
+use crate::idempotency::http;
 use crate::openapi::{ApiProblems, IdempotencyKeyHeader, ProblemDocument};
 use crate::problem::Problem;
-use crate::request_id;
 use crate::rides::model::Ride;
 use crate::rides::request::{RideParams, RideRequest};
 use crate::rides::service;
@@ -48,15 +45,11 @@ pub async fn create_ride(
     payload: web::Payload,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    let body = read_json(&request, payload, MAX_BODY_BYTES).await?;
-    let key = idempotency_key(&request)?;
-    let params = RideParams::parse(&body).map_err(Problem::invalid)?;
-    let path = request.path().to_owned();
-    let outcome =
-        request_id::block(move || service::create_ride(&context, &user, &key, &path, &params))
-            .await??;
-    if !outcome.replayed {
-        crash::point(crash::AFTER_FINISHED);
-    }
-    Ok(respond(&outcome.response, outcome.replayed))
+    http::post(
+        &request,
+        payload,
+        RideParams::parse,
+        move |key, path, params| service::create_ride(&context, &user, &key, &path, &params),
+    )
+    .await
 }
