@@ -173,7 +173,10 @@ mod tests {
             Some("ch_1")
         );
         let other = Event::parse(other).unwrap();
-        assert_eq!((other.charge_id, other.type_label()), (None, "other"));
+        assert_eq!(
+            (other.charge_id.as_deref(), other.type_label()),
+            (None, "other")
+        );
         assert_eq!(Event::parse(b"{}"), None);
     }
 }

@@ -324,6 +324,75 @@ impl TestApp {
         panic!("key {key} never reached a final answer");
     }
 
+    /// `POST /api/rides/{ride_id}/refunds` as the test's user.
+    pub async fn post_refund(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+        self.post_refund_to(&self.address, &self.user.api_key, ride_id, key, body)
+            .await
+            .expect("the server answers")
+    }
+
+    pub async fn post_refund_to(
+        &self,
+        address: &str,
+        api_key: &str,
+        ride_id: i64,
+        key: &str,
+        body: &str,
+    ) -> Result<Answer, reqwest::Error> {
+        let response = self
+            .client
+            .post(format!("{address}/api/rides/{ride_id}/refunds"))
+            .bearer_auth(api_key)
+            .header("Idempotency-Key", key)
+            .header("Content-Type", "application/json")
+            .body(body.to_owned())
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await?;
+        Ok(Answer::read(response).await)
+    }
+
+    /// A ride, charged, through the API; returns its id.
+    pub async fn charged_ride(&self, key: &str) -> i64 {
+        let answer = self.post_ride(key, RIDE).await;
+        assert_eq!(
+            answer.status,
+            201,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        answer.json()["id"].as_i64().unwrap()
+    }
+
+    /// A Stripe event delivered to `POST /webhooks/stripe` with the given
+    /// `Stripe-Signature` (None: no header).
+    pub async fn post_webhook(&self, body: &str, signature: Option<&str>) -> Answer {
+        let mut request = self
+            .client
+            .post(format!("{}/webhooks/stripe", self.address))
+            .header("Content-Type", "application/json")
+            .body(body.to_owned());
+        if let Some(signature) = signature {
+            request = request.header("Stripe-Signature", signature);
+        }
+        Answer::read(request.send().await.unwrap()).await
+    }
+
+    /// The event, signed now with the suite's webhook secret.
+    pub async fn post_signed_webhook(&self, body: &str) -> Answer {
+        let signature = ridepay::payments::stripe::signature::sign(
+            WEBHOOK_SECRET,
+            chrono::Utc::now().timestamp(),
+            body.as_bytes(),
+        );
+        self.post_webhook(body, Some(&signature)).await
+    }
+
+    /// The ride as the API shows it.
+    pub async fn ride(&self, ride_id: i64) -> Value {
+        self.get(&format!("/api/rides/{ride_id}")).await.json()
+    }
+
     pub async fn get(&self, path: &str) -> Answer {
         self.get_as(&self.user.api_key, path).await
     }
@@ -476,6 +545,21 @@ pub fn expire_leases(app: &TestApp) {
     diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
         .execute(&mut app.db())
         .unwrap();
+}
+
+/// The secret that signs the suite's Stripe webhooks.
+pub const WEBHOOK_SECRET: &str = "whsec_ridepay_suite";
+
+/// A Stripe event of `event_type` about `object`, created at `created`.
+pub fn stripe_event(id: &str, event_type: &str, created: i64, object: Value) -> String {
+    json!({
+        "id": id,
+        "object": "event",
+        "type": event_type,
+        "created": created,
+        "data": { "object": object },
+    })
+    .to_string()
 }
 
 /// The key the fake gateways of the suite accept.
