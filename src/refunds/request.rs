@@ -35,6 +35,8 @@ pub struct RefundBody {
     reason: Option<String>,
 }
 
+pub use RefundBody as RefundRequest;
+
 impl RefundParams {
     /// An empty body is a refund of everything that remains.
     pub fn parse(ride_id: i64, body: &[u8]) -> Result<RefundParams, Vec<FieldError>> {
@@ -143,5 +145,3 @@ mod tests {
         assert_eq!(fields("{"), ["body"]);
     }
 }
-
-pub use RefundBody as RefundRequest;
