@@ -63,6 +63,24 @@ pub enum ApiProblems {
     Unavailable(ProblemDocument),
 }
 
+/// Answers every idempotent POST may give before its own.
+#[derive(IntoResponses)]
+pub enum IdempotentPostProblems {
+    /// Invalid or missing `Idempotency-Key`, or an invalid body (nothing
+    /// written, the key not consumed).
+    #[response(status = 400, content_type = "application/problem+json")]
+    Invalid(ProblemDocument),
+    /// Another request with this key is in flight.
+    #[response(status = 409, content_type = "application/problem+json", headers(("Retry-After" = String)))]
+    InUse(ProblemDocument),
+    /// Body over 16 KiB.
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(ProblemDocument),
+    /// Body not `application/json`.
+    #[response(status = 415, content_type = "application/problem+json")]
+    UnsupportedMediaType(ProblemDocument),
+}
+
 struct BearerAuth;
 
 impl Modify for BearerAuth {

@@ -8,6 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::idempotency::StoredResponse;
 use crate::metrics;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
@@ -174,6 +175,17 @@ impl Problem {
             extensions: &self.extensions,
         })
         .expect("a problem always serialises")
+    }
+}
+
+impl Problem {
+    /// The problem as a response to store with a finished key.
+    pub fn stored(&self) -> StoredResponse {
+        StoredResponse {
+            status: self.kind.status().as_u16(),
+            headers: vec![("Content-Type".to_owned(), PROBLEM_CONTENT_TYPE.to_owned())],
+            body: self.body(),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use diesel::{Connection, PgConnection};
 
 use super::claim::{self, Claim, IdempotentRequest, Lookup};
-use super::lease::Lease;
+use super::lease::{in_transaction, Lease};
 use super::policy::KeyPolicy;
 use super::record::KeyRecord;
 use super::recovery_point::RecoveryPoints;
@@ -74,7 +74,7 @@ pub fn run<P: RecoveryPoints>(
 /// Runs `phases` on the lease; on any failure but a lost lease, gives the
 /// lease up where it stands, so a retry (or the completer) can resume at once
 /// instead of waiting for it to expire.
-pub fn release_on_failure<P: RecoveryPoints>(
+fn release_on_failure<P: RecoveryPoints>(
     pool: &DbPool,
     mut lease: Lease<P>,
     phases: impl FnOnce(&mut Lease<P>) -> Result<StoredResponse, ServiceError>,
@@ -97,11 +97,35 @@ pub fn release_on_failure<P: RecoveryPoints>(
     result
 }
 
-/// The response stored with a finished key.
-pub fn stored_response(
-    conn: &mut PgConnection,
-    key_id: i64,
+/// Drives a claimed key from its recovery point to Finished, releasing the
+/// lease where a failure leaves it. `first_phase` takes a key at `started` to
+/// the endpoint's first point in a transaction of its own; `later_phases`
+/// runs from the endpoint's other points and returns the response once it
+/// is stored (`None` sends the key round again, at its new point). A key
+/// found finished answers with its stored response.
+pub fn drive<P: RecoveryPoints>(
+    pool: &DbPool,
+    lease: Lease<P>,
+    first_phase: impl Fn(&mut PgConnection, &mut Lease<P>) -> Result<(), ServiceError>,
+    mut later_phases: impl FnMut(&mut Lease<P>) -> Result<Option<StoredResponse>, ServiceError>,
 ) -> Result<StoredResponse, ServiceError> {
+    release_on_failure(pool, lease, |lease| loop {
+        let point = lease.recovery_point();
+        if point == P::FINISHED {
+            return stored_response(&mut *pool.get()?, lease.key_id());
+        }
+        if point == P::STARTED {
+            in_transaction(&mut *pool.get()?, lease, &first_phase)?;
+            continue;
+        }
+        if let Some(response) = later_phases(lease)? {
+            return Ok(response);
+        }
+    })
+}
+
+/// The response stored with a finished key.
+fn stored_response(conn: &mut PgConnection, key_id: i64) -> Result<StoredResponse, ServiceError> {
     KeyRecord::load(conn, key_id)?
         .stored_response()
         .ok_or_else(|| anyhow::anyhow!("finished key {key_id} has no response").into())

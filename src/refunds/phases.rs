@@ -17,7 +17,7 @@ use super::request::RefundParams;
 use crate::audit;
 use crate::idempotency::{Lease, StoredResponse};
 use crate::payments::{self, derived_key, GatewayError, PaymentGateway, RefundRequest};
-use crate::problem::{Problem, ProblemKind, PROBLEM_CONTENT_TYPE};
+use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{Ride, RideStatus};
 use crate::service_error::ServiceError;
 
@@ -143,14 +143,7 @@ pub fn finish_refunded(
     lease: &mut RefundLease,
 ) -> Result<StoredResponse, ServiceError> {
     let refund = model::find_by_key(conn, lease.key_id())?;
-    let response = StoredResponse {
-        status: 201,
-        headers: vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("Location".to_owned(), refund.location()),
-        ],
-        body: refund.to_json(),
-    };
+    let response = StoredResponse::created(refund.location(), refund.to_json());
     lease.finish(conn, &response)?;
     Ok(response)
 }
@@ -172,11 +165,7 @@ pub fn finish_failed(
     let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
         .with_extension("ride_id", refund.ride_id)
         .with_extension("refund_id", refund.id);
-    let response = StoredResponse {
-        status: problem.kind().status().as_u16(),
-        headers: vec![("Content-Type".to_owned(), PROBLEM_CONTENT_TYPE.to_owned())],
-        body: problem.body(),
-    };
+    let response = problem.stored();
     lease.finish(conn, &response)?;
     model::settle(conn, refund.id, RefundStatus::Failed, None)?;
     Ok(response)

@@ -54,62 +54,56 @@ pub fn resume(
     lease: RefundLease,
     params: &RefundParams,
 ) -> Result<StoredResponse, ServiceError> {
-    flow::release_on_failure(&context.pool, lease, |lease| {
-        run_phases(context, lease, params)
-    })
+    flow::drive(
+        &context.pool,
+        lease,
+        |conn, lease| phases::create_refund(conn, lease, params).map(drop),
+        |lease| later_phases(context, lease),
+    )
 }
 
-fn run_phases(
+/// The phases from the endpoint's own recovery points on.
+fn later_phases(
     context: &ServiceContext,
     lease: &mut RefundLease,
-    params: &RefundParams,
-) -> Result<StoredResponse, ServiceError> {
-    loop {
-        match lease.recovery_point() {
-            RecoveryPoint::Started => {
+) -> Result<Option<StoredResponse>, ServiceError> {
+    match lease.recovery_point() {
+        // The flow's own.
+        RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
+        RecoveryPoint::RefundCreated => {
+            let (ride, refund) = {
                 let mut conn = context.pool.get()?;
-                in_transaction(&mut conn, lease, |conn, lease| {
-                    phases::create_refund(conn, lease, params)
-                })?;
-            }
-            RecoveryPoint::RefundCreated => {
-                let (ride, refund) = {
-                    let mut conn = context.pool.get()?;
-                    let refund = model::find_by_key(&mut conn, lease.key_id())?;
-                    (rides::model::find_ride(&mut conn, refund.ride_id)?, refund)
-                };
-                // No pooled connection is held while the gateway works.
-                let refunded = phases::refund(
-                    context.gateway.as_ref(),
-                    context.installation_id,
-                    lease,
-                    &ride,
-                    &refund,
-                );
-                crash::point(crash::AFTER_REFUND);
-                let mut conn = context.pool.get()?;
-                return match refunded {
-                    // RefundCompleted and Finished share one transaction.
-                    Ok(made) => in_transaction(&mut conn, lease, |conn, lease| {
-                        phases::record_refund(conn, lease, &refund, &made)?;
-                        crash::point(crash::AFTER_REFUND_COMPLETED);
-                        phases::finish_refunded(conn, lease)
-                    }),
-                    Err(
-                        failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
-                    ) => in_transaction(&mut conn, lease, |conn, lease| {
+                let refund = model::find_by_key(&mut conn, lease.key_id())?;
+                (rides::model::find_ride(&mut conn, refund.ride_id)?, refund)
+            };
+            // No pooled connection is held while the gateway works.
+            let refunded = phases::refund(
+                context.gateway.as_ref(),
+                context.installation_id,
+                lease,
+                &ride,
+                &refund,
+            );
+            crash::point(crash::AFTER_REFUND);
+            let mut conn = context.pool.get()?;
+            let response = match refunded {
+                // RefundCompleted and Finished share one transaction.
+                Ok(made) => in_transaction(&mut conn, lease, |conn, lease| {
+                    phases::record_refund(conn, lease, &refund, &made)?;
+                    crash::point(crash::AFTER_REFUND_COMPLETED);
+                    phases::finish_refunded(conn, lease)
+                }),
+                Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
+                    in_transaction(&mut conn, lease, |conn, lease| {
                         phases::finish_failed(conn, lease, &refund, &failure)
-                    }),
-                    Err(failure) => Err(failure.into_unavailable()),
-                };
-            }
-            RecoveryPoint::RefundCompleted => {
-                let mut conn = context.pool.get()?;
-                return in_transaction(&mut conn, lease, phases::finish_refunded);
-            }
-            RecoveryPoint::Finished => {
-                return flow::stored_response(&mut *context.pool.get()?, lease.key_id());
-            }
+                    })
+                }
+                Err(failure) => Err(failure.into_unavailable()),
+            }?;
+            Ok(Some(response))
+        }
+        RecoveryPoint::RefundCompleted => {
+            in_transaction(&mut *context.pool.get()?, lease, phases::finish_refunded).map(Some)
         }
     }
 }

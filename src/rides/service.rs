@@ -53,57 +53,51 @@ pub fn resume(
     lease: RideLease,
     params: &RideParams,
 ) -> Result<StoredResponse, ServiceError> {
-    flow::release_on_failure(&context.pool, lease, |lease| {
-        run_phases(context, lease, params)
-    })
+    flow::drive(
+        &context.pool,
+        lease,
+        |conn, lease| phases::create_ride(conn, lease, params).map(drop),
+        |lease| later_phases(context, lease),
+    )
 }
 
-fn run_phases(
+/// The phases from the endpoint's own recovery points on.
+fn later_phases(
     context: &ServiceContext,
     lease: &mut RideLease,
-    params: &RideParams,
-) -> Result<StoredResponse, ServiceError> {
-    loop {
-        match lease.recovery_point() {
-            RecoveryPoint::Started => {
-                let mut conn = context.pool.get()?;
-                in_transaction(&mut conn, lease, |conn, lease| {
-                    phases::create_ride(conn, lease, params)
-                })?;
-            }
-            RecoveryPoint::RideCreated => {
-                let ride = model::find_by_key(&mut *context.pool.get()?, lease.key_id())?;
-                // No pooled connection is held while the gateway works.
-                let charged = phases::charge(
-                    context.gateway.as_ref(),
-                    context.installation_id,
-                    lease,
-                    &ride,
-                );
-                crash::point(crash::AFTER_CHARGE);
-                let mut conn = context.pool.get()?;
-                return match charged {
-                    // ChargeCompleted and Finished share one transaction.
-                    Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
-                        phases::record_charge(conn, lease, &ride, &charge)?;
-                        crash::point(crash::AFTER_CHARGE_COMPLETED);
-                        phases::finish_charged(conn, lease)
-                    }),
-                    Err(
-                        failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
-                    ) => in_transaction(&mut conn, lease, |conn, lease| {
+) -> Result<Option<StoredResponse>, ServiceError> {
+    match lease.recovery_point() {
+        // The flow's own.
+        RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
+        RecoveryPoint::RideCreated => {
+            let ride = model::find_by_key(&mut *context.pool.get()?, lease.key_id())?;
+            // No pooled connection is held while the gateway works.
+            let charged = phases::charge(
+                context.gateway.as_ref(),
+                context.installation_id,
+                lease,
+                &ride,
+            );
+            crash::point(crash::AFTER_CHARGE);
+            let mut conn = context.pool.get()?;
+            let response = match charged {
+                // ChargeCompleted and Finished share one transaction.
+                Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
+                    phases::record_charge(conn, lease, &ride, &charge)?;
+                    crash::point(crash::AFTER_CHARGE_COMPLETED);
+                    phases::finish_charged(conn, lease)
+                }),
+                Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
+                    in_transaction(&mut conn, lease, |conn, lease| {
                         phases::finish_unpaid(conn, lease, &ride, &failure)
-                    }),
-                    Err(failure) => Err(failure.into_unavailable()),
-                };
-            }
-            RecoveryPoint::ChargeCompleted => {
-                let mut conn = context.pool.get()?;
-                return in_transaction(&mut conn, lease, phases::finish_charged);
-            }
-            RecoveryPoint::Finished => {
-                return flow::stored_response(&mut *context.pool.get()?, lease.key_id());
-            }
+                    })
+                }
+                Err(failure) => Err(failure.into_unavailable()),
+            }?;
+            Ok(Some(response))
+        }
+        RecoveryPoint::ChargeCompleted => {
+            in_transaction(&mut *context.pool.get()?, lease, phases::finish_charged).map(Some)
         }
     }
 }

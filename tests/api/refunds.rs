@@ -309,3 +309,36 @@ async fn the_completer_finishes_a_refund_left_after_a_gateway_failure() {
     assert_eq!(replay.status, 201);
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
 }
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_answer_of_the_new_routes() {
+    let app = spawn_app().await;
+    let document = app.get("/api/openapi.json").await.json();
+    let statuses = |path: &str, method: &str| -> Vec<String> {
+        let mut statuses: Vec<String> = document["paths"][path][method]["responses"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{method} {path} is not documented"))
+            .keys()
+            .cloned()
+            .collect();
+        statuses.sort();
+        statuses
+    };
+
+    assert_eq!(
+        statuses("/api/rides/{id}/refunds", "post"),
+        ["201", "400", "401", "404", "409", "413", "415", "422", "429", "500", "502", "503"]
+    );
+    assert_eq!(
+        statuses("/api/rides/{id}/refunds", "get"),
+        ["200", "401", "404", "429", "500", "503"]
+    );
+    assert_eq!(
+        statuses("/webhooks/stripe", "post"),
+        ["200", "400", "413", "415", "500", "503"]
+    );
+    assert_eq!(
+        statuses("/api/rides", "post"),
+        ["201", "400", "401", "402", "409", "413", "415", "422", "429", "500", "502", "503"]
+    );
+}

@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
 use crate::idempotency::http;
-use crate::openapi::{ApiProblems, IdempotencyKeyHeader, ProblemDocument};
+use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::Refund;
 use crate::refunds::request::{RefundParams, RefundRequest};
@@ -30,14 +30,10 @@ use crate::refunds::service;
                 ("Location" = String, description = "`/api/rides/{id}/refunds/{refund_id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),
             )),
-        (status = 400, description = "Invalid or missing `Idempotency-Key`, or an invalid body", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 409, description = "Another request with this key is in flight", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 413, description = "Body over 16 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "`refund-not-allowed`: the ride is not charged, or the amount is more than remains (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 502, description = "The gateway refused the refund for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
         ApiProblems,
     )
 )]

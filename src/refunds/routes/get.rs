@@ -4,11 +4,10 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
-use crate::context::ServiceContext;
+use crate::context::{with_connection, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
-use crate::request_id;
 use crate::service_error::ServiceError;
 
 /// One refund of one of the caller's rides (where `Location` points).
@@ -33,11 +32,10 @@ pub async fn get_refund(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let (ride_id, refund_id) = path.into_inner();
-    let refund = request_id::block(move || -> Result<_, ServiceError> {
-        let mut conn = context.pool.get()?;
-        model::find_for_user(&mut conn, user.id, ride_id, refund_id)?.ok_or(ServiceError::NotFound)
+    let refund = with_connection(context, move |conn| {
+        model::find_for_user(conn, user.id, ride_id, refund_id)?.ok_or(ServiceError::NotFound)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/json"))
         .body(refund.to_json()))

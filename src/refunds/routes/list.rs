@@ -5,11 +5,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::AuthenticatedUser;
-use crate::context::ServiceContext;
+use crate::context::{with_connection, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
-use crate::request_id;
 use crate::rides;
 use crate::service_error::ServiceError;
 
@@ -43,12 +42,11 @@ pub async fn list_refunds(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let refunds = request_id::block(move || -> Result<_, ServiceError> {
-        let mut conn = context.pool.get()?;
-        rides::model::find_for_user(&mut conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
-        Ok(model::list_for_ride(&mut conn, ride_id)?)
+    let refunds = with_connection(context, move |conn| {
+        rides::model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
+        Ok(model::list_for_ride(conn, ride_id)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(Page {
         data: refunds,
         has_more: false,

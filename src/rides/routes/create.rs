@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
 use crate::idempotency::http;
-use crate::openapi::{ApiProblems, IdempotencyKeyHeader, ProblemDocument};
+use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::rides::model::Ride;
 use crate::rides::request::{RideParams, RideRequest};
@@ -28,14 +28,10 @@ use crate::rides::service;
                 ("Location" = String, description = "`/api/rides/{id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),
             )),
-        (status = 400, description = "Invalid or missing `Idempotency-Key`, or an invalid body", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 409, description = "Another request with this key is in flight", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 413, description = "Body over 16 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 502, description = "The gateway rejected the charge for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
         ApiProblems,
     )
 )]
