@@ -31,7 +31,18 @@ pub struct IdempotentRequest<'a> {
     pub params: &'a Value,
 }
 
-impl IdempotentRequest<'_> {
+impl<'a> IdempotentRequest<'a> {
+    /// A POST by `user_id` to `path` (as sent).
+    pub fn post(user_id: i64, key: &'a IdempotencyKey, path: &'a str, params: &'a Value) -> Self {
+        IdempotentRequest {
+            user_id,
+            key,
+            method: "POST",
+            path,
+            params,
+        }
+    }
+
     fn canonical(&self) -> Vec<u8> {
         serde_json::to_vec(self.params).expect("a JSON value always serialises")
     }

@@ -28,13 +28,7 @@ pub fn create_refund(
     rides::model::find_for_user(&mut *context.pool.get()?, user.id, params.ride_id)?
         .ok_or(ServiceError::NotFound)?;
     let canonical = params.canonical();
-    let request = IdempotentRequest {
-        user_id: user.id,
-        key,
-        method: "POST",
-        path,
-        params: &canonical,
-    };
+    let request = IdempotentRequest::post(user.id, key, path, &canonical);
     flow::run::<RecoveryPoint>(
         &context.pool,
         &context.key_policy,

@@ -22,13 +22,7 @@ pub fn create_ride(
     params: &RideParams,
 ) -> Result<Outcome, ServiceError> {
     let canonical = params.canonical();
-    let request = IdempotentRequest {
-        user_id: user.id,
-        key,
-        method: "POST",
-        path,
-        params: &canonical,
-    };
+    let request = IdempotentRequest::post(user.id, key, path, &canonical);
     flow::run::<RecoveryPoint>(
         &context.pool,
         &context.key_policy,

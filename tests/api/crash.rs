@@ -21,6 +21,11 @@ async fn crash_at(app: &mut TestApp, point: &str) {
     let first = app
         .try_post_ride_to(&server.address, &app.user.api_key, KEY, RIDE)
         .await;
+    assert_crashed(&mut server, point, first);
+}
+
+/// The request got no answer and the server died of it.
+fn assert_crashed(server: &mut ServerProcess, point: &str, first: Result<Answer, reqwest::Error>) {
     assert!(
         first.is_err(),
         "the server answered before crashing at {point}: {first:?}"
@@ -30,7 +35,7 @@ async fn crash_at(app: &mut TestApp, point: &str) {
 }
 
 /// Every later replay is the same answer.
-async fn assert_replays(app: &TestApp, address: &str, answer: &crate::helpers::Answer) {
+async fn assert_replays(app: &TestApp, address: &str, answer: &Answer) {
     for _ in 0..2 {
         let replay = app
             .post_ride_to(address, &app.user.api_key, KEY, RIDE)
@@ -49,12 +54,7 @@ async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
 
     let answer = app.retry_until_final(&restarted.address, KEY).await;
 
-    assert_eq!(
-        answer.status,
-        201,
-        "{point}: {}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    answer.assert_status(201);
     assert_eq!(app.counts(), (1, 1, 1), "{point}");
     assert_replays(&app, &restarted.address, &answer).await;
 }
@@ -82,6 +82,9 @@ async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
     assert_replays(&app, &restarted.address, &answer).await;
 }
 
+/// A test per crash point, finished by a client retry and by the completer
+/// alone, with the module's `a_client_retry_finishes_after_a_crash_at` and
+/// `the_completer_alone_finishes_after_a_crash_at`.
 macro_rules! crash_tests {
     ($($name:ident => $point:expr),* $(,)?) => {
         mod client_retry {
@@ -148,12 +151,7 @@ mod refunds {
         let first = app
             .post_refund_to(&server.address, &app.user.api_key, ride_id, KEY, REFUND)
             .await;
-        assert!(
-            first.is_err(),
-            "the server answered before crashing at {point}: {first:?}"
-        );
-        let status = server.wait_for_exit(Duration::from_secs(10));
-        assert!(!status.success(), "{point}: {status:?}");
+        assert_crashed(&mut server, point, first);
         ride_id
     }
 
@@ -172,12 +170,7 @@ mod refunds {
 
     async fn assert_one_refund(app: &TestApp, address: &str, ride_id: i64, point: &str) {
         let answer = retry_until_final(app, address, ride_id).await;
-        assert_eq!(
-            answer.status,
-            201,
-            "{point}: {}",
-            String::from_utf8_lossy(&answer.body)
-        );
+        answer.assert_status(201);
         assert_eq!(app.count("simulated_refunds"), 1, "{point}");
         assert_eq!(app.count("refunds"), 1, "{point}");
         assert_eq!(
@@ -212,20 +205,7 @@ mod refunds {
         assert_one_refund(&app, &restarted.address, ride_id, point).await;
     }
 
-    macro_rules! refund_crash_tests {
-        ($($name:ident => $point:expr),* $(,)?) => {
-            mod client_retry {
-                use super::*;
-                $(#[tokio::test] async fn $name() { a_client_retry_finishes_after_a_crash_at($point).await; })*
-            }
-            mod completer_alone {
-                use super::*;
-                $(#[tokio::test] async fn $name() { the_completer_alone_finishes_after_a_crash_at($point).await; })*
-            }
-        };
-    }
-
-    refund_crash_tests! {
+    crash_tests! {
         after_refund_created => crash::AFTER_REFUND_CREATED,
         gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
         after_refund => crash::AFTER_REFUND,

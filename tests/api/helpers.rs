@@ -243,6 +243,17 @@ impl Answer {
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// Asserts the status, showing the body when it is another.
+    pub fn assert_status(&self, status: u16) -> &Self {
+        assert_eq!(
+            self.status,
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        self
+    }
+
     /// Asserts a problem+json answer of `slug` and `status`; returns its body.
     pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
         assert_eq!(
@@ -296,9 +307,21 @@ impl TestApp {
         key: &str,
         body: &str,
     ) -> Result<Answer, reqwest::Error> {
+        self.post_idempotent(&format!("{address}/api/rides"), api_key, key, body)
+            .await
+    }
+
+    /// An idempotent JSON POST to `url`.
+    async fn post_idempotent(
+        &self,
+        url: &str,
+        api_key: &str,
+        key: &str,
+        body: &str,
+    ) -> Result<Answer, reqwest::Error> {
         let response = self
             .client
-            .post(format!("{address}/api/rides"))
+            .post(url)
             .bearer_auth(api_key)
             .header("Idempotency-Key", key)
             .header("Content-Type", "application/json")
@@ -339,28 +362,14 @@ impl TestApp {
         key: &str,
         body: &str,
     ) -> Result<Answer, reqwest::Error> {
-        let response = self
-            .client
-            .post(format!("{address}/api/rides/{ride_id}/refunds"))
-            .bearer_auth(api_key)
-            .header("Idempotency-Key", key)
-            .header("Content-Type", "application/json")
-            .body(body.to_owned())
-            .timeout(Duration::from_secs(30))
-            .send()
-            .await?;
-        Ok(Answer::read(response).await)
+        let url = format!("{address}/api/rides/{ride_id}/refunds");
+        self.post_idempotent(&url, api_key, key, body).await
     }
 
     /// A ride, charged, through the API; returns its id.
     pub async fn charged_ride(&self, key: &str) -> i64 {
         let answer = self.post_ride(key, RIDE).await;
-        assert_eq!(
-            answer.status,
-            201,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
+        answer.assert_status(201);
         answer.json()["id"].as_i64().unwrap()
     }
 
@@ -502,13 +511,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
     let canonical = params.canonical();
     let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
-    let request = IdempotentRequest {
-        user_id: app.user.id,
-        key: &key,
-        method: "POST",
-        path: "/api/rides",
-        params: &canonical,
-    };
+    let request = IdempotentRequest::post(app.user.id, &key, "/api/rides", &canonical);
     let mut lease = conn
         .transaction(|conn| {
             let Claim::Acquired(mut lease) =

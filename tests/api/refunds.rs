@@ -17,12 +17,7 @@ async fn a_refund_is_201_with_its_location_and_replays_byte_for_byte() {
 
     let first = app.post_refund(ride_id, "refund-1", REFUND).await;
 
-    assert_eq!(
-        first.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&first.body)
-    );
+    first.assert_status(201);
     let refund = first.json();
     assert_eq!(
         first.header("location"),

@@ -60,13 +60,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
     let canonical = params.canonical();
     let key = IdempotencyKey::parse(b"fenced").unwrap();
-    let request = IdempotentRequest {
-        user_id: app.user.id,
-        key: &key,
-        method: "POST",
-        path: "/api/rides",
-        params: &canonical,
-    };
+    let request = IdempotentRequest::post(app.user.id, &key, "/api/rides", &canonical);
     let claim = |conn: &mut diesel::PgConnection| -> Lease<RecoveryPoint> {
         match idempotency::claim::<RecoveryPoint>(conn, &request, &POLICY).unwrap() {
             Claim::Acquired(lease) => lease,

@@ -63,12 +63,7 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_charged_exactly_on
             assert_eq!(problem["decline_code"], "generic_decline");
             continue;
         }
-        assert_eq!(
-            answer.status,
-            201,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
+        answer.assert_status(201);
         let ride = answer.json();
         assert_eq!(ride["amount_cents"], *amount);
         let charge_id = ride["charge_id"].as_str().unwrap();
@@ -107,12 +102,7 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_charges_no_second_time() {
     answer.assert_problem(503, "payment-gateway-unavailable");
     assert!(answer.header("retry-after").is_some());
     let retried = post_until_final(&app, &patient, "slow", &body).await;
-    assert_eq!(
-        retried.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&retried.body)
-    );
+    retried.assert_status(201);
     let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
     assert_eq!(ledger_count(&ledger, ""), 1);
     assert_eq!(
@@ -184,12 +174,7 @@ async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_
     let refund = app
         .post_refund(ride_id, "refund", r#"{"amount_cents": 500}"#)
         .await;
-    assert_eq!(
-        refund.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&refund.body)
-    );
+    refund.assert_status(201);
     // Someone refunds 300 more from the dashboard.
     StripeGateway::new(&stripe_settings(&fake))
         .unwrap()
