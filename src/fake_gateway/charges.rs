@@ -239,7 +239,7 @@ impl Form {
         })
     }
 
-    pub fn positive_amount(&self, amount: &str) -> Result<i64, Response> {
+    pub fn positive_amount(amount: &str) -> Result<i64, Response> {
         amount
             .parse::<i64>()
             .ok()
@@ -268,7 +268,7 @@ impl Form {
 /// The charge parameters of a form-encoded request, as Stripe validates them.
 fn charge_request(request: &Request, idempotency_key: String) -> Result<ChargeRequest, Response> {
     let form = Form::parse(request)?;
-    let amount_cents = form.positive_amount(&form.required("amount")?)?;
+    let amount_cents = Form::positive_amount(&form.required("amount")?)?;
     let currency = form.required("currency")?;
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_lowercase()) {
         return Err(invalid_request(

@@ -33,7 +33,7 @@ fn refund_request(request: &Request, idempotency_key: String) -> Result<RefundRe
     let charge_id = form.required("charge")?;
     let amount_cents = form
         .param("amount")
-        .map(|amount| form.positive_amount(&amount))
+        .map(|amount| Form::positive_amount(&amount))
         .transpose()?;
     let reason = form.param("reason");
     if let Some(reason) = &reason {
