@@ -6,6 +6,7 @@ mod concurrency;
 mod crash;
 mod create_ride;
 mod database_faults;
+mod embedded_default;
 mod fake_gateway;
 mod gateway_contract;
 mod gateway_outcomes;
