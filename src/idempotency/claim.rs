@@ -10,7 +10,7 @@ use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
-use super::record::{self, KeyRecord};
+use super::record::KeyRecord;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::db::database_now;
@@ -244,5 +244,3 @@ fn judge<P: RecoveryPoints>(
     Ok(None)
 }
 
-/// Re-exported for callers that only need to read a key.
-pub use record::find;
