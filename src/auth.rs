@@ -8,6 +8,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 
 use crate::context::ServiceContext;
 use crate::problem::{Problem, ProblemKind};
+use crate::rate_limit::RateLimiter;
 use crate::request_id;
 use crate::service_error::ServiceError;
 use crate::users::{self, User};
@@ -39,9 +40,18 @@ impl FromRequest for AuthenticatedUser {
     fn from_request(request: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
         let token = bearer_token(request);
         let context = request.app_data::<web::Data<ServiceContext>>().cloned();
+        let limiter = request.app_data::<web::Data<RateLimiter>>().cloned();
         Box::pin(async move {
             let token = token.ok_or_else(|| unauthorized("a bearer API key is required"))?;
             let context = context.expect("ServiceContext is registered at start-up");
+            let limiter = limiter.expect("RateLimiter is registered at start-up");
+            if let Err(wait) = limiter.check(&users::hash_api_key(&token)) {
+                return Err(Problem::new(
+                    ProblemKind::RateLimited,
+                    "too many requests for this API key; slow down",
+                )
+                .with_retry_after(wait));
+            }
             let user = request_id::block(move || -> Result<_, ServiceError> {
                 let mut conn = context.pool.get()?;
                 Ok(users::find_by_api_key(&mut conn, &token)?)

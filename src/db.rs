@@ -3,12 +3,11 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::connection::SimpleConnection;
 use diesel::dsl::sql;
 use diesel::expression::SqlLiteral;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel::sql_types::Timestamptz;
+use diesel::sql_types::{Text, Timestamptz};
 use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
@@ -34,13 +33,20 @@ struct SessionLimits {
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionLimits {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        conn.batch_execute(&format!(
-            "SET application_name = 'ridepay'; SET statement_timeout = {}; \
-             SET lock_timeout = {}; SET idle_in_transaction_session_timeout = {};",
-            self.statement_timeout.as_millis(),
-            self.lock_timeout.as_millis(),
-            self.idle_in_transaction_timeout.as_millis()
-        ))
+        // set_config takes bind parameters, where SET would need the values
+        // spliced into the SQL text.
+        let millis = |limit: Duration| format!("{}ms", limit.as_millis());
+        diesel::sql_query(
+            "SELECT set_config('application_name', 'ridepay', false), \
+                    set_config('statement_timeout', $1, false), \
+                    set_config('lock_timeout', $2, false), \
+                    set_config('idle_in_transaction_session_timeout', $3, false)",
+        )
+        .bind::<Text, _>(millis(self.statement_timeout))
+        .bind::<Text, _>(millis(self.lock_timeout))
+        .bind::<Text, _>(millis(self.idle_in_transaction_timeout))
+        .execute(conn)
+        .map(drop)
         .map_err(diesel::r2d2::Error::QueryError)
     }
 }
@@ -64,17 +70,39 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
 /// Applies pending migrations under a session advisory lock, so instances
 /// starting together apply each migration exactly once.
 pub fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    with_migration_lock(conn, |conn| {
+        for version in conn
+            .run_pending_migrations(MIGRATIONS)
+            .map_err(|err| anyhow::anyhow!("migration failed: {err}"))?
+        {
+            log::info!("applied migration {version}");
+        }
+        Ok(())
+    })
+}
+
+/// Reverts every migration, dropping all data: for development, and for the
+/// test that every `down.sql` works.
+pub fn revert_all_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
+    with_migration_lock(conn, |conn| {
+        for version in conn
+            .revert_all_migrations(MIGRATIONS)
+            .map_err(|err| anyhow::anyhow!("revert failed: {err}"))?
+        {
+            log::info!("reverted migration {version}");
+        }
+        Ok(())
+    })
+}
+
+fn with_migration_lock(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     diesel::sql_query("SELECT pg_advisory_lock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;
-    let result = conn
-        .run_pending_migrations(MIGRATIONS)
-        .map(|applied| {
-            for version in applied {
-                log::info!("applied migration {version}");
-            }
-        })
-        .map_err(|err| anyhow::anyhow!("migration failed: {err}"));
+    let result = work(conn);
     diesel::sql_query("SELECT pg_advisory_unlock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;

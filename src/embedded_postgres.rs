@@ -248,8 +248,20 @@ pub fn connect_with_retry(url: &str) -> anyhow::Result<diesel::PgConnection> {
 /// The folder holding `initdb` and `postgres`: `PG_BIN_DIR` if set, else the
 /// newest version under `/usr/lib/postgresql`, else `pg_config --bindir`.
 fn find_bin_dir() -> anyhow::Result<PathBuf> {
+    let missing = || {
+        anyhow!(
+            "no PostgreSQL server binaries found (initdb, postgres). Install them \
+             (Debian/Ubuntu: `apt-get install postgresql`), point PG_BIN_DIR at their \
+             folder, or set DATABASE_URL to use an existing PostgreSQL server"
+        )
+    };
     if let Some(dir) = std::env::var_os("PG_BIN_DIR") {
-        return Ok(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        return dir
+            .join("initdb")
+            .exists()
+            .then_some(dir)
+            .ok_or_else(missing);
     }
     let mut versions: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
         .into_iter()
@@ -271,11 +283,7 @@ fn find_bin_dir() -> anyhow::Result<PathBuf> {
             return Ok(bin);
         }
     }
-    bail!(
-        "no PostgreSQL server binaries found (initdb, postgres). Install them \
-         (Debian/Ubuntu: `apt-get install postgresql`), point PG_BIN_DIR at their \
-         folder, or set DATABASE_URL to use an existing PostgreSQL server"
-    )
+    Err(missing())
 }
 
 /// The user the server runs as: ourselves, or `postgres` when we are root.

@@ -26,6 +26,7 @@ pub mod openapi;
 pub mod outbox;
 pub mod payments;
 pub mod problem;
+pub mod rate_limit;
 pub mod refunds;
 pub mod request_id;
 pub mod rides;

@@ -40,9 +40,14 @@ pub struct ProblemDocument {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct IdempotencyKeyHeader {
-    /// 1 to 255 printable ASCII characters, bare or as an RFC 8941 string
-    /// (`"abc"`); scoped to the caller.
-    #[param(rename = "Idempotency-Key", min_length = 1, max_length = 257)]
+    /// 1 to 255 printable ASCII characters, not blank; scoped to the caller.
+    /// An RFC 8941 string (`"abc"`) names the same key as its content.
+    #[param(
+        rename = "Idempotency-Key",
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[!#-~]([ -~]{0,253}[!-~])?$"
+    )]
     pub idempotency_key: String,
 }
 

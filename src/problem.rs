@@ -29,6 +29,7 @@ pub enum ProblemKind {
     MethodNotAllowed,
     PayloadTooLarge,
     UnsupportedMediaType,
+    RateLimited,
     CardDeclined,
     PaymentGatewayRejected,
     PaymentGatewayUnavailable,
@@ -80,6 +81,7 @@ impl ProblemKind {
             MethodNotAllowed => ("method-not-allowed", "Method not allowed", 405),
             PayloadTooLarge => ("payload-too-large", "Request body is too large", 413),
             UnsupportedMediaType => ("unsupported-media-type", "Unsupported media type", 415),
+            RateLimited => ("rate-limited", "Too many requests", 429),
             CardDeclined => ("card-declined", "The card was declined", 402),
             PaymentGatewayRejected => (
                 "payment-gateway-rejected",
@@ -151,7 +153,8 @@ impl Problem {
     }
 
     pub fn with_retry_after(self, after: Duration) -> Self {
-        let secs = after.as_secs().max(1);
+        // Whole seconds, rounded up: a client that waits that long is let in.
+        let secs = after.as_secs_f64().ceil().max(1.0) as u64;
         self.with_header(header::RETRY_AFTER, HeaderValue::from(secs))
     }
 

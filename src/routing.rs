@@ -28,6 +28,18 @@ pub fn method_not_allowed(allow: &'static str) -> actix_web::Route {
     })
 }
 
+/// A resource answering GET (and HEAD), and 405 to every other method.
+pub fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    web::resource(path)
+        .route(web::get().to(handler))
+        .default_service(method_not_allowed("GET"))
+}
+
 /// A path segment that does not parse (`/api/rides/abc`) names no resource.
 pub fn path_config() -> web::PathConfig {
     web::PathConfig::default().error_handler(|err: PathError, request: &HttpRequest| {

@@ -2,6 +2,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::middleware::{from_fn, Logger};
@@ -13,6 +14,7 @@ use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
+use crate::rate_limit::RateLimiter;
 use crate::webhooks::WebhookSettings;
 use crate::workers::Workers;
 use crate::{health, metrics, openapi, refunds, request_id, rides, routing, webhooks};
@@ -50,6 +52,10 @@ impl Application {
             },
             installation_id,
         });
+        let rate_limiter = web::Data::new(RateLimiter::new(
+            settings.rate_limit.per_second,
+            settings.rate_limit.burst,
+        ));
         let workers = Workers::start(settings, context.clone());
         let context = web::Data::from(context);
         let webhook_settings = web::Data::new(WebhookSettings {
@@ -68,13 +74,17 @@ impl Application {
                 .wrap(from_fn(metrics::track_requests))
                 .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())
+                .app_data(rate_limiter.clone())
                 .app_data(webhook_settings.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
-                .route("/healthz", web::get().to(health::healthz))
-                .route("/readyz", web::get().to(health::readyz))
-                .route("/metrics", web::get().to(metrics::serve))
-                .route("/api/openapi.json", web::get().to(openapi::openapi_json))
+                .service(routing::get_only("/healthz", health::healthz))
+                .service(routing::get_only("/readyz", health::readyz))
+                .service(routing::get_only("/metrics", metrics::serve))
+                .service(routing::get_only(
+                    "/api/openapi.json",
+                    openapi::openapi_json,
+                ))
                 .service(
                     web::resource("/webhooks/stripe")
                         .route(web::post().to(webhooks::route::stripe_webhook))
@@ -88,6 +98,14 @@ impl Application {
                 .default_service(web::to(routing::not_found))
         })
         .listen(listener)?;
+        // Slow clients: a request's head must arrive within the client timeout
+        // (else 408), and idle keep-alive connections are closed.
+        server = server
+            .client_request_timeout(settings.http.client_request_timeout)
+            .client_disconnect_timeout(Duration::from_secs(1))
+            .keep_alive(settings.http.keep_alive)
+            .max_connections(settings.http.max_connections)
+            .shutdown_timeout(30);
         if settings.http_workers > 0 {
             server = server.workers(settings.http_workers);
         }

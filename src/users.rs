@@ -88,6 +88,14 @@ pub fn rotate_key(conn: &mut PgConnection, user_id: i64) -> QueryResult<ApiKey> 
     Ok(key)
 }
 
+pub fn find_optional(conn: &mut PgConnection, id: i64) -> QueryResult<Option<User>> {
+    users::table
+        .find(id)
+        .select(User::as_select())
+        .first(conn)
+        .optional()
+}
+
 pub fn find_by_email(conn: &mut PgConnection, email: &str) -> QueryResult<Option<User>> {
     users::table
         .filter(users::email.eq(email))

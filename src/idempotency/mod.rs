@@ -15,12 +15,12 @@ mod record;
 mod recovery_point;
 mod stored_response;
 
-pub use claim::{claim, find, lookup, Claim, IdempotentRequest, Lookup};
+pub use claim::{claim, lookup, Claim, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
 pub use flow::Outcome;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;
-pub use record::KeyRecord;
+pub use record::{find, stuck, KeyRecord};
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
 pub use stored_response::StoredResponse;

@@ -50,6 +50,22 @@ impl KeyRecord {
     }
 }
 
+/// Unfinished keys left for an operator, or not run for longer than `idle`,
+/// oldest first.
+pub fn stuck(conn: &mut PgConnection, idle: std::time::Duration) -> QueryResult<Vec<KeyRecord>> {
+    let cutoff = crate::db::now(conn)? - crate::db::span(idle);
+    idempotency_keys::table
+        .filter(idempotency_keys::recovery_point.ne(super::recovery_point::FINISHED))
+        .filter(
+            idempotency_keys::needs_attention_at
+                .is_not_null()
+                .or(idempotency_keys::last_run_at.lt(cutoff)),
+        )
+        .order(idempotency_keys::created_at.asc())
+        .select(KeyRecord::as_select())
+        .load(conn)
+}
+
 /// A user's key row, read without any lock.
 pub fn find(conn: &mut PgConnection, user_id: i64, key: &str) -> QueryResult<Option<KeyRecord>> {
     idempotency_keys::table

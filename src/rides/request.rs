@@ -46,8 +46,10 @@ pub struct RideBody {
     #[schema(nullable = false, value_type = String, pattern = "^(usd|eur|gbp)$", example = "usd")]
     currency: Option<String>,
     /// A `tok_...` token or a `cus_...` customer; without it the user's stored
-    /// customer is charged.
-    #[schema(nullable = false, value_type = String, min_length = 1, max_length = 255, example = "tok_visa")]
+    /// customer is charged. A source of another form reaches the gateway,
+    /// which rejects it (502 `payment-gateway-rejected`).
+    #[schema(nullable = false, value_type = String, min_length = 5, max_length = 255,
+        pattern = "^(tok|cus)_[A-Za-z0-9_]{1,251}$", example = "tok_visa")]
     payment_source: Option<String>,
 }
 

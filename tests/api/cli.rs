@@ -73,6 +73,26 @@ async fn reap_deletes_old_finished_keys_and_prints_the_count() {
 }
 
 #[test]
+fn without_postgres_binaries_the_embedded_default_says_what_to_install() {
+    let data = std::env::temp_dir().join(format!("ridepay-nopg-{}", uuid::Uuid::new_v4().simple()));
+    let output = Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .arg("migrate")
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .env("PG_BIN_DIR", "/nonexistent")
+        .env("RIDEPAY_DATA_DIR", &data)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&data).ok();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("apt-get install postgresql") && stderr.contains("DATABASE_URL"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn every_subcommand_has_help() {
     for args in [
         &["--help"][..],

@@ -335,9 +335,14 @@ impl TestApp {
     /// Retries like a real client (on 409, 5xx and lost connections) until the
     /// answer is final, and returns it.
     pub async fn retry_until_final(&self, address: &str, key: &str) -> Answer {
+        self.retry_body_until_final(address, key, RIDE).await
+    }
+
+    /// `retry_until_final` with a body of the caller's.
+    pub async fn retry_body_until_final(&self, address: &str, key: &str, body: &str) -> Answer {
         for _ in 0..200 {
             match self
-                .try_post_ride_to(address, &self.user.api_key, key, RIDE)
+                .try_post_ride_to(address, &self.user.api_key, key, body)
                 .await
             {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
@@ -504,14 +509,36 @@ pub const POLICY: KeyPolicy = KeyPolicy {
     effect_deadline: Duration::from_secs(12 * 3600),
 };
 
+/// `RIDE` under `key` for the app's user, as the claim sees it.
+pub struct RideRequest {
+    pub user_id: i64,
+    pub key: IdempotencyKey,
+    pub params: RideParams,
+    canonical: Value,
+}
+
+impl RideRequest {
+    pub fn new(app: &TestApp, key: &str) -> RideRequest {
+        let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+        RideRequest {
+            user_id: app.user.id,
+            key: IdempotencyKey::parse(key.as_bytes()).unwrap(),
+            canonical: params.canonical(),
+            params,
+        }
+    }
+
+    pub fn claimable(&self) -> IdempotentRequest<'_> {
+        IdempotentRequest::post(self.user_id, &self.key, "/api/rides", &self.canonical)
+    }
+}
+
 /// Runs the real phases up to `point` and stops there, lease held, as a process
 /// killed at that moment would. Returns the charge made, if any.
 pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
     let mut conn = app.db();
-    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    let canonical = params.canonical();
-    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
-    let request = IdempotentRequest::post(app.user.id, &key, "/api/rides", &canonical);
+    let ride = RideRequest::new(app, key);
+    let (request, params) = (ride.claimable(), &ride.params);
     let mut lease = conn
         .transaction(|conn| {
             let Claim::Acquired(mut lease) =
@@ -520,7 +547,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &mut lease, &params)?;
+                phases::create_ride(conn, &mut lease, params)?;
             }
             Ok::<_, ServiceError>(lease)
         })

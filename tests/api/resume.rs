@@ -1,13 +1,12 @@
 //! A key left mid-way, the way a crash leaves it (lease still held), is
 //! finished by a retry once the lease has expired: one ride, one charge.
 
-use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, Lease};
+use ridepay::idempotency::{self, Claim, Lease};
 use ridepay::rides::phases;
-use ridepay::rides::request::RideParams;
 use ridepay::rides::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 
-use crate::helpers::{expire_leases, leave_key_at, spawn_app, TestApp, POLICY, RIDE};
+use crate::helpers::{expire_leases, leave_key_at, spawn_app, RideRequest, TestApp, POLICY, RIDE};
 
 async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
     let charge = leave_key_at(app, key, point);
@@ -57,10 +56,8 @@ async fn a_key_left_at_charge_completed_is_finished_by_a_retry_without_a_new_cha
 async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
     let app = spawn_app().await;
     let mut conn = app.db();
-    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    let canonical = params.canonical();
-    let key = IdempotencyKey::parse(b"fenced").unwrap();
-    let request = IdempotentRequest::post(app.user.id, &key, "/api/rides", &canonical);
+    let ride = RideRequest::new(&app, "fenced");
+    let (request, params) = (ride.claimable(), &ride.params);
     let claim = |conn: &mut diesel::PgConnection| -> Lease<RecoveryPoint> {
         match idempotency::claim::<RecoveryPoint>(conn, &request, &POLICY).unwrap() {
             Claim::Acquired(lease) => lease,
@@ -73,7 +70,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
     assert_eq!((stale.epoch(), taker.epoch()), (1, 2));
 
     let refused = idempotency::in_transaction(&mut conn, &mut stale, |conn, lease| {
-        phases::create_ride(conn, lease, &params)
+        phases::create_ride(conn, lease, params)
     });
 
     assert!(

@@ -2,17 +2,37 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct ServerProcess {
     child: Child,
     pub address: String,
+    /// What it printed on stdout after the address.
+    printed: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
     /// Starts `ridepay serve` on a free port with a short lease, workers off
     /// unless `env` switches them on, and waits until it listens.
     pub fn start(database_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+        Self::start_with_stderr(database_url, env, Stdio::inherit())
+    }
+
+    /// Like `start`, with the server's log (stderr) going to `log`.
+    pub fn start_logged(
+        database_url: &str,
+        env: &[(&str, &str)],
+        log: &std::path::Path,
+    ) -> ServerProcess {
+        Self::start_with_stderr(
+            database_url,
+            env,
+            std::fs::File::create(log).unwrap().into(),
+        )
+    }
+
+    fn start_with_stderr(database_url: &str, env: &[(&str, &str)], stderr: Stdio) -> ServerProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
         command
             .arg("serve")
@@ -29,13 +49,15 @@ impl ServerProcess {
             .env("OUTBOX_ENABLED", "false")
             .env("OUTBOX_INTERVAL_SECS", "1")
             .env("REAPER_ENABLED", "false")
+            // The fault and load tests send far more than a client should.
+            .env("RATE_LIMIT_PER_SECOND", "0")
             // Quiet unless asked: the fault tests make the server log a lot.
             .env(
                 "RUST_LOG",
                 std::env::var("RIDEPAY_TEST_SERVER_LOG").unwrap_or_else(|_| "off".to_owned()),
             )
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         for (name, value) in env {
             command.env(name, value);
         }
@@ -51,8 +73,36 @@ impl ServerProcess {
             }
         };
         // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        ServerProcess { child, address }
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let sink = printed.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        ServerProcess {
+            child,
+            address,
+            printed,
+        }
+    }
+
+    /// The first printed line containing `needle`, waiting up to `limit` for it.
+    pub fn printed_line(&self, needle: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self
+                .printed
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(needle))
+                .cloned();
+            if found.is_some() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits for the process to end by itself (a crash point, say).
@@ -65,6 +115,12 @@ impl ServerProcess {
             assert!(Instant::now() < deadline, "ridepay did not exit");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// SIGTERM: the graceful shutdown an orchestrator asks for.
+    pub fn terminate(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     }
 
     /// SIGKILL: no cleanup of any kind.

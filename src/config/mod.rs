@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+mod summary;
+
+pub use summary::mask_url;
+
 /// Which payment gateway implementation charges rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatewayKind {
@@ -117,6 +121,23 @@ pub struct OutboxConfig {
     pub receipt_webhook_url: Option<String>,
 }
 
+/// Per-API-key request rate; `per_second` 0 switches limiting off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimitConfig {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+/// Protection against slow and numerous clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpLimits {
+    /// Time for a request's head to arrive.
+    pub client_request_timeout: Duration,
+    pub keep_alive: Duration,
+    /// Open connections per worker thread; beyond it, accepting pauses.
+    pub max_connections: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// None: run the embedded PostgreSQL of `data_dir`.
@@ -128,6 +149,8 @@ pub struct Settings {
     pub idle_in_transaction_timeout: Duration,
     pub lease_timeout: Duration,
     pub retention: Duration,
+    pub rate_limit: RateLimitConfig,
+    pub http: HttpLimits,
     pub completer: CompleterConfig,
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
@@ -156,6 +179,15 @@ impl Settings {
             idle_in_transaction_timeout: millis("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000)?,
             lease_timeout: Duration::from_secs(var("IDEMPOTENCY_LEASE_SECS", 30)?),
             retention: Duration::from_secs(var::<u64>("IDEMPOTENCY_RETENTION_HOURS", 48)? * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: var("RATE_LIMIT_PER_SECOND", 100)?,
+                burst: var("RATE_LIMIT_BURST", 200)?,
+            },
+            http: HttpLimits {
+                client_request_timeout: millis("HTTP_CLIENT_REQUEST_TIMEOUT_MS", 5_000)?,
+                keep_alive: Duration::from_secs(var("HTTP_KEEP_ALIVE_SECS", 15)?),
+                max_connections: var("HTTP_MAX_CONNECTIONS", 10_000)?,
+            },
             completer: CompleterConfig {
                 enabled: var("COMPLETER_ENABLED", true)?,
                 interval: Duration::from_secs(var("COMPLETER_INTERVAL_SECS", 5)?),
@@ -213,6 +245,15 @@ impl Settings {
             idle_in_transaction_timeout: Duration::from_secs(10),
             lease_timeout: Duration::from_secs(30),
             retention: Duration::from_secs(48 * 3600),
+            rate_limit: RateLimitConfig {
+                per_second: 0,
+                burst: 0,
+            },
+            http: HttpLimits {
+                client_request_timeout: Duration::from_secs(5),
+                keep_alive: Duration::from_secs(15),
+                max_connections: 10_000,
+            },
             // Tests switch workers on where they are the subject.
             completer: CompleterConfig {
                 enabled: false,
@@ -262,7 +303,31 @@ impl Settings {
                 bail!("{name} must be at least 1");
             }
         }
+        // Each running worker may hold a connection; requests need the rest.
+        let workers = [
+            self.completer.enabled,
+            self.reaper.enabled,
+            self.outbox.enabled,
+        ]
+        .into_iter()
+        .filter(|enabled| *enabled)
+        .count() as u32;
+        if self.pool_size < workers + 1 {
+            bail!(
+                "DATABASE_POOL_SIZE={} leaves no connection for requests while {workers} \
+                 background workers run; use at least {}",
+                self.pool_size,
+                workers + 2
+            );
+        }
+        if let Some(url) = &self.database_url {
+            check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
+        }
+        if let Some(url) = &self.outbox.receipt_webhook_url {
+            check_url("RECEIPT_WEBHOOK_URL", url, &["http", "https"])?;
+        }
         if self.gateway == GatewayKind::Stripe {
+            check_url("STRIPE_API_BASE", &self.stripe.api_base, &["http", "https"])?;
             self.validate_stripe()?;
         }
         Ok(())
@@ -306,6 +371,23 @@ where
         Ok(_) | Err(env::VarError::NotPresent) => Ok(default),
         Err(env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8"),
     }
+}
+
+/// A URL that parses and has one of `schemes`; the message never shows the
+/// URL itself, which may hold a password.
+fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
+    let url = url::Url::parse(raw).with_context(|| format!("{name} is not a valid URL"))?;
+    if !schemes.contains(&url.scheme()) {
+        bail!(
+            "{name} must be a {} URL, not {}://...",
+            schemes.join(" or "),
+            url.scheme()
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("{name} has no host");
+    }
+    Ok(())
 }
 
 fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {

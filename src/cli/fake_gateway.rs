@@ -1,0 +1,88 @@
+//! `ridepay fake-gateway`: its flags and how they combine with the environment.
+
+use clap::Args;
+
+use super::database;
+use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
+use crate::fake_gateway::{FakeGateway, FakeGatewayConfig, WebhookTarget};
+
+#[derive(Debug, Args)]
+pub struct FakeGatewayArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:12111")]
+    bind: String,
+    /// PostgreSQL holding the ledger (migrated on start). Default: the
+    /// embedded cluster of RIDEPAY_DATA_DIR, whose `simulated_charges` it
+    /// then shares with `GATEWAY=simulated`.
+    #[arg(long)]
+    database_url: Option<String>,
+    /// The API key clients must send as `Authorization: Bearer`; default: any.
+    #[arg(long, env = "FAKE_GATEWAY_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Delay of every charge, in milliseconds [env: SIMULATED_GATEWAY_LATENCY_MS].
+    #[arg(long)]
+    latency_ms: Option<u64>,
+    /// Share of charges answered 500 `api_error` before charging
+    /// [env: SIMULATED_GATEWAY_FAIL_RATE].
+    #[arg(long, value_parser = parse_rate)]
+    fail_rate: Option<f64>,
+    /// Share of charges made, then the connection closed without an answer
+    /// [env: SIMULATED_GATEWAY_LOST_RESPONSE_RATE].
+    #[arg(long, value_parser = parse_rate)]
+    lost_response_rate: Option<f64>,
+    /// Share of charges answered 429 with `Retry-After` before charging
+    /// [env: SIMULATED_GATEWAY_RATE_LIMIT_RATE].
+    #[arg(long, value_parser = parse_rate)]
+    rate_limit_rate: Option<f64>,
+    /// Send signed Stripe events (`charge.succeeded`, `charge.failed`,
+    /// `charge.refunded`) for new charges and refunds to this URL, e.g.
+    /// `http://127.0.0.1:8080/webhooks/stripe`.
+    #[arg(long, requires = "webhook_secret")]
+    webhook_url: Option<String>,
+    /// The secret that signs them (ridepay's STRIPE_WEBHOOK_SECRET).
+    #[arg(long, env = "STRIPE_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
+}
+
+impl FakeGatewayArgs {
+    /// The flags, over the `SIMULATED_GATEWAY_*` settings.
+    fn faults(&self, settings: &SimulatedGatewaySettings) -> SimulatedGatewaySettings {
+        SimulatedGatewaySettings {
+            latency: self
+                .latency_ms
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(settings.latency),
+            fail_rate: self.fail_rate.unwrap_or(settings.fail_rate),
+            lost_response_rate: self
+                .lost_response_rate
+                .unwrap_or(settings.lost_response_rate),
+            rate_limit_rate: self.rate_limit_rate.unwrap_or(settings.rate_limit_rate),
+        }
+    }
+}
+
+fn parse_rate(value: &str) -> Result<f64, String> {
+    let rate = value.parse().map_err(|err| format!("{err}"))?;
+    config::check_rate(rate).map_err(|err| err.to_string())
+}
+
+pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
+    let (database_url, _cluster) = match &args.database_url {
+        Some(url) => (url.clone(), None),
+        None => database(settings)?,
+    };
+    let gateway = FakeGateway::start(FakeGatewayConfig {
+        bind: args.bind.clone(),
+        database_url,
+        faults: args.faults(&settings.simulated_gateway),
+        api_key: args.api_key.clone().map(ApiKey::new),
+        webhook: args
+            .webhook_url
+            .clone()
+            .zip(args.webhook_secret.clone())
+            .map(|(url, secret)| WebhookTarget { url, secret }),
+    })?;
+    println!("fake-gateway listening on {}", gateway.url());
+    gateway.wait();
+    Ok(())
+}

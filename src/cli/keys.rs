@@ -1,0 +1,82 @@
+//! `ridepay keys show | stuck`: what an operator needs at 3 a.m. to see where a
+//! request stands.
+
+use std::time::Duration;
+
+use clap::Subcommand;
+use diesel::PgConnection;
+use serde_json::{json, Value};
+
+use super::users::find_user;
+use crate::config::Settings;
+use crate::db;
+use crate::idempotency::{self, KeyRecord};
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// One key: its recovery point, lease, attempts and stored response.
+    Show {
+        /// The user's id or email.
+        #[arg(long)]
+        user: String,
+        /// The Idempotency-Key, unquoted.
+        #[arg(long)]
+        key: String,
+    },
+    /// Unfinished keys an operator should look at: left for attention, or not
+    /// run for longer than `--idle-secs`. One JSON object per line.
+    Stuck {
+        #[arg(long, default_value_t = 300)]
+        idle_secs: u64,
+    },
+}
+
+pub fn run(
+    conn: &mut PgConnection,
+    settings: &Settings,
+    command: KeysCommand,
+) -> anyhow::Result<()> {
+    let now = db::now(conn)?;
+    match command {
+        KeysCommand::Show { user, key } => {
+            let user = find_user(conn, &user)?;
+            let record = idempotency::find(conn, user.id, &key)?
+                .ok_or_else(|| anyhow::anyhow!("user {} has no key {key:?}", user.id))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&describe(&record, now, settings))?
+            );
+        }
+        KeysCommand::Stuck { idle_secs } => {
+            for record in idempotency::stuck(conn, Duration::from_secs(idle_secs))? {
+                println!("{}", describe(&record, now, settings));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &Settings) -> Value {
+    let lease_held = record
+        .locked_at
+        .is_some_and(|locked_at| locked_at > now - db::span(settings.lease_timeout));
+    json!({
+        "id": record.id,
+        "user_id": record.user_id,
+        "key": record.key,
+        "request": { "method": record.request_method, "path": record.request_path, "params": record.request_params },
+        "recovery_point": record.recovery_point,
+        "lease": { "epoch": record.lease_epoch, "locked_at": record.locked_at, "held": lease_held },
+        "attempts": record.attempts,
+        "next_attempt_at": record.next_attempt_at,
+        "needs_attention_at": record.needs_attention_at,
+        "last_error": record.last_error,
+        "last_run_at": record.last_run_at,
+        "created_at": record.created_at,
+        "response": record.stored_response().map(|response| json!({
+            "status": response.status,
+            "headers": response.headers,
+            "body": String::from_utf8_lossy(&response.body),
+        })),
+    })
+}

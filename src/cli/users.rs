@@ -1,0 +1,56 @@
+//! `ridepay users create | rotate-key`: API keys are printed once, here, and
+//! stored only as their SHA-256.
+
+use anyhow::Context;
+use clap::Subcommand;
+use diesel::PgConnection;
+use serde_json::json;
+
+use crate::users::{self, User};
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user and print its API key (shown only this once) as JSON.
+    Create {
+        #[arg(long)]
+        email: String,
+        /// A stored customer id (`cus_...`) charged when a ride names no source.
+        #[arg(long)]
+        stripe_customer: Option<String>,
+    },
+    /// Give a user a new API key; the old one stops working at once.
+    RotateKey {
+        /// The user's id or email.
+        #[arg(long)]
+        user: String,
+    },
+}
+
+pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()> {
+    let (user, key) = match command {
+        UsersCommand::Create {
+            email,
+            stripe_customer,
+        } => users::create(conn, &email, stripe_customer.as_deref())
+            .context("cannot create the user")?,
+        UsersCommand::RotateKey { user } => {
+            let user = find_user(conn, &user)?;
+            let key = users::rotate_key(conn, user.id)?;
+            (user, key)
+        }
+    };
+    println!(
+        "{}",
+        json!({ "user_id": user.id, "email": user.email, "api_key": key.expose() })
+    );
+    Ok(())
+}
+
+/// A user named by id or by email.
+pub fn find_user(conn: &mut PgConnection, id_or_email: &str) -> anyhow::Result<User> {
+    let found = match id_or_email.parse::<i64>() {
+        Ok(id) => users::find_optional(conn, id)?,
+        Err(_) => users::find_by_email(conn, id_or_email)?,
+    };
+    found.ok_or_else(|| anyhow::anyhow!("no user {id_or_email}"))
+}

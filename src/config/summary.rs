@@ -1,0 +1,98 @@
+//! The one-line summary of the effective configuration logged at start-up,
+//! with every secret masked.
+
+use super::{GatewayKind, Settings};
+
+/// A URL with its password (if any) replaced by `***`.
+pub fn mask_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("***"));
+            url.to_string()
+        }
+        Ok(url) => url.to_string(),
+        Err(_) => "<unparsable>".to_owned(),
+    }
+}
+
+impl Settings {
+    pub fn summary(&self) -> String {
+        let on_off = |enabled: bool, every: std::time::Duration| {
+            if enabled {
+                format!("every {}s", every.as_secs_f64())
+            } else {
+                "off".to_owned()
+            }
+        };
+        let gateway = match self.gateway {
+            GatewayKind::Simulated => format!(
+                "simulated(latency={}ms fail={} lost={} rate_limited={})",
+                self.simulated_gateway.latency.as_millis(),
+                self.simulated_gateway.fail_rate,
+                self.simulated_gateway.lost_response_rate,
+                self.simulated_gateway.rate_limit_rate
+            ),
+            GatewayKind::Stripe => format!(
+                "stripe(base={} key={:?} timeout={}ms connect={}ms)",
+                self.stripe.api_base,
+                self.stripe.api_key,
+                self.stripe.timeout.as_millis(),
+                self.stripe.connect_timeout.as_millis()
+            ),
+        };
+        format!(
+            "config: bind={} database={} pool={} lease={}s retention={}h gateway={} \
+             completer={} reaper={} outbox={} receipts={} stripe_webhooks={}",
+            self.bind_addr,
+            self.database_url
+                .as_deref()
+                .map(mask_url)
+                .unwrap_or_else(|| format!("embedded({})", self.data_dir.display())),
+            self.pool_size,
+            self.lease_timeout.as_secs(),
+            self.retention.as_secs() / 3600,
+            gateway,
+            on_off(self.completer.enabled, self.completer.interval),
+            on_off(self.reaper.enabled, self.reaper.interval),
+            on_off(self.outbox.enabled, self.outbox.interval),
+            self.outbox
+                .receipt_webhook_url
+                .as_deref()
+                .map(mask_url)
+                .unwrap_or_else(|| "table".to_owned()),
+            // Whether events are accepted, never the secret.
+            if self.stripe.webhook_secret.is_some() {
+                "signed"
+            } else {
+                "refused"
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ApiKey;
+
+    #[test]
+    fn secrets_are_masked() {
+        let mut settings =
+            Settings::for_database("postgres://app:hunter2@db.internal:5432/ridepay");
+        settings.gateway = GatewayKind::Stripe;
+        settings.stripe.api_key = Some(ApiKey::new("sk_test_51Hsecretsecret"));
+        settings.outbox.receipt_webhook_url = Some("https://user:pw@hooks.example/r".to_owned());
+        settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
+        let summary = settings.summary();
+        assert!(!summary.contains("hunter2"), "{summary}");
+        assert!(!summary.contains("secretsecret"), "{summary}");
+        assert!(!summary.contains(":pw@"), "{summary}");
+        assert!(!summary.contains("topsecret"), "{summary}");
+        assert!(summary.contains("stripe_webhooks=signed"), "{summary}");
+        assert!(
+            summary.contains("postgres://app:***@db.internal:5432/ridepay"),
+            "{summary}"
+        );
+        assert!(summary.contains("sk_test_****"), "{summary}");
+    }
+}
