@@ -337,3 +337,30 @@ async fn the_openapi_document_lists_every_answer_of_the_new_routes() {
         ["201", "400", "401", "402", "409", "413", "415", "422", "429", "500", "502", "503"]
     );
 }
+
+#[tokio::test]
+async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_refund_is_made() {
+    let app = spawn_app().await;
+    let ride_id = app.charged_ride("ride").await;
+    // The gateway outlasts the lease: a retry takes the lease over while the
+    // first holder still waits on its refund.
+    let slow = spawn_server(&app.database_url, |s| {
+        s.simulated_gateway.latency = Duration::from_millis(2500);
+        s.lease_timeout = Duration::from_secs(1);
+    })
+    .await;
+
+    let first = app.post_refund_to(&slow, &app.user.api_key, ride_id, "takeover", REFUND);
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        app.post_refund_to(&slow, &app.user.api_key, ride_id, "takeover", REFUND)
+            .await
+    };
+    let (first, second) = tokio::join!(first, second);
+
+    first.unwrap().assert_problem(503, "service-unavailable");
+    second.unwrap().assert_status(201);
+    assert_eq!(app.key_state("takeover")["lease_epoch"], 2);
+    assert_eq!(app.count("simulated_refunds"), 1);
+    assert_eq!(app.ride(ride_id).await["amount_refunded_cents"], 500);
+}
