@@ -29,20 +29,40 @@ impl Outcome {
     }
 }
 
+/// An endpoint's phases, as the flow runs them.
+pub trait Phases {
+    type Point: RecoveryPoints;
+
+    /// Started -> the endpoint's first point, in the caller's transaction:
+    /// the claim's, for a new key, so that an error here (a request the
+    /// endpoint refuses) rolls the claim back too and the key is not consumed.
+    fn first(
+        &self,
+        conn: &mut PgConnection,
+        lease: &mut Lease<Self::Point>,
+    ) -> Result<(), ServiceError>;
+
+    /// From the endpoint's own points on: the response once it is stored, or
+    /// `None` to go round again at the point reached.
+    fn later(&self, lease: &mut Lease<Self::Point>)
+        -> Result<Option<StoredResponse>, ServiceError>;
+
+    /// Between the claim's commit and the later phases (a crash point).
+    fn claimed(&self) {}
+}
+
 /// Runs `request`: replays, 409s and 422s come from the lookup or the claim;
-/// a key claimed at `started` runs `first_phase` in the claim's transaction
-/// (nothing external happens between them, and an error there rolls the
-/// claim back too, so the key is not consumed); then `resume` drives the
-/// lease to Finished.
-pub fn run<P: RecoveryPoints>(
+/// a key claimed at `started` runs the first phase in the claim's transaction
+/// (nothing external happens between them); then the phases drive the lease
+/// to Finished.
+pub fn run<E: Phases>(
     pool: &DbPool,
     policy: &KeyPolicy,
     request: &IdempotentRequest<'_>,
-    first_phase: impl FnOnce(&mut PgConnection, &mut Lease<P>) -> Result<(), ServiceError>,
-    resume: impl FnOnce(Lease<P>) -> Result<StoredResponse, ServiceError>,
+    phases: &E,
 ) -> Result<Outcome, ServiceError> {
     let mut conn = pool.get()?;
-    match claim::lookup::<P>(&mut conn, request, policy)? {
+    match claim::lookup::<E::Point>(&mut conn, request, policy)? {
         Lookup::Replay(response) => return Ok(Outcome::replayed(response)),
         Lookup::InUse => return Err(ServiceError::KeyInUse),
         Lookup::Reused => return Err(ServiceError::KeyReused),
@@ -50,25 +70,53 @@ pub fn run<P: RecoveryPoints>(
         Lookup::Claimable => {}
     }
     let claimed = conn.transaction(|conn| {
-        let mut claimed = claim::claim::<P>(conn, request, policy)?;
+        let mut claimed = claim::claim::<E::Point>(conn, request, policy)?;
         if let Claim::Acquired(lease) = &mut claimed {
-            if lease.recovery_point() == P::STARTED {
-                first_phase(conn, lease)?;
+            if lease.recovery_point() == E::Point::STARTED {
+                phases.first(conn, lease)?;
             }
         }
         Ok::<_, ServiceError>(claimed)
     })?;
     drop(conn);
     match claimed {
-        Claim::Acquired(lease) => Ok(Outcome {
-            response: resume(lease)?,
-            replayed: false,
-        }),
+        Claim::Acquired(lease) => {
+            phases.claimed();
+            Ok(Outcome {
+                response: drive(pool, lease, phases)?,
+                replayed: false,
+            })
+        }
         Claim::Replay(response) => Ok(Outcome::replayed(response)),
         Claim::InUse => Err(ServiceError::KeyInUse),
         Claim::Reused => Err(ServiceError::KeyReused),
         Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
     }
+}
+
+/// Drives a claimed key from its recovery point to Finished, releasing the
+/// lease where a failure leaves it. A key found finished answers with its
+/// stored response.
+pub fn drive<E: Phases>(
+    pool: &DbPool,
+    lease: Lease<E::Point>,
+    phases: &E,
+) -> Result<StoredResponse, ServiceError> {
+    release_on_failure(pool, lease, |lease| loop {
+        let point = lease.recovery_point();
+        if point == E::Point::FINISHED {
+            return stored_response(&mut *pool.get()?, lease.key_id());
+        }
+        if point == E::Point::STARTED {
+            in_transaction(&mut *pool.get()?, lease, |conn, lease| {
+                phases.first(conn, lease)
+            })?;
+            continue;
+        }
+        if let Some(response) = phases.later(lease)? {
+            return Ok(response);
+        }
+    })
 }
 
 /// Runs `phases` on the lease; on any failure but a lost lease, gives the
@@ -95,33 +143,6 @@ fn release_on_failure<P: RecoveryPoints>(
         }
     }
     result
-}
-
-/// Drives a claimed key from its recovery point to Finished, releasing the
-/// lease where a failure leaves it. `first_phase` takes a key at `started` to
-/// the endpoint's first point in a transaction of its own; `later_phases`
-/// runs from the endpoint's other points and returns the response once it
-/// is stored (`None` sends the key round again, at its new point). A key
-/// found finished answers with its stored response.
-pub fn drive<P: RecoveryPoints>(
-    pool: &DbPool,
-    lease: Lease<P>,
-    first_phase: impl Fn(&mut PgConnection, &mut Lease<P>) -> Result<(), ServiceError>,
-    mut later_phases: impl FnMut(&mut Lease<P>) -> Result<Option<StoredResponse>, ServiceError>,
-) -> Result<StoredResponse, ServiceError> {
-    release_on_failure(pool, lease, |lease| loop {
-        let point = lease.recovery_point();
-        if point == P::FINISHED {
-            return stored_response(&mut *pool.get()?, lease.key_id());
-        }
-        if point == P::STARTED {
-            in_transaction(&mut *pool.get()?, lease, &first_phase)?;
-            continue;
-        }
-        if let Some(response) = later_phases(lease)? {
-            return Ok(response);
-        }
-    })
 }
 
 /// The response stored with a finished key.

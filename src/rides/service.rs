@@ -2,6 +2,8 @@
 //! charge, record the charge, store the response. A retry, or a worker, resumes
 //! from the recovery point the key reached.
 
+use diesel::PgConnection;
+
 use super::model;
 use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
@@ -23,20 +25,11 @@ pub fn create_ride(
 ) -> Result<Outcome, ServiceError> {
     let canonical = params.canonical();
     let request = IdempotentRequest::post(user.id, key, path, &canonical);
-    flow::run::<RecoveryPoint>(
+    flow::run(
         &context.pool,
         &context.key_policy,
         &request,
-        |conn, lease| {
-            crash::point(crash::AFTER_CLAIM);
-            // A ride without a source to charge is refused here, which rolls
-            // the claim back too: nothing is written, the key not consumed.
-            phases::create_ride(conn, lease, params).map(drop)
-        },
-        |lease| {
-            crash::point(crash::AFTER_RIDE_CREATED);
-            resume(context, lease, params)
-        },
+        &RidePhases { context, params },
     )
 }
 
@@ -47,51 +40,66 @@ pub fn resume(
     lease: RideLease,
     params: &RideParams,
 ) -> Result<StoredResponse, ServiceError> {
-    flow::drive(
-        &context.pool,
-        lease,
-        |conn, lease| phases::create_ride(conn, lease, params).map(drop),
-        |lease| later_phases(context, lease),
-    )
+    flow::drive(&context.pool, lease, &RidePhases { context, params })
 }
 
-/// The phases from the endpoint's own recovery points on.
-fn later_phases(
-    context: &ServiceContext,
-    lease: &mut RideLease,
-) -> Result<Option<StoredResponse>, ServiceError> {
-    match lease.recovery_point() {
-        // The flow's own.
-        RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
-        RecoveryPoint::RideCreated => {
-            let ride = model::find_by_key(&mut *context.pool.get()?, lease.key_id())?;
-            // No pooled connection is held while the gateway works.
-            let charged = phases::charge(
-                context.gateway.as_ref(),
-                context.installation_id,
-                lease,
-                &ride,
-            );
-            crash::point(crash::AFTER_CHARGE);
-            let mut conn = context.pool.get()?;
-            let response = match charged {
-                // ChargeCompleted and Finished share one transaction.
-                Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
-                    phases::record_charge(conn, lease, &ride, &charge)?;
-                    crash::point(crash::AFTER_CHARGE_COMPLETED);
-                    phases::finish_charged(conn, lease)
-                }),
-                Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
-                    in_transaction(&mut conn, lease, |conn, lease| {
+/// The endpoint's phases, for one request.
+struct RidePhases<'a> {
+    context: &'a ServiceContext,
+    params: &'a RideParams,
+}
+
+impl flow::Phases for RidePhases<'_> {
+    type Point = RecoveryPoint;
+
+    fn first(&self, conn: &mut PgConnection, lease: &mut RideLease) -> Result<(), ServiceError> {
+        crash::point(crash::AFTER_CLAIM);
+        // A ride without a source to charge is refused here, which rolls the
+        // claim back too: nothing is written, the key not consumed.
+        phases::create_ride(conn, lease, self.params).map(drop)
+    }
+
+    fn claimed(&self) {
+        crash::point(crash::AFTER_RIDE_CREATED);
+    }
+
+    fn later(&self, lease: &mut RideLease) -> Result<Option<StoredResponse>, ServiceError> {
+        match lease.recovery_point() {
+            // The flow's own.
+            RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
+            RecoveryPoint::RideCreated => {
+                let ride = model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?;
+                // No pooled connection is held while the gateway works.
+                let charged = phases::charge(
+                    self.context.gateway.as_ref(),
+                    self.context.installation_id,
+                    lease,
+                    &ride,
+                );
+                crash::point(crash::AFTER_CHARGE);
+                let mut conn = self.context.pool.get()?;
+                let response = match charged {
+                    // ChargeCompleted and Finished share one transaction.
+                    Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
+                        phases::record_charge(conn, lease, &ride, &charge)?;
+                        crash::point(crash::AFTER_CHARGE_COMPLETED);
+                        phases::finish_charged(conn, lease)
+                    }),
+                    Err(
+                        failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
+                    ) => in_transaction(&mut conn, lease, |conn, lease| {
                         phases::finish_unpaid(conn, lease, &ride, &failure)
-                    })
-                }
-                Err(failure) => Err(failure.into_unavailable()),
-            }?;
-            Ok(Some(response))
-        }
-        RecoveryPoint::ChargeCompleted => {
-            in_transaction(&mut *context.pool.get()?, lease, phases::finish_charged).map(Some)
+                    }),
+                    Err(failure) => Err(failure.into_unavailable()),
+                }?;
+                Ok(Some(response))
+            }
+            RecoveryPoint::ChargeCompleted => in_transaction(
+                &mut *self.context.pool.get()?,
+                lease,
+                phases::finish_charged,
+            )
+            .map(Some),
         }
     }
 }
