@@ -1,6 +1,8 @@
 //! The idempotency machinery: key parsing, the request fingerprint, the claim,
-//! the lease with its fenced phase commits, and stored responses. Generic over
-//! an endpoint's recovery points; it knows nothing of any endpoint.
+//! the lease with its fenced phase commits, stored responses, and the request
+//! flow every endpoint shares (`flow`: an endpoint supplies its `Phases`).
+//! Generic over an endpoint's recovery points; it knows nothing of any
+//! endpoint.
 
 mod claim;
 pub mod completer;
