@@ -14,3 +14,18 @@ pub struct ServiceContext {
     /// Part of every derived gateway key.
     pub installation_id: Uuid,
 }
+
+/// Runs `work` on a pooled connection, on a blocking thread (as every Diesel
+/// call must be), for a handler that reads.
+pub async fn with_connection<T, F>(
+    context: actix_web::web::Data<ServiceContext>,
+    work: F,
+) -> Result<T, crate::problem::Problem>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut diesel::PgConnection) -> Result<T, crate::service_error::ServiceError>
+        + Send
+        + 'static,
+{
+    Ok(crate::request_id::block(move || work(&mut *context.pool.get()?)).await??)
+}

@@ -3,6 +3,9 @@
 //! - [`idempotency`]: keys, the claim, leases with fencing, stored responses;
 //!   generic over an endpoint's recovery points.
 //! - [`rides`]: the rides endpoint's phases and routes.
+//! - [`refunds`]: the refunds endpoint's phases and routes, on the same
+//!   machinery.
+//! - [`webhooks`]: Stripe's events, verified and applied once.
 //! - [`payments`]: the gateway trait and its implementations.
 
 pub mod audit;
@@ -24,6 +27,7 @@ pub mod outbox;
 pub mod payments;
 pub mod problem;
 pub mod rate_limit;
+pub mod refunds;
 pub mod request_id;
 pub mod rides;
 pub mod routing;
@@ -32,4 +36,5 @@ pub mod service_error;
 pub mod startup;
 pub mod users;
 pub mod validation;
+pub mod webhooks;
 pub mod workers;

@@ -25,14 +25,19 @@ pub struct Metrics {
     registry: Registry,
     http_requests: IntCounterVec,
     http_duration: HistogramVec,
-    /// How idempotent requests ended: created, replayed, in_use, reused,
-    /// declined, rejected, transient, lease_takeover, fencing_refused.
+    /// How idempotent requests (rides and refunds) ended: created, replayed,
+    /// in_use, reused, declined, rejected, refund_not_allowed, transient,
+    /// lease_takeover, fencing_refused.
     pub idempotency: IntCounterVec,
     /// Completer results per key: finished, failed, needs_attention, lease_lost.
     pub completer: IntCounterVec,
     pub reaper_deleted: IntCounter,
     /// Outbox deliveries: delivered, failed.
     pub outbox: IntCounterVec,
+    /// Stripe webhook events by type (the five charge events, or `other`, or
+    /// `unverified`) and result: applied, ignored, superseded, duplicate,
+    /// retry, failed, invalid_signature, invalid_event.
+    pub webhook_events: IntCounterVec,
     pub pool_wait: Histogram,
     pub pool_timeouts: IntCounter,
     pool_size: IntGauge,
@@ -112,6 +117,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
                     "Outbox job deliveries, by result",
                 ),
                 &["result"],
+            )
+            .unwrap(),
+        ),
+        webhook_events: register(
+            r,
+            IntCounterVec::new(
+                Opts::new(
+                    "webhook_events_total",
+                    "Stripe webhook events received, by type and result",
+                ),
+                &["type", "result"],
             )
             .unwrap(),
         ),

@@ -26,6 +26,9 @@ pub struct ProblemDocument {
     /// On `card-declined` and `payment-gateway-rejected`: the ride created.
     #[schema(nullable = false)]
     pub ride_id: Option<i64>,
+    /// On `payment-gateway-rejected` for a refund: the refund, `failed`.
+    #[schema(nullable = false)]
+    pub refund_id: Option<i64>,
     /// On `card-declined`: the gateway's error code.
     #[schema(nullable = false)]
     pub code: Option<String>,
@@ -65,6 +68,24 @@ pub enum ApiProblems {
     Unavailable(ProblemDocument),
 }
 
+/// Answers every idempotent POST may give before its own.
+#[derive(IntoResponses)]
+pub enum IdempotentPostProblems {
+    /// Invalid or missing `Idempotency-Key`, or an invalid body (nothing
+    /// written, the key not consumed).
+    #[response(status = 400, content_type = "application/problem+json")]
+    Invalid(ProblemDocument),
+    /// Another request with this key is in flight.
+    #[response(status = 409, content_type = "application/problem+json", headers(("Retry-After" = String)))]
+    InUse(ProblemDocument),
+    /// Body over 16 KiB.
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(ProblemDocument),
+    /// Body not `application/json`.
+    #[response(status = 415, content_type = "application/problem+json")]
+    UnsupportedMediaType(ProblemDocument),
+}
+
 struct BearerAuth;
 
 impl Modify for BearerAuth {
@@ -92,6 +113,10 @@ impl Modify for BearerAuth {
         crate::rides::routes::create::create_ride,
         crate::rides::routes::list::list_rides,
         crate::rides::routes::get::get_ride,
+        crate::refunds::routes::create::create_refund,
+        crate::refunds::routes::list::list_refunds,
+        crate::refunds::routes::get::get_refund,
+        crate::webhooks::route::stripe_webhook,
         crate::health::healthz,
         crate::health::readyz,
         crate::metrics::serve,
@@ -99,7 +124,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(ProblemDocument, FieldError)),
     modifiers(&BearerAuth),
-    tags((name = "rides"), (name = "operations"))
+    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

@@ -8,6 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::idempotency::StoredResponse;
 use crate::metrics;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
@@ -32,6 +33,8 @@ pub enum ProblemKind {
     CardDeclined,
     PaymentGatewayRejected,
     PaymentGatewayUnavailable,
+    RefundNotAllowed,
+    InvalidSignature,
     ServiceUnavailable,
     InternalError,
 }
@@ -90,6 +93,8 @@ impl ProblemKind {
                 "The payment gateway is unavailable",
                 503,
             ),
+            RefundNotAllowed => ("refund-not-allowed", "The refund is not allowed", 422),
+            InvalidSignature => ("invalid-signature", "The webhook signature is invalid", 400),
             ServiceUnavailable => ("service-unavailable", "Service unavailable", 503),
             InternalError => ("internal-error", "Internal server error", 500),
         }
@@ -176,6 +181,17 @@ impl Problem {
     }
 }
 
+impl Problem {
+    /// The problem as a response to store with a finished key.
+    pub fn stored(&self) -> StoredResponse {
+        StoredResponse {
+            status: self.kind.status().as_u16(),
+            headers: vec![("Content-Type".to_owned(), PROBLEM_CONTENT_TYPE.to_owned())],
+            body: self.body(),
+        }
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.kind.slug(), self.detail)
@@ -202,6 +218,10 @@ impl From<ServiceError> for Problem {
         match err {
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
+            ServiceError::RefundNotAllowed(detail) => {
+                metrics::idempotency_outcome("refund_not_allowed");
+                Problem::new(ProblemKind::RefundNotAllowed, detail)
+            }
             ServiceError::KeyInUse => {
                 metrics::idempotency_outcome("in_use");
                 Problem::new(
@@ -225,8 +245,8 @@ impl From<ServiceError> for Problem {
                 metrics::idempotency_outcome("transient");
                 Problem::new(
                     ProblemKind::PaymentGatewayUnavailable,
-                    "the payment gateway did not complete the charge; retry with the same \
-                     Idempotency-Key, you will not be charged twice",
+                    "the payment gateway did not complete the request; retry with the same \
+                     Idempotency-Key, it will not be made twice",
                 )
                 .with_retry_after(retry_after)
             }

@@ -57,6 +57,22 @@ diesel::table! {
 }
 
 diesel::table! {
+    refunds (id) {
+        id -> Int8,
+        ride_id -> Int8,
+        user_id -> Int8,
+        idempotency_key_id -> Nullable<Int8>,
+        amount_cents -> Int8,
+        currency -> Text,
+        reason -> Nullable<Text>,
+        status -> Text,
+        gateway_refund_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     rides (id) {
         id -> Int8,
         user_id -> Int8,
@@ -89,6 +105,21 @@ diesel::table! {
         failure_code -> Nullable<Text>,
         decline_code -> Nullable<Text>,
         created_at -> Timestamptz,
+        disputed -> Bool,
+    }
+}
+
+diesel::table! {
+    simulated_refunds (id) {
+        id -> Text,
+        idempotency_key -> Text,
+        charge_id -> Text,
+        amount_cents -> Int8,
+        currency -> Text,
+        reason -> Nullable<Text>,
+        metadata -> Jsonb,
+        status -> Text,
+        created_at -> Timestamptz,
     }
 }
 
@@ -106,6 +137,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    stripe_events (id) {
+        id -> Text,
+        event_type -> Text,
+        event_created -> Timestamptz,
+        charge_id -> Nullable<Text>,
+        result -> Text,
+        received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     users (id) {
         id -> Int8,
         email -> Text,
@@ -119,16 +161,23 @@ diesel::table! {
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(receipts -> rides (ride_id));
+diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
+diesel::joinable!(refunds -> rides (ride_id));
+diesel::joinable!(refunds -> users (user_id));
 diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(simulated_refunds -> simulated_charges (charge_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
     idempotency_keys,
     installation,
     receipts,
+    refunds,
     rides,
     simulated_charges,
+    simulated_refunds,
     staged_jobs,
+    stripe_events,
     users,
 );

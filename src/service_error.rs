@@ -12,6 +12,10 @@ pub enum ServiceError {
     NotFound,
     #[error("invalid request")]
     Invalid(Vec<FieldError>),
+    /// A refund the ride's state forbids (not charged, or beyond what
+    /// remains).
+    #[error("refund not allowed: {0}")]
+    RefundNotAllowed(String),
     #[error("the idempotency key is in use by another request")]
     KeyInUse,
     #[error("the idempotency key was used for a different request")]

@@ -15,8 +15,9 @@ use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
 use crate::rate_limit::RateLimiter;
+use crate::webhooks::WebhookSettings;
 use crate::workers::Workers;
-use crate::{health, metrics, openapi, request_id, rides, routing};
+use crate::{health, metrics, openapi, refunds, request_id, rides, routing, webhooks};
 
 pub struct Application {
     address: SocketAddr,
@@ -57,6 +58,9 @@ impl Application {
         ));
         let workers = Workers::start(settings, context.clone());
         let context = web::Data::from(context);
+        let webhook_settings = web::Data::new(WebhookSettings {
+            secret: settings.stripe.webhook_secret.clone(),
+        });
         let listener = TcpListener::bind(&settings.bind_addr)
             .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
         let address = listener.local_addr()?;
@@ -71,6 +75,7 @@ impl Application {
                 .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())
                 .app_data(rate_limiter.clone())
+                .app_data(webhook_settings.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
                 .service(routing::get_only("/healthz", health::healthz))
@@ -80,7 +85,16 @@ impl Application {
                     "/api/openapi.json",
                     openapi::openapi_json,
                 ))
-                .service(web::scope("/api").configure(rides::routes::configure))
+                .service(
+                    web::resource("/webhooks/stripe")
+                        .route(web::post().to(webhooks::route::stripe_webhook))
+                        .default_service(routing::method_not_allowed("POST")),
+                )
+                .service(
+                    web::scope("/api")
+                        .configure(rides::routes::configure)
+                        .configure(refunds::routes::configure),
+                )
                 .default_service(web::to(routing::not_found))
         })
         .listen(listener)?;

@@ -12,6 +12,7 @@ use crate::context::ServiceContext;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
+use crate::refunds::resumable::RefundRequests;
 use crate::rides::resumable::RideRequests;
 
 /// Running workers; `stop` ends them after their current pass.
@@ -37,9 +38,10 @@ impl Workers {
                 },
             };
             let rides = RideRequests::new(context.clone());
+            let refunds = RefundRequests::new(context.clone());
             let pool = context.pool.clone();
             workers.spawn("completer", settings.completer.interval, move || {
-                let endpoints: [&dyn Resumable; 1] = [&rides];
+                let endpoints: [&dyn Resumable; 2] = [&rides, &refunds];
                 match completer::run_once(&pool, &endpoints, &completer_settings) {
                     Ok(report) if report != Default::default() => {
                         log::info!("completer: {report:?}")

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::database;
 use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
-use crate::fake_gateway::{FakeGateway, FakeGatewayConfig};
+use crate::fake_gateway::{FakeGateway, FakeGatewayConfig, WebhookTarget};
 
 #[derive(Debug, Args)]
 pub struct FakeGatewayArgs {
@@ -34,6 +34,14 @@ pub struct FakeGatewayArgs {
     /// [env: SIMULATED_GATEWAY_RATE_LIMIT_RATE].
     #[arg(long, value_parser = parse_rate)]
     rate_limit_rate: Option<f64>,
+    /// Send signed Stripe events (`charge.succeeded`, `charge.failed`,
+    /// `charge.refunded`) for new charges and refunds to this URL, e.g.
+    /// `http://127.0.0.1:8080/webhooks/stripe`.
+    #[arg(long, requires = "webhook_secret")]
+    webhook_url: Option<String>,
+    /// The secret that signs them (ridepay's STRIPE_WEBHOOK_SECRET).
+    #[arg(long, env = "STRIPE_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
 }
 
 impl FakeGatewayArgs {
@@ -68,6 +76,11 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
         database_url,
         faults: args.faults(&settings.simulated_gateway),
         api_key: args.api_key.clone().map(ApiKey::new),
+        webhook: args
+            .webhook_url
+            .clone()
+            .zip(args.webhook_secret.clone())
+            .map(|(url, secret)| WebhookTarget { url, secret }),
     })?;
     println!("fake-gateway listening on {}", gateway.url());
     gateway.wait();

@@ -45,8 +45,9 @@ enum Command {
     /// Inspect idempotency keys.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
-    /// Serve a Stripe-compatible fake of the Charges API, backed by the
-    /// simulated gateway's ledger, with fault knobs. Prints the address it bound.
+    /// Serve a Stripe-compatible fake of the Charges and Refunds APIs, backed
+    /// by the simulated gateway's ledger, with fault knobs and optional signed
+    /// webhooks. Prints the address it bound.
     FakeGateway(fake_gateway::FakeGatewayArgs),
 }
 

@@ -81,11 +81,14 @@ pub struct StripeSettings {
     /// The whole call: connecting, sending, waiting, reading the answer.
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    /// Signs the events sent to `POST /webhooks/stripe` (`whsec_...`).
+    pub webhook_secret: Option<ApiKey>,
 }
 
 impl Default for StripeSettings {
     fn default() -> Self {
         StripeSettings {
+            webhook_secret: None,
             api_key: None,
             api_base: STRIPE_API_BASE.to_owned(),
             timeout: Duration::from_secs(10),
@@ -219,6 +222,10 @@ impl Settings {
                 api_base: var("STRIPE_API_BASE", STRIPE_API_BASE.to_owned())?,
                 timeout: millis("STRIPE_TIMEOUT_MS", 10_000)?,
                 connect_timeout: millis("STRIPE_CONNECT_TIMEOUT_MS", 3_000)?,
+                webhook_secret: env::var("STRIPE_WEBHOOK_SECRET")
+                    .ok()
+                    .filter(|secret| !secret.trim().is_empty())
+                    .map(|secret| ApiKey::new(secret.trim())),
             },
             data_dir: var("RIDEPAY_DATA_DIR", PathBuf::from(".ridepay"))?,
             http_workers: var("HTTP_WORKERS", 0)?,

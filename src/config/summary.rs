@@ -42,7 +42,7 @@ impl Settings {
         };
         format!(
             "config: bind={} database={} pool={} lease={}s retention={}h gateway={} \
-             completer={} reaper={} outbox={} receipts={}",
+             completer={} reaper={} outbox={} receipts={} stripe_webhooks={}",
             self.bind_addr,
             self.database_url
                 .as_deref()
@@ -60,6 +60,12 @@ impl Settings {
                 .as_deref()
                 .map(mask_url)
                 .unwrap_or_else(|| "table".to_owned()),
+            // Whether events are accepted, never the secret.
+            if self.stripe.webhook_secret.is_some() {
+                "signed"
+            } else {
+                "refused"
+            },
         )
     }
 }
@@ -76,10 +82,13 @@ mod tests {
         settings.gateway = GatewayKind::Stripe;
         settings.stripe.api_key = Some(ApiKey::new("sk_test_51Hsecretsecret"));
         settings.outbox.receipt_webhook_url = Some("https://user:pw@hooks.example/r".to_owned());
+        settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
         let summary = settings.summary();
         assert!(!summary.contains("hunter2"), "{summary}");
         assert!(!summary.contains("secretsecret"), "{summary}");
         assert!(!summary.contains(":pw@"), "{summary}");
+        assert!(!summary.contains("topsecret"), "{summary}");
+        assert!(summary.contains("stripe_webhooks=signed"), "{summary}");
         assert!(
             summary.contains("postgres://app:***@db.internal:5432/ridepay"),
             "{summary}"

@@ -5,16 +5,33 @@ use std::thread;
 
 use rand::Rng;
 
+use diesel::PgConnection;
+
 use super::http::{Request, Response};
 use super::server::{Reply, State};
+use super::webhooks;
 use super::wire::{self, api_error, charge_answer, charge_object, invalid_request};
 use crate::db::DbConn;
 use crate::payments::ledger::{self, LedgerError};
-use crate::payments::stripe::wire::ListObject;
+use crate::payments::stripe::wire::{ChargeObject, ListObject};
 use crate::payments::{ChargeRequest, RATE_LIMIT_RETRY_AFTER};
 
-/// `POST /v1/charges`.
-pub fn create(state: &State, request: &Request) -> Reply {
+/// What a committed effect answers, and the webhook event it causes.
+pub struct Effect {
+    pub answer: Response,
+    /// None for a replay: the event went out the first time.
+    pub event: Option<(&'static str, ChargeObject)>,
+}
+
+/// One write under Stripe's idempotency, with the fault knobs around it: a
+/// rate limit, Stripe's 409 for a key in flight, latency, a failure before
+/// acting, and the answer lost after `record` committed.
+pub fn with_faults<T>(
+    state: &State,
+    request: &Request,
+    parse: impl FnOnce(&Request, String) -> Result<T, Response>,
+    record: impl FnOnce(&mut PgConnection, T) -> Result<Effect, Response>,
+) -> Reply {
     let faults = &state.config.faults;
     let mut rng = rand::thread_rng();
     if rng.gen_bool(faults.rate_limit_rate) {
@@ -28,11 +45,12 @@ pub fn create(state: &State, request: &Request) -> Reply {
             .with_header("Stripe-Should-Retry", "true"),
         );
     }
-    let charge = match charge_request(request) {
-        Ok(charge) => charge,
-        Err(refusal) => return Reply::Answer(refusal),
-    };
-    let Some(_in_flight) = state.in_flight.enter(&charge.idempotency_key) else {
+    // Stripe acts without a key too; the ledger wants one.
+    let key = request
+        .header("idempotency-key")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("fake-unkeyed-{}", uuid::Uuid::new_v4().simple()));
+    let Some(_in_flight) = state.in_flight.enter(&key) else {
         return Reply::Answer(wire::error(
             409,
             "idempotency_error",
@@ -41,46 +59,89 @@ pub fn create(state: &State, request: &Request) -> Reply {
              retry later.",
         ));
     };
+    let parsed = match parse(request, key) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return Reply::Answer(refusal),
+    };
     if !faults.latency.is_zero() {
         thread::sleep(faults.latency);
     }
     if rng.gen_bool(faults.fail_rate) {
-        return Reply::Answer(api_error("Simulated failure before charging."));
+        return Reply::Answer(api_error("Simulated failure before acting."));
     }
     let mut conn = match connection(state) {
         Ok(conn) => conn,
         Err(refusal) => return Reply::Answer(refusal),
     };
-    let recorded = match ledger::record(&mut conn, &charge) {
-        Ok(recorded) => recorded,
-        Err(err @ LedgerError::NoSuchSource(_)) => {
-            return Reply::Answer(invalid_request(400, "resource_missing", err.to_string()))
-        }
-        Err(err @ LedgerError::KeyReused(_)) => {
-            return Reply::Answer(wire::error(400, "idempotency_error", None, err.to_string()))
-        }
-        Err(err @ LedgerError::Storage(_)) => return Reply::Answer(api_error(err.to_string())),
+    let effect = match record(&mut conn, parsed) {
+        Ok(effect) => effect,
+        Err(refusal) => return Reply::Answer(refusal),
     };
     drop(conn);
+    if let Some((event_type, object)) = effect.event {
+        webhooks::send(state, event_type, &object);
+    }
     // Committed, and then the answer is lost on the way.
     if rng.gen_bool(faults.lost_response_rate) {
         return Reply::HangUp;
     }
-    let answer = charge_answer(&recorded.charge);
-    Reply::Answer(if recorded.replayed {
+    Reply::Answer(effect.answer)
+}
+
+/// A ledger refusal in Stripe's words.
+pub fn refusal(err: LedgerError) -> Response {
+    match err {
+        LedgerError::NoSuchSource(_) | LedgerError::NoSuchCharge(_) => {
+            invalid_request(400, "resource_missing", err.to_string())
+        }
+        LedgerError::RefundTooLarge { .. } => {
+            invalid_request(400, "amount_too_large", err.to_string())
+        }
+        LedgerError::KeyReused(_) => wire::error(400, "idempotency_error", None, err.to_string()),
+        LedgerError::Storage(_) => api_error(err.to_string()),
+    }
+}
+
+/// Marks a replayed answer as Stripe does.
+pub fn replayed(answer: Response, replayed: bool) -> Response {
+    if replayed {
         answer.with_header("Idempotent-Replayed", "true")
     } else {
         answer
+    }
+}
+
+/// `POST /v1/charges`.
+pub fn create(state: &State, request: &Request) -> Reply {
+    with_faults(state, request, charge_request, |conn, charge| {
+        let recorded = ledger::record(conn, &charge).map_err(refusal)?;
+        let event_type = if recorded.charge.succeeded() {
+            "charge.succeeded"
+        } else {
+            "charge.failed"
+        };
+        let object = charge_object(conn, &recorded.charge).map_err(storage)?;
+        Ok(Effect {
+            answer: replayed(charge_answer(&recorded.charge, &object), recorded.replayed),
+            event: (!recorded.replayed).then_some((event_type, object)),
+        })
     })
+}
+
+pub fn storage(err: diesel::result::Error) -> Response {
+    api_error(format!("Ledger failed: {err}"))
 }
 
 /// `GET /v1/charges/{id}`.
 pub fn retrieve(state: &State, id: &str) -> Response {
     let found = connection(state).and_then(|mut conn| {
-        ledger::find(&mut conn, id).map_err(|err| api_error(format!("Ledger failed: {err}")))
+        let Some(charge) = ledger::find(&mut conn, id).map_err(storage)? else {
+            return Ok(None);
+        };
+        charge_object(&mut conn, &charge).map(Some).map_err(storage)
     });
     match found {
-        Ok(Some(charge)) => Response::json(200, &charge_object(&charge)),
+        Ok(Some(object)) => Response::json(200, &object),
         Ok(None) => invalid_request(404, "resource_missing", format!("No such charge: '{id}'")),
         Err(refusal) => refusal,
     }
@@ -108,16 +169,24 @@ pub fn list(state: &State, query: &str) -> Response {
     };
     let starting_after = param("starting_after");
     let page = connection(state).and_then(|mut conn| {
-        ledger::list(&mut conn, limit, starting_after)
-            .map_err(|err| api_error(format!("Ledger failed: {err}")))
+        let Some(page) = ledger::list(&mut conn, limit, starting_after).map_err(storage)? else {
+            return Ok(None);
+        };
+        let data = page
+            .charges
+            .iter()
+            .map(|charge| charge_object(&mut conn, charge))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(storage)?;
+        Ok(Some((data, page.has_more)))
     });
     match page {
-        Ok(Some(page)) => Response::json(
+        Ok(Some((data, has_more))) => Response::json(
             200,
             &ListObject {
                 object: "list".to_owned(),
-                data: page.charges.iter().map(charge_object).collect(),
-                has_more: page.has_more,
+                data,
+                has_more,
                 url: "/v1/charges".to_owned(),
             },
         ),
@@ -130,48 +199,77 @@ pub fn list(state: &State, query: &str) -> Response {
     }
 }
 
-fn connection(state: &State) -> Result<DbConn, Response> {
+pub fn connection(state: &State) -> Result<DbConn, Response> {
     state
         .pool
         .get()
         .map_err(|err| api_error(format!("Ledger unavailable: {err}")))
 }
 
-/// The charge parameters of a form-encoded request, as Stripe validates them.
-fn charge_request(request: &Request) -> Result<ChargeRequest, Response> {
-    let form: Vec<(String, String)> =
-        serde_urlencoded::from_bytes(&request.body).map_err(|err| {
-            invalid_request(
-                400,
-                "parameter_invalid",
-                format!("Invalid form body: {err}"),
-            )
-        })?;
-    let param = |name: &str| {
-        form.iter()
+/// A form-encoded body, as Stripe reads it.
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    pub fn parse(request: &Request) -> Result<Form, Response> {
+        serde_urlencoded::from_bytes(&request.body)
+            .map(Form)
+            .map_err(|err| {
+                invalid_request(
+                    400,
+                    "parameter_invalid",
+                    format!("Invalid form body: {err}"),
+                )
+            })
+    }
+
+    pub fn param(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.clone())
-    };
-    let missing = |name: &str| {
-        invalid_request(
-            400,
-            "parameter_missing",
-            format!("Missing required param: {name}."),
-        )
-    };
-    let amount = param("amount").ok_or_else(|| missing("amount"))?;
-    let amount_cents = amount
-        .parse::<i64>()
-        .ok()
-        .filter(|amount| *amount > 0)
-        .ok_or_else(|| {
+    }
+
+    pub fn required(&self, name: &str) -> Result<String, Response> {
+        self.param(name).ok_or_else(|| {
             invalid_request(
                 400,
-                "parameter_invalid_integer",
-                format!("Invalid positive integer: {amount}"),
+                "parameter_missing",
+                format!("Missing required param: {name}."),
             )
-        })?;
-    let currency = param("currency").ok_or_else(|| missing("currency"))?;
+        })
+    }
+
+    pub fn positive_amount(amount: &str) -> Result<i64, Response> {
+        amount
+            .parse::<i64>()
+            .ok()
+            .filter(|amount| *amount > 0)
+            .ok_or_else(|| {
+                invalid_request(
+                    400,
+                    "parameter_invalid_integer",
+                    format!("Invalid positive integer: {amount}"),
+                )
+            })
+    }
+
+    /// `metadata[name]=value` pairs.
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter_map(|(key, value)| {
+                let name = key.strip_prefix("metadata[")?.strip_suffix(']')?;
+                Some((name.to_owned(), value.clone()))
+            })
+            .collect()
+    }
+}
+
+/// The charge parameters of a form-encoded request, as Stripe validates them.
+fn charge_request(request: &Request, idempotency_key: String) -> Result<ChargeRequest, Response> {
+    let form = Form::parse(request)?;
+    let amount_cents = Form::positive_amount(&form.required("amount")?)?;
+    let currency = form.required("currency")?;
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_lowercase()) {
         return Err(invalid_request(
             400,
@@ -179,25 +277,16 @@ fn charge_request(request: &Request) -> Result<ChargeRequest, Response> {
             format!("Invalid currency: {currency}."),
         ));
     }
-    let source = param("customer")
-        .or_else(|| param("source"))
-        .ok_or_else(|| missing("source"))?;
+    let source = match form.param("customer") {
+        Some(customer) => customer,
+        None => form.required("source")?,
+    };
     Ok(ChargeRequest {
-        // Stripe makes a charge without a key too; the ledger wants one.
-        idempotency_key: request
-            .header("idempotency-key")
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("fake-unkeyed-{}", uuid::Uuid::new_v4().simple())),
+        idempotency_key,
         amount_cents,
         currency,
         source,
-        description: param("description").unwrap_or_default(),
-        metadata: form
-            .iter()
-            .filter_map(|(key, value)| {
-                let name = key.strip_prefix("metadata[")?.strip_suffix(']')?;
-                Some((name.to_owned(), value.clone()))
-            })
-            .collect(),
+        description: form.param("description").unwrap_or_default(),
+        metadata: form.metadata(),
     })
 }

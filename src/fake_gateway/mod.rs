@@ -1,13 +1,16 @@
 //! `ridepay fake-gateway`: the simulated gateway's ledger served over Stripe's
 //! HTTP API on loopback, with fault knobs, so the `stripe` client can be
-//! tested end to end without Stripe.
+//! tested end to end without Stripe, and its webhooks with it.
 
 mod charges;
 mod http;
+mod refunds;
 mod server;
+mod webhooks;
 mod wire;
 
 pub use server::FakeGateway;
+pub use webhooks::WebhookTarget;
 
 use crate::config::{ApiKey, SimulatedGatewaySettings};
 
@@ -19,4 +22,6 @@ pub struct FakeGatewayConfig {
     pub faults: SimulatedGatewaySettings,
     /// The key clients must send; `None` accepts any.
     pub api_key: Option<ApiKey>,
+    /// Where signed events for new charges and refunds go; `None` sends none.
+    pub webhook: Option<WebhookTarget>,
 }

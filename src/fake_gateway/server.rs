@@ -3,16 +3,17 @@
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use anyhow::Context;
 
-use super::charges;
 use super::http::{read_request, write_response, Request, Response};
+use super::webhooks::WebhookTarget;
 use super::wire::invalid_request;
 use super::FakeGatewayConfig;
+use super::{charges, refunds};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
 
@@ -30,6 +31,15 @@ pub struct State {
     pub config: FakeGatewayConfig,
     pub pool: DbPool,
     pub in_flight: InFlight,
+    /// Set at start (`--webhook-url`), or later by a test that learns the
+    /// receiver's address only after the fake is running.
+    webhook: Mutex<Option<WebhookTarget>>,
+}
+
+impl State {
+    pub fn webhook_target(&self) -> Option<WebhookTarget> {
+        self.webhook.lock().expect("webhook target").clone()
+    }
 }
 
 /// Idempotency keys whose request is being processed: a second request with
@@ -70,6 +80,7 @@ impl Drop for InFlightGuard<'_> {
 pub struct FakeGateway {
     address: SocketAddr,
     acceptor: JoinHandle<()>,
+    state: Weak<State>,
 }
 
 impl FakeGateway {
@@ -89,14 +100,29 @@ impl FakeGateway {
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let address = listener.local_addr()?;
         let state = Arc::new(State {
+            webhook: Mutex::new(config.webhook.clone()),
             config,
             pool,
             in_flight: InFlight::default(),
         });
         let acceptor = thread::Builder::new()
             .name("fake-gateway".to_owned())
-            .spawn(move || accept(&listener, &state))?;
-        Ok(FakeGateway { address, acceptor })
+            .spawn({
+                let state = Arc::clone(&state);
+                move || accept(&listener, &state)
+            })?;
+        Ok(FakeGateway {
+            address,
+            acceptor,
+            state: Arc::downgrade(&state),
+        })
+    }
+
+    /// Sends signed events for the charges and refunds made from now on.
+    pub fn send_webhooks_to(&self, target: WebhookTarget) {
+        if let Some(state) = self.state.upgrade() {
+            *state.webhook.lock().expect("webhook target") = Some(target);
+        }
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -158,6 +184,7 @@ fn route(state: &State, request: &Request) -> Reply {
     let charge_id = request.path.strip_prefix("/v1/charges/");
     match (request.method.as_str(), request.path.as_str(), charge_id) {
         ("POST", "/v1/charges", _) => charges::create(state, request),
+        ("POST", "/v1/refunds", _) => refunds::create(state, request),
         ("GET", "/v1/charges", _) => Reply::Answer(charges::list(state, &request.query)),
         ("GET", _, Some(id)) if !id.contains('/') => Reply::Answer(charges::retrieve(state, id)),
         (method, path, _) => Reply::Answer(invalid_request(

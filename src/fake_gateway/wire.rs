@@ -1,10 +1,46 @@
 //! The ledger's charges and errors in Stripe's JSON.
 
-use super::http::Response;
-use crate::payments::ledger::{LedgerCharge, DECLINE_MESSAGE};
-use crate::payments::stripe::wire::{ChargeObject, ErrorBody, ErrorObject, SourceObject};
+use diesel::{PgConnection, QueryResult};
 
-pub fn charge_object(charge: &LedgerCharge) -> ChargeObject {
+use super::http::Response;
+use crate::payments::ledger::{self, LedgerCharge, LedgerRefund, DECLINE_MESSAGE};
+use crate::payments::stripe::wire::{
+    ChargeObject, ErrorBody, ErrorObject, ListObject, RefundObject, SourceObject,
+};
+
+/// The charge with its refunds, as Stripe shows it with `expand[]=refunds`.
+pub fn charge_object(conn: &mut PgConnection, charge: &LedgerCharge) -> QueryResult<ChargeObject> {
+    let refunds: Vec<RefundObject> = ledger::refunds_of(conn, &charge.id)?
+        .iter()
+        .map(refund_object)
+        .collect();
+    let mut object = bare_charge_object(charge);
+    object.amount_refunded = refunds.iter().map(|refund| refund.amount).sum();
+    object.refunded = object.amount_refunded == charge.amount_cents;
+    object.refunds = Some(ListObject {
+        object: "list".to_owned(),
+        has_more: false,
+        url: format!("/v1/charges/{}/refunds", charge.id),
+        data: refunds,
+    });
+    Ok(object)
+}
+
+pub fn refund_object(refund: &LedgerRefund) -> RefundObject {
+    RefundObject {
+        id: refund.id.clone(),
+        object: "refund".to_owned(),
+        amount: refund.amount_cents,
+        charge: refund.charge_id.clone(),
+        currency: refund.currency.clone(),
+        status: refund.status.clone(),
+        reason: refund.reason.clone(),
+        metadata: serde_json::from_value(refund.metadata.clone()).unwrap_or_default(),
+        created: refund.created_at.timestamp(),
+    }
+}
+
+fn bare_charge_object(charge: &LedgerCharge) -> ChargeObject {
     let (source, customer) = if charge.source.starts_with("cus_") {
         (None, Some(charge.source.clone()))
     } else {
@@ -32,14 +68,16 @@ pub fn charge_object(charge: &LedgerCharge) -> ChargeObject {
         description: charge.description.clone(),
         source,
         customer,
+        disputed: charge.disputed,
+        refunds: None,
     }
 }
 
 /// The answer Stripe gives for a charge it made: the charge, or for a
 /// decline a 402 `card_error` naming the failed charge.
-pub fn charge_answer(charge: &LedgerCharge) -> Response {
+pub fn charge_answer(charge: &LedgerCharge, object: &ChargeObject) -> Response {
     match &charge.failure_code {
-        None => Response::json(200, &charge_object(charge)),
+        None => Response::json(200, object),
         Some(code) => Response::json(
             402,
             &ErrorBody {

@@ -10,7 +10,7 @@ use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
-use super::record::{self, KeyRecord};
+use super::record::KeyRecord;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::db::database_now;
@@ -31,7 +31,18 @@ pub struct IdempotentRequest<'a> {
     pub params: &'a Value,
 }
 
-impl IdempotentRequest<'_> {
+impl<'a> IdempotentRequest<'a> {
+    /// A POST by `user_id` to `path` (as sent).
+    pub fn post(user_id: i64, key: &'a IdempotencyKey, path: &'a str, params: &'a Value) -> Self {
+        IdempotentRequest {
+            user_id,
+            key,
+            method: "POST",
+            path,
+            params,
+        }
+    }
+
     fn canonical(&self) -> Vec<u8> {
         serde_json::to_vec(self.params).expect("a JSON value always serialises")
     }
@@ -89,11 +100,11 @@ pub fn lookup<P: RecoveryPoints>(
     Ok(match found {
         None => Lookup::Claimable,
         Some((record, db_now)) => match judge::<P>(request, &record, db_now, policy)? {
-            Verdict::Claimable => Lookup::Claimable,
-            Verdict::Replay(response) => Lookup::Replay(response),
-            Verdict::InUse => Lookup::InUse,
-            Verdict::Reused => Lookup::Reused,
-            Verdict::NeedsAttention => Lookup::NeedsAttention,
+            None => Lookup::Claimable,
+            Some(Answer::Replay(response)) => Lookup::Replay(response),
+            Some(Answer::InUse) => Lookup::InUse,
+            Some(Answer::Reused) => Lookup::Reused,
+            Some(Answer::NeedsAttention) => Lookup::NeedsAttention,
         },
     })
 }
@@ -132,18 +143,35 @@ pub fn claim<P: RecoveryPoints>(
         )));
     }
 
-    let (record, db_now) = keys::idempotency_keys
+    // The key exists. Most often a duplicate is in flight: answer that from a
+    // plain read, so a storm of duplicates does not queue on the row lock.
+    let plain = keys::idempotency_keys
         .filter(keys::user_id.eq(request.user_id))
         .filter(keys::key.eq(request.key.as_str()))
-        .select((KeyRecord::as_select(), database_now()))
+        .select((KeyRecord::as_select(), database_now()));
+    let (record, db_now) = plain.clone().first::<(KeyRecord, DateTime<Utc>)>(conn)?;
+    if let Some(answer) = judge::<P>(request, &record, db_now, policy)? {
+        return Ok(answer.into());
+    }
+    // It looks claimable: lock the row and judge again, since another claim
+    // may have won in between.
+    let (record, db_now) = plain
         .for_update()
         .first::<(KeyRecord, DateTime<Utc>)>(conn)?;
     match judge::<P>(request, &record, db_now, policy)? {
-        Verdict::Claimable => Ok(Claim::Acquired(take_lease(conn, &record)?)),
-        Verdict::Replay(response) => Ok(Claim::Replay(response)),
-        Verdict::InUse => Ok(Claim::InUse),
-        Verdict::Reused => Ok(Claim::Reused),
-        Verdict::NeedsAttention => Ok(Claim::NeedsAttention),
+        None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
+        Some(answer) => Ok(answer.into()),
+    }
+}
+
+impl<P> From<Answer> for Claim<P> {
+    fn from(answer: Answer) -> Self {
+        match answer {
+            Answer::Replay(response) => Claim::Replay(response),
+            Answer::InUse => Claim::InUse,
+            Answer::Reused => Claim::Reused,
+            Answer::NeedsAttention => Claim::NeedsAttention,
+        }
     }
 }
 
@@ -189,8 +217,8 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyRecord) -> Result<
         .get_result(conn)?)
 }
 
-enum Verdict {
-    Claimable,
+/// What a key's row answers a request, when it does not let it run.
+enum Answer {
     Replay(StoredResponse),
     InUse,
     Reused,
@@ -199,33 +227,30 @@ enum Verdict {
 
 /// The claim's rules, in order: a different request is refused, a finished one
 /// replayed, a live lease respected, and a key too old to resume safely left to
-/// an operator.
+/// an operator. None: the request may run.
 fn judge<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     record: &KeyRecord,
     db_now: DateTime<Utc>,
     policy: &KeyPolicy,
-) -> Result<Verdict, ServiceError> {
+) -> Result<Option<Answer>, ServiceError> {
     if !request.matches(record) {
-        return Ok(Verdict::Reused);
+        return Ok(Some(Answer::Reused));
     }
     if record.recovery_point == FINISHED {
         let response = record.stored_response().ok_or_else(|| {
             anyhow::anyhow!("finished key {} has no readable response", record.id)
         })?;
-        return Ok(Verdict::Replay(response));
+        return Ok(Some(Answer::Replay(response)));
     }
     if !policy.lease_expired(record.locked_at, db_now) {
-        return Ok(Verdict::InUse);
+        return Ok(Some(Answer::InUse));
     }
     let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
     if record.needs_attention_at.is_some()
         || (awaits_effect && policy.past_effect_deadline(record.created_at, db_now))
     {
-        return Ok(Verdict::NeedsAttention);
+        return Ok(Some(Answer::NeedsAttention));
     }
-    Ok(Verdict::Claimable)
+    Ok(None)
 }
-
-/// Re-exported for callers that only need to read a key.
-pub use record::find;

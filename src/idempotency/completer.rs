@@ -49,6 +49,15 @@ impl ClaimedKey {
     }
 }
 
+impl ClaimedKey {
+    /// The canonical request stored with the key, read back.
+    pub fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T, ServiceError> {
+        serde_json::from_value(self.record.request_params.clone()).map_err(|err| {
+            anyhow::anyhow!("key {} holds an unreadable request: {err}", self.record.id).into()
+        })
+    }
+}
+
 /// Awaits a given external effect check for an endpoint's recovery points.
 pub fn awaits_external_effect<P: RecoveryPoints>(record: &KeyRecord) -> Result<bool, ServiceError> {
     Ok(parse_point::<P>(record)?.awaits_external_effect())

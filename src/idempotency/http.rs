@@ -5,10 +5,16 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 
+use actix_web::web;
+
+use super::flow::Outcome;
 use super::key::IdempotencyKey;
 use super::stored_response::StoredResponse;
-use crate::metrics;
+use crate::json_body::{read_json, MAX_BODY_BYTES};
 use crate::problem::{Problem, ProblemKind};
+use crate::service_error::ServiceError;
+use crate::validation::FieldError;
+use crate::{crash, metrics, request_id};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
@@ -54,4 +60,29 @@ pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
         (false, _) => "created",
     });
     builder.body(response.body.clone())
+}
+
+/// An idempotent POST from the wire to the answer, in the contract's order:
+/// content type (415), body size (413), the key (400), the body (400), then
+/// `service` on a blocking thread with the key, the path as sent and the
+/// parsed request, and its answer, marked when it is a replay.
+pub async fn post<P, S>(
+    request: &HttpRequest,
+    payload: web::Payload,
+    parse: impl FnOnce(&[u8]) -> Result<P, Vec<FieldError>>,
+    service: S,
+) -> Result<HttpResponse, Problem>
+where
+    P: Send + 'static,
+    S: FnOnce(IdempotencyKey, String, P) -> Result<Outcome, ServiceError> + Send + 'static,
+{
+    let body = read_json(request, payload, MAX_BODY_BYTES).await?;
+    let key = idempotency_key(request)?;
+    let params = parse(&body).map_err(Problem::invalid)?;
+    let path = request.path().to_owned();
+    let outcome = request_id::block(move || service(key, path, params)).await??;
+    if !outcome.replayed {
+        crash::point(crash::AFTER_FINISHED);
+    }
+    Ok(respond(&outcome.response, outcome.replayed))
 }

@@ -1,10 +1,13 @@
 //! The idempotency machinery: key parsing, the request fingerprint, the claim,
-//! the lease with its fenced phase commits, and stored responses. Generic over
-//! an endpoint's recovery points; it knows nothing of any endpoint.
+//! the lease with its fenced phase commits, stored responses, and the request
+//! flow every endpoint shares (`flow`: an endpoint supplies its `Phases`).
+//! Generic over an endpoint's recovery points; it knows nothing of any
+//! endpoint.
 
 mod claim;
 pub mod completer;
 mod fingerprint;
+pub mod flow;
 pub mod http;
 mod key;
 mod lease;
@@ -14,11 +17,12 @@ mod record;
 mod recovery_point;
 mod stored_response;
 
-pub use claim::{claim, find, lookup, Claim, IdempotentRequest, Lookup};
+pub use claim::{claim, lookup, Claim, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
+pub use flow::Outcome;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;
-pub use record::{stuck, KeyRecord};
+pub use record::{find, stuck, KeyRecord};
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
 pub use stored_response::StoredResponse;

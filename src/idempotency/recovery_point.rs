@@ -13,9 +13,17 @@ pub trait RecoveryPoints: Copy + Eq + Debug + Send + Sync + 'static {
     /// Where a key with a stored response ends.
     const FINISHED: Self;
 
+    /// Every point, so a stored one can be read back.
+    const ALL: &'static [Self];
+
     fn as_str(self) -> &'static str;
 
-    fn parse(stored: &str) -> Option<Self>;
+    fn parse(stored: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|point| point.as_str() == stored)
+    }
 
     /// True while the endpoint's external effect (a charge, a refund) may
     /// still have to be made from this point.

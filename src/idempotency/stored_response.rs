@@ -11,6 +11,18 @@ pub struct StoredResponse {
 }
 
 impl StoredResponse {
+    /// A 201 with a JSON body and the `Location` of what was created.
+    pub fn created(location: String, body: Vec<u8>) -> Self {
+        StoredResponse {
+            status: 201,
+            headers: vec![
+                ("Content-Type".to_owned(), "application/json".to_owned()),
+                ("Location".to_owned(), location),
+            ],
+            body,
+        }
+    }
+
     /// The headers as stored: an ordered JSON array of `[name, value]` pairs.
     pub(crate) fn headers_json(&self) -> Value {
         Value::Array(

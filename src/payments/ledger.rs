@@ -1,13 +1,14 @@
 //! The stand-in gateway's ledger: the charges it made, one per idempotency
-//! key, in the `simulated_charges` table. Both the in-process simulated
+//! key, in the `simulated_charges` table, and their refunds, one per
+//! idempotency key too, in `simulated_refunds`. Both the in-process simulated
 //! gateway and `ridepay fake-gateway` keep their charges here, so they treat
 //! sources and keys the same way.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
-use super::gateway::{Charge, ChargeRequest, GatewayError};
-use crate::schema::simulated_charges;
+use super::gateway::{Charge, ChargeRequest, ChargeState, GatewayError, Refund, RefundRequest};
+use crate::schema::{simulated_charges, simulated_refunds};
 
 /// How a source behaves, as in Stripe's test mode.
 enum SourceBehaviour {
@@ -47,6 +48,7 @@ pub struct LedgerCharge {
     pub failure_code: Option<String>,
     pub decline_code: Option<String>,
     pub created_at: DateTime<Utc>,
+    pub disputed: bool,
 }
 
 #[derive(Insertable)]
@@ -80,6 +82,15 @@ pub enum LedgerError {
     /// Stripe's `idempotency_error`.
     #[error("Keys for idempotent requests can only be used with the same parameters they were first used with (key {0})")]
     KeyReused(String),
+    /// Stripe's `resource_missing` for a refund of an unknown charge.
+    #[error("No such charge: '{0}'")]
+    NoSuchCharge(String),
+    /// Stripe's `charge_already_refunded` / `amount_too_large`: a refund
+    /// beyond what remains of the charge (or of a charge that failed).
+    #[error(
+        "Refund amount ({requested}) is greater than unrefunded amount on charge ({remaining})"
+    )]
+    RefundTooLarge { requested: i64, remaining: i64 },
     /// Nothing was committed, so nothing was charged.
     #[error("ledger storage: {0}")]
     Storage(#[from] diesel::result::Error),
@@ -88,7 +99,9 @@ pub enum LedgerError {
 impl From<LedgerError> for GatewayError {
     fn from(err: LedgerError) -> Self {
         match err {
-            LedgerError::NoSuchSource(_) => GatewayError::Rejected {
+            LedgerError::NoSuchSource(_)
+            | LedgerError::NoSuchCharge(_)
+            | LedgerError::RefundTooLarge { .. } => GatewayError::Rejected {
                 message: err.to_string(),
             },
             LedgerError::KeyReused(_) => GatewayError::Misconfigured {
@@ -139,8 +152,11 @@ impl LedgerCharge {
 }
 
 fn metadata_json(request: &ChargeRequest) -> serde_json::Value {
-    request
-        .metadata
+    pairs_json(&request.metadata)
+}
+
+fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
+    pairs
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
         .collect::<serde_json::Map<_, _>>()
@@ -241,4 +257,166 @@ pub fn list(
     let has_more = charges.len() as i64 > limit;
     charges.truncate(limit as usize);
     Ok(Some(Page { charges, has_more }))
+}
+
+/// A refund as the ledger keeps it.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = simulated_refunds, check_for_backend(diesel::pg::Pg))]
+pub struct LedgerRefund {
+    pub id: String,
+    pub idempotency_key: String,
+    pub charge_id: String,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub reason: Option<String>,
+    pub metadata: serde_json::Value,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl LedgerRefund {
+    /// The refund as the gateway trait reports it.
+    pub fn refund(&self) -> Refund {
+        Refund {
+            id: self.id.clone(),
+            charge_id: self.charge_id.clone(),
+            amount_cents: self.amount_cents,
+            currency: self.currency.clone(),
+            reason: self.reason.clone(),
+            metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Stripe compares every parameter of a replayed request; an omitted
+    /// amount meant "what remained" the first time.
+    fn same_parameters(&self, request: &RefundRequest) -> bool {
+        self.charge_id == request.charge_id
+            && request
+                .amount_cents
+                .is_none_or(|amount| amount == self.amount_cents)
+            && self.reason == request.reason
+            && self.metadata == pairs_json(&request.metadata)
+    }
+}
+
+/// What recording a refund request found.
+#[derive(Debug)]
+pub struct RecordedRefund {
+    pub refund: LedgerRefund,
+    /// The key was already used, with the same parameters: this is that refund.
+    pub replayed: bool,
+}
+
+/// Records the refund in its own transaction, or finds the one already
+/// recorded under the same key. The charge's row lock serialises refunds of
+/// one charge, so together they never exceed it.
+pub fn record_refund(
+    conn: &mut PgConnection,
+    request: &RefundRequest,
+) -> Result<RecordedRefund, LedgerError> {
+    let recorded = conn.transaction(|conn| {
+        let charge = simulated_charges::table
+            .find(&request.charge_id)
+            .select(LedgerCharge::as_select())
+            .for_update()
+            .first(conn)
+            .optional()?
+            .ok_or_else(|| LedgerError::NoSuchCharge(request.charge_id.clone()))?;
+        let existing = simulated_refunds::table
+            .filter(simulated_refunds::idempotency_key.eq(&request.idempotency_key))
+            .select(LedgerRefund::as_select())
+            .first(conn)
+            .optional()?;
+        if let Some(refund) = existing {
+            return Ok(RecordedRefund {
+                refund,
+                replayed: true,
+            });
+        }
+        let remaining = if charge.succeeded() {
+            charge.amount_cents - refunded(conn, &charge.id)?
+        } else {
+            0
+        };
+        let amount = request.amount_cents.unwrap_or(remaining);
+        if amount <= 0 || amount > remaining {
+            return Err(LedgerError::RefundTooLarge {
+                requested: amount,
+                remaining,
+            });
+        }
+        let refund = diesel::insert_into(simulated_refunds::table)
+            .values((
+                simulated_refunds::id.eq(format!("re_sim_{}", uuid::Uuid::new_v4().simple())),
+                simulated_refunds::idempotency_key.eq(&request.idempotency_key),
+                simulated_refunds::charge_id.eq(&charge.id),
+                simulated_refunds::amount_cents.eq(amount),
+                simulated_refunds::currency.eq(&charge.currency),
+                simulated_refunds::reason.eq(&request.reason),
+                simulated_refunds::metadata.eq(pairs_json(&request.metadata)),
+                simulated_refunds::status.eq("succeeded"),
+            ))
+            .returning(LedgerRefund::as_returning())
+            .get_result(conn)?;
+        Ok(RecordedRefund {
+            refund,
+            replayed: false,
+        })
+    })?;
+    if !recorded.refund.same_parameters(request) {
+        return Err(LedgerError::KeyReused(request.idempotency_key.clone()));
+    }
+    Ok(recorded)
+}
+
+fn refunded(conn: &mut PgConnection, charge_id: &str) -> QueryResult<i64> {
+    // SUM of a BIGINT is a NUMERIC; a charge has few refunds, so add them here.
+    Ok(simulated_refunds::table
+        .filter(simulated_refunds::charge_id.eq(charge_id))
+        .select(simulated_refunds::amount_cents)
+        .load::<i64>(conn)?
+        .into_iter()
+        .sum())
+}
+
+/// The refunds of a charge, oldest first.
+pub fn refunds_of(conn: &mut PgConnection, charge_id: &str) -> QueryResult<Vec<LedgerRefund>> {
+    simulated_refunds::table
+        .filter(simulated_refunds::charge_id.eq(charge_id))
+        .order((
+            simulated_refunds::created_at.asc(),
+            simulated_refunds::id.asc(),
+        ))
+        .select(LedgerRefund::as_select())
+        .load(conn)
+}
+
+/// The card holder's bank disputes the charge (Stripe's test cards do this
+/// on their own; here tests and demos call it).
+pub fn open_dispute(conn: &mut PgConnection, charge_id: &str) -> QueryResult<bool> {
+    let updated = diesel::update(simulated_charges::table.find(charge_id))
+        .set(simulated_charges::disputed.eq(true))
+        .execute(conn)?;
+    Ok(updated == 1)
+}
+
+/// A charge with its refunds, as the gateway trait reports it.
+pub fn charge_state(conn: &mut PgConnection, id: &str) -> QueryResult<Option<ChargeState>> {
+    let Some(charge) = find(conn, id)? else {
+        return Ok(None);
+    };
+    let refunds: Vec<Refund> = refunds_of(conn, id)?
+        .iter()
+        .map(LedgerRefund::refund)
+        .collect();
+    Ok(Some(ChargeState {
+        id: charge.id.clone(),
+        amount_cents: charge.amount_cents,
+        currency: charge.currency.clone(),
+        succeeded: charge.succeeded(),
+        amount_refunded_cents: refunds.iter().map(|refund| refund.amount_cents).sum(),
+        refunds,
+        disputed: charge.disputed,
+        metadata: serde_json::from_value(charge.metadata.clone()).unwrap_or_default(),
+    }))
 }

@@ -7,6 +7,8 @@ mod simulated;
 pub mod stripe;
 
 pub use derived_key::{derived_key, installation_id};
-pub use gateway::{Charge, ChargeRequest, GatewayError, PaymentGateway};
+pub use gateway::{
+    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
 pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};
 pub use stripe::StripeGateway;

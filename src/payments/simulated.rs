@@ -8,10 +8,14 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::gateway::{Charge, ChargeRequest, GatewayError, PaymentGateway};
+use diesel::PgConnection;
+
+use super::gateway::{
+    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
 use super::ledger;
 use crate::config::SimulatedGatewaySettings;
-use crate::db::DbPool;
+use crate::db::{DbConn, DbPool};
 
 pub struct SimulatedGateway {
     pool: DbPool,
@@ -27,8 +31,13 @@ impl SimulatedGateway {
     }
 }
 
-impl PaymentGateway for SimulatedGateway {
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
+impl SimulatedGateway {
+    /// One call with the fault knobs around it: rate limit, latency, a
+    /// failure before acting, and a response lost after `act` committed.
+    fn with_faults<T>(
+        &self,
+        act: impl FnOnce(&mut PgConnection) -> Result<(T, String), GatewayError>,
+    ) -> Result<T, GatewayError> {
         let mut rng = rand::thread_rng();
         if rng.gen_bool(self.faults.rate_limit_rate) {
             return Err(GatewayError::Unavailable {
@@ -42,23 +51,50 @@ impl PaymentGateway for SimulatedGateway {
         crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT);
         if rng.gen_bool(self.faults.fail_rate) {
             return Err(GatewayError::Unavailable {
-                reason: "simulated failure before charging".to_owned(),
+                reason: "simulated failure before acting".to_owned(),
                 retry_after: None,
             });
         }
-        let mut conn = self.pool.get().map_err(|err| GatewayError::Unavailable {
-            reason: format!("simulated gateway storage: {err}"),
-            retry_after: None,
-        })?;
-        let recorded = ledger::record(&mut conn, request)?;
+        let mut conn = self.connection()?;
+        let (answer, recorded_id) = act(&mut conn)?;
         if rng.gen_bool(self.faults.lost_response_rate) {
             return Err(GatewayError::OutcomeUnknown {
-                reason: format!(
-                    "simulated lost response after recording {}",
-                    recorded.charge.id
-                ),
+                reason: format!("simulated lost response after recording {recorded_id}"),
             });
         }
-        recorded.charge.outcome()
+        Ok(answer)
+    }
+
+    fn connection(&self) -> Result<DbConn, GatewayError> {
+        self.pool.get().map_err(|err| GatewayError::Unavailable {
+            reason: format!("simulated gateway storage: {err}"),
+            retry_after: None,
+        })
+    }
+}
+
+impl PaymentGateway for SimulatedGateway {
+    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
+        self.with_faults(|conn| {
+            let recorded = ledger::record(conn, request)?;
+            Ok((recorded.charge.outcome(), recorded.charge.id))
+        })?
+    }
+
+    fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
+        self.with_faults(|conn| {
+            let recorded = ledger::record_refund(conn, request)?;
+            Ok((recorded.refund.refund(), recorded.refund.id))
+        })
+    }
+
+    /// Reads are not subject to the fault knobs, which model the effects.
+    fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError> {
+        ledger::charge_state(&mut *self.connection()?, id).map_err(|err| {
+            GatewayError::Unavailable {
+                reason: format!("simulated gateway storage: {err}"),
+                retry_after: None,
+            }
+        })
     }
 }

@@ -10,7 +10,7 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::idempotency::{Lease, StoredResponse};
 use crate::payments::{derived_key, Charge, ChargeRequest, GatewayError, PaymentGateway};
-use crate::problem::{Problem, ProblemKind, PROBLEM_CONTENT_TYPE};
+use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::{audit, outbox, users};
@@ -122,14 +122,7 @@ pub fn finish_charged(
         outbox::RIDE_RECEIPT,
         json!({ "ride_id": ride.id, "user_id": ride.user_id }),
     )?;
-    let response = StoredResponse {
-        status: 201,
-        headers: vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("Location".to_owned(), ride.location()),
-        ],
-        body: ride.to_json(),
-    };
+    let response = StoredResponse::created(ride.location(), ride.to_json());
     lease.finish(conn, &response)?;
     Ok(response)
 }
@@ -167,11 +160,7 @@ pub fn finish_unpaid(
         }
     };
     model::settle(conn, ride.id, status, None)?;
-    let response = StoredResponse {
-        status: problem.kind().status().as_u16(),
-        headers: vec![("Content-Type".to_owned(), PROBLEM_CONTENT_TYPE.to_owned())],
-        body: problem.body(),
-    };
+    let response = problem.stored();
     lease.finish(conn, &response)?;
     Ok(response)
 }

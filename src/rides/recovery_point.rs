@@ -18,6 +18,12 @@ pub enum RecoveryPoint {
 impl RecoveryPoints for RecoveryPoint {
     const STARTED: Self = RecoveryPoint::Started;
     const FINISHED: Self = RecoveryPoint::Finished;
+    const ALL: &'static [Self] = &[
+        RecoveryPoint::Started,
+        RecoveryPoint::RideCreated,
+        RecoveryPoint::ChargeCompleted,
+        RecoveryPoint::Finished,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
@@ -32,16 +38,5 @@ impl RecoveryPoints for RecoveryPoint {
     /// recorded.
     fn awaits_external_effect(self) -> bool {
         matches!(self, RecoveryPoint::Started | RecoveryPoint::RideCreated)
-    }
-
-    fn parse(stored: &str) -> Option<Self> {
-        [
-            RecoveryPoint::Started,
-            RecoveryPoint::RideCreated,
-            RecoveryPoint::ChargeCompleted,
-            RecoveryPoint::Finished,
-        ]
-        .into_iter()
-        .find(|point| point.as_str() == stored)
     }
 }

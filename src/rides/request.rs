@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::validation::FieldError;
+use crate::validation::{parse_body, FieldError};
 
 pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
 pub const MIN_AMOUNT_CENTS: i64 = 50;
@@ -57,9 +57,7 @@ pub use RideBody as RideRequest;
 
 impl RideParams {
     pub fn parse(body: &[u8]) -> Result<RideParams, Vec<FieldError>> {
-        let deserializer = &mut serde_json::Deserializer::from_slice(body);
-        let body: RideBody = serde_path_to_error::deserialize(deserializer)
-            .map_err(|err| vec![describe_parse_error(&err)])?;
+        let body: RideBody = parse_body(body, expected).map_err(|err| vec![err])?;
         let mut errors = Vec::new();
         let origin_lat = coordinate(&mut errors, "origin_lat", body.origin_lat, 90.0);
         let origin_lon = coordinate(&mut errors, "origin_lon", body.origin_lon, 180.0);
@@ -141,34 +139,14 @@ fn coordinate(errors: &mut Vec<FieldError>, field: &str, value: Option<f64>, bou
     }
 }
 
-/// A field-level message for a body serde could not read.
-fn describe_parse_error(err: &serde_path_to_error::Error<serde_json::Error>) -> FieldError {
-    let inner = err.inner();
-    let path = err.path().to_string();
-    let message = inner.to_string();
-    // serde names unknown and duplicate fields in backticks at the root.
-    if let Some(field) = message
-        .strip_prefix("unknown field `")
-        .or_else(|| message.strip_prefix("duplicate field `"))
-        .and_then(|rest| rest.split('`').next())
-    {
-        let what = if message.starts_with("unknown") {
-            "is not a known field"
-        } else {
-            "appears more than once"
-        };
-        return FieldError::new(field, what);
+/// What a mistyped field should have been.
+fn expected(field: &str) -> Option<&'static str> {
+    match field {
+        "amount_cents" => Some("must be an integer number of minor units"),
+        "origin_lat" | "origin_lon" | "target_lat" | "target_lon" => Some("must be a number"),
+        "currency" | "payment_source" => Some("must be a string"),
+        _ => None,
     }
-    if inner.is_syntax() || inner.is_eof() {
-        return FieldError::new("body", format!("is not valid JSON: {inner}"));
-    }
-    let expected = match path.as_str() {
-        "amount_cents" => "must be an integer number of minor units",
-        "origin_lat" | "origin_lon" | "target_lat" | "target_lon" => "must be a number",
-        "currency" | "payment_source" => "must be a string",
-        _ => return FieldError::new("body", "must be a JSON object"),
-    };
-    FieldError::new(path, expected)
 }
 
 #[cfg(test)]

@@ -33,10 +33,7 @@ impl Resumable for RideRequests {
     }
 
     fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError> {
-        let lease = key.lease::<RecoveryPoint>()?;
-        let params = RideParams::from_canonical(&key.record.request_params).map_err(|err| {
-            anyhow::anyhow!("key {} holds unreadable ride params: {err}", key.record.id)
-        })?;
-        service::resume(&self.context, lease, &params)
+        let params: RideParams = key.params()?;
+        service::resume(&self.context, key.lease::<RecoveryPoint>()?, &params)
     }
 }

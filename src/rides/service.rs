@@ -2,9 +2,7 @@
 //! charge, record the charge, store the response. A retry, or a worker, resumes
 //! from the recovery point the key reached.
 
-use std::time::Duration;
-
-use diesel::Connection;
+use diesel::PgConnection;
 
 use super::model;
 use super::phases::{self, RideLease};
@@ -12,23 +10,11 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::crash;
-use crate::idempotency::{
-    self, in_transaction, Claim, IdempotencyKey, IdempotentRequest, Lookup, StoredResponse,
-};
+use crate::idempotency::flow::{self, Outcome};
+use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
 use crate::payments::GatewayError;
 use crate::service_error::ServiceError;
 use crate::users::User;
-use crate::validation::FieldError;
-
-/// The answer to a ride request, and whether it is a replay.
-#[derive(Debug)]
-pub struct Outcome {
-    pub response: StoredResponse,
-    pub replayed: bool,
-}
-
-/// How long a client should wait after a gateway failure that says nothing.
-const DEFAULT_GATEWAY_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 pub fn create_ride(
     context: &ServiceContext,
@@ -38,113 +24,61 @@ pub fn create_ride(
     params: &RideParams,
 ) -> Result<Outcome, ServiceError> {
     let canonical = params.canonical();
-    let request = IdempotentRequest {
-        user_id: user.id,
-        key,
-        method: "POST",
-        path,
-        params: &canonical,
-    };
-    let mut conn = context.pool.get()?;
-    match idempotency::lookup::<RecoveryPoint>(&mut conn, &request, &context.key_policy)? {
-        Lookup::Replay(response) => return Ok(replayed(response)),
-        Lookup::InUse => return Err(ServiceError::KeyInUse),
-        Lookup::Reused => return Err(ServiceError::KeyReused),
-        Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
-        Lookup::Claimable => {}
-    }
-    // A charge needs a source: refused before anything is written, so the key
-    // is not consumed.
-    if params.payment_source.is_none() && user.stripe_customer_id.is_none() {
-        return Err(ServiceError::Invalid(vec![FieldError::new(
-            "payment_source",
-            "is required: the user has no stored customer to charge",
-        )]));
-    }
-    // The claim of a new key and RideCreated share one transaction: nothing
-    // external happens between them.
-    let claim = conn.transaction(|conn| {
-        let mut claim = idempotency::claim::<RecoveryPoint>(conn, &request, &context.key_policy)?;
-        if let Claim::Acquired(lease) = &mut claim {
-            crash::point(crash::AFTER_CLAIM);
-            if lease.recovery_point() == RecoveryPoint::Started {
-                phases::create_ride(conn, lease, params)?;
-            }
-        }
-        Ok::<_, ServiceError>(claim)
-    })?;
-    drop(conn);
-    crash::point(crash::AFTER_RIDE_CREATED);
-    match claim {
-        Claim::Acquired(lease) => Ok(Outcome {
-            response: resume(context, lease, params)?,
-            replayed: false,
-        }),
-        Claim::Replay(response) => Ok(replayed(response)),
-        Claim::InUse => Err(ServiceError::KeyInUse),
-        Claim::Reused => Err(ServiceError::KeyReused),
-        Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
-    }
-}
-
-fn replayed(response: StoredResponse) -> Outcome {
-    Outcome {
-        response,
-        replayed: true,
-    }
+    let request = IdempotentRequest::post(user.id, key, path, &canonical);
+    flow::run(
+        &context.pool,
+        &context.key_policy,
+        &request,
+        &RidePhases { context, params },
+    )
 }
 
 /// Drives a claimed key from its recovery point to Finished. On any failure the
 /// lease is released where it stands, so a retry can resume at once.
 pub fn resume(
     context: &ServiceContext,
-    mut lease: RideLease,
+    lease: RideLease,
     params: &RideParams,
 ) -> Result<StoredResponse, ServiceError> {
-    let result = run_phases(context, &mut lease, params);
-    if let Err(err) = &result {
-        if !matches!(err, ServiceError::LeaseLost) {
-            let released = context
-                .pool
-                .get()
-                .map_err(ServiceError::from)
-                .and_then(|mut conn| lease.release(&mut conn));
-            if let Err(release_err) = released {
-                log::warn!(
-                    "could not release idempotency key {} ({release_err}); it frees itself when the lease expires",
-                    lease.key_id()
-                );
-            }
-        }
-    }
-    result
+    flow::drive(&context.pool, lease, &RidePhases { context, params })
 }
 
-fn run_phases(
-    context: &ServiceContext,
-    lease: &mut RideLease,
-    params: &RideParams,
-) -> Result<StoredResponse, ServiceError> {
-    loop {
+/// The endpoint's phases, for one request.
+struct RidePhases<'a> {
+    context: &'a ServiceContext,
+    params: &'a RideParams,
+}
+
+impl flow::Phases for RidePhases<'_> {
+    type Point = RecoveryPoint;
+
+    fn first(&self, conn: &mut PgConnection, lease: &mut RideLease) -> Result<(), ServiceError> {
+        crash::point(crash::AFTER_CLAIM);
+        // A ride without a source to charge is refused here, which rolls the
+        // claim back too: nothing is written, the key not consumed.
+        phases::create_ride(conn, lease, self.params).map(drop)
+    }
+
+    fn claimed(&self) {
+        crash::point(crash::AFTER_RIDE_CREATED);
+    }
+
+    fn later(&self, lease: &mut RideLease) -> Result<Option<StoredResponse>, ServiceError> {
         match lease.recovery_point() {
-            RecoveryPoint::Started => {
-                let mut conn = context.pool.get()?;
-                in_transaction(&mut conn, lease, |conn, lease| {
-                    phases::create_ride(conn, lease, params)
-                })?;
-            }
+            // The flow's own.
+            RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
             RecoveryPoint::RideCreated => {
-                let ride = model::find_by_key(&mut *context.pool.get()?, lease.key_id())?;
+                let ride = model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?;
                 // No pooled connection is held while the gateway works.
                 let charged = phases::charge(
-                    context.gateway.as_ref(),
-                    context.installation_id,
+                    self.context.gateway.as_ref(),
+                    self.context.installation_id,
                     lease,
                     &ride,
                 );
                 crash::point(crash::AFTER_CHARGE);
-                let mut conn = context.pool.get()?;
-                return match charged {
+                let mut conn = self.context.pool.get()?;
+                let response = match charged {
                     // ChargeCompleted and Finished share one transaction.
                     Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
                         phases::record_charge(conn, lease, &ride, &charge)?;
@@ -156,38 +90,16 @@ fn run_phases(
                     ) => in_transaction(&mut conn, lease, |conn, lease| {
                         phases::finish_unpaid(conn, lease, &ride, &failure)
                     }),
-                    Err(failure) => Err(gateway_unavailable(failure)),
-                };
+                    Err(failure) => Err(failure.into_unavailable()),
+                }?;
+                Ok(Some(response))
             }
-            RecoveryPoint::ChargeCompleted => {
-                let mut conn = context.pool.get()?;
-                return in_transaction(&mut conn, lease, phases::finish_charged);
-            }
-            RecoveryPoint::Finished => {
-                let mut conn = context.pool.get()?;
-                let record = idempotency::KeyRecord::load(&mut conn, lease.key_id())?;
-                return record.stored_response().ok_or_else(|| {
-                    anyhow::anyhow!("finished key {} has no response", lease.key_id()).into()
-                });
-            }
+            RecoveryPoint::ChargeCompleted => in_transaction(
+                &mut *self.context.pool.get()?,
+                lease,
+                phases::finish_charged,
+            )
+            .map(Some),
         }
-    }
-}
-
-fn gateway_unavailable(failure: GatewayError) -> ServiceError {
-    let retry_after = match &failure {
-        GatewayError::Unavailable {
-            retry_after: Some(after),
-            ..
-        } => *after,
-        GatewayError::Misconfigured { reason } => {
-            log::error!("payment gateway needs an operator: {reason}");
-            Duration::from_secs(30)
-        }
-        _ => DEFAULT_GATEWAY_RETRY_AFTER,
-    };
-    ServiceError::GatewayUnavailable {
-        reason: failure.to_string(),
-        retry_after,
     }
 }

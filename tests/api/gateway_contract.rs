@@ -2,12 +2,16 @@
 //! gateway, and the Stripe client talking HTTP to the fake gateway on
 //! loopback. Both must answer each scenario the same way.
 
+use diesel::{Connection, PgConnection};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway, StripeGateway,
+    ledger, ChargeRequest, GatewayError, PaymentGateway, RefundRequest, SimulatedGateway,
+    StripeGateway,
 };
 
-use crate::helpers::{create_test_database, ledger_count, start_fake_gateway, stripe_settings};
+use crate::helpers::{
+    count, create_test_database, ledger_count, start_fake_gateway, stripe_settings,
+};
 
 /// Gateways over one ledger, each with its own faults.
 trait GatewayUnderTest {
@@ -195,6 +199,160 @@ fn a_lost_response_is_unknown_and_a_retry_gets_the_same_charge(under_test: &impl
     );
 }
 
+fn refund(key: &str, charge_id: &str, amount: Option<i64>) -> RefundRequest {
+    RefundRequest {
+        idempotency_key: key.to_owned(),
+        charge_id: charge_id.to_owned(),
+        amount_cents: amount,
+        reason: Some("requested_by_customer".to_owned()),
+        metadata: vec![("refund_id".to_owned(), "1".to_owned())],
+    }
+}
+
+fn refunds(under_test: &impl GatewayUnderTest) -> i64 {
+    count(
+        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
+        "simulated_refunds",
+    )
+}
+
+fn partial_refunds_add_up_and_never_exceed_the_charge(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
+
+    let part = gateway
+        .refund(&refund("r1", &charge.id, Some(500)))
+        .unwrap();
+    let rest = gateway.refund(&refund("r2", &charge.id, None)).unwrap();
+    let beyond = gateway
+        .refund(&refund("r3", &charge.id, Some(1)))
+        .unwrap_err();
+
+    assert_eq!((part.amount_cents, rest.amount_cents), (500, 1500));
+    assert_eq!(
+        (part.charge_id.as_str(), part.currency.as_str()),
+        (charge.id.as_str(), "usd")
+    );
+    assert!(
+        matches!(beyond, GatewayError::Rejected { .. }),
+        "{beyond:?}"
+    );
+    let state = gateway.retrieve_charge(&charge.id).unwrap().unwrap();
+    assert_eq!(state.amount_refunded_cents, 2000);
+    assert_eq!(state.refunds.len(), 2);
+    assert_eq!(
+        state.refunds[0]
+            .metadata
+            .get("refund_id")
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(state.metadata.get("ride_id").map(String::as_str), Some("1"));
+    assert!(state.succeeded && !state.disputed);
+    assert_eq!(refunds(under_test), 2);
+}
+
+fn the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused(
+    under_test: &impl GatewayUnderTest,
+) {
+    let gateway = under_test.healthy();
+    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
+
+    let first = gateway
+        .refund(&refund("once", &charge.id, Some(700)))
+        .unwrap();
+    let again = gateway
+        .refund(&refund("once", &charge.id, Some(700)))
+        .unwrap();
+    let other = gateway
+        .refund(&refund("once", &charge.id, Some(800)))
+        .unwrap_err();
+
+    assert_eq!(first, again);
+    assert!(
+        matches!(other, GatewayError::Misconfigured { .. }),
+        "{other:?}"
+    );
+    assert_eq!(refunds(under_test), 1);
+}
+
+fn refunds_of_unknown_or_failed_charges_are_rejected(under_test: &impl GatewayUnderTest) {
+    use diesel::prelude::*;
+    use ridepay::schema::simulated_charges;
+    let gateway = under_test.healthy();
+    gateway
+        .charge(&request("declined", "tok_chargeDeclined"))
+        .unwrap_err();
+    let declined: String = simulated_charges::table
+        .select(simulated_charges::id)
+        .first(&mut PgConnection::establish(under_test.ledger_url()).unwrap())
+        .unwrap();
+
+    for charge_id in [declined.as_str(), "ch_nope"] {
+        let refused = gateway
+            .refund(&refund(charge_id, charge_id, None))
+            .unwrap_err();
+        assert!(
+            matches!(refused, GatewayError::Rejected { .. }),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(gateway.retrieve_charge("ch_nope").unwrap(), None);
+    assert!(
+        !gateway
+            .retrieve_charge(&declined)
+            .unwrap()
+            .unwrap()
+            .succeeded
+    );
+    assert_eq!(refunds(under_test), 0);
+}
+
+fn a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund(
+    under_test: &impl GatewayUnderTest,
+) {
+    let charge = under_test
+        .healthy()
+        .charge(&request("paid", "tok_visa"))
+        .unwrap();
+    let lossy = under_test.gateway(SimulatedGatewaySettings {
+        lost_response_rate: 1.0,
+        ..Default::default()
+    });
+
+    let lost = lossy
+        .refund(&refund("lost", &charge.id, Some(300)))
+        .unwrap_err();
+    let retried = under_test
+        .healthy()
+        .refund(&refund("lost", &charge.id, Some(300)))
+        .unwrap();
+
+    assert!(
+        matches!(lost, GatewayError::OutcomeUnknown { .. }),
+        "{lost:?}"
+    );
+    assert_eq!(retried.amount_cents, 300);
+    assert_eq!(refunds(under_test), 1);
+}
+
+fn a_disputed_charge_says_so(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
+    ledger::open_dispute(
+        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
+        &charge.id,
+    )
+    .unwrap();
+    assert!(
+        gateway
+            .retrieve_charge(&charge.id)
+            .unwrap()
+            .unwrap()
+            .disputed
+    );
+}
+
 /// Each scenario as a test of its own, for one kind of gateway.
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
@@ -224,6 +382,11 @@ macro_rules! every_scenario {
             an_unknown_source_is_rejected_and_charges_nothing,
             a_failure_before_charging_is_unavailable_and_charges_nothing,
             a_lost_response_is_unknown_and_a_retry_gets_the_same_charge,
+            partial_refunds_add_up_and_never_exceed_the_charge,
+            the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused,
+            refunds_of_unknown_or_failed_charges_are_rejected,
+            a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund,
+            a_disputed_charge_says_so,
         );
     };
 }

@@ -243,6 +243,17 @@ impl Answer {
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// Asserts the status, showing the body when it is another.
+    pub fn assert_status(&self, status: u16) -> &Self {
+        assert_eq!(
+            self.status,
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        self
+    }
+
     /// Asserts a problem+json answer of `slug` and `status`; returns its body.
     pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
         assert_eq!(
@@ -296,9 +307,21 @@ impl TestApp {
         key: &str,
         body: &str,
     ) -> Result<Answer, reqwest::Error> {
+        self.post_idempotent(&format!("{address}/api/rides"), api_key, key, body)
+            .await
+    }
+
+    /// An idempotent JSON POST to `url`.
+    async fn post_idempotent(
+        &self,
+        url: &str,
+        api_key: &str,
+        key: &str,
+        body: &str,
+    ) -> Result<Answer, reqwest::Error> {
         let response = self
             .client
-            .post(format!("{address}/api/rides"))
+            .post(url)
             .bearer_auth(api_key)
             .header("Idempotency-Key", key)
             .header("Content-Type", "application/json")
@@ -327,6 +350,61 @@ impl TestApp {
             }
         }
         panic!("key {key} never reached a final answer");
+    }
+
+    /// `POST /api/rides/{ride_id}/refunds` as the test's user.
+    pub async fn post_refund(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+        self.post_refund_to(&self.address, &self.user.api_key, ride_id, key, body)
+            .await
+            .expect("the server answers")
+    }
+
+    pub async fn post_refund_to(
+        &self,
+        address: &str,
+        api_key: &str,
+        ride_id: i64,
+        key: &str,
+        body: &str,
+    ) -> Result<Answer, reqwest::Error> {
+        let url = format!("{address}/api/rides/{ride_id}/refunds");
+        self.post_idempotent(&url, api_key, key, body).await
+    }
+
+    /// A ride, charged, through the API; returns its id.
+    pub async fn charged_ride(&self, key: &str) -> i64 {
+        let answer = self.post_ride(key, RIDE).await;
+        answer.assert_status(201);
+        answer.json()["id"].as_i64().unwrap()
+    }
+
+    /// A Stripe event delivered to `POST /webhooks/stripe` with the given
+    /// `Stripe-Signature` (None: no header).
+    pub async fn post_webhook(&self, body: &str, signature: Option<&str>) -> Answer {
+        let mut request = self
+            .client
+            .post(format!("{}/webhooks/stripe", self.address))
+            .header("Content-Type", "application/json")
+            .body(body.to_owned());
+        if let Some(signature) = signature {
+            request = request.header("Stripe-Signature", signature);
+        }
+        Answer::read(request.send().await.unwrap()).await
+    }
+
+    /// The event, signed now with the suite's webhook secret.
+    pub async fn post_signed_webhook(&self, body: &str) -> Answer {
+        let signature = ridepay::payments::stripe::signature::sign(
+            WEBHOOK_SECRET,
+            chrono::Utc::now().timestamp(),
+            body.as_bytes(),
+        );
+        self.post_webhook(body, Some(&signature)).await
+    }
+
+    /// The ride as the API shows it.
+    pub async fn ride(&self, ride_id: i64) -> Value {
+        self.get(&format!("/api/rides/{ride_id}")).await.json()
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -451,13 +529,7 @@ impl RideRequest {
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
-        IdempotentRequest {
-            user_id: self.user_id,
-            key: &self.key,
-            method: "POST",
-            path: "/api/rides",
-            params: &self.canonical,
-        }
+        IdempotentRequest::post(self.user_id, &self.key, "/api/rides", &self.canonical)
     }
 }
 
@@ -505,6 +577,21 @@ pub fn expire_leases(app: &TestApp) {
         .unwrap();
 }
 
+/// The secret that signs the suite's Stripe webhooks.
+pub const WEBHOOK_SECRET: &str = "whsec_ridepay_suite";
+
+/// A Stripe event of `event_type` about `object`, created at `created`.
+pub fn stripe_event(id: &str, event_type: &str, created: i64, object: Value) -> String {
+    json!({
+        "id": id,
+        "object": "event",
+        "type": event_type,
+        "created": created,
+        "data": { "object": object },
+    })
+    .to_string()
+}
+
 /// The key the fake gateways of the suite accept.
 pub const FAKE_API_KEY: &str = "sk_test_ridepay_suite";
 
@@ -516,6 +603,7 @@ pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) ->
         database_url: ledger_url.to_owned(),
         faults,
         api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        webhook: None,
     })
     .expect("start the fake gateway")
 }
@@ -527,6 +615,7 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
         api_base: fake.url(),
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
+        webhook_secret: None,
     }
 }
 

@@ -41,7 +41,17 @@ async fn a_hundred_parallel_requests_with_one_key_over_two_instances_make_one_ri
         .await;
 
     let created: Vec<_> = answers.iter().filter(|a| a.status == 201).collect();
-    assert!(answers.iter().all(|a| a.status == 201 || a.status == 409));
+    // On a loaded machine a claim may also wait out its lock timeout: a 503 a
+    // client retries. Never anything else.
+    for answer in &answers {
+        match answer.status {
+            201 => {}
+            409 => assert_eq!(answer.header("retry-after"), Some("1")),
+            _ => {
+                answer.assert_problem(503, "service-unavailable");
+            }
+        }
+    }
     assert!(created.windows(2).all(|pair| pair[0].body == pair[1].body));
     assert_eq!(app.counts(), (1, 1, 1));
 }

@@ -2,11 +2,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct ServerProcess {
     child: Child,
     pub address: String,
+    /// What it printed on stdout after the address.
+    printed: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
@@ -70,8 +73,36 @@ impl ServerProcess {
             }
         };
         // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        ServerProcess { child, address }
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let sink = printed.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        ServerProcess {
+            child,
+            address,
+            printed,
+        }
+    }
+
+    /// The first printed line containing `needle`, waiting up to `limit` for it.
+    pub fn printed_line(&self, needle: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self
+                .printed
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(needle))
+                .cloned();
+            if found.is_some() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits for the process to end by itself (a crash point, say).

@@ -1,17 +1,20 @@
 //! `POST /api/rides` with `GATEWAY=stripe`, through the fake gateway on
 //! loopback with its faults switched on: retries settle on exactly one charge
-//! per ride.
+//! per ride. And the whole loop with the fake's signed webhooks.
 
 use std::time::Duration;
 
-use ridepay::config::{GatewayKind, Settings};
-use ridepay::fake_gateway::FakeGateway;
+use diesel::Connection;
+use ridepay::config::{ApiKey, GatewayKind, Settings};
+use ridepay::fake_gateway::{FakeGateway, WebhookTarget};
+use ridepay::payments::{PaymentGateway, RefundRequest, StripeGateway};
 use serde_json::json;
 
 use crate::helpers::{
-    ledger_count, ride_with, spawn_app_with, spawn_fake_gateway, spawn_server, stripe_settings,
-    Answer, TestApp,
+    count, ledger_count, ride_with, spawn_app_with, spawn_fake_gateway, spawn_server,
+    stripe_settings, Answer, TestApp, WEBHOOK_SECRET,
 };
+use crate::workers::eventually;
 
 fn use_stripe(settings: &mut Settings, fake: &FakeGateway) {
     settings.gateway = GatewayKind::Stripe;
@@ -60,12 +63,7 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_charged_exactly_on
             assert_eq!(problem["decline_code"], "generic_decline");
             continue;
         }
-        assert_eq!(
-            answer.status,
-            201,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
+        answer.assert_status(201);
         let ride = answer.json();
         assert_eq!(ride["amount_cents"], *amount);
         let charge_id = ride["charge_id"].as_str().unwrap();
@@ -104,12 +102,7 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_charges_no_second_time() {
     answer.assert_problem(503, "payment-gateway-unavailable");
     assert!(answer.header("retry-after").is_some());
     let retried = post_until_final(&app, &patient, "slow", &body).await;
-    assert_eq!(
-        retried.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&retried.body)
-    );
+    retried.assert_status(201);
     let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
     assert_eq!(ledger_count(&ledger, ""), 1);
     assert_eq!(
@@ -117,4 +110,101 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_charges_no_second_time() {
         1
     );
     assert_eq!(app.count("rides"), 1);
+}
+
+/// Like `use_stripe`, with the suite's webhook secret, and the fake sending
+/// its signed events to this server.
+async fn stripe_with_webhooks(fake: &FakeGateway) -> TestApp {
+    let app = spawn_app_with(|settings| {
+        use_stripe(settings, fake);
+        settings.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+    })
+    .await;
+    fake.send_webhooks_to(WebhookTarget {
+        url: format!("{}/webhooks/stripe", app.address),
+        secret: WEBHOOK_SECRET.to_owned(),
+    });
+    app
+}
+
+#[tokio::test]
+async fn the_fakes_webhook_settles_a_lost_charge_and_the_completer_finishes_it_without_charging_again(
+) {
+    let (fake, ledger) = spawn_fake_gateway(|faults| faults.lost_response_rate = 1.0);
+    let app = stripe_with_webhooks(&fake).await;
+    let body = ride_with(json!({}));
+
+    app.post_ride("lost", &body)
+        .await
+        .assert_problem(503, "payment-gateway-unavailable");
+
+    // The charge.succeeded event, redelivered while the request held the
+    // key, settles the ride from the charge the fake reports.
+    let settled = eventually(Duration::from_secs(10), || {
+        app.key_state("lost")["recovery_point"] == "charge_completed"
+    })
+    .await;
+    assert!(settled, "{}", app.key_state("lost"));
+    // Every answer of the fake is still lost: the completer can only finish
+    // the key without asking it for the charge again.
+    spawn_server(&app.database_url, |settings| {
+        use_stripe(settings, &fake);
+        settings.completer.enabled = true;
+    })
+    .await;
+    let finished = eventually(Duration::from_secs(10), || {
+        app.key_state("lost")["recovery_point"] == "finished"
+    })
+    .await;
+    assert!(finished, "{}", app.key_state("lost"));
+    assert_eq!(ledger_count(&ledger, ""), 1);
+    let replay = app.post_ride("lost", &body).await;
+    assert_eq!(replay.status, 201);
+    assert_eq!(replay.json()["status"], "charged");
+}
+
+#[tokio::test]
+async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_learnt_from_webhooks(
+) {
+    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let app = stripe_with_webhooks(&fake).await;
+    let ride = app.post_ride("ride", &ride_with(json!({}))).await.json();
+    let ride_id = ride["id"].as_i64().unwrap();
+
+    let refund = app
+        .post_refund(ride_id, "refund", r#"{"amount_cents": 500}"#)
+        .await;
+    refund.assert_status(201);
+    // Someone refunds 300 more from the dashboard.
+    StripeGateway::new(&stripe_settings(&fake))
+        .unwrap()
+        .refund(&RefundRequest {
+            idempotency_key: "dashboard".to_owned(),
+            charge_id: ride["charge_id"].as_str().unwrap().to_owned(),
+            amount_cents: Some(300),
+            reason: None,
+            metadata: vec![],
+        })
+        .unwrap();
+
+    // charge.succeeded, and charge.refunded twice.
+    let delivered = eventually(Duration::from_secs(10), || {
+        app.count("stripe_events WHERE result = 'applied'") == 3
+    })
+    .await;
+    assert!(delivered, "{}", app.count("stripe_events"));
+    let ride = app.ride(ride_id).await;
+    assert_eq!(ride["amount_refunded_cents"], 800);
+    assert_eq!(app.count("refunds"), 2);
+    assert_eq!(
+        app.count("refunds WHERE idempotency_key_id IS NULL AND amount_cents = 300"),
+        1
+    );
+    assert_eq!(
+        count(
+            &mut diesel::PgConnection::establish(&ledger).unwrap(),
+            "simulated_refunds"
+        ),
+        2
+    );
 }

@@ -8,7 +8,9 @@ use ureq::http::HeaderMap;
 
 use super::outcome::{self, Answer};
 use crate::config::{ApiKey, StripeSettings};
-use crate::payments::gateway::{Charge, ChargeRequest, GatewayError, PaymentGateway};
+use crate::payments::gateway::{
+    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
 
 /// The API version this client was written against: pinned, so that a change
 /// of the account's default version cannot change what the answers mean.
@@ -17,6 +19,7 @@ pub const STRIPE_VERSION: &str = "2024-06-20";
 pub struct StripeGateway {
     agent: ureq::Agent,
     charges_url: String,
+    refunds_url: String,
     api_key: ApiKey,
 }
 
@@ -43,9 +46,11 @@ impl StripeGateway {
             .user_agent(concat!("ridepay/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
+        let base = settings.api_base.trim_end_matches('/');
         Ok(StripeGateway {
             agent,
-            charges_url: format!("{}/v1/charges", settings.api_base.trim_end_matches('/')),
+            charges_url: format!("{base}/v1/charges"),
+            refunds_url: format!("{base}/v1/refunds"),
             api_key,
         })
     }
@@ -62,56 +67,122 @@ impl StripeGateway {
             (source_field.to_owned(), request.source.clone()),
             ("description".to_owned(), request.description.clone()),
         ];
-        form.extend(
-            request
-                .metadata
-                .iter()
-                .map(|(key, value)| (format!("metadata[{key}]"), value.clone())),
-        );
+        form.extend(metadata_fields(&request.metadata));
         form
     }
 
-    fn post_charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
-        let mut response = self
-            .agent
-            .post(&self.charges_url)
+    fn refund_form(request: &RefundRequest) -> Vec<(String, String)> {
+        let mut form = vec![("charge".to_owned(), request.charge_id.clone())];
+        form.extend(
+            request
+                .amount_cents
+                .map(|amount| ("amount".to_owned(), amount.to_string())),
+        );
+        form.extend(
+            request
+                .reason
+                .clone()
+                .map(|reason| ("reason".to_owned(), reason)),
+        );
+        form.extend(metadata_fields(&request.metadata));
+        form
+    }
+
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        request
             .header(
                 "Authorization",
                 &format!("Bearer {}", self.api_key.expose()),
             )
             .header("Stripe-Version", STRIPE_VERSION)
-            .header("Idempotency-Key", &request.idempotency_key)
-            .send_form(Self::form(request))
-            .map_err(outcome::transport_failure)?;
-        let status = response.status().as_u16();
-        let (retry_after, should_retry) = retry_hints(response.headers());
-        let body = response
-            .body_mut()
-            .read_to_vec()
-            .map_err(outcome::transport_failure)?;
-        outcome::classify(&Answer {
-            status,
-            retry_after,
-            should_retry,
-            body: &body,
-        })
     }
-}
 
-impl PaymentGateway for StripeGateway {
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
-        let result = self.post_charge(request);
+    /// One form-encoded POST under `idempotency_key`, its 2xx body read by
+    /// `accepted`; transient failures logged with the key.
+    fn post<T>(
+        &self,
+        url: &str,
+        idempotency_key: &str,
+        form: Vec<(String, String)>,
+        accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+    ) -> Result<T, GatewayError> {
+        let accepted = |answer: &Answer| outcome::classify(answer, accepted);
+        let result = self
+            .authorized(self.agent.post(url))
+            .header("Idempotency-Key", idempotency_key)
+            .send_form(form)
+            .map_err(outcome::transport_failure)
+            .and_then(|response| read_answer(response, accepted));
         // Declines, rejections and misconfigurations are logged where they are
         // handled; a transient failure is worth a line here, with its key.
         if let Err(err @ (GatewayError::Unavailable { .. } | GatewayError::OutcomeUnknown { .. })) =
             &result
         {
-            log::warn!(
-                "Stripe charge under key {} failed: {err}",
-                request.idempotency_key
-            );
+            log::warn!("Stripe call to {url} under key {idempotency_key} failed: {err}");
         }
         result
+    }
+}
+
+fn metadata_fields(metadata: &[(String, String)]) -> impl Iterator<Item = (String, String)> + '_ {
+    metadata
+        .iter()
+        .map(|(key, value)| (format!("metadata[{key}]"), value.clone()))
+}
+
+/// Reads an answer whole and says what it means.
+fn read_answer<T>(
+    mut response: ureq::http::Response<ureq::Body>,
+    interpret: impl FnOnce(&Answer) -> Result<T, GatewayError>,
+) -> Result<T, GatewayError> {
+    let status = response.status().as_u16();
+    let (retry_after, should_retry) = retry_hints(response.headers());
+    let body = response
+        .body_mut()
+        .read_to_vec()
+        .map_err(outcome::transport_failure)?;
+    interpret(&Answer {
+        status,
+        retry_after,
+        should_retry,
+        body: &body,
+    })
+}
+
+impl PaymentGateway for StripeGateway {
+    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
+        self.post(
+            &self.charges_url,
+            &request.idempotency_key,
+            Self::form(request),
+            outcome::charged,
+        )
+    }
+
+    fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
+        self.post(
+            &self.refunds_url,
+            &request.idempotency_key,
+            Self::refund_form(request),
+            outcome::refunded,
+        )
+    }
+
+    fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError> {
+        // Since API version 2022-11-15 a charge lists its refunds only when
+        // asked to.
+        let url = format!("{}/{id}", self.charges_url);
+        let response = self
+            .authorized(self.agent.get(&url))
+            .query("expand[]", "refunds")
+            .call()
+            .map_err(outcome::transport_failure)?;
+        read_answer(response, |answer| {
+            if outcome::is_missing(answer) {
+                return Ok(None);
+            }
+            outcome::classify(answer, outcome::charge_state).map(Some)
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod client;
 mod outcome;
+pub mod signature;
 pub mod wire;
 
 pub use client::{StripeGateway, STRIPE_VERSION};

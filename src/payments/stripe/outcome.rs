@@ -4,8 +4,8 @@
 use std::io;
 use std::time::Duration;
 
-use super::wire::{ChargeObject, ErrorBody};
-use crate::payments::gateway::{Charge, GatewayError};
+use super::wire::{ChargeObject, ErrorBody, RefundObject};
+use crate::payments::gateway::{Charge, ChargeState, GatewayError, Refund};
 
 /// An HTTP answer from Stripe, read whole.
 pub struct Answer<'a> {
@@ -20,10 +20,14 @@ pub struct Answer<'a> {
 /// How long to wait after a 409 or a 429 that names no delay.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
-pub fn classify(answer: &Answer) -> Result<Charge, GatewayError> {
+/// What an answer means, with `accepted` reading a 2xx body.
+pub fn classify<T>(
+    answer: &Answer,
+    accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+) -> Result<T, GatewayError> {
     let status = answer.status;
     if (200..300).contains(&status) {
-        return charged(answer.body);
+        return accepted(answer.body);
     }
     let error = serde_json::from_slice::<ErrorBody>(answer.body).map(|body| body.error);
     let summary = match &error {
@@ -52,7 +56,7 @@ pub fn classify(answer: &Answer) -> Result<Charge, GatewayError> {
         }
         429 => {
             return Err(GatewayError::Unavailable {
-                reason: described("Stripe rate-limited the charge"),
+                reason: described("Stripe rate-limited the request"),
                 retry_after: Some(answer.retry_after.unwrap_or(DEFAULT_RETRY_AFTER)),
             })
         }
@@ -83,20 +87,78 @@ pub fn classify(answer: &Answer) -> Result<Charge, GatewayError> {
             reason: described("Stripe asked for a retry"),
         }),
         "invalid_request_error" => Err(GatewayError::Rejected {
-            message: described("Stripe rejected the charge"),
+            message: described("Stripe rejected the request"),
         }),
         _ => Err(GatewayError::Rejected {
-            message: described("Stripe refused the charge"),
+            message: described("Stripe refused the request"),
         }),
     }
 }
 
-fn charged(body: &[u8]) -> Result<Charge, GatewayError> {
+/// A 404 `resource_missing`: Stripe has no such object.
+pub fn is_missing(answer: &Answer) -> bool {
+    answer.status == 404
+        && serde_json::from_slice::<ErrorBody>(answer.body)
+            .is_ok_and(|body| body.error.code.as_deref() == Some("resource_missing"))
+}
+
+/// A 2xx body that cannot be read still means Stripe acted; a retry with
+/// the same key replays it.
+fn unreadable(what: &str, err: serde_json::Error) -> GatewayError {
+    GatewayError::OutcomeUnknown {
+        reason: format!("unreadable {what} from Stripe: {err}"),
+    }
+}
+
+pub fn refunded(body: &[u8]) -> Result<Refund, GatewayError> {
+    let refund: RefundObject =
+        serde_json::from_slice(body).map_err(|err| unreadable("refund", err))?;
+    // A card refund Stripe has accepted may settle later (`pending`); it is
+    // made, and the amount is taken from the charge.
+    if !matches!(refund.status.as_str(), "succeeded" | "pending") {
+        return Err(GatewayError::Rejected {
+            message: format!("Stripe refund {} is {}", refund.id, refund.status),
+        });
+    }
+    Ok(refund_of(refund))
+}
+
+fn refund_of(refund: RefundObject) -> Refund {
+    Refund {
+        id: refund.id,
+        charge_id: refund.charge,
+        amount_cents: refund.amount,
+        currency: refund.currency,
+        reason: refund.reason,
+        metadata: refund.metadata,
+    }
+}
+
+/// A retrieved charge, refunds and dispute included.
+pub fn charge_state(body: &[u8]) -> Result<ChargeState, GatewayError> {
     let charge: ChargeObject =
-        serde_json::from_slice(body).map_err(|err| GatewayError::OutcomeUnknown {
-            // A 2xx means Stripe acted; a retry with the same key replays it.
+        serde_json::from_slice(body).map_err(|err| GatewayError::Unavailable {
             reason: format!("unreadable charge from Stripe: {err}"),
+            retry_after: None,
         })?;
+    Ok(ChargeState {
+        succeeded: charge.status == "succeeded",
+        amount_refunded_cents: charge.amount_refunded,
+        refunds: charge
+            .refunds
+            .map(|list| list.data.into_iter().map(refund_of).collect())
+            .unwrap_or_default(),
+        disputed: charge.disputed,
+        metadata: charge.metadata,
+        id: charge.id,
+        amount_cents: charge.amount,
+        currency: charge.currency,
+    })
+}
+
+pub fn charged(body: &[u8]) -> Result<Charge, GatewayError> {
+    let charge: ChargeObject =
+        serde_json::from_slice(body).map_err(|err| unreadable("charge", err))?;
     if charge.status != "succeeded" {
         return Err(GatewayError::Rejected {
             message: format!("Stripe charge {} is {}", charge.id, charge.status),
@@ -146,12 +208,15 @@ mod tests {
     use super::*;
 
     fn classify_answer(status: u16, body: &str) -> Result<Charge, GatewayError> {
-        classify(&Answer {
-            status,
-            retry_after: None,
-            should_retry: None,
-            body: body.as_bytes(),
-        })
+        classify(
+            &Answer {
+                status,
+                retry_after: None,
+                should_retry: None,
+                body: body.as_bytes(),
+            },
+            charged,
+        )
     }
 
     fn error_body(kind: &str, code: &str) -> String {
@@ -231,22 +296,28 @@ mod tests {
 
     #[test]
     fn retry_after_and_should_retry_are_honoured() {
-        let limited = classify(&Answer {
-            status: 429,
-            retry_after: Some(Duration::from_secs(7)),
-            should_retry: Some(true),
-            body: error_body("invalid_request_error", "rate_limit").as_bytes(),
-        });
+        let limited = classify(
+            &Answer {
+                status: 429,
+                retry_after: Some(Duration::from_secs(7)),
+                should_retry: Some(true),
+                body: error_body("invalid_request_error", "rate_limit").as_bytes(),
+            },
+            charged,
+        );
         assert!(matches!(
             limited,
             Err(GatewayError::Unavailable { retry_after: Some(after), .. }) if after == Duration::from_secs(7)
         ));
-        let retry = classify(&Answer {
-            status: 400,
-            retry_after: None,
-            should_retry: Some(true),
-            body: error_body("invalid_request_error", "lock_timeout").as_bytes(),
-        });
+        let retry = classify(
+            &Answer {
+                status: 400,
+                retry_after: None,
+                should_retry: Some(true),
+                body: error_body("invalid_request_error", "lock_timeout").as_bytes(),
+            },
+            charged,
+        );
         assert!(matches!(retry, Err(GatewayError::OutcomeUnknown { .. })));
     }
 }

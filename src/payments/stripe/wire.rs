@@ -37,6 +37,31 @@ pub struct ChargeObject {
     pub source: Option<SourceObject>,
     #[serde(default)]
     pub customer: Option<String>,
+    /// Whether the charge is disputed.
+    #[serde(default)]
+    pub disputed: bool,
+    /// The charge's refunds: Stripe includes them when asked with
+    /// `expand[]=refunds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refunds: Option<ListObject<RefundObject>>,
+}
+
+/// A refund object (`"object": "refund"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefundObject {
+    pub id: String,
+    pub object: String,
+    pub amount: i64,
+    pub charge: String,
+    pub currency: String,
+    /// `pending`, `requires_action`, `succeeded`, `failed` or `canceled`.
+    pub status: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    pub created: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,12 +4,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
 use crate::context::ServiceContext;
-use crate::crash;
-use crate::idempotency::http::{idempotency_key, respond};
-use crate::json_body::{read_json, MAX_BODY_BYTES};
-use crate::openapi::{ApiProblems, IdempotencyKeyHeader, ProblemDocument};
+use crate::idempotency::http;
+use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
 use crate::problem::Problem;
-use crate::request_id;
 use crate::rides::model::Ride;
 use crate::rides::request::{RideParams, RideRequest};
 use crate::rides::service;
@@ -31,14 +28,10 @@ use crate::rides::service;
                 ("Location" = String, description = "`/api/rides/{id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),
             )),
-        (status = 400, description = "Invalid or missing `Idempotency-Key`, or an invalid body", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 409, description = "Another request with this key is in flight", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 413, description = "Body over 16 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 502, description = "The gateway rejected the charge for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
         ApiProblems,
     )
 )]
@@ -48,15 +41,11 @@ pub async fn create_ride(
     payload: web::Payload,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    let body = read_json(&request, payload, MAX_BODY_BYTES).await?;
-    let key = idempotency_key(&request)?;
-    let params = RideParams::parse(&body).map_err(Problem::invalid)?;
-    let path = request.path().to_owned();
-    let outcome =
-        request_id::block(move || service::create_ride(&context, &user, &key, &path, &params))
-            .await??;
-    if !outcome.replayed {
-        crash::point(crash::AFTER_FINISHED);
-    }
-    Ok(respond(&outcome.response, outcome.replayed))
+    http::post(
+        &request,
+        payload,
+        RideParams::parse,
+        move |key, path, params| service::create_ride(&context, &user, &key, &path, &params),
+    )
+    .await
 }

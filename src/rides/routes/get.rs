@@ -4,10 +4,9 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
 use crate::auth::AuthenticatedUser;
-use crate::context::ServiceContext;
+use crate::context::{with_connection, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
-use crate::request_id;
 use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
 
@@ -31,11 +30,10 @@ pub async fn get_ride(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let ride = request_id::block(move || -> Result<_, ServiceError> {
-        let mut conn = context.pool.get()?;
-        model::find_for_user(&mut conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)
+    let ride = with_connection(context, move |conn| {
+        model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/json"))
         .body(ride.to_json()))

@@ -5,12 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthenticatedUser;
-use crate::context::ServiceContext;
+use crate::context::{with_connection, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
-use crate::request_id;
 use crate::rides::model::{self, Ride};
-use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
 const DEFAULT_LIMIT: i64 = 20;
@@ -60,11 +58,10 @@ pub async fn list_rides(
         )]));
     }
     let before_id = query.before_id;
-    let mut rides = request_id::block(move || -> Result<_, ServiceError> {
-        let mut conn = context.pool.get()?;
-        Ok(model::list_for_user(&mut conn, user.id, limit, before_id)?)
+    let mut rides = with_connection(context, move |conn| {
+        Ok(model::list_for_user(conn, user.id, limit, before_id)?)
     })
-    .await??;
+    .await?;
     let has_more = rides.len() as i64 > limit;
     rides.truncate(limit as usize);
     Ok(HttpResponse::Ok().json(Page {

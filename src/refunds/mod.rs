@@ -1,0 +1,13 @@
+//! Refunds: the `POST /api/rides/{id}/refunds` endpoint's recovery points,
+//! phases and routes, on the same idempotency machinery as rides, and the
+//! read routes.
+
+pub mod model;
+pub mod phases;
+mod recovery_point;
+pub mod request;
+pub mod resumable;
+pub mod routes;
+pub mod service;
+
+pub use recovery_point::RecoveryPoint;

@@ -1,0 +1,196 @@
+//! The `refunds` table, and the refunded amount and status of a ride they
+//! change.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::rides::model::{Ride, RideStatus};
+use crate::schema::{refunds, rides};
+
+/// A refund's status, stored as text (with a CHECK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundStatus {
+    /// Created and its amount reserved; the gateway has not confirmed it.
+    Pending,
+    Succeeded,
+    /// The gateway refused it for good; nothing was refunded.
+    Failed,
+}
+
+impl RefundStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundStatus::Pending => "pending",
+            RefundStatus::Succeeded => "succeeded",
+            RefundStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A refund of (part of) a ride's charge.
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
+#[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
+pub struct Refund {
+    pub id: i64,
+    pub ride_id: i64,
+    #[serde(skip)]
+    pub user_id: i64,
+    #[serde(skip)]
+    pub idempotency_key_id: Option<i64>,
+    pub amount_cents: i64,
+    pub currency: String,
+    /// `requested_by_customer`, `duplicate`, `fraudulent`, or null.
+    pub reason: Option<String>,
+    /// `pending`, `succeeded` or `failed`.
+    #[schema(pattern = "^(pending|succeeded|failed)$")]
+    pub status: String,
+    /// The gateway's refund, once made.
+    pub gateway_refund_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Refund {
+    /// The refund JSON of the contract.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a refund always serialises")
+    }
+
+    pub fn location(&self) -> String {
+        format!("/api/rides/{}/refunds/{}", self.ride_id, self.id)
+    }
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = refunds)]
+pub struct NewRefund<'a> {
+    pub ride_id: i64,
+    pub user_id: i64,
+    pub idempotency_key_id: Option<i64>,
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    pub reason: Option<&'a str>,
+    pub status: &'static str,
+    pub gateway_refund_id: Option<&'a str>,
+}
+
+pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Refund> {
+    diesel::insert_into(refunds::table)
+        .values(refund)
+        .returning(Refund::as_returning())
+        .get_result(conn)
+}
+
+/// The refund created under an idempotency key row.
+pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Refund> {
+    refunds::table
+        .filter(refunds::idempotency_key_id.eq(key_id))
+        .select(Refund::as_select())
+        .first(conn)
+}
+
+/// One refund of one of the user's rides.
+pub fn find_for_user(
+    conn: &mut PgConnection,
+    user_id: i64,
+    ride_id: i64,
+    id: i64,
+) -> QueryResult<Option<Refund>> {
+    refunds::table
+        .filter(refunds::id.eq(id))
+        .filter(refunds::ride_id.eq(ride_id))
+        .filter(refunds::user_id.eq(user_id))
+        .select(Refund::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// A ride's refunds, oldest first.
+pub fn list_for_ride(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Vec<Refund>> {
+    refunds::table
+        .filter(refunds::ride_id.eq(ride_id))
+        .order(refunds::id.asc())
+        .select(Refund::as_select())
+        .load(conn)
+}
+
+/// A gateway refund already recorded (made by ridepay, or learnt before).
+pub fn find_by_gateway_id(
+    conn: &mut PgConnection,
+    gateway_refund_id: &str,
+) -> QueryResult<Option<Refund>> {
+    refunds::table
+        .filter(refunds::gateway_refund_id.eq(gateway_refund_id))
+        .select(Refund::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// Locks the ride's row for the rest of the transaction: every change to
+/// what remains to refund (a new refund, a refund recorded, a webhook) takes
+/// this lock first, so concurrent ones are serialised.
+pub fn lock_ride(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Ride> {
+    rides::table
+        .find(ride_id)
+        .select(Ride::as_select())
+        .for_update()
+        .first(conn)
+}
+
+/// What remains to refund of a ride: the charge, less what was refunded,
+/// less what pending refunds have reserved. Call with the ride locked.
+pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<i64> {
+    let reserved: i64 = refunds::table
+        .filter(refunds::ride_id.eq(ride.id))
+        .filter(refunds::status.eq(RefundStatus::Pending.as_str()))
+        .select(refunds::amount_cents)
+        .load::<i64>(conn)?
+        .into_iter()
+        .sum();
+    Ok(ride.amount_cents - ride.amount_refunded_cents - reserved)
+}
+
+/// Settles a pending refund as `status`.
+pub fn settle(
+    conn: &mut PgConnection,
+    refund_id: i64,
+    status: RefundStatus,
+    gateway_refund_id: Option<&str>,
+) -> QueryResult<Refund> {
+    diesel::update(
+        refunds::table
+            .filter(refunds::id.eq(refund_id))
+            .filter(refunds::status.eq(RefundStatus::Pending.as_str())),
+    )
+    .set((
+        refunds::status.eq(status.as_str()),
+        refunds::gateway_refund_id.eq(gateway_refund_id),
+        refunds::updated_at.eq(diesel::dsl::now),
+    ))
+    .returning(Refund::as_returning())
+    .get_result(conn)
+}
+
+/// Adds a refund made at the gateway to the ride (locked by the caller): the
+/// refunded amount grows, and a charged ride with nothing left is
+/// `refunded`. The CHECK `amount_refunded_cents <= amount_cents` is the last
+/// guard against refunding more than was charged.
+pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) -> QueryResult<Ride> {
+    let ride: Ride = diesel::update(rides::table.find(ride_id))
+        .set((
+            rides::amount_refunded_cents.eq(rides::amount_refunded_cents + amount_cents),
+            rides::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Ride::as_returning())
+        .get_result(conn)?;
+    if ride.amount_refunded_cents == ride.amount_cents
+        && ride.status == RideStatus::Charged.as_str()
+    {
+        return diesel::update(rides::table.find(ride_id))
+            .set(rides::status.eq(RideStatus::Refunded.as_str()))
+            .returning(Ride::as_returning())
+            .get_result(conn);
+    }
+    Ok(ride)
+}

@@ -1,0 +1,172 @@
+//! The atomic phases of `POST /api/rides/{id}/refunds`. Each takes the
+//! caller's connection and transaction and ends with a fenced commit of the
+//! next recovery point; the one external effect, the gateway refund, runs
+//! between transactions.
+//!
+//! Lock order, everywhere: the key row first, then the ride row (the claim
+//! locks the key before `create_refund` locks the ride, and the later phases
+//! advance the key before touching the ride), so two requests never wait on
+//! each other in a cycle.
+
+use diesel::{OptionalExtension, PgConnection};
+use serde_json::json;
+
+use super::model::{self, NewRefund, Refund, RefundStatus};
+use super::recovery_point::RecoveryPoint;
+use super::request::RefundParams;
+use crate::audit;
+use crate::idempotency::{Lease, StoredResponse};
+use crate::payments::{self, derived_key, GatewayError, PaymentGateway, RefundRequest};
+use crate::problem::{Problem, ProblemKind};
+use crate::rides::model::{Ride, RideStatus};
+use crate::service_error::ServiceError;
+
+/// Names this endpoint's effect in its derived gateway keys.
+pub const REFUND_KEY_PURPOSE: &str = "ride-refund";
+
+pub type RefundLease = Lease<RecoveryPoint>;
+
+/// Started -> RefundCreated: under the ride's row lock, the refund (pending)
+/// with its amount reserved, and its audit record. A refund that is not
+/// allowed fails here, which rolls back the claim in the same transaction:
+/// nothing is written and the key is not consumed.
+pub fn create_refund(
+    conn: &mut PgConnection,
+    lease: &mut RefundLease,
+    params: &RefundParams,
+) -> Result<Refund, ServiceError> {
+    let ride = model::lock_ride(conn, params.ride_id)
+        .optional()?
+        .filter(|ride| ride.user_id == lease.user_id())
+        .ok_or(ServiceError::NotFound)?;
+    if ride.status != RideStatus::Charged.as_str() {
+        return Err(ServiceError::RefundNotAllowed(format!(
+            "ride {} is {}; only a charged ride can be refunded",
+            ride.id, ride.status
+        )));
+    }
+    let remaining = model::remaining_cents(conn, &ride)?;
+    let amount = params.amount_cents.unwrap_or(remaining);
+    if remaining <= 0 || amount > remaining {
+        return Err(ServiceError::RefundNotAllowed(format!(
+            "{amount} is more than the {remaining} that remains to refund of ride {} \
+             (refunds in progress count against it)",
+            ride.id
+        )));
+    }
+    let refund = model::insert(
+        conn,
+        &NewRefund {
+            ride_id: ride.id,
+            user_id: lease.user_id(),
+            idempotency_key_id: Some(lease.key_id()),
+            amount_cents: amount,
+            currency: &ride.currency,
+            reason: params.reason.as_deref(),
+            status: RefundStatus::Pending.as_str(),
+            gateway_refund_id: None,
+        },
+    )?;
+    audit::record(
+        conn,
+        lease.user_id(),
+        "refund.created",
+        "refund",
+        refund.id,
+        json!({ "idempotency_key_id": lease.key_id(), "ride_id": ride.id, "amount_cents": amount }),
+    )?;
+    lease.advance(conn, RecoveryPoint::RefundCreated)?;
+    Ok(refund)
+}
+
+/// The gateway refund, under a key derived from the key row: a retry after a
+/// timeout or a crash asks for the same refund and gets it, never a second
+/// one. Holds no database connection.
+pub fn refund(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    lease: &RefundLease,
+    ride: &Ride,
+    refund: &Refund,
+) -> Result<payments::Refund, GatewayError> {
+    let charge_id = ride
+        .charge_id
+        .clone()
+        .ok_or_else(|| GatewayError::Rejected {
+            message: format!("ride {} has no charge to refund", ride.id),
+        })?;
+    gateway.refund(&RefundRequest {
+        idempotency_key: derived_key(installation_id, REFUND_KEY_PURPOSE, lease.key_id()),
+        charge_id,
+        amount_cents: Some(refund.amount_cents),
+        reason: refund.reason.clone(),
+        // How a webhook tells ridepay's own refunds from refunds made
+        // elsewhere (the dashboard, say).
+        metadata: vec![
+            ("ride_id".to_owned(), ride.id.to_string()),
+            ("refund_id".to_owned(), refund.id.to_string()),
+            ("idempotency_key_id".to_owned(), lease.key_id().to_string()),
+        ],
+    })
+}
+
+/// RefundCreated -> RefundCompleted: the gateway refund recorded, and added
+/// to the ride's refunded amount (its reservation becomes a refund).
+pub fn record_refund(
+    conn: &mut PgConnection,
+    lease: &mut RefundLease,
+    refund: &Refund,
+    made: &payments::Refund,
+) -> Result<(), ServiceError> {
+    if (made.amount_cents, made.currency.as_str())
+        != (refund.amount_cents, refund.currency.as_str())
+    {
+        return Err(ServiceError::Internal(anyhow::anyhow!(
+            "gateway refund {} is for {} {}, refund {} for {} {}",
+            made.id,
+            made.amount_cents,
+            made.currency,
+            refund.id,
+            refund.amount_cents,
+            refund.currency
+        )));
+    }
+    lease.advance(conn, RecoveryPoint::RefundCompleted)?;
+    model::settle(conn, refund.id, RefundStatus::Succeeded, Some(&made.id))?;
+    model::add_refunded(conn, refund.ride_id, refund.amount_cents)?;
+    Ok(())
+}
+
+/// RefundCompleted -> Finished: the 201 stored.
+pub fn finish_refunded(
+    conn: &mut PgConnection,
+    lease: &mut RefundLease,
+) -> Result<StoredResponse, ServiceError> {
+    let refund = model::find_by_key(conn, lease.key_id())?;
+    let response = StoredResponse::created(refund.location(), refund.to_json());
+    lease.finish(conn, &response)?;
+    Ok(response)
+}
+
+/// RefundCreated -> Finished for a refund the gateway refused for good (the
+/// charge already refunded elsewhere, say): the refund `failed`, which frees
+/// its reservation, and a 502 stored so that retries get the same answer.
+pub fn finish_failed(
+    conn: &mut PgConnection,
+    lease: &mut RefundLease,
+    refund: &Refund,
+    failure: &GatewayError,
+) -> Result<StoredResponse, ServiceError> {
+    log::error!(
+        "payment gateway rejected refund {} of ride {}: {failure}",
+        refund.id,
+        refund.ride_id
+    );
+    let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
+        .with_extension("ride_id", refund.ride_id)
+        .with_extension("refund_id", refund.id);
+    let response = problem.stored();
+    lease.finish(conn, &response)?;
+    model::settle(conn, refund.id, RefundStatus::Failed, None)?;
+    Ok(response)
+}

@@ -1,0 +1,147 @@
+//! The body of `POST /api/rides/{id}/refunds`, parsed into a request that is
+//! always valid.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::rides::request::MAX_AMOUNT_CENTS;
+use crate::validation::{parse_body, FieldError};
+
+/// Stripe's refund reasons.
+pub const REASONS: [&str; 3] = ["requested_by_customer", "duplicate", "fraudulent"];
+
+/// A validated refund request. Its JSON form is the canonical request:
+/// fingerprinted (with the path, which names the ride too), and stored so a
+/// worker can finish it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefundParams {
+    pub ride_id: i64,
+    /// `None`: whatever remains of the charge when the refund is created.
+    pub amount_cents: Option<i64>,
+    pub reason: Option<String>,
+}
+
+/// The body as sent; unknown and duplicate fields are refused by serde.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RefundRequest)]
+pub struct RefundBody {
+    /// Minor units (cents); default: all that remains of the charge.
+    #[schema(nullable = false, value_type = i64, minimum = 1, maximum = 1000000, example = 500)]
+    amount_cents: Option<i64>,
+    /// `requested_by_customer`, `duplicate` or `fraudulent`.
+    #[schema(nullable = false, value_type = String, pattern = "^(requested_by_customer|duplicate|fraudulent)$")]
+    reason: Option<String>,
+}
+
+pub use RefundBody as RefundRequest;
+
+impl RefundParams {
+    /// An empty body is a refund of everything that remains.
+    pub fn parse(ride_id: i64, body: &[u8]) -> Result<RefundParams, Vec<FieldError>> {
+        let body: RefundBody = if body.iter().all(u8::is_ascii_whitespace) {
+            RefundBody {
+                amount_cents: None,
+                reason: None,
+            }
+        } else {
+            parse_body(body, expected).map_err(|err| vec![err])?
+        };
+        let mut errors = Vec::new();
+        if let Some(amount) = body.amount_cents {
+            if !(1..=MAX_AMOUNT_CENTS).contains(&amount) {
+                errors.push(FieldError::new(
+                    "amount_cents",
+                    format!("must be between 1 and {MAX_AMOUNT_CENTS} (minor units)"),
+                ));
+            }
+        }
+        if let Some(reason) = &body.reason {
+            if !REASONS.contains(&reason.as_str()) {
+                errors.push(FieldError::new(
+                    "reason",
+                    format!("must be one of {}", REASONS.join(", ")),
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(RefundParams {
+            ride_id,
+            amount_cents: body.amount_cents,
+            reason: body.reason,
+        })
+    }
+
+    /// The canonical JSON form.
+    pub fn canonical(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("refund params always serialise")
+    }
+
+    /// Reads back a canonical form stored by [`RefundParams::canonical`].
+    pub fn from_canonical(value: &serde_json::Value) -> serde_json::Result<RefundParams> {
+        RefundParams::deserialize(value)
+    }
+}
+
+fn expected(field: &str) -> Option<&'static str> {
+    match field {
+        "amount_cents" => Some("must be an integer number of minor units"),
+        "reason" => Some("must be a string"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(body: &str) -> Vec<String> {
+        RefundParams::parse(7, body.as_bytes())
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect()
+    }
+
+    #[test]
+    fn an_empty_object_or_body_refunds_everything() {
+        for body in ["{}", "", " "] {
+            let params = RefundParams::parse(7, body.as_bytes()).unwrap();
+            assert_eq!(
+                (params.ride_id, params.amount_cents, params.reason),
+                (7, None, None)
+            );
+        }
+    }
+
+    #[test]
+    fn the_canonical_form_ignores_field_order_and_round_trips() {
+        let a = RefundParams::parse(7, br#"{"amount_cents": 500, "reason": "duplicate"}"#).unwrap();
+        let b = RefundParams::parse(7, br#"{"reason": "duplicate", "amount_cents": 500}"#).unwrap();
+        assert_eq!(
+            serde_json::to_vec(&a.canonical()).unwrap(),
+            serde_json::to_vec(&b.canonical()).unwrap()
+        );
+        assert_eq!(RefundParams::from_canonical(&a.canonical()).unwrap(), a);
+    }
+
+    #[test]
+    fn bad_unknown_duplicate_and_mistyped_fields_are_named() {
+        assert_eq!(
+            fields(r#"{"amount_cents": 0, "reason": "bored"}"#),
+            ["amount_cents", "reason"]
+        );
+        assert_eq!(fields(r#"{"tip": 5}"#), ["tip"]);
+        assert_eq!(
+            fields(r#"{"amount_cents": 1, "amount_cents": 1}"#),
+            ["amount_cents"]
+        );
+        assert_eq!(fields(r#"{"amount_cents": 2.5}"#), ["amount_cents"]);
+        assert_eq!(fields(r#"{"reason": 3}"#), ["reason"]);
+        assert_eq!(fields("[]"), ["body"]);
+        assert_eq!(fields("{"), ["body"]);
+    }
+}

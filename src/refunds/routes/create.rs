@@ -1,0 +1,55 @@
+//! `POST /api/rides/{id}/refunds`
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::auth::AuthenticatedUser;
+use crate::context::ServiceContext;
+use crate::idempotency::http;
+use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
+use crate::problem::Problem;
+use crate::refunds::model::Refund;
+use crate::refunds::request::{RefundParams, RefundRequest};
+use crate::refunds::service;
+
+/// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
+///
+/// Without `amount_cents`, refunds all that remains. Partial refunds add up;
+/// the ride becomes `refunded` when nothing remains. A retry with the same
+/// key and request finishes or replays the first one; a replay carries
+/// `Idempotent-Replayed: true`.
+#[utoipa::path(
+    post,
+    path = "/api/rides/{id}/refunds",
+    tag = "refunds",
+    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    request_body(content = RefundRequest, content_type = "application/json"),
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "The refund, made (or the replay of it)", body = Refund,
+            headers(
+                ("Location" = String, description = "`/api/rides/{id}/refunds/{refund_id}`"),
+                ("Idempotent-Replayed" = String, description = "`true` on a replay"),
+            )),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "`refund-not-allowed`: the ride is not charged, or the amount is more than remains (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the refund for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn create_refund(
+    AuthenticatedUser(user): AuthenticatedUser,
+    ride_id: web::Path<i64>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let ride_id = ride_id.into_inner();
+    http::post(
+        &request,
+        payload,
+        |body| RefundParams::parse(ride_id, body),
+        move |key, path, params| service::create_refund(&context, &user, &key, &path, &params),
+    )
+    .await
+}

@@ -1,0 +1,42 @@
+//! `GET /api/rides/{id}/refunds/{refund_id}`
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+
+use crate::auth::AuthenticatedUser;
+use crate::context::{with_connection, ServiceContext};
+use crate::openapi::{ApiProblems, ProblemDocument};
+use crate::problem::Problem;
+use crate::refunds::model::{self, Refund};
+use crate::service_error::ServiceError;
+
+/// One refund of one of the caller's rides (where `Location` points).
+#[utoipa::path(
+    get,
+    path = "/api/rides/{id}/refunds/{refund_id}",
+    tag = "refunds",
+    params(
+        ("id" = i64, Path, description = "The ride's id"),
+        ("refund_id" = i64, Path, description = "The refund's id"),
+    ),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The refund", body = Refund),
+        (status = 404, description = "No such refund of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        ApiProblems,
+    )
+)]
+pub async fn get_refund(
+    AuthenticatedUser(user): AuthenticatedUser,
+    path: web::Path<(i64, i64)>,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let (ride_id, refund_id) = path.into_inner();
+    let refund = with_connection(context, move |conn| {
+        model::find_for_user(conn, user.id, ride_id, refund_id)?.ok_or(ServiceError::NotFound)
+    })
+    .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .body(refund.to_json()))
+}

@@ -1,0 +1,54 @@
+//! `GET /api/rides/{id}/refunds`
+
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::AuthenticatedUser;
+use crate::context::{with_connection, ServiceContext};
+use crate::openapi::{ApiProblems, ProblemDocument};
+use crate::problem::Problem;
+use crate::refunds::model::{self, Refund};
+use crate::rides;
+use crate::service_error::ServiceError;
+
+/// A ride's refunds, oldest first. A ride has few, so they come in one page
+/// (`has_more` is always false), shaped like the ride list so a client can
+/// page both the same way should that change.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RefundPage)]
+pub struct Page {
+    data: Vec<Refund>,
+    has_more: bool,
+}
+
+/// The refunds of one of the caller's rides, oldest first: those made here
+/// and those made elsewhere (learnt from Stripe webhooks), in any status.
+#[utoipa::path(
+    get,
+    path = "/api/rides/{id}/refunds",
+    tag = "refunds",
+    params(("id" = i64, Path, description = "The ride's id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The ride's refunds", body = Page),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        ApiProblems,
+    )
+)]
+pub async fn list_refunds(
+    AuthenticatedUser(user): AuthenticatedUser,
+    ride_id: web::Path<i64>,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let ride_id = ride_id.into_inner();
+    let refunds = with_connection(context, move |conn| {
+        rides::model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
+        Ok(model::list_for_ride(conn, ride_id)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Page {
+        data: refunds,
+        has_more: false,
+    }))
+}

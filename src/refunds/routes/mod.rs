@@ -1,0 +1,23 @@
+//! The refunds routes, one file each, under a ride.
+
+pub(crate) mod create;
+pub(crate) mod get;
+pub(crate) mod list;
+
+use actix_web::web;
+
+use crate::routing::method_not_allowed;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/rides/{id}/refunds")
+            .route(web::post().to(create::create_refund))
+            .route(web::get().to(list::list_refunds))
+            .default_service(method_not_allowed("GET, POST")),
+    )
+    .service(
+        web::resource("/rides/{id}/refunds/{refund_id}")
+            .route(web::get().to(get::get_refund))
+            .default_service(method_not_allowed("GET")),
+    );
+}

@@ -1,0 +1,118 @@
+//! `POST /webhooks/stripe`
+
+use std::time::Duration;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::event::Event;
+use super::reconcile::{self, NotYet};
+use crate::config::ApiKey;
+use crate::context::ServiceContext;
+use crate::json_body::read_json;
+use crate::metrics;
+use crate::openapi::ProblemDocument;
+use crate::payments::stripe::signature;
+use crate::problem::{Problem, ProblemKind};
+use crate::request_id;
+
+/// Stripe's events are small; this leaves room for any charge object.
+pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
+
+/// How far a signature's timestamp may be from now, as Stripe's libraries
+/// default: replayed deliveries older than this are refused.
+pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
+
+/// The endpoint's signing secret (`STRIPE_WEBHOOK_SECRET`).
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    pub secret: Option<ApiKey>,
+}
+
+/// A Stripe event, verified by its `Stripe-Signature` and recorded once per
+/// event id. A redelivery answers 200 and changes nothing. For charge events
+/// the charge is fetched from the gateway and what it says is applied, never
+/// the payload. No API key: the signature is the authentication.
+#[utoipa::path(
+    post,
+    path = "/webhooks/stripe",
+    tag = "webhooks",
+    request_body(content = serde_json::Value, content_type = "application/json", description = "A Stripe event"),
+    params(("Stripe-Signature" = String, Header, description = "`t=<unix time>,v1=<hex HMAC-SHA256>[,v1=...]`")),
+    responses(
+        (status = 200, description = "Received: applied, ignored, or a duplicate", content_type = "application/json"),
+        (status = 400, description = "`invalid-signature` (bad, missing or stale signature), or not an event (`invalid-request`); nothing written", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 500, description = "An unexpected error; redeliver", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 503, description = "The gateway or the database is unavailable, or the ride's key is in flight; nothing written, redeliver", body = ProblemDocument, content_type = "application/problem+json",
+            headers(("Retry-After" = String))),
+    )
+)]
+pub async fn stripe_webhook(
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+    settings: web::Data<WebhookSettings>,
+) -> Result<HttpResponse, Problem> {
+    let body = read_json(&request, payload, MAX_WEBHOOK_BYTES).await?;
+    verify(&request, &body, &settings).inspect_err(|_| count("unverified", "invalid_signature"))?;
+    let event = Event::parse(&body).ok_or_else(|| {
+        count("unverified", "invalid_event");
+        Problem::new(
+            ProblemKind::InvalidRequest,
+            "the body is not a Stripe event (id, type, created, data.object)",
+        )
+    })?;
+    let label = event.type_label().to_owned();
+    let processed = request_id::block(move || reconcile::process(&context, &event)).await?;
+    match processed {
+        Ok(disposition) => {
+            count(&label, disposition.as_str());
+            Ok(
+                HttpResponse::Ok()
+                    .json(json!({ "received": true, "result": disposition.as_str() })),
+            )
+        }
+        Err(NotYet::KeyInFlight) => {
+            count(&label, "retry");
+            Err(Problem::new(
+                ProblemKind::ServiceUnavailable,
+                "the ride's request is in flight; redeliver the event later",
+            )
+            .with_retry_after(Duration::from_secs(1)))
+        }
+        Err(NotYet::Service(err)) => {
+            count(&label, "failed");
+            Err(err.into())
+        }
+    }
+}
+
+fn verify(request: &HttpRequest, body: &[u8], settings: &WebhookSettings) -> Result<(), Problem> {
+    let refused = |detail: &str| Problem::new(ProblemKind::InvalidSignature, detail);
+    let Some(secret) = &settings.secret else {
+        log::error!("a Stripe webhook arrived, but STRIPE_WEBHOOK_SECRET is not set");
+        return Err(refused("this endpoint has no signing secret configured"));
+    };
+    let header = request
+        .headers()
+        .get("stripe-signature")
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(|| refused("the Stripe-Signature header is missing"))?;
+    signature::verify(
+        header,
+        body,
+        secret.expose(),
+        chrono::Utc::now().timestamp(),
+        SIGNATURE_TOLERANCE_SECS,
+    )
+    .map_err(|err| refused(&err.to_string()))
+}
+
+fn count(event_type: &str, result: &str) {
+    metrics::metrics()
+        .webhook_events
+        .with_label_values(&[event_type, result])
+        .inc();
+}

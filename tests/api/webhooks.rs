@@ -1,0 +1,249 @@
+//! `POST /webhooks/stripe`: signatures, events recorded once, and charges
+//! reconciled from what the gateway says, never from the payload.
+
+use std::time::Duration;
+
+use diesel::Connection;
+use ridepay::config::ApiKey;
+use ridepay::payments::stripe::signature::sign;
+use ridepay::payments::{ledger, RefundRequest};
+use serde_json::json;
+
+use crate::helpers::{
+    spawn_app_with, spawn_server, stripe_event, Answer, TestApp, RIDE, WEBHOOK_SECRET,
+};
+use crate::workers::eventually;
+
+async fn app() -> TestApp {
+    spawn_app_with(|s| s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET))).await
+}
+
+fn charge_id_of(app: &TestApp, ride_id: i64) -> String {
+    use diesel::prelude::*;
+    use ridepay::schema::rides;
+    rides::table
+        .find(ride_id)
+        .select(rides::charge_id)
+        .first::<Option<String>>(&mut app.db())
+        .unwrap()
+        .unwrap()
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+fn assert_received(answer: &Answer, result: &str) {
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(answer.json()["result"], result);
+}
+
+/// A refund made at the gateway by someone other than ridepay.
+fn refund_at_the_gateway(app: &TestApp, charge_id: &str, amount: i64) {
+    ledger::record_refund(
+        &mut diesel::PgConnection::establish(&app.database_url).unwrap(),
+        &RefundRequest {
+            idempotency_key: format!("dashboard-{}", uuid::Uuid::new_v4()),
+            charge_id: charge_id.to_owned(),
+            amount_cents: Some(amount),
+            reason: Some("requested_by_customer".to_owned()),
+            metadata: vec![],
+        },
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_signed_event_is_applied_once_and_its_redelivery_changes_nothing() {
+    let app = app().await;
+    let ride_id = app.charged_ride("ride").await;
+    let charge = charge_id_of(&app, ride_id);
+    refund_at_the_gateway(&app, &charge, 700);
+    // The payload claims more than the gateway says; the gateway wins.
+    let event = stripe_event(
+        "evt_1",
+        "charge.refunded",
+        now(),
+        json!({"id": charge, "amount_refunded": 2000}),
+    );
+
+    let first = app.post_signed_webhook(&event).await;
+    let again = app.post_signed_webhook(&event).await;
+
+    assert_received(&first, "applied");
+    assert_received(&again, "duplicate");
+    assert_eq!(app.count("stripe_events"), 1);
+    let ride = app.ride(ride_id).await;
+    assert_eq!(
+        (
+            ride["amount_refunded_cents"].as_i64(),
+            ride["status"].as_str()
+        ),
+        (Some(700), Some("charged"))
+    );
+    let refunds = app
+        .get(&format!("/api/rides/{ride_id}/refunds"))
+        .await
+        .json();
+    assert_eq!(refunds["data"].as_array().unwrap().len(), 1);
+    assert_eq!(refunds["data"][0]["status"], "succeeded");
+
+    // Another event about the same charge does not count the refund twice.
+    let later = stripe_event(
+        "evt_2",
+        "charge.refund.updated",
+        now(),
+        json!({"id": "re_x", "charge": charge}),
+    );
+    assert_received(&app.post_signed_webhook(&later).await, "applied");
+    assert_eq!(app.ride(ride_id).await["amount_refunded_cents"], 700);
+    assert_eq!(app.count("refunds"), 1);
+}
+
+#[tokio::test]
+async fn bad_stale_and_missing_signatures_are_400_and_write_nothing() {
+    let app = app().await;
+    let ride_id = app.charged_ride("ride").await;
+    let charge = charge_id_of(&app, ride_id);
+    let event = stripe_event("evt_sig", "charge.succeeded", now(), json!({"id": charge}));
+    let altered = event.replace("evt_sig", "evt_sih");
+
+    for signature in [
+        Some(sign("whsec_wrong", now(), event.as_bytes())),
+        Some(sign(WEBHOOK_SECRET, now(), altered.as_bytes())),
+        Some(sign(WEBHOOK_SECRET, now() - 301, event.as_bytes())),
+        Some("t=1,v1=zz".to_owned()),
+        None,
+    ] {
+        let answer = app.post_webhook(&event, signature.as_deref()).await;
+        answer.assert_problem(400, "invalid-signature");
+    }
+    assert_eq!(app.count("stripe_events"), 0);
+
+    // Several v1 signatures (a secret being rolled): one valid one suffices.
+    let good = sign(WEBHOOK_SECRET, now(), event.as_bytes());
+    let old = sign("whsec_old", now(), event.as_bytes());
+    let (t, good_v1) = good.split_once(',').unwrap();
+    let (_, old_v1) = old.split_once(',').unwrap();
+    let rolled = format!("{t},{old_v1},{good_v1}");
+    assert_received(&app.post_webhook(&event, Some(&rolled)).await, "applied");
+    assert_eq!(app.count("stripe_events"), 1);
+}
+
+#[tokio::test]
+async fn a_body_over_256_kib_is_413() {
+    let app = app().await;
+    let padding = "x".repeat(257 * 1024);
+    let event = stripe_event(
+        "evt_big",
+        "charge.succeeded",
+        now(),
+        json!({"id": "ch_1", "pad": padding}),
+    );
+    app.post_signed_webhook(&event)
+        .await
+        .assert_problem(413, "payload-too-large");
+}
+
+#[tokio::test]
+async fn unknown_charges_and_other_event_types_are_acknowledged_and_ignored() {
+    let app = app().await;
+    let unknown = stripe_event(
+        "evt_u",
+        "charge.succeeded",
+        now(),
+        json!({"id": "ch_nowhere"}),
+    );
+    let other = stripe_event("evt_o", "customer.created", now(), json!({"id": "cus_1"}));
+
+    assert_received(&app.post_signed_webhook(&unknown).await, "ignored");
+    assert_received(&app.post_signed_webhook(&other).await, "ignored");
+    assert_received(&app.post_signed_webhook(&other).await, "duplicate");
+    assert_eq!(app.count("stripe_events"), 2);
+}
+
+#[tokio::test]
+async fn a_dispute_marks_the_ride_and_an_older_event_never_undoes_it() {
+    let app = app().await;
+    let ride_id = app.charged_ride("ride").await;
+    let charge = charge_id_of(&app, ride_id);
+    ledger::open_dispute(&mut app.db(), &charge).unwrap();
+    let disputed = stripe_event(
+        "evt_new",
+        "charge.dispute.created",
+        now(),
+        json!({"id": "dp_1", "charge": charge}),
+    );
+    let older = stripe_event(
+        "evt_old",
+        "charge.succeeded",
+        now() - 60,
+        json!({"id": charge}),
+    );
+
+    assert_received(&app.post_signed_webhook(&disputed).await, "applied");
+    assert_received(&app.post_signed_webhook(&older).await, "superseded");
+
+    assert_eq!(app.ride(ride_id).await["status"], "disputed");
+    app.post_refund(ride_id, "too-late", "{}")
+        .await
+        .assert_problem(422, "refund-not-allowed");
+}
+
+#[tokio::test]
+async fn a_key_with_an_unknown_charge_outcome_is_settled_by_a_webhook_and_finished_without_a_second_charge(
+) {
+    // Every gateway answer is lost: the charge is made, the ride stays pending.
+    let app = spawn_app_with(|s| {
+        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+        s.simulated_gateway.lost_response_rate = 1.0;
+    })
+    .await;
+    app.post_ride("unknown", RIDE)
+        .await
+        .assert_problem(503, "payment-gateway-unavailable");
+    assert_eq!(app.key_state("unknown")["recovery_point"], "ride_created");
+    let charge: String = {
+        use diesel::prelude::*;
+        ridepay::schema::simulated_charges::table
+            .select(ridepay::schema::simulated_charges::id)
+            .first(&mut app.db())
+            .unwrap()
+    };
+
+    let event = stripe_event(
+        "evt_settle",
+        "charge.succeeded",
+        now(),
+        json!({"id": charge}),
+    );
+    assert_received(&app.post_signed_webhook(&event).await, "applied");
+
+    assert_eq!(
+        app.key_state("unknown")["recovery_point"],
+        "charge_completed"
+    );
+    assert_eq!(app.key_state("unknown")["locked"], false);
+    // The completer's gateway still loses every answer: it can only finish
+    // the key without calling it.
+    spawn_server(&app.database_url, |s| {
+        s.completer.enabled = true;
+        s.simulated_gateway.lost_response_rate = 1.0;
+    })
+    .await;
+    let finished = eventually(Duration::from_secs(10), || {
+        app.key_state("unknown")["recovery_point"] == "finished"
+    })
+    .await;
+    assert!(finished, "{}", app.key_state("unknown"));
+    assert_eq!(app.counts(), (1, 1, 1));
+    let replay = app.post_ride("unknown", RIDE).await;
+    assert_eq!(replay.status, 201);
+    assert_eq!(replay.json()["charge_id"], charge.as_str());
+    assert_eq!(replay.json()["status"], "charged");
+}
