@@ -1,6 +1,7 @@
 -- What one new-key POST /api/rides sends to PostgreSQL, as pure SQL, with the
 -- same transaction boundaries (src/auth.rs, src/idempotency/claim.rs,
--- src/rides/service.rs, src/rides/phases.rs, src/payments/simulated.rs).
+-- src/idempotency/flow.rs, src/rides/service.rs, src/rides/phases.rs,
+-- src/payments/ledger.rs).
 -- The benchmark passes first_user, riders, key_hash (hex), installation and
 -- fingerprint with -D; client i acts as rider i % riders, as the HTTP load
 -- does. `SELECT 1` is r2d2's check of a connection taken from the pool
@@ -65,7 +66,7 @@ INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, sour
         2000, 'usd', 'tok_visa', 'ridepay ride ' || :ride_id::text,
         jsonb_build_object('ride_id', :ride_id::text, 'idempotency_key_id', :key_id::text),
         'succeeded', NULL, NULL)
-  ON CONFLICT (idempotency_key) DO NOTHING;
+  ON CONFLICT (idempotency_key) DO NOTHING RETURNING *;
 COMMIT;
 
 -- Transaction 3: ChargeCompleted and Finished.

@@ -22,9 +22,10 @@ pub struct ApiUser {
     pub api_key: String,
 }
 
-/// A kind of server log line: its name, and the substrings that mark it (one
-/// per gateway, say).
-pub type LogEvent = (&'static str, &'static [&'static str]);
+/// A kind of server log line: its name, a substring the line must hold (""
+/// for any line), and substrings of which it must hold one (the wording of
+/// one gateway or another, say).
+pub type LogEvent = (&'static str, &'static str, &'static [&'static str]);
 
 /// Server log lines (stderr) counted by kind.
 #[derive(Debug, Default)]
@@ -45,13 +46,13 @@ impl LogCounts {
     pub fn get(&self, name: &str) -> u64 {
         self.events
             .iter()
-            .find(|((event, _), _)| *event == name)
+            .find(|((event, _, _), _)| *event == name)
             .map_or(0, |(_, count)| count.load(Ordering::Relaxed))
     }
 
     fn observe(&self, line: &str) {
-        for ((_, marks), count) in &self.events {
-            if marks.iter().any(|mark| line.contains(mark)) {
+        for ((_, context, marks), count) in &self.events {
+            if line.contains(context) && marks.iter().any(|mark| line.contains(mark)) {
                 count.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -149,11 +150,12 @@ mod tests {
     #[test]
     fn log_lines_count_once_per_kind_by_any_of_its_marks() {
         let counts = LogCounts::new(&[
-            ("lost", &["lost response", "no answer"]),
-            ("any", &["unavailable"]),
+            ("lost", "unavailable: ", &["lost response", "no answer"]),
+            ("any", "", &["unavailable"]),
         ]);
         counts.observe("payment gateway unavailable: no answer from Stripe");
         counts.observe("payment gateway unavailable: simulated lost response");
+        counts.observe("completer: no answer from Stripe");
         counts.observe("something else");
         assert_eq!(counts.get("lost"), 2);
         assert_eq!(counts.get("any"), 2);
