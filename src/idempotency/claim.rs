@@ -10,7 +10,7 @@ use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
-use super::record::KeyRecord;
+use super::record::KeyState;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::db::database_now;
@@ -51,7 +51,7 @@ impl<'a> IdempotentRequest<'a> {
         Fingerprint::compute(self.method, self.path, &self.canonical())
     }
 
-    fn matches(&self, record: &KeyRecord) -> bool {
+    fn matches(&self, record: &KeyState) -> bool {
         Fingerprint::matches_stored(
             self.method,
             self.path,
@@ -94,8 +94,8 @@ pub fn lookup<P: RecoveryPoints>(
     let found = keys::idempotency_keys
         .filter(keys::user_id.eq(request.user_id))
         .filter(keys::key.eq(request.key.as_str()))
-        .select((KeyRecord::as_select(), database_now()))
-        .first::<(KeyRecord, DateTime<Utc>)>(conn)
+        .select((KeyState::as_select(), database_now()))
+        .first::<(KeyState, DateTime<Utc>)>(conn)
         .optional()?;
     Ok(match found {
         None => Lookup::Claimable,
@@ -148,8 +148,8 @@ pub fn claim<P: RecoveryPoints>(
     let plain = keys::idempotency_keys
         .filter(keys::user_id.eq(request.user_id))
         .filter(keys::key.eq(request.key.as_str()))
-        .select((KeyRecord::as_select(), database_now()));
-    let (record, db_now) = plain.clone().first::<(KeyRecord, DateTime<Utc>)>(conn)?;
+        .select((KeyState::as_select(), database_now()));
+    let (record, db_now) = plain.clone().first::<(KeyState, DateTime<Utc>)>(conn)?;
     if let Some(answer) = judge::<P>(request, &record, db_now, policy)? {
         return Ok(answer.into());
     }
@@ -157,7 +157,7 @@ pub fn claim<P: RecoveryPoints>(
     // may have won in between.
     let (record, db_now) = plain
         .for_update()
-        .first::<(KeyRecord, DateTime<Utc>)>(conn)?;
+        .first::<(KeyState, DateTime<Utc>)>(conn)?;
     match judge::<P>(request, &record, db_now, policy)? {
         None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
         Some(answer) => Ok(answer.into()),
@@ -179,14 +179,14 @@ impl<P> From<Answer> for Claim<P> {
 /// so that any earlier holder's next phase commit is refused.
 pub(crate) fn take_lease<P: RecoveryPoints>(
     conn: &mut PgConnection,
-    record: &KeyRecord,
+    record: &KeyState,
 ) -> Result<Lease<P>, ServiceError> {
     let point = parse_point::<P>(record)?;
     let epoch = bump_epoch(conn, record)?;
     Ok(Lease::new(record.id, record.user_id, epoch, point))
 }
 
-pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyRecord) -> Result<P, ServiceError> {
+pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyState) -> Result<P, ServiceError> {
     P::parse(&record.recovery_point).ok_or_else(|| {
         ServiceError::Internal(anyhow::anyhow!(
             "key {} is at recovery point {:?}, unknown to its endpoint",
@@ -197,7 +197,7 @@ pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyRecord) -> Result<P, Se
 }
 
 /// The lease itself: `locked_at = now()`, `lease_epoch + 1`. Returns the epoch.
-pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyRecord) -> Result<i64, ServiceError> {
+pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i64, ServiceError> {
     if record.locked_at.is_some() {
         crate::metrics::idempotency_outcome("lease_takeover");
         log::warn!(
@@ -230,7 +230,7 @@ enum Answer {
 /// an operator. None: the request may run.
 fn judge<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
-    record: &KeyRecord,
+    record: &KeyState,
     db_now: DateTime<Utc>,
     policy: &KeyPolicy,
 ) -> Result<Option<Answer>, ServiceError> {

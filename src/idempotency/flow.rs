@@ -7,7 +7,7 @@ use diesel::{Connection, PgConnection};
 use super::claim::{self, Claim, IdempotentRequest, Lookup};
 use super::lease::{in_transaction, Lease};
 use super::policy::KeyPolicy;
-use super::record::KeyRecord;
+use super::record::{KeyRecord, KeyState};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::DbPool;
@@ -166,10 +166,10 @@ pub fn take_over<P: RecoveryPoints>(
     use diesel::prelude::*;
     let Some((record, db_now)) = keys::idempotency_keys
         .find(key_id)
-        .select((KeyRecord::as_select(), crate::db::database_now()))
+        .select((KeyState::as_select(), crate::db::database_now()))
         .for_update()
         .skip_locked()
-        .first::<(KeyRecord, chrono::DateTime<chrono::Utc>)>(conn)
+        .first::<(KeyState, chrono::DateTime<chrono::Utc>)>(conn)
         .optional()?
     else {
         return Ok(None);

@@ -23,6 +23,6 @@ pub use flow::Outcome;
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;
-pub use record::{find, stuck, KeyRecord};
+pub use record::{find, stuck, KeyRecord, KeyState};
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
 pub use stored_response::StoredResponse;

@@ -7,29 +7,61 @@ use serde_json::Value;
 use super::stored_response::StoredResponse;
 use crate::schema::idempotency_keys;
 
+/// What deciding a request's fate needs of a key row: the fingerprint, the
+/// lease, the recovery point and the stored response. Replays and 409s read
+/// only this, not the request's parameters.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = idempotency_keys, check_for_backend(diesel::pg::Pg))]
-pub struct KeyRecord {
+pub struct KeyState {
     pub id: i64,
     pub user_id: i64,
-    pub key: String,
-    pub request_method: String,
-    pub request_path: String,
     pub request_fingerprint: String,
-    pub request_params: Value,
     pub lease_epoch: i64,
     pub locked_at: Option<DateTime<Utc>>,
-    pub last_run_at: DateTime<Utc>,
     pub recovery_point: String,
     pub response_status: Option<i16>,
     pub response_headers: Option<Value>,
     pub response_body: Option<Vec<u8>>,
     pub created_at: DateTime<Utc>,
+    pub needs_attention_at: Option<DateTime<Utc>>,
+}
+
+impl KeyState {
+    /// The stored response, when the key is finished.
+    pub fn stored_response(&self) -> Option<StoredResponse> {
+        StoredResponse::from_stored(
+            self.response_status?,
+            self.response_headers.as_ref()?,
+            self.response_body.clone()?,
+        )
+    }
+}
+
+/// The whole row: its state, and the request it holds, for workers and
+/// operators.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = idempotency_keys, check_for_backend(diesel::pg::Pg))]
+pub struct KeyRecord {
+    #[diesel(embed)]
+    pub state: KeyState,
+    pub key: String,
+    pub request_method: String,
+    pub request_path: String,
+    pub request_params: Value,
+    pub last_run_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub attempts: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
-    pub needs_attention_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+}
+
+/// A record reads as its state (`record.recovery_point`, `record.id`).
+impl std::ops::Deref for KeyRecord {
+    type Target = KeyState;
+
+    fn deref(&self) -> &KeyState {
+        &self.state
+    }
 }
 
 impl KeyRecord {
@@ -38,15 +70,6 @@ impl KeyRecord {
             .find(id)
             .select(KeyRecord::as_select())
             .first(conn)
-    }
-
-    /// The stored response, when the key is finished.
-    pub fn stored_response(&self) -> Option<StoredResponse> {
-        StoredResponse::from_stored(
-            self.response_status?,
-            self.response_headers.as_ref()?,
-            self.response_body.clone()?,
-        )
     }
 }
 
