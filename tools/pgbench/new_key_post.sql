@@ -18,10 +18,9 @@ SELECT id, email, api_key_hash, stripe_customer_id, created_at, updated_at
 
 -- The lock-free lookup of the key.
 SELECT 1;
-SELECT id, user_id, key, request_method, request_path, request_fingerprint,
-       request_params, lease_epoch, locked_at, last_run_at, recovery_point,
+SELECT id, user_id, request_fingerprint, lease_epoch, locked_at, recovery_point,
        response_status, response_headers, response_body, created_at,
-       updated_at, attempts, next_attempt_at, needs_attention_at, last_error, now()
+       needs_attention_at, now()
   FROM idempotency_keys WHERE user_id = :user_id AND key = 'pgbench-' || :n::text LIMIT 1;
 
 -- Transaction 1: the claim of a new key and RideCreated.
