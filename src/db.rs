@@ -58,6 +58,11 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(5))
+        // r2d2's `SELECT 1` at each checkout stays on: Diesel does not mark a
+        // connection the server has closed as broken, so without the check a
+        // pool would keep handing out dead connections after a database
+        // restart (`database_faults::*` fail with it off).
+        .test_on_check_out(true)
         .event_handler(Box::new(crate::metrics::PoolEvents))
         .connection_customizer(Box::new(SessionLimits {
             statement_timeout: settings.statement_timeout,
