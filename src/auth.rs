@@ -45,7 +45,9 @@ impl FromRequest for AuthenticatedUser {
             let token = token.ok_or_else(|| unauthorized("a bearer API key is required"))?;
             let context = context.expect("ServiceContext is registered at start-up");
             let limiter = limiter.expect("RateLimiter is registered at start-up");
-            if let Err(wait) = limiter.check(&users::hash_api_key(&token)) {
+            // Hashed once: the limiter's key and the lookup's.
+            let key_hash = users::hash_api_key(&token);
+            if let Err(wait) = limiter.check(&key_hash) {
                 return Err(Problem::new(
                     ProblemKind::RateLimited,
                     "too many requests for this API key; slow down",
@@ -54,7 +56,7 @@ impl FromRequest for AuthenticatedUser {
             }
             let user = request_id::block(move || -> Result<_, ServiceError> {
                 let mut conn = context.pool.get()?;
-                Ok(users::find_by_api_key(&mut conn, &token)?)
+                Ok(users::find_by_api_key_hash(&mut conn, &key_hash)?)
             })
             .await??;
             user.map(AuthenticatedUser)

@@ -64,9 +64,10 @@ pub fn create(
     Ok((user, key))
 }
 
-pub fn find_by_api_key(conn: &mut PgConnection, key: &str) -> QueryResult<Option<User>> {
+/// The user whose API key hashes to `key_hash` (see [`hash_api_key`]).
+pub fn find_by_api_key_hash(conn: &mut PgConnection, key_hash: &[u8]) -> QueryResult<Option<User>> {
     users::table
-        .filter(users::api_key_hash.eq(hash_api_key(key)))
+        .filter(users::api_key_hash.eq(key_hash))
         .select(User::as_select())
         .first(conn)
         .optional()

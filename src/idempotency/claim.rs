@@ -29,6 +29,9 @@ pub struct IdempotentRequest<'a> {
     /// The validated request with defaults applied. `serde_json` keeps object
     /// keys sorted, so its serialisation is canonical.
     pub params: &'a Value,
+    /// `params` serialised, once: the fingerprint and every check against a
+    /// stored one hash these bytes.
+    canonical: Vec<u8>,
 }
 
 impl<'a> IdempotentRequest<'a> {
@@ -40,22 +43,19 @@ impl<'a> IdempotentRequest<'a> {
             method: "POST",
             path,
             params,
+            canonical: serde_json::to_vec(params).expect("a JSON value always serialises"),
         }
     }
 
-    fn canonical(&self) -> Vec<u8> {
-        serde_json::to_vec(self.params).expect("a JSON value always serialises")
-    }
-
     fn fingerprint(&self) -> Fingerprint {
-        Fingerprint::compute(self.method, self.path, &self.canonical())
+        Fingerprint::compute(self.method, self.path, &self.canonical)
     }
 
     fn matches(&self, record: &KeyState) -> bool {
         Fingerprint::matches_stored(
             self.method,
             self.path,
-            &self.canonical(),
+            &self.canonical,
             &record.request_fingerprint,
         )
     }
