@@ -13,7 +13,7 @@ use super::policy::KeyPolicy;
 use super::record::KeyState;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
-use crate::db::database_now;
+use crate::db::{database_now, CacheStatement};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -149,7 +149,7 @@ pub fn claim<P: RecoveryPoints>(
         .filter(keys::user_id.eq(request.user_id))
         .filter(keys::key.eq(request.key.as_str()))
         .select((KeyState::as_select(), database_now()));
-    let (record, db_now) = plain.clone().first::<(KeyState, DateTime<Utc>)>(conn)?;
+    let (record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
     if let Some(answer) = judge::<P>(request, &record, db_now, policy)? {
         return Ok(answer.into());
     }
@@ -214,6 +214,7 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i
             keys::updated_at.eq(now),
         ))
         .returning(keys::lease_epoch)
+        .cached()
         .get_result(conn)?)
 }
 

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
+use crate::db::CacheStatement;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -59,8 +60,11 @@ impl<P: RecoveryPoints> Lease<P> {
                 keys::last_run_at.eq(now),
                 keys::updated_at.eq(now),
             ))
-            .execute(conn)?;
-        self.point = self.checked(updated, next)?;
+            .returning(keys::id)
+            .cached()
+            .get_result::<i64>(conn)
+            .optional()?;
+        self.point = self.checked(updated.is_some(), next)?;
         Ok(())
     }
 
@@ -81,8 +85,11 @@ impl<P: RecoveryPoints> Lease<P> {
                 keys::last_run_at.eq(now),
                 keys::updated_at.eq(now),
             ))
-            .execute(conn)?;
-        self.point = self.checked(updated, P::FINISHED)?;
+            .returning(keys::id)
+            .cached()
+            .get_result::<i64>(conn)
+            .optional()?;
+        self.point = self.checked(updated.is_some(), P::FINISHED)?;
         Ok(())
     }
 
@@ -111,8 +118,8 @@ impl<P: RecoveryPoints> Lease<P> {
             .filter(keys::recovery_point.eq(self.point.as_str()))
     }
 
-    fn checked(&self, updated: usize, next: P) -> Result<P, ServiceError> {
-        if updated == 1 {
+    fn checked(&self, updated: bool, next: P) -> Result<P, ServiceError> {
+        if updated {
             Ok(next)
         } else {
             crate::metrics::idempotency_outcome("fencing_refused");

@@ -7,6 +7,8 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
+use crate::db::CacheStatement;
+
 use super::gateway::{Charge, ChargeRequest, ChargeState, GatewayError, Refund, RefundRequest};
 use crate::schema::{simulated_charges, simulated_refunds};
 
@@ -163,8 +165,10 @@ fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
         .into()
 }
 
-/// Records the charge in its own transaction, or finds the one already
-/// recorded under the same key.
+/// Records the charge, or finds the one already recorded under the same key.
+/// The INSERT alone is atomic, and a concurrent one with the same key makes it
+/// wait for that one's commit, after which the SELECT sees its row: no
+/// transaction needed.
 pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Recorded, LedgerError> {
     let declined = match behaviour(&request.source) {
         SourceBehaviour::Succeeds => None,
@@ -187,29 +191,27 @@ pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Record
         failure_code: declined.map(|_| "card_declined"),
         decline_code: declined,
     };
-    let recorded = conn.transaction(|conn| {
-        let inserted = diesel::insert_into(simulated_charges::table)
-            .values(&attempt)
-            .on_conflict(simulated_charges::idempotency_key)
-            .do_nothing()
-            .returning(LedgerCharge::as_returning())
-            .get_result(conn)
-            .optional()?;
-        match inserted {
-            Some(charge) => Ok(Recorded {
-                charge,
-                replayed: false,
-            }),
-            None => simulated_charges::table
+    let inserted = diesel::insert_into(simulated_charges::table)
+        .values(&attempt)
+        .on_conflict(simulated_charges::idempotency_key)
+        .do_nothing()
+        .returning(LedgerCharge::as_returning())
+        .cached()
+        .get_result(conn)
+        .optional()?;
+    let recorded = match inserted {
+        Some(charge) => Recorded {
+            charge,
+            replayed: false,
+        },
+        None => Recorded {
+            charge: simulated_charges::table
                 .filter(simulated_charges::idempotency_key.eq(&request.idempotency_key))
                 .select(LedgerCharge::as_select())
-                .first(conn)
-                .map(|charge| Recorded {
-                    charge,
-                    replayed: true,
-                }),
-        }
-    })?;
+                .first(conn)?,
+            replayed: true,
+        },
+    };
     if !recorded.charge.same_parameters(request) {
         return Err(LedgerError::KeyReused(request.idempotency_key.clone()));
     }

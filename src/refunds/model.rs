@@ -3,6 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+
+use crate::db::CacheStatement;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -79,6 +81,7 @@ pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Re
     diesel::insert_into(refunds::table)
         .values(refund)
         .returning(Refund::as_returning())
+        .cached()
         .get_result(conn)
 }
 
@@ -169,6 +172,7 @@ pub fn settle(
         refunds::updated_at.eq(diesel::dsl::now),
     ))
     .returning(Refund::as_returning())
+    .cached()
     .get_result(conn)
 }
 
@@ -183,6 +187,7 @@ pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) ->
             rides::updated_at.eq(diesel::dsl::now),
         ))
         .returning(Ride::as_returning())
+        .cached()
         .get_result(conn)?;
     if ride.amount_refunded_cents == ride.amount_cents
         && ride.status == RideStatus::Charged.as_str()
@@ -190,6 +195,7 @@ pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) ->
         return diesel::update(rides::table.find(ride_id))
             .set(rides::status.eq(RideStatus::Refunded.as_str()))
             .returning(Ride::as_returning())
+            .cached()
             .get_result(conn);
     }
     Ok(ride)

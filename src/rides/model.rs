@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+
+use crate::db::CacheStatement;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -87,6 +89,7 @@ pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> 
     diesel::insert_into(rides::table)
         .values(ride)
         .returning(Ride::as_returning())
+        .cached()
         .get_result(conn)
 }
 
@@ -150,5 +153,6 @@ pub fn settle(
         rides::updated_at.eq(diesel::dsl::now),
     ))
     .returning(Ride::as_returning())
+    .cached()
     .get_result(conn)
 }

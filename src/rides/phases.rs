@@ -85,13 +85,14 @@ pub fn charge(
     })
 }
 
-/// RideCreated -> ChargeCompleted: the charge recorded on the ride.
+/// RideCreated -> ChargeCompleted: the charge recorded on the ride. Returns
+/// the ride as charged.
 pub fn record_charge(
     conn: &mut PgConnection,
     lease: &mut RideLease,
     ride: &Ride,
     charge: &Charge,
-) -> Result<(), ServiceError> {
+) -> Result<Ride, ServiceError> {
     if (charge.amount_cents, charge.currency.as_str())
         != (ride.amount_cents, ride.currency.as_str())
     {
@@ -105,18 +106,18 @@ pub fn record_charge(
             ride.currency
         )));
     }
-    model::settle(conn, ride.id, RideStatus::Charged, Some(&charge.id))?;
+    let charged = model::settle(conn, ride.id, RideStatus::Charged, Some(&charge.id))?;
     lease.advance(conn, RecoveryPoint::ChargeCompleted)?;
-    Ok(())
+    Ok(charged)
 }
 
-/// ChargeCompleted -> Finished: the 201 stored, and the receipt staged in the
-/// same transaction.
+/// ChargeCompleted -> Finished: the 201 with the charged ride stored, and the
+/// receipt staged in the same transaction.
 pub fn finish_charged(
     conn: &mut PgConnection,
     lease: &mut RideLease,
+    ride: &Ride,
 ) -> Result<StoredResponse, ServiceError> {
-    let ride = model::find_by_key(conn, lease.key_id())?;
     outbox::stage(
         conn,
         outbox::RIDE_RECEIPT,

@@ -2,9 +2,11 @@
 //! charge, record the charge, store the response. A retry, or a worker, resumes
 //! from the recovery point the key reached.
 
+use std::cell::RefCell;
+
 use diesel::PgConnection;
 
-use super::model;
+use super::model::{self, Ride};
 use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
@@ -29,7 +31,7 @@ pub fn create_ride(
         &context.pool,
         &context.key_policy,
         &request,
-        &RidePhases { context, params },
+        &RidePhases::new(context, params),
     )
 }
 
@@ -40,13 +42,26 @@ pub fn resume(
     lease: RideLease,
     params: &RideParams,
 ) -> Result<StoredResponse, ServiceError> {
-    flow::drive(&context.pool, lease, &RidePhases { context, params })
+    flow::drive(&context.pool, lease, &RidePhases::new(context, params))
 }
 
 /// The endpoint's phases, for one request.
 struct RidePhases<'a> {
     context: &'a ServiceContext,
     params: &'a RideParams,
+    /// The ride the first phase created, once its transaction committed: the
+    /// charge needs it, and reading it back would cost a checkout and a query.
+    created: RefCell<Option<Ride>>,
+}
+
+impl<'a> RidePhases<'a> {
+    fn new(context: &'a ServiceContext, params: &'a RideParams) -> Self {
+        RidePhases {
+            context,
+            params,
+            created: RefCell::new(None),
+        }
+    }
 }
 
 impl flow::Phases for RidePhases<'_> {
@@ -56,7 +71,10 @@ impl flow::Phases for RidePhases<'_> {
         crash::point(crash::AFTER_CLAIM);
         // A ride without a source to charge is refused here, which rolls the
         // claim back too: nothing is written, the key not consumed.
-        phases::create_ride(conn, lease, self.params).map(drop)
+        let ride = phases::create_ride(conn, lease, self.params)?;
+        // Kept only for the later phases, which run after the commit.
+        *self.created.borrow_mut() = Some(ride);
+        Ok(())
     }
 
     fn claimed(&self) {
@@ -68,7 +86,10 @@ impl flow::Phases for RidePhases<'_> {
             // The flow's own.
             RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
             RecoveryPoint::RideCreated => {
-                let ride = model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?;
+                let ride = match self.created.take() {
+                    Some(ride) => ride,
+                    None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
+                };
                 // No pooled connection is held while the gateway works.
                 let charged = phases::charge(
                     self.context.gateway.as_ref(),
@@ -81,9 +102,9 @@ impl flow::Phases for RidePhases<'_> {
                 let response = match charged {
                     // ChargeCompleted and Finished share one transaction.
                     Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
-                        phases::record_charge(conn, lease, &ride, &charge)?;
+                        let charged = phases::record_charge(conn, lease, &ride, &charge)?;
                         crash::point(crash::AFTER_CHARGE_COMPLETED);
-                        phases::finish_charged(conn, lease)
+                        phases::finish_charged(conn, lease, &charged)
                     }),
                     Err(
                         failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
@@ -94,12 +115,13 @@ impl flow::Phases for RidePhases<'_> {
                 }?;
                 Ok(Some(response))
             }
-            RecoveryPoint::ChargeCompleted => in_transaction(
-                &mut *self.context.pool.get()?,
-                lease,
-                phases::finish_charged,
-            )
-            .map(Some),
+            RecoveryPoint::ChargeCompleted => {
+                in_transaction(&mut *self.context.pool.get()?, lease, |conn, lease| {
+                    let ride = model::find_by_key(conn, lease.key_id())?;
+                    phases::finish_charged(conn, lease, &ride)
+                })
+                .map(Some)
+            }
         }
     }
 }

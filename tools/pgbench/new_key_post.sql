@@ -44,20 +44,13 @@ INSERT INTO audit_records (user_id, action, resource_type, resource_id, data)
   VALUES (:user_id, 'ride.created', 'ride', :ride_id,
         jsonb_build_object('idempotency_key_id', :key_id::bigint, 'amount_cents', 2000));
 UPDATE idempotency_keys SET recovery_point = 'ride_created', last_run_at = now(), updated_at = now()
-  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'started';
+  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'started'
+  RETURNING id;
 COMMIT;
 
--- The ride, read back before the charge, on a new checkout.
-SELECT 1;
-SELECT id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat, target_lon,
-       amount_cents, amount_refunded_cents, currency, payment_source, status, charge_id,
-       created_at, updated_at
-  FROM rides WHERE idempotency_key_id = :key_id LIMIT 1;
-
 -- Transaction 2: the simulated gateway records the charge, as an external
--- system would, on its own checkout.
+-- system would, on its own checkout (one statement, its own transaction).
 SELECT 1;
-BEGIN;
 INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, source,
         description, metadata, status, failure_code, decline_code)
   VALUES ('ch_sim_pgbench_' || :key_id::text,
@@ -66,7 +59,6 @@ INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, sour
         jsonb_build_object('ride_id', :ride_id::text, 'idempotency_key_id', :key_id::text),
         'succeeded', NULL, NULL)
   ON CONFLICT (idempotency_key) DO NOTHING RETURNING *;
-COMMIT;
 
 -- Transaction 3: ChargeCompleted and Finished.
 SELECT 1;
@@ -77,11 +69,8 @@ UPDATE rides SET status = 'charged', charge_id = 'ch_sim_pgbench_' || :key_id::t
        amount_cents, amount_refunded_cents, currency, payment_source, status, charge_id,
        created_at, updated_at;
 UPDATE idempotency_keys SET recovery_point = 'charge_completed', last_run_at = now(), updated_at = now()
-  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'ride_created';
-SELECT id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat, target_lon,
-       amount_cents, amount_refunded_cents, currency, payment_source, status, charge_id,
-       created_at, updated_at
-  FROM rides WHERE idempotency_key_id = :key_id LIMIT 1;
+  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'ride_created'
+  RETURNING id;
 INSERT INTO staged_jobs (job_type, payload)
   VALUES ('ride_receipt', jsonb_build_object('ride_id', :ride_id::bigint, 'user_id', :user_id::bigint));
 UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
@@ -92,5 +81,6 @@ UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
             'amount_refunded_cents', 0, 'currency', 'usd', 'status', 'charged',
             'charge_id', 'ch_sim_pgbench_' || :key_id::text, 'created_at', now())::text, 'UTF8'),
         locked_at = NULL, last_run_at = now(), updated_at = now()
-  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'charge_completed';
+  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'charge_completed'
+  RETURNING id;
 COMMIT;

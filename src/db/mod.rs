@@ -1,13 +1,15 @@
 //! The connection pool and the embedded migrations.
 
+mod cached;
+
+pub use cached::{CacheStatement, Cached};
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::dsl::sql;
-use diesel::expression::SqlLiteral;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel::sql_types::{Text, Timestamptz};
+use diesel::sql_types::Text;
 use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
@@ -122,10 +124,12 @@ pub fn migrations_applied(conn: &mut PgConnection) -> anyhow::Result<bool> {
     Ok(!pending)
 }
 
-/// The database's clock. Lease ages, deadlines and backoffs are judged by it
-/// alone, so instances with skewed clocks agree.
-pub fn database_now() -> SqlLiteral<Timestamptz> {
-    sql::<Timestamptz>("now()")
+diesel::define_sql_function! {
+    /// The database's clock. Lease ages, deadlines and backoffs are judged by
+    /// it alone, so instances with skewed clocks agree. A function call, not
+    /// raw SQL: Diesel never keeps a statement holding raw SQL prepared.
+    #[sql_name = "now"]
+    fn database_now() -> Timestamptz;
 }
 
 /// The database's current time.
