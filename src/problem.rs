@@ -216,6 +216,7 @@ impl ResponseError for Problem {
 impl From<ServiceError> for Problem {
     fn from(err: ServiceError) -> Self {
         match err {
+            ServiceError::Unauthorized => crate::auth::unauthorized("the API key is not valid"),
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
             ServiceError::RefundNotAllowed(detail) => {

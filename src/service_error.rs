@@ -8,6 +8,9 @@ use crate::validation::FieldError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
+    /// No user has the API key the caller sent.
+    #[error("unknown API key")]
+    Unauthorized,
     #[error("not found")]
     NotFound,
     #[error("invalid request")]

@@ -10,7 +10,7 @@ use super::policy::KeyPolicy;
 use super::record::{KeyRecord, KeyState};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
-use crate::db::DbPool;
+use crate::db::{DbConn, DbPool};
 use crate::service_error::ServiceError;
 
 /// The answer to an idempotent request, and whether it is a replay.
@@ -51,17 +51,17 @@ pub trait Phases {
     fn claimed(&self) {}
 }
 
-/// Runs `request`: replays, 409s and 422s come from the lookup or the claim;
-/// a key claimed at `started` runs the first phase in the claim's transaction
-/// (nothing external happens between them); then the phases drive the lease
-/// to Finished.
+/// Runs `request`, on `conn` until the claim commits: replays, 409s and 422s
+/// come from the lookup or the claim; a key claimed at `started` runs the
+/// first phase in the claim's transaction (nothing external happens between
+/// them); then the phases drive the lease to Finished.
 pub fn run<E: Phases>(
     pool: &DbPool,
+    mut conn: DbConn,
     policy: &KeyPolicy,
     request: &IdempotentRequest<'_>,
     phases: &E,
 ) -> Result<Outcome, ServiceError> {
-    let mut conn = pool.get()?;
     match claim::lookup::<E::Point>(&mut conn, request, policy)? {
         Lookup::Replay(response) => return Ok(Outcome::replayed(response)),
         Lookup::InUse => return Err(ServiceError::KeyInUse),

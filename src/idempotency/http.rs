@@ -10,9 +10,12 @@ use actix_web::web;
 use super::flow::Outcome;
 use super::key::IdempotencyKey;
 use super::stored_response::StoredResponse;
+use crate::auth::Caller;
+use crate::db::{DbConn, DbPool};
 use crate::json_body::{read_json, MAX_BODY_BYTES};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
+use crate::users::User;
 use crate::validation::FieldError;
 use crate::{crash, metrics, request_id};
 
@@ -63,26 +66,48 @@ pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
 }
 
 /// An idempotent POST from the wire to the answer, in the contract's order:
-/// content type (415), body size (413), the key (400), the body (400), then
-/// `service` on a blocking thread with the key, the path as sent and the
-/// parsed request, and its answer, marked when it is a replay.
+/// authentication (401), content type (415), body size (413), the key (400),
+/// the body (400), then `service` with the connection the caller was
+/// authenticated on, the user, the key, the path as sent and the parsed
+/// request; and its answer, marked when it is a replay.
 pub async fn post<P, S>(
     request: &HttpRequest,
     payload: web::Payload,
+    caller: Caller,
+    pool: DbPool,
     parse: impl FnOnce(&[u8]) -> Result<P, Vec<FieldError>>,
     service: S,
 ) -> Result<HttpResponse, Problem>
 where
     P: Send + 'static,
-    S: FnOnce(IdempotencyKey, String, P) -> Result<Outcome, ServiceError> + Send + 'static,
+    S: FnOnce(DbConn, User, IdempotencyKey, String, P) -> Result<Outcome, ServiceError>
+        + Send
+        + 'static,
 {
-    let body = read_json(request, payload, MAX_BODY_BYTES).await?;
-    let key = idempotency_key(request)?;
-    let params = parse(&body).map_err(Problem::invalid)?;
+    // Read and checked before the caller is authenticated, which needs the
+    // blocking thread; their verdict waits until the caller is known.
+    let parsed = parse_request(request, payload, parse).await;
     let path = request.path().to_owned();
-    let outcome = request_id::block(move || service(key, path, params)).await??;
+    let outcome = request_id::block(move || -> Result<Outcome, Problem> {
+        let mut conn = pool.get().map_err(ServiceError::from)?;
+        let user = caller.authenticate(&mut conn)?;
+        let (key, params) = parsed?;
+        Ok(service(conn, user, key, path, params)?)
+    })
+    .await??;
     if !outcome.replayed {
         crash::point(crash::AFTER_FINISHED);
     }
     Ok(respond(&outcome.response, outcome.replayed))
+}
+
+async fn parse_request<P>(
+    request: &HttpRequest,
+    payload: web::Payload,
+    parse: impl FnOnce(&[u8]) -> Result<P, Vec<FieldError>>,
+) -> Result<(IdempotencyKey, P), Problem> {
+    let body = read_json(request, payload, MAX_BODY_BYTES).await?;
+    let key = idempotency_key(request)?;
+    let params = parse(&body).map_err(Problem::invalid)?;
+    Ok((key, params))
 }

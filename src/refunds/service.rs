@@ -11,6 +11,7 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RefundParams;
 use crate::context::ServiceContext;
 use crate::crash;
+use crate::db::DbConn;
 use crate::idempotency::flow::{self, Outcome};
 use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
 use crate::payments::GatewayError;
@@ -18,8 +19,11 @@ use crate::rides;
 use crate::service_error::ServiceError;
 use crate::users::User;
 
+/// Refunds the ride, starting on `conn`, the connection its caller was
+/// authenticated on.
 pub fn create_refund(
     context: &ServiceContext,
+    mut conn: DbConn,
     user: &User,
     key: &IdempotencyKey,
     path: &str,
@@ -27,12 +31,13 @@ pub fn create_refund(
 ) -> Result<Outcome, ServiceError> {
     // Another user's ride is not found, before the key is even looked at, so
     // nothing about it (not even a key's state) is revealed.
-    rides::model::find_for_user(&mut *context.pool.get()?, user.id, params.ride_id)?
+    rides::model::find_for_user(&mut conn, user.id, params.ride_id)?
         .ok_or(ServiceError::NotFound)?;
     let canonical = params.canonical();
     let request = IdempotentRequest::post(user.id, key, path, &canonical);
     flow::run(
         &context.pool,
+        conn,
         &context.key_policy,
         &request,
         &RefundPhases { context, params },

@@ -12,14 +12,18 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::crash;
+use crate::db::DbConn;
 use crate::idempotency::flow::{self, Outcome};
 use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
 use crate::payments::GatewayError;
 use crate::service_error::ServiceError;
 use crate::users::User;
 
+/// Creates and charges the ride, starting on `conn`, the connection its
+/// caller was authenticated on.
 pub fn create_ride(
     context: &ServiceContext,
+    conn: DbConn,
     user: &User,
     key: &IdempotencyKey,
     path: &str,
@@ -29,6 +33,7 @@ pub fn create_ride(
     let request = IdempotentRequest::post(user.id, key, path, &canonical);
     flow::run(
         &context.pool,
+        conn,
         &context.key_policy,
         &request,
         &RidePhases::new(context, params),

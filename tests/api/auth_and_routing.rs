@@ -15,6 +15,16 @@ async fn api_routes_need_a_valid_bearer_key() {
             .bearer_auth("nope")
             .header("Idempotency-Key", "k")
             .body(RIDE),
+        // An unknown key is answered before anything else is judged: the
+        // missing Idempotency-Key, the broken body, the out-of-range limit.
+        app.client
+            .post(&url)
+            .bearer_auth("ridepay_sk_0000")
+            .header("Content-Type", "application/json")
+            .body("{"),
+        app.client
+            .get(format!("{url}?limit=0"))
+            .bearer_auth("ridepay_sk_0000"),
     ];
     for attempt in attempts {
         let answer = Answer::read(attempt.send().await.unwrap()).await;

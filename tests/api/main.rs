@@ -15,6 +15,7 @@ mod helpers;
 mod hostile;
 mod instances;
 mod operations;
+mod prepared_statements;
 mod read_rides;
 mod refunds;
 mod resume;

@@ -11,13 +11,11 @@
 \set n random(1, 9223372036854775806)
 \set user_id :first_user + :client_id % :riders
 
--- Authentication: its own pool checkout.
+-- Authentication, then the lock-free lookup of the key, on one checkout (which
+-- the claim's transaction uses too).
 SELECT 1;
-SELECT id, email, api_key_hash, stripe_customer_id, created_at, updated_at
+SELECT id, email, stripe_customer_id, created_at
   FROM users WHERE api_key_hash = decode(:key_hash, 'hex') LIMIT 1;
-
--- The lock-free lookup of the key.
-SELECT 1;
 SELECT id, user_id, request_fingerprint, lease_epoch, locked_at, recovery_point,
        response_status, response_headers, response_body, created_at,
        needs_attention_at, now()

@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::auth::AuthenticatedUser;
+use crate::auth::Caller;
 use crate::context::ServiceContext;
 use crate::idempotency::http;
 use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
@@ -38,7 +38,7 @@ use crate::refunds::service;
     )
 )]
 pub async fn create_refund(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     ride_id: web::Path<i64>,
     request: HttpRequest,
     payload: web::Payload,
@@ -48,8 +48,12 @@ pub async fn create_refund(
     http::post(
         &request,
         payload,
+        caller,
+        context.pool.clone(),
         |body| RefundParams::parse(ride_id, body),
-        move |key, path, params| service::create_refund(&context, &user, &key, &path, &params),
+        move |conn, user, key, path, params| {
+            service::create_refund(&context, conn, &user, &key, &path, &params)
+        },
     )
     .await
 }

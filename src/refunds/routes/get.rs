@@ -3,8 +3,8 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
-use crate::auth::AuthenticatedUser;
-use crate::context::{with_connection, ServiceContext};
+use crate::auth::Caller;
+use crate::context::{as_caller, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
@@ -27,12 +27,12 @@ use crate::service_error::ServiceError;
     )
 )]
 pub async fn get_refund(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     path: web::Path<(i64, i64)>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let (ride_id, refund_id) = path.into_inner();
-    let refund = with_connection(context, move |conn| {
+    let refund = as_caller(context, caller, move |conn, user| {
         model::find_for_user(conn, user.id, ride_id, refund_id)?.ok_or(ServiceError::NotFound)
     })
     .await?;

@@ -4,8 +4,8 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::auth::AuthenticatedUser;
-use crate::context::{with_connection, ServiceContext};
+use crate::auth::Caller;
+use crate::context::{as_caller, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
@@ -37,12 +37,12 @@ pub struct Page {
     )
 )]
 pub async fn list_refunds(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     ride_id: web::Path<i64>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let refunds = with_connection(context, move |conn| {
+    let refunds = as_caller(context, caller, move |conn, user| {
         rides::model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
         Ok(model::list_for_ride(conn, ride_id)?)
     })

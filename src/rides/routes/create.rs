@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::auth::AuthenticatedUser;
+use crate::auth::Caller;
 use crate::context::ServiceContext;
 use crate::idempotency::http;
 use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
@@ -36,7 +36,7 @@ use crate::rides::service;
     )
 )]
 pub async fn create_ride(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     request: HttpRequest,
     payload: web::Payload,
     context: web::Data<ServiceContext>,
@@ -44,8 +44,12 @@ pub async fn create_ride(
     http::post(
         &request,
         payload,
+        caller,
+        context.pool.clone(),
         RideParams::parse,
-        move |key, path, params| service::create_ride(&context, &user, &key, &path, &params),
+        move |conn, user, key, path, params| {
+            service::create_ride(&context, conn, &user, &key, &path, &params)
+        },
     )
     .await
 }

@@ -3,8 +3,8 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
-use crate::auth::AuthenticatedUser;
-use crate::context::{with_connection, ServiceContext};
+use crate::auth::Caller;
+use crate::context::{as_caller, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
@@ -25,12 +25,12 @@ use crate::service_error::ServiceError;
     )
 )]
 pub async fn get_ride(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     ride_id: web::Path<i64>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let ride = with_connection(context, move |conn| {
+    let ride = as_caller(context, caller, move |conn, user| {
         model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)
     })
     .await?;

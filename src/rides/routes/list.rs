@@ -4,11 +4,12 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::AuthenticatedUser;
-use crate::context::{with_connection, ServiceContext};
+use crate::auth::Caller;
+use crate::context::{as_caller, ServiceContext};
 use crate::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
+use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
 const DEFAULT_LIMIT: i64 = 20;
@@ -46,19 +47,20 @@ pub struct Page {
     )
 )]
 pub async fn list_rides(
-    AuthenticatedUser(user): AuthenticatedUser,
+    caller: Caller,
     query: web::Query<ListQuery>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(Problem::invalid(vec![FieldError::new(
-            "limit",
-            format!("must be between 1 and {MAX_LIMIT}"),
-        )]));
-    }
     let before_id = query.before_id;
-    let mut rides = with_connection(context, move |conn| {
+    let mut rides = as_caller(context, caller, move |conn, user| {
+        // Judged once the caller is known, so an unknown API key gets its 401.
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ServiceError::Invalid(vec![FieldError::new(
+                "limit",
+                format!("must be between 1 and {MAX_LIMIT}"),
+            )]));
+        }
         Ok(model::list_for_user(conn, user.id, limit, before_id)?)
     })
     .await?;

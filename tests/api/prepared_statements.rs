@@ -1,0 +1,90 @@
+//! The request path keeps its statements prepared: once a connection has
+//! served one ride, further rides and replays prepare nothing new, so
+//! PostgreSQL neither parses nor plans them again (Diesel leaves UPDATEs,
+//! raw SQL and INSERTs with optional fields out of its cache unless told).
+
+use std::sync::Arc;
+
+use diesel::sql_types::Text;
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use ridepay::config::{Settings, SimulatedGatewaySettings};
+use ridepay::context::ServiceContext;
+use ridepay::db::DbPool;
+use ridepay::idempotency::{IdempotencyKey, Outcome};
+use ridepay::payments::{self, SimulatedGateway};
+use ridepay::rides::request::RideParams;
+use ridepay::rides::service;
+use ridepay::users;
+
+use crate::helpers::{database_only, POLICY, RIDE};
+
+#[derive(QueryableByName)]
+struct Prepared {
+    #[diesel(sql_type = Text)]
+    statement: String,
+}
+
+fn prepared(conn: &mut PgConnection) -> Vec<String> {
+    diesel::sql_query("SELECT statement FROM pg_prepared_statements ORDER BY statement")
+        .load::<Prepared>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|prepared| prepared.statement)
+        .filter(|statement| !statement.contains("pg_prepared_statements"))
+        .collect()
+}
+
+/// One connection serves the whole request, gateway included, so its
+/// session holds every statement the request prepared.
+fn one_connection_context(database_url: &str) -> ServiceContext {
+    let settings = Settings {
+        pool_size: 1,
+        ..Settings::for_database(database_url)
+    };
+    let pool: DbPool = ridepay::db::build_pool(database_url, &settings);
+    let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
+    ServiceContext {
+        gateway: Arc::new(SimulatedGateway::new(
+            pool.clone(),
+            SimulatedGatewaySettings::default(),
+        )),
+        pool,
+        key_policy: POLICY,
+        installation_id,
+    }
+}
+
+fn post_ride(context: &ServiceContext, user_id: i64, key: &str) -> Outcome {
+    let mut conn = context.pool.get().unwrap();
+    let user = users::find(&mut conn, user_id).unwrap();
+    let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
+    let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+    service::create_ride(context, conn, &user, &key, "/api/rides", &params).unwrap()
+}
+
+#[test]
+fn a_second_ride_and_a_replay_prepare_no_new_statement() {
+    let app = database_only();
+    let context = one_connection_context(&app.database_url);
+    let first = post_ride(&context, app.user.id, "first");
+    assert_eq!(first.response.status, 201);
+    assert!(!first.replayed);
+    let after_first = prepared(&mut context.pool.get().unwrap());
+    for statement in [
+        r#"UPDATE "idempotency_keys" SET "recovery_point""#,
+        r#"UPDATE "rides" SET "status""#,
+        r#"INSERT INTO "rides""#,
+        r#"INSERT INTO "simulated_charges""#,
+    ] {
+        assert!(
+            after_first.iter().any(|s| s.starts_with(statement)),
+            "{statement} is not kept prepared: {after_first:#?}"
+        );
+    }
+
+    let second = post_ride(&context, app.user.id, "second");
+    let replay = post_ride(&context, app.user.id, "second");
+    assert_eq!((second.response.status, second.replayed), (201, false));
+    assert_eq!((replay.response.status, replay.replayed), (201, true));
+    assert_eq!(prepared(&mut context.pool.get().unwrap()), after_first);
+}
