@@ -1,6 +1,7 @@
 //! One measured run and what was read around it: transaction ids assigned,
 //! CPU time of the server and of the load generator, the server's peak RSS.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use diesel::sql_types::BigInt;
@@ -85,6 +86,70 @@ impl Probe {
     }
 }
 
+impl Usage {
+    /// Two runs' usage as one: counts and CPU times add up, the peak RSS is
+    /// the higher.
+    fn add(self, other: Usage) -> Usage {
+        let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
+        Usage {
+            xids: self.xids + other.xids,
+            server_cpu: sum(self.server_cpu, other.server_cpu),
+            client_cpu: sum(self.client_cpu, other.client_cpu),
+            database_cpu: sum(self.database_cpu, other.database_cpu),
+            peak_rss_kib: self.peak_rss_kib.max(other.peak_rss_kib),
+        }
+    }
+}
+
+/// The rounds of one measurement, merged as they come: requests, time and
+/// usage add up, latencies pool.
+#[derive(Debug, Default)]
+pub struct Rounds {
+    pub requests: u64,
+    pub elapsed: Duration,
+    pub latencies: Vec<Duration>,
+    pub conflicts: Vec<Duration>,
+    pub statuses: BTreeMap<u16, u64>,
+    pub transport_errors: u64,
+    usage: Option<Usage>,
+}
+
+impl Rounds {
+    pub fn add_usage(&mut self, usage: Usage) {
+        self.usage = Some(match self.usage {
+            Some(before) => before.add(usage),
+            None => usage,
+        });
+    }
+
+    /// The merged rounds as one row; `conflicts` only for the storm.
+    pub fn into_measurement(
+        mut self,
+        name: &'static str,
+        connections: usize,
+        with_conflicts: bool,
+    ) -> Measurement {
+        let mut statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(status, count)| format!("{status}={count}"))
+            .collect();
+        if self.transport_errors > 0 {
+            statuses.push(format!("errors={}", self.transport_errors));
+        }
+        Measurement {
+            name,
+            connections,
+            requests: self.requests,
+            elapsed: self.elapsed,
+            latency: Percentiles::of(&mut self.latencies),
+            conflicts: with_conflicts.then(|| Percentiles::of(&mut self.conflicts)),
+            usage: self.usage.expect("a measurement has at least one round"),
+            statuses: statuses.join(" "),
+        }
+    }
+}
+
 /// One row of the results: an HTTP scenario or a pgbench script at one
 /// connection count.
 #[derive(Debug, Clone)]
@@ -92,7 +157,8 @@ pub struct Measurement {
     pub name: &'static str,
     pub connections: usize,
     pub requests: u64,
-    /// The run's own duration, from the first request to the last answer.
+    /// The rounds' own durations, each from the first request to the last
+    /// answer, added up.
     pub elapsed: Duration,
     pub latency: Percentiles,
     /// The storm's 409 answers alone.
@@ -114,5 +180,45 @@ impl Measurement {
     /// CPU milliseconds per request, of a process measured by the probe.
     pub fn cpu_per_request_ms(&self, cpu: Option<Duration>) -> Option<f64> {
         Some(cpu?.as_secs_f64() * 1000.0 / self.requests.max(1) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(xids: i64, cpu_ms: u64, rss: u64) -> Usage {
+        Usage {
+            xids,
+            server_cpu: Some(Duration::from_millis(cpu_ms)),
+            client_cpu: Some(Duration::from_millis(cpu_ms)),
+            database_cpu: None,
+            peak_rss_kib: Some(rss),
+        }
+    }
+
+    #[test]
+    fn rounds_add_up_into_one_row() {
+        let mut rounds = Rounds::default();
+        for (requests, millis, rss) in [(10, 100, 2048), (30, 300, 1024)] {
+            rounds.requests += requests;
+            rounds.elapsed += Duration::from_millis(millis);
+            rounds
+                .latencies
+                .extend((1..=requests).map(Duration::from_millis));
+            *rounds.statuses.entry(201).or_default() += requests;
+            rounds.add_usage(usage(requests as i64 * 3, millis, rss));
+        }
+        let row = rounds.into_measurement("new-key POST", 8, false);
+        assert_eq!(row.requests, 40);
+        assert_eq!(row.throughput(), 100.0);
+        assert_eq!(row.writes_per_request(), 3.0);
+        assert_eq!(row.latency.count, 40);
+        assert_eq!(row.latency.p50, Duration::from_millis(10));
+        assert_eq!(row.usage.server_cpu, Some(Duration::from_millis(400)));
+        assert_eq!(row.usage.database_cpu, None);
+        assert_eq!(row.usage.peak_rss_kib, Some(2048));
+        assert_eq!(row.statuses, "201=40");
+        assert!(row.conflicts.is_none());
     }
 }

@@ -11,9 +11,13 @@ use clap::Parser;
     about = "Measure ridepay's throughput, latency, memory and write transactions against pgbench baselines"
 )]
 pub struct Options {
-    /// Length of each measurement.
-    #[arg(long, default_value = "6s", value_parser = humantime::parse_duration)]
+    /// Length of each round of a measurement (whole seconds: pgbench's unit).
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
+    /// Rounds per measurement. Every scenario and baseline at a connection
+    /// count runs once per round, in turn, and its rounds are added up.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
     /// Connection counts (virtual users, one keep-alive connection each).
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,64")]
     pub connections: Vec<usize>,

@@ -12,13 +12,12 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
 use super::load::{self, Finished, LoadResult, Scenario, Target};
-use super::measurement::{Measurement, Probe, Usage};
+use super::measurement::{Measurement, Probe, Rounds};
 use super::options::Options;
-use super::pgbench::{self, Pgbench, NEW_KEY_SQL, ONE_INSERT};
+use super::pgbench::{self, Pgbench, Script, NEW_KEY_SQL, ONE_INSERT};
 use super::plot;
 use super::report::Results;
 use crate::client::ride_body;
-use crate::latency::Percentiles;
 use crate::ridepay::{ApiUser, Ridepay};
 use crate::stage::Stage;
 
@@ -26,6 +25,7 @@ use crate::stage::Stage;
 /// and makes the first keys to replay.
 const WARM_UP: Duration = Duration::from_secs(2);
 const WARM_UP_CONNECTIONS: usize = 8;
+const BASELINES: [Script; 2] = [ONE_INSERT, NEW_KEY_SQL];
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
 const FINGERPRINT: &str = "v1:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
@@ -85,38 +85,46 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .and_then(|pid| u32::try_from(pid).ok());
     let mut measurements = Vec::new();
     for &connections in &options.connections {
-        for scenario in Scenario::ALL {
-            let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
-            let result = runtime.block_on(load::run(
-                scenario,
-                target.clone(),
-                finished.clone(),
-                connections,
-                options.duration,
-            ))?;
-            let usage = probe.finish(&mut conn, Some(&server))?;
-            if scenario == Scenario::NewKey {
-                let mut more = (*finished).clone();
-                more.extend(&result.created);
-                finished = Arc::new(more);
+        // Round after round of every scenario and baseline in turn, so that
+        // a change in the machine's other load falls on all of them alike.
+        let mut http: Vec<Rounds> = Scenario::ALL.iter().map(|_| Rounds::default()).collect();
+        let mut baselines: Vec<Rounds> = BASELINES.iter().map(|_| Rounds::default()).collect();
+        for _ in 0..options.rounds {
+            for (scenario, rounds) in Scenario::ALL.into_iter().zip(&mut http) {
+                settle(&mut conn)?;
+                let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
+                let result = runtime.block_on(load::run(
+                    scenario,
+                    target.clone(),
+                    finished.clone(),
+                    connections,
+                    options.duration,
+                ))?;
+                rounds.add_usage(probe.finish(&mut conn, Some(&server))?);
+                if scenario == Scenario::NewKey {
+                    let mut more = (*finished).clone();
+                    more.extend(&result.created);
+                    finished = Arc::new(more);
+                }
+                add_load(rounds, result);
             }
-            measurements.push(http_measurement(scenario, connections, result, usage));
+            for (script, rounds) in BASELINES.into_iter().zip(&mut baselines) {
+                settle(&mut conn)?;
+                let probe = Probe::start(&mut conn, None, None)?;
+                let run = pgbench.run(script, connections, options.duration)?;
+                rounds.add_usage(probe.finish(&mut conn, None)?);
+                rounds.requests += run.transactions;
+                rounds.elapsed += run.elapsed;
+                rounds.latencies.extend(run.latencies);
+            }
+        }
+        for (scenario, rounds) in Scenario::ALL.into_iter().zip(http) {
+            let storm = scenario == Scenario::Storm;
+            measurements.push(rounds.into_measurement(scenario.name(), connections, storm));
             progress(measurements.last().expect("just pushed"));
         }
-        for script in [ONE_INSERT, NEW_KEY_SQL] {
-            let probe = Probe::start(&mut conn, None, None)?;
-            let mut run = pgbench.run(script, connections, options.duration)?;
-            let usage = probe.finish(&mut conn, None)?;
-            measurements.push(Measurement {
-                name: script.name,
-                connections,
-                requests: run.transactions,
-                elapsed: run.elapsed,
-                latency: Percentiles::of(&mut run.latencies),
-                conflicts: None,
-                usage,
-                statuses: String::new(),
-            });
+        for (script, rounds) in BASELINES.into_iter().zip(baselines) {
+            measurements.push(rounds.into_measurement(script.name, connections, false));
             progress(measurements.last().expect("just pushed"));
         }
     }
@@ -142,30 +150,28 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn http_measurement(
-    scenario: Scenario,
-    connections: usize,
-    mut result: LoadResult,
-    usage: Usage,
-) -> Measurement {
-    let mut statuses: Vec<String> = result
-        .statuses
-        .iter()
-        .map(|(status, count)| format!("{status}={count}"))
-        .collect();
-    if result.transport_errors > 0 {
-        statuses.push(format!("errors={}", result.transport_errors));
+/// Every measurement starts from the same state, the previous one's dead rows
+/// vacuumed and its dirty pages written, so that none pays for another's
+/// autovacuum or checkpoint. CHECKPOINT needs a superuser (or
+/// `pg_checkpoint`), which the bench's own PostgreSQL has; on a server of
+/// yours without it, the measurements run without it.
+fn settle(conn: &mut PgConnection) -> anyhow::Result<()> {
+    conn.batch_execute("VACUUM (ANALYZE)")?;
+    if let Err(err) = conn.batch_execute("CHECKPOINT") {
+        eprintln!("warning: no CHECKPOINT between measurements: {err}");
     }
-    Measurement {
-        name: scenario.name(),
-        connections,
-        requests: result.requests,
-        elapsed: result.elapsed,
-        latency: Percentiles::of(&mut result.latencies),
-        conflicts: (scenario == Scenario::Storm).then(|| Percentiles::of(&mut result.conflicts)),
-        usage,
-        statuses: statuses.join(" "),
+    Ok(())
+}
+
+fn add_load(rounds: &mut Rounds, result: LoadResult) {
+    rounds.requests += result.requests;
+    rounds.elapsed += result.elapsed;
+    rounds.latencies.extend(result.latencies);
+    rounds.conflicts.extend(result.conflicts);
+    for (status, count) in result.statuses {
+        *rounds.statuses.entry(status).or_default() += count;
     }
+    rounds.transport_errors += result.transport_errors;
 }
 
 fn progress(m: &Measurement) {
@@ -286,7 +292,8 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
     out.push_str("Command: `cargo run --release -p ridepay-tools --bin bench`");
     let _ = writeln!(
         out,
-        " ({} s per measurement, connections {:?}, {} load-generator thread(s)).\n",
+        " ({} rounds of {} s per measurement, connections {:?}, {} load-generator thread(s)).\n",
+        options.rounds,
         options.duration.as_secs_f64(),
         options.connections,
         options.client_threads
