@@ -95,6 +95,21 @@ pub struct LoadResult {
     pub created: Finished,
 }
 
+impl LoadResult {
+    /// Another virtual user's, or another round's, answers added to these.
+    pub fn add(&mut self, other: LoadResult) {
+        self.requests += other.requests;
+        self.elapsed += other.elapsed;
+        self.latencies.extend(other.latencies);
+        self.conflicts.extend(other.conflicts);
+        for (status, count) in other.statuses {
+            *self.statuses.entry(status).or_default() += count;
+        }
+        self.transport_errors += other.transport_errors;
+        self.created.extend(&other.created);
+    }
+}
+
 struct Shared {
     scenario: Scenario,
     target: Arc<Target>,
@@ -139,15 +154,7 @@ pub async fn run(
         ..LoadResult::default()
     };
     for user in users {
-        let result = user.await??;
-        total.requests += result.requests;
-        total.latencies.extend(result.latencies);
-        total.conflicts.extend(result.conflicts);
-        for (status, count) in result.statuses {
-            *total.statuses.entry(status).or_default() += count;
-        }
-        total.transport_errors += result.transport_errors;
-        total.created.extend(&result.created);
+        total.add(user.await??);
     }
     total.elapsed = started.elapsed();
     Ok(total)

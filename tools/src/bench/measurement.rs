@@ -1,12 +1,12 @@
 //! One measured run and what was read around it: transaction ids assigned,
 //! CPU time of the server and of the load generator, the server's peak RSS.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use diesel::sql_types::BigInt;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
+use super::load::LoadResult;
 use crate::latency::Percentiles;
 use crate::process::{own_cpu_time, tree_cpu_time, Announced};
 
@@ -105,12 +105,7 @@ impl Usage {
 /// usage add up, latencies pool.
 #[derive(Debug, Default)]
 pub struct Rounds {
-    pub requests: u64,
-    pub elapsed: Duration,
-    pub latencies: Vec<Duration>,
-    pub conflicts: Vec<Duration>,
-    pub statuses: BTreeMap<u16, u64>,
-    pub transport_errors: u64,
+    pub load: LoadResult,
     usage: Option<Usage>,
 }
 
@@ -129,21 +124,22 @@ impl Rounds {
         connections: usize,
         with_conflicts: bool,
     ) -> Measurement {
-        let mut statuses: Vec<String> = self
+        let load = &mut self.load;
+        let mut statuses: Vec<String> = load
             .statuses
             .iter()
             .map(|(status, count)| format!("{status}={count}"))
             .collect();
-        if self.transport_errors > 0 {
-            statuses.push(format!("errors={}", self.transport_errors));
+        if load.transport_errors > 0 {
+            statuses.push(format!("errors={}", load.transport_errors));
         }
         Measurement {
             name,
             connections,
-            requests: self.requests,
-            elapsed: self.elapsed,
-            latency: Percentiles::of(&mut self.latencies),
-            conflicts: with_conflicts.then(|| Percentiles::of(&mut self.conflicts)),
+            requests: load.requests,
+            elapsed: load.elapsed,
+            latency: Percentiles::of(&mut load.latencies),
+            conflicts: with_conflicts.then(|| Percentiles::of(&mut load.conflicts)),
             usage: self.usage.expect("a measurement has at least one round"),
             statuses: statuses.join(" "),
         }
@@ -201,12 +197,13 @@ mod tests {
     fn rounds_add_up_into_one_row() {
         let mut rounds = Rounds::default();
         for (requests, millis, rss) in [(10, 100, 2048), (30, 300, 1024)] {
-            rounds.requests += requests;
-            rounds.elapsed += Duration::from_millis(millis);
-            rounds
-                .latencies
-                .extend((1..=requests).map(Duration::from_millis));
-            *rounds.statuses.entry(201).or_default() += requests;
+            rounds.load.add(LoadResult {
+                requests,
+                elapsed: Duration::from_millis(millis),
+                latencies: (1..=requests).map(Duration::from_millis).collect(),
+                statuses: [(201, requests)].into(),
+                ..LoadResult::default()
+            });
             rounds.add_usage(usage(requests as i64 * 3, millis, rss));
         }
         let row = rounds.into_measurement("new-key POST", 8, false);

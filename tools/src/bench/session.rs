@@ -106,16 +106,19 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                     more.extend(&result.created);
                     finished = Arc::new(more);
                 }
-                add_load(rounds, result);
+                rounds.load.add(result);
             }
             for (script, rounds) in BASELINES.into_iter().zip(&mut baselines) {
                 settle(&mut conn)?;
                 let probe = Probe::start(&mut conn, None, None)?;
                 let run = pgbench.run(script, connections, options.duration)?;
                 rounds.add_usage(probe.finish(&mut conn, None)?);
-                rounds.requests += run.transactions;
-                rounds.elapsed += run.elapsed;
-                rounds.latencies.extend(run.latencies);
+                rounds.load.add(LoadResult {
+                    requests: run.transactions,
+                    elapsed: run.elapsed,
+                    latencies: run.latencies,
+                    ..LoadResult::default()
+                });
             }
         }
         for (scenario, rounds) in Scenario::ALL.into_iter().zip(http) {
@@ -161,17 +164,6 @@ fn settle(conn: &mut PgConnection) -> anyhow::Result<()> {
         eprintln!("warning: no CHECKPOINT between measurements: {err}");
     }
     Ok(())
-}
-
-fn add_load(rounds: &mut Rounds, result: LoadResult) {
-    rounds.requests += result.requests;
-    rounds.elapsed += result.elapsed;
-    rounds.latencies.extend(result.latencies);
-    rounds.conflicts.extend(result.conflicts);
-    for (status, count) in result.statuses {
-        *rounds.statuses.entry(status).or_default() += count;
-    }
-    rounds.transport_errors += result.transport_errors;
 }
 
 fn progress(m: &Measurement) {
