@@ -54,8 +54,9 @@ pub fn resume(
 struct RidePhases<'a> {
     context: &'a ServiceContext,
     params: &'a RideParams,
-    /// The ride the first phase created, once its transaction committed: the
-    /// charge needs it, and reading it back would cost a checkout and a query.
+    /// The ride the first phase created. Only the later phases read it, and
+    /// they run only once that phase's transaction has committed; the charge
+    /// needs the ride, and reading it back would cost a checkout and a query.
     created: RefCell<Option<Ride>>,
 }
 
