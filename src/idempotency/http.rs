@@ -42,14 +42,11 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<IdempotencyKey, Problem>
 }
 
 /// The stored response as sent the first time, marked when it is a replay.
-pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
+pub fn respond(response: StoredResponse, replayed: bool) -> HttpResponse {
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut builder = HttpResponse::build(status);
-    for (name, value) in &response.headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::try_from(name.as_str()),
-            HeaderValue::try_from(value.as_str()),
-        ) {
+    for (name, value) in response.headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             builder.insert_header((name, value));
         }
     }
@@ -62,7 +59,7 @@ pub fn respond(response: &StoredResponse, replayed: bool) -> HttpResponse {
         (false, 400..=599) => "rejected",
         (false, _) => "created",
     });
-    builder.body(response.body.clone())
+    builder.body(response.body)
 }
 
 /// An idempotent POST from the wire to the answer, in the contract's order:
@@ -98,7 +95,7 @@ where
     if !outcome.replayed {
         crash::point(crash::AFTER_FINISHED);
     }
-    Ok(respond(&outcome.response, outcome.replayed))
+    Ok(respond(outcome.response, outcome.replayed))
 }
 
 async fn parse_request<P>(

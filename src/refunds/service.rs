@@ -14,7 +14,7 @@ use crate::crash;
 use crate::db::DbConn;
 use crate::idempotency::flow::{self, Outcome};
 use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
-use crate::payments::GatewayError;
+use crate::payments;
 use crate::rides;
 use crate::service_error::ServiceError;
 use crate::users::User;
@@ -92,22 +92,18 @@ impl flow::Phases for RefundPhases<'_> {
                     &refund,
                 );
                 crash::point(crash::AFTER_REFUND);
-                let mut conn = self.context.pool.get()?;
-                let response = match refunded {
-                    // RefundCompleted and Finished share one transaction.
-                    Ok(made) => in_transaction(&mut conn, lease, |conn, lease| {
+                payments::store_outcome(
+                    &self.context.pool,
+                    lease,
+                    refunded,
+                    |conn, lease, made| {
                         phases::record_refund(conn, lease, &refund, &made)?;
                         crash::point(crash::AFTER_REFUND_COMPLETED);
                         phases::finish_refunded(conn, lease)
-                    }),
-                    Err(
-                        failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
-                    ) => in_transaction(&mut conn, lease, |conn, lease| {
-                        phases::finish_failed(conn, lease, &refund, &failure)
-                    }),
-                    Err(failure) => Err(failure.into_unavailable()),
-                }?;
-                Ok(Some(response))
+                    },
+                    |conn, lease, failure| phases::finish_failed(conn, lease, &refund, failure),
+                )
+                .map(Some)
             }
             RecoveryPoint::RefundCompleted => in_transaction(
                 &mut *self.context.pool.get()?,

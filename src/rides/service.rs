@@ -15,7 +15,7 @@ use crate::crash;
 use crate::db::DbConn;
 use crate::idempotency::flow::{self, Outcome};
 use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
-use crate::payments::GatewayError;
+use crate::payments;
 use crate::service_error::ServiceError;
 use crate::users::User;
 
@@ -104,22 +104,18 @@ impl flow::Phases for RidePhases<'_> {
                     &ride,
                 );
                 crash::point(crash::AFTER_CHARGE);
-                let mut conn = self.context.pool.get()?;
-                let response = match charged {
-                    // ChargeCompleted and Finished share one transaction.
-                    Ok(charge) => in_transaction(&mut conn, lease, |conn, lease| {
+                payments::store_outcome(
+                    &self.context.pool,
+                    lease,
+                    charged,
+                    |conn, lease, charge| {
                         let charged = phases::record_charge(conn, lease, &ride, &charge)?;
                         crash::point(crash::AFTER_CHARGE_COMPLETED);
                         phases::finish_charged(conn, lease, &charged)
-                    }),
-                    Err(
-                        failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. }),
-                    ) => in_transaction(&mut conn, lease, |conn, lease| {
-                        phases::finish_unpaid(conn, lease, &ride, &failure)
-                    }),
-                    Err(failure) => Err(failure.into_unavailable()),
-                }?;
-                Ok(Some(response))
+                    },
+                    |conn, lease, failure| phases::finish_unpaid(conn, lease, &ride, failure),
+                )
+                .map(Some)
             }
             RecoveryPoint::ChargeCompleted => {
                 in_transaction(&mut *self.context.pool.get()?, lease, |conn, lease| {
