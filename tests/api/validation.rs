@@ -97,7 +97,12 @@ async fn unknown_duplicate_and_mistyped_fields_are_400s() {
             "amount_cents",
         ),
         ("[1, 2]".to_owned(), "body"),
+        // A valid ride's values as an array, which serde alone would take.
+        ("[37.77, -122.42, 37.8, -122.27, 2000]".to_owned(), "body"),
         ("{\"origin_lat\": ".to_owned(), "body"),
+        // A valid ride with something after it.
+        (format!("{RIDE} x"), "body"),
+        (format!("{RIDE}{RIDE}"), "body"),
     ] {
         let problem = app
             .post_ride("bad", &body)
