@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::middleware::{from_fn, Logger};
+use actix_web::middleware::{from_fn, Condition, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
@@ -64,12 +64,17 @@ impl Application {
         let listener = TcpListener::bind(&settings.bind_addr)
             .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
         let address = listener.local_addr()?;
+        // The logger renders its line's fields for every request, even when the
+        // line is then filtered out: left out when no access line is wanted.
+        let access_log =
+            log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
         let mut server = HttpServer::new(move || {
             App::new()
                 // The access line is written after the response, outside the
                 // request's scope, so it names the request id itself.
-                .wrap(Logger::new(
-                    r#"request_id=%{x-request-id}i %a "%r" %s %b %Dms"#,
+                .wrap(Condition::new(
+                    access_log,
+                    Logger::new(r#"request_id=%{x-request-id}i %a "%r" %s %b %Dms"#),
                 ))
                 .wrap(from_fn(metrics::track_requests))
                 .wrap(from_fn(request_id::middleware))
