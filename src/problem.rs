@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::idempotency::StoredResponse;
+use crate::idempotency::{StoredHeaders, StoredResponse};
 use crate::metrics;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
@@ -186,7 +186,10 @@ impl Problem {
     pub fn stored(&self) -> StoredResponse {
         StoredResponse {
             status: self.kind.status().as_u16(),
-            headers: vec![("Content-Type".to_owned(), PROBLEM_CONTENT_TYPE.to_owned())],
+            headers: StoredHeaders(vec![(
+                "Content-Type".to_owned(),
+                PROBLEM_CONTENT_TYPE.to_owned(),
+            )]),
             body: self.body(),
         }
     }

@@ -8,8 +8,7 @@ use ridepay::rides::request::RideParams;
 use serde_json::{json, Value};
 
 fn fingerprint(params: &RideParams) -> Fingerprint {
-    let canonical = serde_json::to_vec(&params.canonical()).unwrap();
-    Fingerprint::compute("POST", "/api/rides", &canonical)
+    Fingerprint::compute("POST", "/api/rides", params.canonical().as_bytes())
 }
 
 /// An RFC 8941 string holding `key`.

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::prelude::*;
-use serde_json::Value;
 
+use super::canonical::CanonicalRequest;
 use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::lease::Lease;
@@ -26,36 +26,37 @@ pub struct IdempotentRequest<'a> {
     pub method: &'a str,
     /// The path as sent (`/api/rides/7/refunds`), not the route pattern.
     pub path: &'a str,
-    /// The validated request with defaults applied. `serde_json` keeps object
-    /// keys sorted, so its serialisation is canonical.
-    pub params: &'a Value,
-    /// `params` serialised, once: the fingerprint and every check against a
-    /// stored one hash these bytes.
-    canonical: Vec<u8>,
+    /// The validated request with defaults applied: the fingerprint and every
+    /// check against a stored one hash these bytes.
+    pub params: &'a CanonicalRequest,
 }
 
 impl<'a> IdempotentRequest<'a> {
     /// A POST by `user_id` to `path` (as sent).
-    pub fn post(user_id: i64, key: &'a IdempotencyKey, path: &'a str, params: &'a Value) -> Self {
+    pub fn post(
+        user_id: i64,
+        key: &'a IdempotencyKey,
+        path: &'a str,
+        params: &'a CanonicalRequest,
+    ) -> Self {
         IdempotentRequest {
             user_id,
             key,
             method: "POST",
             path,
             params,
-            canonical: serde_json::to_vec(params).expect("a JSON value always serialises"),
         }
     }
 
     fn fingerprint(&self) -> Fingerprint {
-        Fingerprint::compute(self.method, self.path, &self.canonical)
+        Fingerprint::compute(self.method, self.path, self.params.as_bytes())
     }
 
     fn matches(&self, record: &KeyState) -> bool {
         Fingerprint::matches_stored(
             self.method,
             self.path,
-            &self.canonical,
+            self.params.as_bytes(),
             &record.request_fingerprint,
         )
     }

@@ -15,43 +15,49 @@ pub struct Fingerprint(String);
 
 impl Fingerprint {
     pub fn compute(method: &str, path: &str, canonical_request: &[u8]) -> Self {
-        Self::compute_version(CURRENT_VERSION, method, path, canonical_request)
-    }
-
-    fn compute_version(version: u32, method: &str, path: &str, canonical: &[u8]) -> Self {
-        let mut hasher = Sha256::new();
-        // Lengths before each part, so no two different requests concatenate to
-        // the same bytes.
-        for part in [
-            format!("ridepay-fingerprint-v{version}").as_bytes(),
-            method.as_bytes(),
-            path.as_bytes(),
-            canonical,
-        ] {
-            hasher.update((part.len() as u64).to_be_bytes());
-            hasher.update(part);
-        }
-        Fingerprint(format!("v{version}:{}", hex::encode(hasher.finalize())))
+        let digest = digest(CURRENT_VERSION, method, path, canonical_request);
+        Fingerprint(format!("v{CURRENT_VERSION}:{}", hex::encode(digest)))
     }
 
     /// Whether `stored` (a fingerprint of an earlier request) names this same
-    /// request, computed the way `stored` was.
+    /// request, computed the way `stored` was. Every retry asks, so the digest
+    /// is compared in a stack buffer rather than as a new string.
     pub fn matches_stored(method: &str, path: &str, canonical: &[u8], stored: &str) -> bool {
-        let version = stored
+        let Some((version, stored_hex)) = stored
             .strip_prefix('v')
             .and_then(|rest| rest.split_once(':'))
-            .and_then(|(version, _)| version.parse::<u32>().ok());
-        match version {
-            Some(version @ 1..=CURRENT_VERSION) => {
-                Self::compute_version(version, method, path, canonical).0 == stored
-            }
-            _ => false,
+            .and_then(|(version, hex)| Some((version.parse::<u32>().ok()?, hex)))
+        else {
+            return false;
+        };
+        if !(1..=CURRENT_VERSION).contains(&version) {
+            return false;
         }
+        let mut computed = [0u8; 64];
+        hex::encode_to_slice(digest(version, method, path, canonical), &mut computed)
+            .expect("64 hex digits hold a SHA-256");
+        computed.as_slice() == stored_hex.as_bytes()
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// SHA-256 over the parts, each after its length, so no two different
+/// requests concatenate to the same bytes.
+fn digest(version: u32, method: &str, path: &str, canonical: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in [
+        format!("ridepay-fingerprint-v{version}").as_bytes(),
+        method.as_bytes(),
+        path.as_bytes(),
+        canonical,
+    ] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize().into()
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub fn idempotency_key(request: &HttpRequest) -> Result<IdempotencyKey, Problem>
 pub fn respond(response: StoredResponse, replayed: bool) -> HttpResponse {
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut builder = HttpResponse::build(status);
-    for (name, value) in response.headers {
+    for (name, value) in response.headers.0 {
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             builder.insert_header((name, value));
         }

@@ -79,7 +79,7 @@ impl<P: RecoveryPoints> Lease<P> {
             .set((
                 keys::recovery_point.eq(P::FINISHED.as_str()),
                 keys::response_status.eq(i16::try_from(response.status).ok()),
-                keys::response_headers.eq(response.headers_json()),
+                keys::response_headers.eq(&response.headers),
                 keys::response_body.eq(&response.body),
                 keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
                 keys::last_run_at.eq(now),

@@ -4,6 +4,7 @@
 //! Generic over an endpoint's recovery points; it knows nothing of any
 //! endpoint.
 
+mod canonical;
 mod claim;
 pub mod completer;
 mod fingerprint;
@@ -17,6 +18,7 @@ mod record;
 mod recovery_point;
 mod stored_response;
 
+pub use canonical::CanonicalRequest;
 pub use claim::{claim, lookup, Claim, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
 pub use flow::Outcome;
@@ -25,4 +27,4 @@ pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;
 pub use record::{find, stuck, KeyRecord, KeyState};
 pub use recovery_point::{RecoveryPoints, FINISHED, STARTED};
-pub use stored_response::StoredResponse;
+pub use stored_response::{StoredHeaders, StoredResponse};

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde_json::Value;
 
-use super::stored_response::StoredResponse;
+use super::stored_response::{StoredHeaders, StoredResponse};
 use crate::schema::idempotency_keys;
 
 /// What deciding a request's fate needs of a key row: the fingerprint, the
@@ -20,7 +20,7 @@ pub struct KeyState {
     pub locked_at: Option<DateTime<Utc>>,
     pub recovery_point: String,
     pub response_status: Option<i16>,
-    pub response_headers: Option<Value>,
+    pub response_headers: Option<StoredHeaders>,
     pub response_body: Option<Vec<u8>>,
     pub created_at: DateTime<Utc>,
     pub needs_attention_at: Option<DateTime<Utc>>,
@@ -29,11 +29,11 @@ pub struct KeyState {
 impl KeyState {
     /// The stored response, when the key is finished.
     pub fn stored_response(&self) -> Option<StoredResponse> {
-        StoredResponse::from_stored(
-            self.response_status?,
-            self.response_headers.as_ref()?,
-            self.response_body.clone()?,
-        )
+        Some(StoredResponse {
+            status: u16::try_from(self.response_status?).ok()?,
+            headers: self.response_headers.clone()?,
+            body: self.response_body.clone()?,
+        })
     }
 }
 

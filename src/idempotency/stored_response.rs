@@ -1,53 +1,56 @@
 //! The response stored with a finished key and replayed byte for byte.
 
-use serde_json::Value;
+use std::io::Write;
+
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::pg::{Pg, PgValue};
+use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::sql_types::Jsonb;
+use diesel::AsExpression;
+
+use super::canonical::JSONB_FORMAT_VERSION;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
     pub status: u16,
-    /// In the order they were sent (`Content-Type`, `Location`, ...).
-    pub headers: Vec<(String, String)>,
+    pub headers: StoredHeaders,
     pub body: Vec<u8>,
 }
+
+/// The headers in the order they were sent (`Content-Type`, `Location`, ...),
+/// stored as a JSON array of `[name, value]` pairs. Read and written without
+/// a `serde_json::Value` in between, since every replay reads them.
+#[derive(Debug, Clone, PartialEq, Eq, AsExpression, FromSqlRow, serde::Serialize)]
+#[diesel(sql_type = Jsonb)]
+pub struct StoredHeaders(pub Vec<(String, String)>);
 
 impl StoredResponse {
     /// A 201 with a JSON body and the `Location` of what was created.
     pub fn created(location: String, body: Vec<u8>) -> Self {
         StoredResponse {
             status: 201,
-            headers: vec![
+            headers: StoredHeaders(vec![
                 ("Content-Type".to_owned(), "application/json".to_owned()),
                 ("Location".to_owned(), location),
-            ],
+            ]),
             body,
         }
     }
+}
 
-    /// The headers as stored: an ordered JSON array of `[name, value]` pairs.
-    pub(crate) fn headers_json(&self) -> Value {
-        Value::Array(
-            self.headers
-                .iter()
-                .map(|(name, value)| Value::from(vec![name.as_str(), value.as_str()]))
-                .collect(),
-        )
+impl ToSql<Jsonb, Pg> for StoredHeaders {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        out.write_all(&[JSONB_FORMAT_VERSION])?;
+        serde_json::to_writer(out, &self.0)?;
+        Ok(IsNull::No)
     }
+}
 
-    /// Rebuilds a stored response; None when the row holds something this code
-    /// never writes.
-    pub(crate) fn from_stored(status: i16, headers: &Value, body: Vec<u8>) -> Option<Self> {
-        let headers = headers
-            .as_array()?
-            .iter()
-            .map(|pair| match pair.as_array()?.as_slice() {
-                [Value::String(name), Value::String(value)] => Some((name.clone(), value.clone())),
-                _ => None,
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(StoredResponse {
-            status: u16::try_from(status).ok()?,
-            headers,
-            body,
-        })
+impl FromSql<Jsonb, Pg> for StoredHeaders {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        match value.as_bytes().split_first() {
+            Some((&JSONB_FORMAT_VERSION, json)) => Ok(StoredHeaders(serde_json::from_slice(json)?)),
+            _ => Err("unsupported JSONB format version".into()),
+        }
     }
 }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::idempotency::CanonicalRequest;
 use crate::validation::{parse_body, FieldError};
 
 pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
@@ -15,13 +16,14 @@ const MAX_SOURCE_LEN: usize = 255;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RideParams {
-    pub origin_lat: f64,
-    pub origin_lon: f64,
-    pub target_lat: f64,
-    pub target_lon: f64,
+    // In sorted order, as the canonical form needs.
     pub amount_cents: i64,
     pub currency: String,
+    pub origin_lat: f64,
+    pub origin_lon: f64,
     pub payment_source: Option<String>,
+    pub target_lat: f64,
+    pub target_lon: f64,
 }
 
 /// The body as sent. Every field is optional here so that all missing fields
@@ -109,13 +111,8 @@ impl RideParams {
     }
 
     /// The canonical JSON form.
-    pub fn canonical(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("ride params always serialise")
-    }
-
-    /// Reads back a canonical form stored by [`RideParams::canonical`].
-    pub fn from_canonical(value: &serde_json::Value) -> serde_json::Result<RideParams> {
-        RideParams::deserialize(value)
+    pub fn canonical(&self) -> CanonicalRequest {
+        CanonicalRequest::of(self)
     }
 }
 
@@ -178,9 +175,16 @@ mod tests {
         let a = RideParams::parse(without.as_bytes()).unwrap();
         let b = RideParams::parse(with.as_bytes()).unwrap();
         assert_eq!(a.canonical(), b.canonical());
+    }
+
+    /// The bytes version 1 of the fingerprint hashes: a change here would make
+    /// every stored key refuse its own retries.
+    #[test]
+    fn the_canonical_form_is_sorted_compact_json() {
+        let params = RideParams::parse(VALID.as_bytes()).unwrap();
         assert_eq!(
-            serde_json::to_vec(&a.canonical()).unwrap(),
-            serde_json::to_vec(&b.canonical()).unwrap()
+            std::str::from_utf8(params.canonical().as_bytes()).unwrap(),
+            r#"{"amount_cents":2000,"currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_source":"tok_visa","target_lat":37.8,"target_lon":-122.27}"#
         );
     }
 
@@ -189,8 +193,8 @@ mod tests {
         let a = r#"{"origin_lat": -0.0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100}"#;
         let b = r#"{"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100}"#;
         assert_eq!(
-            serde_json::to_vec(&RideParams::parse(a.as_bytes()).unwrap().canonical()).unwrap(),
-            serde_json::to_vec(&RideParams::parse(b.as_bytes()).unwrap().canonical()).unwrap()
+            RideParams::parse(a.as_bytes()).unwrap().canonical(),
+            RideParams::parse(b.as_bytes()).unwrap().canonical()
         );
     }
 
@@ -239,6 +243,8 @@ mod tests {
     #[test]
     fn non_objects_and_broken_json_are_body_errors() {
         assert_eq!(fields("[]"), ["body"]);
+        // serde alone would take the fields in order from an array.
+        assert_eq!(fields("[37.77, -122.42, 37.8, -122.27, 2000]"), ["body"]);
         assert_eq!(fields("{"), ["body"]);
         assert_eq!(fields(""), ["body"]);
         assert_eq!(fields(r#"{"origin_lat": NaN}"#), ["body"]);
@@ -247,9 +253,7 @@ mod tests {
     #[test]
     fn the_canonical_form_round_trips() {
         let params = RideParams::parse(VALID.as_bytes()).unwrap();
-        assert_eq!(
-            RideParams::from_canonical(&params.canonical()).unwrap(),
-            params
-        );
+        let stored: RideParams = serde_json::from_slice(params.canonical().as_bytes()).unwrap();
+        assert_eq!(stored, params);
     }
 }

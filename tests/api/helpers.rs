@@ -10,7 +10,9 @@ use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::fake_gateway::{FakeGateway, FakeGatewayConfig};
-use ridepay::idempotency::{self, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy};
+use ridepay::idempotency::{
+    self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
+};
 use ridepay::payments::{self, Charge, SimulatedGateway};
 use ridepay::rides::phases;
 use ridepay::rides::request::RideParams;
@@ -514,7 +516,7 @@ pub struct RideRequest {
     pub user_id: i64,
     pub key: IdempotencyKey,
     pub params: RideParams,
-    canonical: Value,
+    canonical: CanonicalRequest,
 }
 
 impl RideRequest {
