@@ -52,7 +52,7 @@ impl Scenario {
 pub struct Target {
     pub address: String,
     pub api_keys: Vec<String>,
-    pub body: String,
+    pub body: bytes::Bytes,
 }
 
 /// Keys finished and rides made by new-key runs, per rider, for replays and
@@ -174,7 +174,6 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
         ..LoadResult::default()
     };
     let address = shared.target.address.as_str();
-    let body = shared.target.body.as_str();
     for sequence in 0usize.. {
         let key = match shared.scenario {
             Scenario::Storm => {
@@ -190,7 +189,11 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
         };
         let sent = Instant::now();
         let answer = match &key {
-            Some(key) => client.post_ride(address, key, body).await,
+            Some(key) => {
+                client
+                    .post_ride(address, key, shared.target.body.clone())
+                    .await
+            }
             None => {
                 let id = mine.ride_ids[sequence % mine.ride_ids.len()];
                 client.get_ride(address, id).await

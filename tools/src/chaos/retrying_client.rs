@@ -94,7 +94,7 @@ async fn send_until_final(
     fleet: &Fleet,
     counters: &Counters,
     key: &str,
-    body: &str,
+    body: &bytes::Bytes,
     max_attempts: u32,
 ) -> Option<Answer> {
     for attempt in 0..max_attempts {
@@ -109,7 +109,7 @@ async fn send_until_final(
         if attempt > 0 {
             counters.retries.fetch_add(1, Ordering::Relaxed);
         }
-        match client.post_ride(&address, key, body).await {
+        match client.post_ride(&address, key, body.clone()).await {
             Err(err) if err.is_timeout() => counters.faults.add("client timeout"),
             Err(_) => counters.faults.add("connection refused or reset"),
             Ok(answer) if is_transient(answer.status) => counters.faults.add(format!(
