@@ -102,15 +102,19 @@ impl Usage {
 }
 
 /// The rounds of one measurement, merged as they come: requests, time and
-/// usage add up, latencies pool.
+/// usage add up, latencies pool; each round's throughput is kept too.
 #[derive(Debug, Default)]
 pub struct Rounds {
-    pub load: LoadResult,
+    load: LoadResult,
     usage: Option<Usage>,
+    throughputs: Vec<f64>,
 }
 
 impl Rounds {
-    pub fn add_usage(&mut self, usage: Usage) {
+    pub fn add(&mut self, load: LoadResult, usage: Usage) {
+        self.throughputs
+            .push(throughput(load.requests, load.elapsed));
+        self.load.add(load);
         self.usage = Some(match self.usage {
             Some(before) => before.add(usage),
             None => usage,
@@ -142,6 +146,7 @@ impl Rounds {
             conflicts: with_conflicts.then(|| Percentiles::of(&mut load.conflicts)),
             usage: self.usage.expect("a measurement has at least one round"),
             statuses: statuses.join(" "),
+            round_throughputs: self.throughputs,
         }
     }
 }
@@ -162,11 +167,17 @@ pub struct Measurement {
     pub usage: Usage,
     /// Answers by status, as `201×1234 409×56`.
     pub statuses: String,
+    /// Each round's requests per second, in the order the rounds ran.
+    pub round_throughputs: Vec<f64>,
+}
+
+fn throughput(requests: u64, elapsed: Duration) -> f64 {
+    requests as f64 / elapsed.as_secs_f64().max(f64::EPSILON)
 }
 
 impl Measurement {
     pub fn throughput(&self) -> f64 {
-        self.requests as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+        throughput(self.requests, self.elapsed)
     }
 
     pub fn writes_per_request(&self) -> f64 {
@@ -197,18 +208,21 @@ mod tests {
     fn rounds_add_up_into_one_row() {
         let mut rounds = Rounds::default();
         for (requests, millis, rss) in [(10, 100, 2048), (30, 300, 1024)] {
-            rounds.load.add(LoadResult {
-                requests,
-                elapsed: Duration::from_millis(millis),
-                latencies: (1..=requests).map(Duration::from_millis).collect(),
-                statuses: [(201, requests)].into(),
-                ..LoadResult::default()
-            });
-            rounds.add_usage(usage(requests as i64 * 3, millis, rss));
+            rounds.add(
+                LoadResult {
+                    requests,
+                    elapsed: Duration::from_millis(millis),
+                    latencies: (1..=requests).map(Duration::from_millis).collect(),
+                    statuses: [(201, requests)].into(),
+                    ..LoadResult::default()
+                },
+                usage(requests as i64 * 3, millis, rss),
+            );
         }
         let row = rounds.into_measurement("new-key POST", 8, false);
         assert_eq!(row.requests, 40);
         assert_eq!(row.throughput(), 100.0);
+        assert_eq!(row.round_throughputs, [100.0, 100.0]);
         assert_eq!(row.writes_per_request(), 3.0);
         assert_eq!(row.latency.count, 40);
         assert_eq!(row.latency.p50, Duration::from_millis(10));

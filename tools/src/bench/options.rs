@@ -16,7 +16,7 @@ pub struct Options {
     pub duration: Duration,
     /// Rounds per measurement. Every scenario and baseline at a connection
     /// count runs once per round, in turn, and its rounds are added up.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
     /// Connection counts (virtual users, one keep-alive connection each).
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,64")]

@@ -100,25 +100,26 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                     connections,
                     options.duration,
                 ))?;
-                rounds.add_usage(probe.finish(&mut conn, Some(&server))?);
+                let usage = probe.finish(&mut conn, Some(&server))?;
                 if scenario == Scenario::NewKey {
                     let mut more = (*finished).clone();
                     more.extend(&result.created);
                     finished = Arc::new(more);
                 }
-                rounds.load.add(result);
+                rounds.add(result, usage);
             }
             for (script, rounds) in BASELINES.into_iter().zip(&mut baselines) {
                 settle(&mut conn)?;
                 let probe = Probe::start(&mut conn, None, None)?;
                 let run = pgbench.run(script, connections, options.duration)?;
-                rounds.add_usage(probe.finish(&mut conn, None)?);
-                rounds.load.add(LoadResult {
+                let usage = probe.finish(&mut conn, None)?;
+                let load = LoadResult {
                     requests: run.transactions,
                     elapsed: run.elapsed,
                     latencies: run.latencies,
                     ..LoadResult::default()
-                });
+                };
+                rounds.add(load, usage);
             }
         }
         for (scenario, rounds) in Scenario::ALL.into_iter().zip(http) {
