@@ -13,7 +13,7 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Checks the content type (415) and reads at most `limit` bytes (413).
 pub async fn read_json(
     request: &HttpRequest,
-    payload: Payload,
+    mut payload: Payload,
     limit: usize,
 ) -> Result<Bytes, Problem> {
     let content_type = request
@@ -45,7 +45,6 @@ pub async fn read_json(
     // and a fixed 8 KiB buffer (what `Payload::to_bytes_limited` takes) costs
     // every request an allocation the allocator is slow to give back.
     let mut body = BytesMut::with_capacity(declared.unwrap_or(0));
-    let mut payload = payload;
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|err| {
             Problem::new(

@@ -73,7 +73,7 @@ fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &S
         "last_error": record.last_error,
         "last_run_at": record.last_run_at,
         "created_at": record.created_at,
-        "response": record.stored_response().map(|response| json!({
+        "response": record.state.clone().take_stored_response().map(|response| json!({
             "status": response.status,
             "headers": response.headers,
             "body": String::from_utf8_lossy(&response.body),

@@ -7,6 +7,7 @@ pub use cached::{CacheStatement, Cached};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use diesel::migration::MigrationVersion;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel::sql_types::Text;
@@ -77,39 +78,37 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
 /// Applies pending migrations under a session advisory lock, so instances
 /// starting together apply each migration exactly once.
 pub fn run_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
-    with_migration_lock(conn, |conn| {
-        for version in conn
-            .run_pending_migrations(MIGRATIONS)
-            .map_err(|err| anyhow::anyhow!("migration failed: {err}"))?
-        {
-            log::info!("applied migration {version}");
-        }
-        Ok(())
+    migrate(conn, "applied", |conn| {
+        conn.run_pending_migrations(MIGRATIONS)
     })
 }
 
 /// Reverts every migration, dropping all data: for development, and for the
 /// test that every `down.sql` works.
 pub fn revert_all_migrations(conn: &mut PgConnection) -> anyhow::Result<()> {
-    with_migration_lock(conn, |conn| {
-        for version in conn
-            .revert_all_migrations(MIGRATIONS)
-            .map_err(|err| anyhow::anyhow!("revert failed: {err}"))?
-        {
-            log::info!("reverted migration {version}");
-        }
-        Ok(())
+    migrate(conn, "reverted", |conn| {
+        conn.revert_all_migrations(MIGRATIONS)
     })
 }
 
-fn with_migration_lock(
+/// Runs `step` under the migration lock and logs each version it `did`.
+fn migrate(
     conn: &mut PgConnection,
-    work: impl FnOnce(&mut PgConnection) -> anyhow::Result<()>,
+    did: &str,
+    step: impl for<'c> FnOnce(
+        &'c mut PgConnection,
+    ) -> diesel::migration::Result<Vec<MigrationVersion<'c>>>,
 ) -> anyhow::Result<()> {
     diesel::sql_query("SELECT pg_advisory_lock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;
-    let result = work(conn);
+    let result = step(conn)
+        .map(|versions| {
+            for version in versions {
+                log::info!("{did} migration {version}");
+            }
+        })
+        .map_err(|err| anyhow::anyhow!("migrations not {did}: {err}"));
     diesel::sql_query("SELECT pg_advisory_unlock($1)")
         .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_ID)
         .execute(conn)?;

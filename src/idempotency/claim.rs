@@ -100,7 +100,7 @@ pub fn lookup<P: RecoveryPoints>(
         .optional()?;
     Ok(match found {
         None => Lookup::Claimable,
-        Some((record, db_now)) => match judge::<P>(request, &record, db_now, policy)? {
+        Some((mut record, db_now)) => match judge::<P>(request, &mut record, db_now, policy)? {
             None => Lookup::Claimable,
             Some(Answer::Replay(response)) => Lookup::Replay(response),
             Some(Answer::InUse) => Lookup::InUse,
@@ -150,16 +150,16 @@ pub fn claim<P: RecoveryPoints>(
         .filter(keys::user_id.eq(request.user_id))
         .filter(keys::key.eq(request.key.as_str()))
         .select((KeyState::as_select(), database_now()));
-    let (record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
-    if let Some(answer) = judge::<P>(request, &record, db_now, policy)? {
+    let (mut record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
+    if let Some(answer) = judge::<P>(request, &mut record, db_now, policy)? {
         return Ok(answer.into());
     }
     // It looks claimable: lock the row and judge again, since another claim
     // may have won in between.
-    let (record, db_now) = plain
+    let (mut record, db_now) = plain
         .for_update()
         .first::<(KeyState, DateTime<Utc>)>(conn)?;
-    match judge::<P>(request, &record, db_now, policy)? {
+    match judge::<P>(request, &mut record, db_now, policy)? {
         None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
         Some(answer) => Ok(answer.into()),
     }
@@ -229,10 +229,11 @@ enum Answer {
 
 /// The claim's rules, in order: a different request is refused, a finished one
 /// replayed, a live lease respected, and a key too old to resume safely left to
-/// an operator. None: the request may run.
+/// an operator. None: the request may run. A replay takes the stored response
+/// out of `record`.
 fn judge<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
-    record: &KeyState,
+    record: &mut KeyState,
     db_now: DateTime<Utc>,
     policy: &KeyPolicy,
 ) -> Result<Option<Answer>, ServiceError> {
@@ -240,7 +241,7 @@ fn judge<P: RecoveryPoints>(
         return Ok(Some(Answer::Reused));
     }
     if record.recovery_point == FINISHED {
-        let response = record.stored_response().ok_or_else(|| {
+        let response = record.take_stored_response().ok_or_else(|| {
             anyhow::anyhow!("finished key {} has no readable response", record.id)
         })?;
         return Ok(Some(Answer::Replay(response)));

@@ -148,7 +148,8 @@ fn release_on_failure<P: RecoveryPoints>(
 /// The response stored with a finished key.
 fn stored_response(conn: &mut PgConnection, key_id: i64) -> Result<StoredResponse, ServiceError> {
     KeyRecord::load(conn, key_id)?
-        .stored_response()
+        .state
+        .take_stored_response()
         .ok_or_else(|| anyhow::anyhow!("finished key {key_id} has no response").into())
 }
 

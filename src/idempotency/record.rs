@@ -27,12 +27,13 @@ pub struct KeyState {
 }
 
 impl KeyState {
-    /// The stored response, when the key is finished.
-    pub fn stored_response(&self) -> Option<StoredResponse> {
+    /// The stored response, when the key is finished, moved out of the row
+    /// rather than copied: a replay needs nothing else of it.
+    pub fn take_stored_response(&mut self) -> Option<StoredResponse> {
         Some(StoredResponse {
             status: u16::try_from(self.response_status?).ok()?,
-            headers: self.response_headers.clone()?,
-            body: self.response_body.clone()?,
+            headers: self.response_headers.take()?,
+            body: self.response_body.take()?,
         })
     }
 }
