@@ -25,7 +25,45 @@ use crate::stage::Stage;
 /// and makes the first keys to replay.
 const WARM_UP: Duration = Duration::from_secs(2);
 const WARM_UP_CONNECTIONS: usize = 8;
-const BASELINES: [Script; 2] = [ONE_INSERT, NEW_KEY_SQL];
+
+/// What a round measures: an HTTP scenario or a pgbench baseline.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Http(Scenario),
+    Baseline(Script),
+}
+
+impl Step {
+    fn name(self) -> &'static str {
+        match self {
+            Step::Http(scenario) => scenario.name(),
+            Step::Baseline(script) => script.name,
+        }
+    }
+}
+
+/// Every step, in the order the report lists them.
+const STEPS: [Step; 6] = [
+    Step::Http(Scenario::NewKey),
+    Step::Http(Scenario::Replay),
+    Step::Http(Scenario::Storm),
+    Step::Http(Scenario::Get),
+    Step::Baseline(ONE_INSERT),
+    Step::Baseline(NEW_KEY_SQL),
+];
+
+/// The order of `STEPS` (by index) in a round. The two sides of each target
+/// ratio run back to back (new-key POST and its SQL replay; replay POST and
+/// GET), so that the same share of the machine's other load falls on both,
+/// and each pair swaps its order every other round, so that a load that
+/// rises or falls through a round favours neither side.
+fn round_order(round: u32) -> [usize; 6] {
+    if round % 2 == 0 {
+        [0, 5, 1, 3, 2, 4]
+    } else {
+        [5, 0, 3, 1, 2, 4]
+    }
+}
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
 const FINGERPRINT: &str = "v1:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
@@ -85,50 +123,47 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .and_then(|pid| u32::try_from(pid).ok());
     let mut measurements = Vec::new();
     for &connections in &options.connections {
-        // Round after round of every scenario and baseline in turn, so that
-        // a change in the machine's other load falls on all of them alike.
-        let mut http: Vec<Rounds> = Scenario::ALL.iter().map(|_| Rounds::default()).collect();
-        let mut baselines: Vec<Rounds> = BASELINES.iter().map(|_| Rounds::default()).collect();
-        for _ in 0..options.rounds {
-            for (scenario, rounds) in Scenario::ALL.into_iter().zip(&mut http) {
+        let mut rounds: Vec<Rounds> = STEPS.iter().map(|_| Rounds::default()).collect();
+        for round in 0..options.rounds {
+            for index in round_order(round) {
                 settle(&mut conn)?;
-                let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
-                let result = runtime.block_on(load::run(
-                    scenario,
-                    target.clone(),
-                    finished.clone(),
-                    connections,
-                    options.duration,
-                ))?;
-                let usage = probe.finish(&mut conn, Some(&server))?;
-                if scenario == Scenario::NewKey {
-                    let mut more = (*finished).clone();
-                    more.extend(&result.created);
-                    finished = Arc::new(more);
-                }
-                rounds.add(result, usage);
-            }
-            for (script, rounds) in BASELINES.into_iter().zip(&mut baselines) {
-                settle(&mut conn)?;
-                let probe = Probe::start(&mut conn, None, None)?;
-                let run = pgbench.run(script, connections, options.duration)?;
-                let usage = probe.finish(&mut conn, None)?;
-                let load = LoadResult {
-                    requests: run.transactions,
-                    elapsed: run.elapsed,
-                    latencies: run.latencies,
-                    ..LoadResult::default()
+                let (result, usage) = match STEPS[index] {
+                    Step::Http(scenario) => {
+                        let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
+                        let result = runtime.block_on(load::run(
+                            scenario,
+                            target.clone(),
+                            finished.clone(),
+                            connections,
+                            options.duration,
+                        ))?;
+                        let usage = probe.finish(&mut conn, Some(&server))?;
+                        if scenario == Scenario::NewKey {
+                            let mut more = (*finished).clone();
+                            more.extend(&result.created);
+                            finished = Arc::new(more);
+                        }
+                        (result, usage)
+                    }
+                    Step::Baseline(script) => {
+                        let probe = Probe::start(&mut conn, None, None)?;
+                        let run = pgbench.run(script, connections, options.duration)?;
+                        let usage = probe.finish(&mut conn, None)?;
+                        let load = LoadResult {
+                            requests: run.transactions,
+                            elapsed: run.elapsed,
+                            latencies: run.latencies,
+                            ..LoadResult::default()
+                        };
+                        (load, usage)
+                    }
                 };
-                rounds.add(load, usage);
+                rounds[index].add(result, usage);
             }
         }
-        for (scenario, rounds) in Scenario::ALL.into_iter().zip(http) {
-            let storm = scenario == Scenario::Storm;
-            measurements.push(rounds.into_measurement(scenario.name(), connections, storm));
-            progress(measurements.last().expect("just pushed"));
-        }
-        for (script, rounds) in BASELINES.into_iter().zip(baselines) {
-            measurements.push(rounds.into_measurement(script.name, connections, false));
+        for (step, rounds) in STEPS.into_iter().zip(rounds) {
+            let storm = matches!(step, Step::Http(Scenario::Storm));
+            measurements.push(rounds.into_measurement(step.name(), connections, storm));
             progress(measurements.last().expect("just pushed"));
         }
     }
@@ -305,4 +340,35 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
     out.push_str(&results.baseline_table().to_markdown());
     out.push_str("\n![throughput](throughput.png)\n\n![p99 latency](latency.png)\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn position(order: &[usize], name: &str) -> usize {
+        order
+            .iter()
+            .position(|&index| STEPS[index].name() == name)
+            .expect("every step runs")
+    }
+
+    #[test]
+    fn each_round_runs_every_step_once_with_each_ratio_back_to_back_in_turn() {
+        let pairs = [
+            (Scenario::NewKey.name(), NEW_KEY_SQL.name),
+            (Scenario::Replay.name(), Scenario::Get.name()),
+        ];
+        for round in 0..4 {
+            let order = round_order(round);
+            let mut sorted = order;
+            sorted.sort_unstable();
+            assert_eq!(sorted, [0, 1, 2, 3, 4, 5]);
+            for (first, second) in pairs {
+                let (a, b) = (position(&order, first), position(&order, second));
+                assert_eq!(a.abs_diff(b), 1, "{first} and {second} in round {round}");
+                assert_eq!(a < b, round % 2 == 0, "{first} first in even rounds only");
+            }
+        }
+    }
 }
