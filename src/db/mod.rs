@@ -2,7 +2,7 @@
 
 mod cached;
 
-pub use cached::{CacheStatement, Cached};
+pub use cached::CacheStatement;
 
 use std::time::Duration;
 

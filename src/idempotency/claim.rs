@@ -215,7 +215,7 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i
             keys::updated_at.eq(now),
         ))
         .returning(keys::lease_epoch)
-        .cached()
+        .cached_as(bump_epoch)
         .get_result(conn)?)
 }
 

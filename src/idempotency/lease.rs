@@ -61,7 +61,7 @@ impl<P: RecoveryPoints> Lease<P> {
                 keys::updated_at.eq(now),
             ))
             .returning(keys::id)
-            .cached()
+            .cached_as(Self::advance)
             .get_result::<i64>(conn)
             .optional()?;
         self.point = self.checked(updated.is_some(), next)?;
@@ -86,7 +86,7 @@ impl<P: RecoveryPoints> Lease<P> {
                 keys::updated_at.eq(now),
             ))
             .returning(keys::id)
-            .cached()
+            .cached_as(Self::finish)
             .get_result::<i64>(conn)
             .optional()?;
         self.point = self.checked(updated.is_some(), P::FINISHED)?;

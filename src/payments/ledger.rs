@@ -55,6 +55,8 @@ pub struct LedgerCharge {
 
 #[derive(Insertable)]
 #[diesel(table_name = simulated_charges)]
+// NULL, not DEFAULT, for a `None`: one SQL text whatever the outcome (db::cached).
+#[diesel(treat_none_as_default_value = false)]
 struct NewCharge<'a> {
     id: String,
     idempotency_key: &'a str,
@@ -196,7 +198,7 @@ pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Record
         .on_conflict(simulated_charges::idempotency_key)
         .do_nothing()
         .returning(LedgerCharge::as_returning())
-        .cached()
+        .cached_as(record)
         .get_result(conn)
         .optional()?;
     let recorded = match inserted {

@@ -66,6 +66,8 @@ impl Refund {
 
 #[derive(Debug, Insertable)]
 #[diesel(table_name = refunds)]
+// NULL, not DEFAULT, for a `None`: one SQL text whatever the refund (db::cached).
+#[diesel(treat_none_as_default_value = false)]
 pub struct NewRefund<'a> {
     pub ride_id: i64,
     pub user_id: i64,
@@ -81,7 +83,7 @@ pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Re
     diesel::insert_into(refunds::table)
         .values(refund)
         .returning(Refund::as_returning())
-        .cached()
+        .cached_as(insert)
         .get_result(conn)
 }
 
@@ -172,7 +174,7 @@ pub fn settle(
         refunds::updated_at.eq(diesel::dsl::now),
     ))
     .returning(Refund::as_returning())
-    .cached()
+    .cached_as(settle)
     .get_result(conn)
 }
 
@@ -187,16 +189,20 @@ pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) ->
             rides::updated_at.eq(diesel::dsl::now),
         ))
         .returning(Ride::as_returning())
-        .cached()
+        .cached_as(add_refunded)
         .get_result(conn)?;
     if ride.amount_refunded_cents == ride.amount_cents
         && ride.status == RideStatus::Charged.as_str()
     {
-        return diesel::update(rides::table.find(ride_id))
-            .set(rides::status.eq(RideStatus::Refunded.as_str()))
-            .returning(Ride::as_returning())
-            .cached()
-            .get_result(conn);
+        return mark_refunded(conn, ride_id);
     }
     Ok(ride)
+}
+
+fn mark_refunded(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Ride> {
+    diesel::update(rides::table.find(ride_id))
+        .set(rides::status.eq(RideStatus::Refunded.as_str()))
+        .returning(Ride::as_returning())
+        .cached_as(mark_refunded)
+        .get_result(conn)
 }

@@ -89,7 +89,7 @@ pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> 
     diesel::insert_into(rides::table)
         .values(ride)
         .returning(Ride::as_returning())
-        .cached()
+        .cached_as(insert)
         .get_result(conn)
 }
 
@@ -153,6 +153,6 @@ pub fn settle(
         rides::updated_at.eq(diesel::dsl::now),
     ))
     .returning(Ride::as_returning())
-    .cached()
+    .cached_as(settle)
     .get_result(conn)
 }

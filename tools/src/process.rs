@@ -100,11 +100,13 @@ pub fn own_cpu_time() -> Option<Duration> {
     cpu_time_of("/proc/self/stat")
 }
 
-/// CPU time of `pid` and its living children: PostgreSQL's postmaster and
-/// its backends. A backend that exits during a run takes its time with it, so
-/// this suits runs whose sessions live throughout (a server's pool).
+/// CPU time of `pid` and its children: PostgreSQL's postmaster and its
+/// backends. The living children's own time, plus the time of those that have
+/// exited, which the postmaster collects as it reaps them (a pgbench run's
+/// backends exit with it).
 pub fn tree_cpu_time(pid: u32) -> Option<Duration> {
-    let own = cpu_time_of(&format!("/proc/{pid}/stat"))?;
+    let fields = stat_fields(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    let own = ticks(&fields)? + reaped_children_ticks(&fields)?;
     let children = std::fs::read_dir("/proc")
         .ok()?
         .flatten()
@@ -133,8 +135,19 @@ fn stat_fields(stat: &str) -> Option<Vec<String>> {
     )
 }
 
+/// utime + stime.
 fn ticks(fields: &[String]) -> Option<Duration> {
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    ticks_of(fields, 11, 12)
+}
+
+/// cutime + cstime: the time of the children this process has reaped.
+fn reaped_children_ticks(fields: &[String]) -> Option<Duration> {
+    ticks_of(fields, 13, 14)
+}
+
+fn ticks_of(fields: &[String], first: usize, second: usize) -> Option<Duration> {
+    let ticks: u64 =
+        fields.get(first)?.parse::<u64>().ok()? + fields.get(second)?.parse::<u64>().ok()?;
     // USER_HZ is 100 on every Linux the tools run on.
     Some(Duration::from_millis(ticks * 10))
 }

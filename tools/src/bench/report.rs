@@ -115,10 +115,12 @@ impl Results {
             "p99 ms",
             "p99.9 ms",
             "write tx/tx",
+            "PostgreSQL CPU ms/tx",
         ]);
         for m in self.measurements.iter().filter(|m| !is_http(m.name)) {
             let mut cells = common_cells(m);
             cells.push(format!("{:.2}", m.writes_per_request()));
+            cells.push(optional(m.cpu_per_request_ms(m.usage.database_cpu)));
             table.row(cells);
         }
         table

@@ -146,7 +146,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                         (result, usage)
                     }
                     Step::Baseline(script) => {
-                        let probe = Probe::start(&mut conn, None, None)?;
+                        let probe = Probe::start(&mut conn, None, postmaster)?;
                         let run = pgbench.run(script, connections, options.duration)?;
                         let usage = probe.finish(&mut conn, None)?;
                         let load = LoadResult {
