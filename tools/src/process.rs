@@ -85,7 +85,7 @@ impl Announced {
 
     /// User plus system CPU time consumed so far.
     pub fn cpu_time(&self) -> Option<Duration> {
-        cpu_time_of(&format!("/proc/{}/stat", self.pid()))
+        ticks(&read_stat(format!("/proc/{}/stat", self.pid()))?)
     }
 }
 
@@ -97,7 +97,7 @@ impl Drop for Announced {
 
 /// CPU time (user + system) of this process, for the load generator's share.
 pub fn own_cpu_time() -> Option<Duration> {
-    cpu_time_of("/proc/self/stat")
+    ticks(&read_stat("/proc/self/stat")?)
 }
 
 /// CPU time of `pid` and its children: PostgreSQL's postmaster and its
@@ -105,22 +105,21 @@ pub fn own_cpu_time() -> Option<Duration> {
 /// exited, which the postmaster collects as it reaps them (a pgbench run's
 /// backends exit with it).
 pub fn tree_cpu_time(pid: u32) -> Option<Duration> {
-    let fields = stat_fields(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    let fields = read_stat(format!("/proc/{pid}/stat"))?;
     let own = ticks(&fields)? + reaped_children_ticks(&fields)?;
     let children = std::fs::read_dir("/proc")
         .ok()?
         .flatten()
         .filter_map(|entry| {
-            let path = entry.path().join("stat");
-            let fields = stat_fields(&std::fs::read_to_string(&path).ok()?)?;
+            let fields = read_stat(entry.path().join("stat"))?;
             (fields.get(1)?.parse::<u32>().ok()? == pid).then(|| ticks(&fields))?
         })
         .sum::<Duration>();
     Some(own + children)
 }
 
-fn cpu_time_of(stat_path: &str) -> Option<Duration> {
-    ticks(&stat_fields(&std::fs::read_to_string(stat_path).ok()?)?)
+fn read_stat(path: impl AsRef<std::path::Path>) -> Option<Vec<String>> {
+    stat_fields(&std::fs::read_to_string(path).ok()?)
 }
 
 /// The fields of a /proc stat line after the command name (which may hold
