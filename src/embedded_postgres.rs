@@ -4,7 +4,8 @@
 //! Layout of the data folder (`RIDEPAY_DATA_DIR`):
 //! - `cluster.json`: where the cluster lives, its port and its password (0600);
 //! - `postgres/`: the cluster itself, unless the server user cannot reach the
-//!   data folder, in which case it lives under the system temp directory.
+//!   data folder, in which case it lives in a folder made fresh, under a
+//!   random name, in the system temp directory (see [`cluster_root`]).
 //!
 //! As root the server runs as the unprivileged `postgres` user, because
 //! PostgreSQL refuses to run as root.
@@ -12,7 +13,7 @@
 use std::fs;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -20,9 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use nix::fcntl::{Flock, FlockArg};
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Uid, User};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 const SUPERUSER: &str = "postgres";
 const CLUSTER_FILE: &str = "cluster.json";
@@ -66,7 +66,12 @@ impl EmbeddedPostgres {
 
         let run_as = server_user()?;
         let record = match read_record(&data_dir)? {
-            Some(record) if record.root.join("data/PG_VERSION").exists() => record,
+            Some(record) if record.root.join("data/PG_VERSION").exists() => {
+                // The recorded folder may have vanished (a temp directory
+                // cleared at boot) and been made again by someone else.
+                open_private_dir(&record.root, run_as.as_ref())?;
+                record
+            }
             _ => {
                 let record = init_cluster(&data_dir, &bin_dir, run_as.as_ref())?;
                 write_record(&data_dir, &record)?;
@@ -347,31 +352,68 @@ fn init_cluster(
 }
 
 /// Where the cluster's files go: inside the data folder when the server user
-/// can reach it, else a folder of its own under the system temp directory (a
+/// can reach it, else a fresh folder under the system temp directory (a
 /// checkout under a 0700 home is out of reach for `postgres`).
+///
+/// The temp directory is everyone's: a name there that anyone can compute
+/// could be made in advance by another local user, who would then own the
+/// folder our superuser password is written into. So the fallback is made
+/// atomically under an unpredictable name (`mkdtemp`), never reused unless
+/// [`open_private_dir`] finds it ours, and no symlink is followed on the way.
 fn cluster_root(data_dir: &Path, run_as: Option<&User>) -> anyhow::Result<PathBuf> {
     let inside = data_dir.join("postgres");
-    make_owned_dir(&inside, run_as)?;
+    match fs::DirBuilder::new().mode(0o700).create(&inside) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(err).with_context(|| format!("cannot create {}", inside.display())),
+    }
+    open_private_dir(&inside, run_as)?;
     if server_user_can_write(&inside, run_as) {
         return Ok(inside);
     }
-    fs::remove_dir_all(&inside).ok();
-    let digest = hex::encode(Sha256::digest(data_dir.as_os_str().as_encoded_bytes()));
-    let outside = std::env::temp_dir().join(format!("ridepay-postgres-{}", &digest[..16]));
+    fs::remove_dir(&inside).ok();
+    let template = std::env::temp_dir().join("ridepay-postgres-XXXXXX");
+    let outside = nix::unistd::mkdtemp(&template)
+        .with_context(|| format!("cannot make a private folder in {}", template.display()))?;
     eprintln!(
         "note: the `{SUPERUSER}` user cannot reach {}; the embedded cluster lives in {} instead",
         data_dir.display(),
         outside.display()
     );
-    make_owned_dir(&outside, run_as)?;
+    open_private_dir(&outside, run_as)?;
     Ok(outside)
 }
 
-fn make_owned_dir(dir: &Path, run_as: Option<&User>) -> anyhow::Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+/// Opens `dir` without following a symlink, checks that it belongs to us or
+/// to the server user, and makes it the server user's with mode 0700. Refuses
+/// a folder anyone else owns: they could have read or planted files in it.
+fn open_private_dir(dir: &Path, run_as: Option<&User>) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let handle = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW)
+        .open(dir)
+        .with_context(|| {
+            format!(
+                "cannot open {} as a folder (a symlink is refused)",
+                dir.display()
+            )
+        })?;
+    let owner = handle.metadata()?.uid();
+    let allowed = [
+        Some(Uid::effective().as_raw()),
+        run_as.map(|user| user.uid.as_raw()),
+    ];
+    if !allowed.contains(&Some(owner)) {
+        bail!(
+            "refusing to use {}: it belongs to uid {owner}, not to this user or `{SUPERUSER}`; \
+             remove it or set RIDEPAY_DATA_DIR elsewhere",
+            dir.display()
+        );
+    }
+    handle.set_permissions(fs::Permissions::from_mode(0o700))?;
     if let Some(user) = run_as {
-        nix::unistd::chown(dir, Some(user.uid), Some(user.gid))
+        std::os::unix::fs::fchown(&handle, Some(user.uid.as_raw()), Some(user.gid.as_raw()))
             .with_context(|| format!("cannot hand {} to {SUPERUSER}", dir.display()))?;
     }
     Ok(())
@@ -389,18 +431,25 @@ fn server_user_can_write(dir: &Path, run_as: Option<&User>) -> bool {
         .is_ok_and(|status| status.success())
 }
 
+/// Writes a file only its owner may read, made new (never an existing file,
+/// never through a symlink), then renamed into place, so a file someone else
+/// prepared at `path` is replaced, not written into.
 fn write_private(path: &Path, contents: &[u8], owner: Option<&User>) -> anyhow::Result<()> {
+    let staging = path.with_extension("new");
+    fs::remove_file(&staging).ok();
     let mut file = fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.write_all(contents)?;
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&staging)
+        .with_context(|| format!("cannot write {}", staging.display()))?;
     if let Some(user) = owner {
-        nix::unistd::chown(path, Some(user.uid), Some(Gid::from_raw(user.gid.as_raw())))?;
+        std::os::unix::fs::fchown(&file, Some(user.uid.as_raw()), Some(user.gid.as_raw()))?;
     }
+    file.write_all(contents)?;
+    file.sync_all()?;
+    fs::rename(&staging, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ mod crash;
 mod create_ride;
 mod database_faults;
 mod embedded_default;
+mod embedded_security;
 mod fake_gateway;
 mod gateway_contract;
 mod gateway_outcomes;
