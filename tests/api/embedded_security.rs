@@ -3,7 +3,6 @@
 //! cluster gets nothing written into it, and a prepared folder is never
 //! taken over.
 
-use std::ffi::CString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -47,8 +46,7 @@ fn as_stranger(path: &Path, folder: bool) {
         std::fs::write(path, b"").unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
     }
-    let path = CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { nix::libc::chown(path.as_ptr(), STRANGER, STRANGER) }, 0);
+    std::os::unix::fs::chown(path, Some(STRANGER), Some(STRANGER)).unwrap();
 }
 
 fn cluster_root(data_dir: &Path) -> PathBuf {
@@ -66,7 +64,11 @@ fn a_fallback_folder_prepared_by_another_user_gets_no_password_and_is_not_taken_
     // The name earlier releases computed from the data folder, made first by
     // the stranger, with a password file ready to be written into.
     let digest = hex::encode(Sha256::digest(
-        data_dir.canonicalize().unwrap().as_os_str().as_encoded_bytes(),
+        data_dir
+            .canonicalize()
+            .unwrap()
+            .as_os_str()
+            .as_encoded_bytes(),
     ));
     let predictable = std::env::temp_dir().join(format!("ridepay-postgres-{}", &digest[..16]));
     as_stranger(&predictable, true);
@@ -84,8 +86,15 @@ fn a_fallback_folder_prepared_by_another_user_gets_no_password_and_is_not_taken_
     std::fs::remove_dir_all(&predictable).unwrap();
     std::fs::remove_dir_all(&home).unwrap();
 
-    assert!(planted.is_empty(), "the password was written where a stranger can read it");
-    assert_eq!(entries.len(), 1, "nothing of the cluster's went into the prepared folder");
+    assert!(
+        planted.is_empty(),
+        "the password was written where a stranger can read it"
+    );
+    assert_eq!(
+        entries.len(),
+        1,
+        "nothing of the cluster's went into the prepared folder"
+    );
     assert_eq!((prepared.uid(), prepared.mode() & 0o777), (STRANGER, 0o777));
     assert_ne!(root, predictable);
     assert!(root.starts_with(std::env::temp_dir()), "{}", root.display());
