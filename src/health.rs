@@ -21,6 +21,8 @@ pub async fn healthz() -> HttpResponse {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", content_type = "application/json"),
+        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
+            headers(("Retry-After" = String))),
         (status = 503, description = "Not ready", body = ProblemDocument, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(context: web::Data<ServiceContext>) -> Result<HttpResponse, Problem> {
@@ -35,9 +37,14 @@ pub async fn readyz(context: web::Data<ServiceContext>) -> Result<HttpResponse, 
             ProblemKind::ServiceUnavailable,
             "database migrations are pending",
         )),
-        Err(err) => Err(Problem::new(
-            ProblemKind::ServiceUnavailable,
-            format!("the database is unreachable: {err}"),
-        )),
+        Err(err) => {
+            // The driver's message names hosts and ports: the log's, not the
+            // caller's.
+            log::warn!("readyz: the database is unreachable: {err:#}");
+            Err(Problem::new(
+                ProblemKind::ServiceUnavailable,
+                "database unreachable",
+            ))
+        }
     }
 }

@@ -1,4 +1,7 @@
-//! Reading a JSON request body within a size limit, with problem answers.
+//! Reading a JSON request body within a size and a time limit, with problem
+//! answers.
+
+use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::web::{Bytes, BytesMut, Payload};
@@ -10,10 +13,17 @@ use crate::problem::{Problem, ProblemKind};
 /// The body limit of API requests.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// Checks the content type (415) and reads at most `limit` bytes (413).
+/// How long a whole body may take to arrive (`HTTP_BODY_TIMEOUT_MS`). The
+/// server's own timeout covers only the head: without this, a body trickled a
+/// byte at a time holds its connection for as long as the client likes.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimeout(pub Duration);
+
+/// Checks the content type (415), then reads at most `limit` bytes (413)
+/// within the body timeout (408).
 pub async fn read_json(
     request: &HttpRequest,
-    mut payload: Payload,
+    payload: Payload,
     limit: usize,
 ) -> Result<Bytes, Problem> {
     let content_type = request
@@ -28,6 +38,32 @@ pub async fn read_json(
             "the body must be sent as Content-Type: application/json",
         ));
     }
+    let &BodyTimeout(timeout) = request
+        .app_data::<BodyTimeout>()
+        .expect("the BodyTimeout is registered at start-up");
+    actix_web::rt::time::timeout(timeout, read_limited(request, payload, limit))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Problem::new(
+                ProblemKind::RequestTimeout,
+                format!(
+                    "the whole body must arrive within {} ms",
+                    timeout.as_millis()
+                ),
+            )
+            // What is left of the body is never read: the connection goes.
+            .with_header(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            ))
+        })
+}
+
+async fn read_limited(
+    request: &HttpRequest,
+    mut payload: Payload,
+    limit: usize,
+) -> Result<Bytes, Problem> {
     let too_large = || {
         Problem::new(
             ProblemKind::PayloadTooLarge,

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpResponse};
 use diesel::prelude::*;
@@ -202,7 +203,7 @@ pub async fn track_requests(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let response = next.call(request).await?;
     let route = response
         .request()
@@ -210,18 +211,40 @@ pub async fn track_requests(
         .unwrap_or_else(|| "unmatched".to_owned());
     let m = metrics();
     m.http_requests
-        .with_label_values(&[route.as_str(), method.as_str(), response.status().as_str()])
+        .with_label_values(&[route.as_str(), method, response.status().as_str()])
         .inc();
     m.http_duration
-        .with_label_values(&[route.as_str(), method.as_str()])
+        .with_label_values(&[route.as_str(), method])
         .observe(started.elapsed().as_secs_f64());
     Ok(response)
+}
+
+/// The methods that get a label of their own; any other is `other`. actix
+/// accepts any token as a method, and one series per invented method would
+/// let a stranger grow memory at will.
+static KNOWN_METHODS: [Method; 7] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::PATCH,
+    Method::OPTIONS,
+];
+
+fn method_label(method: &Method) -> &'static str {
+    KNOWN_METHODS
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", Method::as_str)
 }
 
 /// Prometheus metrics, in the text exposition format.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses(
         (status = 200, description = "Metrics", content_type = "text/plain"),
+        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
+            headers(("Retry-After" = String))),
         (status = 500, description = "Unexpected error", body = ProblemDocument, content_type = "application/problem+json"),
     ))]
 pub async fn serve(context: web::Data<ServiceContext>) -> Result<HttpResponse, Problem> {

@@ -78,6 +78,9 @@ pub enum IdempotentPostProblems {
     /// Another request with this key is in flight.
     #[response(status = 409, content_type = "application/problem+json", headers(("Retry-After" = String)))]
     InUse(ProblemDocument),
+    /// The body did not arrive within `HTTP_BODY_TIMEOUT_MS`.
+    #[response(status = 408, content_type = "application/problem+json")]
+    BodyTimeout(ProblemDocument),
     /// Body over 16 KiB.
     #[response(status = 413, content_type = "application/problem+json")]
     TooLarge(ProblemDocument),

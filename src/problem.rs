@@ -29,6 +29,7 @@ pub enum ProblemKind {
     MethodNotAllowed,
     PayloadTooLarge,
     UnsupportedMediaType,
+    RequestTimeout,
     RateLimited,
     CardDeclined,
     PaymentGatewayRejected,
@@ -81,6 +82,11 @@ impl ProblemKind {
             MethodNotAllowed => ("method-not-allowed", "Method not allowed", 405),
             PayloadTooLarge => ("payload-too-large", "Request body is too large", 413),
             UnsupportedMediaType => ("unsupported-media-type", "Unsupported media type", 415),
+            RequestTimeout => (
+                "request-timeout",
+                "The request body did not arrive in time",
+                408,
+            ),
             RateLimited => ("rate-limited", "Too many requests", 429),
             CardDeclined => ("card-declined", "The card was declined", 402),
             PaymentGatewayRejected => (

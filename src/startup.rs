@@ -9,15 +9,17 @@ use actix_web::middleware::{from_fn, Condition, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::auth::Gatekeeper;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 use crate::idempotency::KeyPolicy;
+use crate::json_body::BodyTimeout;
 use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
-use crate::rate_limit::RateLimiter;
+use crate::rate_limit::{AddressLimiter, RateLimiter};
 use crate::webhooks::WebhookSettings;
 use crate::workers::Workers;
-use crate::{health, metrics, openapi, refunds, request_id, rides, routing, webhooks};
+use crate::{health, metrics, openapi, rate_limit, refunds, request_id, rides, routing, webhooks};
 
 pub struct Application {
     address: SocketAddr,
@@ -52,11 +54,17 @@ impl Application {
             },
             installation_id,
         });
-        let rate_limiter = web::Data::new(RateLimiter::new(
-            settings.rate_limit.per_second,
-            settings.rate_limit.burst,
+        let limits = &settings.rate_limit;
+        let gatekeeper = web::Data::new(Gatekeeper::new(
+            pool.clone(),
+            RateLimiter::new(limits.per_second, limits.burst),
         ));
-        let workers = Workers::start(settings, context.clone());
+        let address_limiter = web::Data::new(AddressLimiter::new(
+            limits.address_per_second,
+            limits.address_burst,
+        ));
+        let body_timeout = BodyTimeout(settings.http.body_timeout);
+        let workers = Workers::start(settings, context.clone())?;
         let context = web::Data::from(context);
         let webhook_settings = web::Data::new(WebhookSettings {
             secret: settings.stripe.webhook_secret.clone(),
@@ -79,13 +87,21 @@ impl Application {
                 .wrap(from_fn(metrics::track_requests))
                 .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())
-                .app_data(rate_limiter.clone())
+                .app_data(gatekeeper.clone())
+                .app_data(address_limiter.clone())
+                .app_data(body_timeout)
                 .app_data(webhook_settings.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
                 .service(routing::get_only("/healthz", health::healthz))
-                .service(routing::get_only("/readyz", health::readyz))
-                .service(routing::get_only("/metrics", metrics::serve))
+                .service(
+                    routing::get_only("/readyz", health::readyz)
+                        .wrap(from_fn(rate_limit::per_address)),
+                )
+                .service(
+                    routing::get_only("/metrics", metrics::serve)
+                        .wrap(from_fn(rate_limit::per_address)),
+                )
                 .service(routing::get_only(
                     "/api/openapi.json",
                     openapi::openapi_json,
@@ -93,7 +109,8 @@ impl Application {
                 .service(
                     web::resource("/webhooks/stripe")
                         .route(web::post().to(webhooks::route::stripe_webhook))
-                        .default_service(routing::method_not_allowed("POST")),
+                        .default_service(routing::method_not_allowed("POST"))
+                        .wrap(from_fn(rate_limit::per_address)),
                 )
                 .service(
                     web::scope("/api")

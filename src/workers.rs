@@ -22,7 +22,13 @@ pub struct Workers {
 }
 
 impl Workers {
-    pub fn start(settings: &Settings, context: Arc<ServiceContext>) -> Workers {
+    pub fn start(settings: &Settings, context: Arc<ServiceContext>) -> anyhow::Result<Workers> {
+        // Built before any worker starts, so a bad URL leaves none running.
+        let drainer_settings = settings
+            .outbox
+            .enabled
+            .then(|| DrainerSettings::new(settings.outbox.receipt_webhook_url.clone()))
+            .transpose()?;
         let mut workers = Workers {
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             threads: Vec::new(),
@@ -66,10 +72,8 @@ impl Workers {
                 }
             });
         }
-        if settings.outbox.enabled {
+        if let Some(drainer_settings) = drainer_settings {
             let pool = context.pool.clone();
-            let drainer_settings =
-                DrainerSettings::new(settings.outbox.receipt_webhook_url.clone());
             workers.spawn(
                 "outbox",
                 settings.outbox.interval,
@@ -80,7 +84,7 @@ impl Workers {
                 },
             );
         }
-        workers
+        Ok(workers)
     }
 
     fn spawn(&mut self, name: &str, interval: Duration, mut pass: impl FnMut() + Send + 'static) {

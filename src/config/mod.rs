@@ -121,11 +121,16 @@ pub struct OutboxConfig {
     pub receipt_webhook_url: Option<String>,
 }
 
-/// Per-API-key request rate; `per_second` 0 switches limiting off.
+/// Request rates; a `per_second` of 0 switches that limit off.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateLimitConfig {
+    /// Per valid API key.
     pub per_second: u32,
     pub burst: u32,
+    /// Per client address, for what needs no valid key: failed
+    /// authentications and the unauthenticated routes.
+    pub address_per_second: u32,
+    pub address_burst: u32,
 }
 
 /// Protection against slow and numerous clients.
@@ -133,6 +138,8 @@ pub struct RateLimitConfig {
 pub struct HttpLimits {
     /// Time for a request's head to arrive.
     pub client_request_timeout: Duration,
+    /// Time for a whole request body to arrive, once its handler reads it.
+    pub body_timeout: Duration,
     pub keep_alive: Duration,
     /// Open connections per worker thread; beyond it, accepting pauses.
     pub max_connections: usize,
@@ -182,9 +189,12 @@ impl Settings {
             rate_limit: RateLimitConfig {
                 per_second: var("RATE_LIMIT_PER_SECOND", 100)?,
                 burst: var("RATE_LIMIT_BURST", 200)?,
+                address_per_second: var("RATE_LIMIT_ADDRESS_PER_SECOND", 20)?,
+                address_burst: var("RATE_LIMIT_ADDRESS_BURST", 100)?,
             },
             http: HttpLimits {
                 client_request_timeout: millis("HTTP_CLIENT_REQUEST_TIMEOUT_MS", 5_000)?,
+                body_timeout: millis("HTTP_BODY_TIMEOUT_MS", 10_000)?,
                 keep_alive: Duration::from_secs(var("HTTP_KEEP_ALIVE_SECS", 15)?),
                 max_connections: var("HTTP_MAX_CONNECTIONS", 10_000)?,
             },
@@ -248,9 +258,12 @@ impl Settings {
             rate_limit: RateLimitConfig {
                 per_second: 0,
                 burst: 0,
+                address_per_second: 0,
+                address_burst: 0,
             },
             http: HttpLimits {
                 client_request_timeout: Duration::from_secs(5),
+                body_timeout: Duration::from_secs(10),
                 keep_alive: Duration::from_secs(15),
                 max_connections: 10_000,
             },
@@ -324,10 +337,10 @@ impl Settings {
             check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
         }
         if let Some(url) = &self.outbox.receipt_webhook_url {
-            check_url("RECEIPT_WEBHOOK_URL", url, &["http", "https"])?;
+            outbound_url("RECEIPT_WEBHOOK_URL", url)?;
         }
         if self.gateway == GatewayKind::Stripe {
-            check_url("STRIPE_API_BASE", &self.stripe.api_base, &["http", "https"])?;
+            outbound_url("STRIPE_API_BASE", &self.stripe.api_base)?;
             self.validate_stripe()?;
         }
         Ok(())
@@ -388,6 +401,12 @@ fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
         bail!("{name} has no host");
     }
     Ok(())
+}
+
+/// A URL ridepay sends to: see [`crate::outbound::check_url`]. The message
+/// never shows the URL itself, which may hold a password.
+fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
+    crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
 }
 
 fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {

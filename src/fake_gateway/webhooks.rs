@@ -45,11 +45,7 @@ pub fn send(state: &State, event_type: &str, object: &ChargeObject) {
 }
 
 fn deliver(target: &WebhookTarget, body: &[u8]) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = crate::outbound::agent(Duration::from_secs(10), Duration::from_secs(10));
     for _ in 0..ATTEMPTS {
         // Each delivery is signed afresh, so a late retry is not stale.
         let header = signature::sign(&target.secret, chrono::Utc::now().timestamp(), body);

@@ -22,6 +22,9 @@ use crate::{crash, metrics, request_id};
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
+/// The `idempotency_keys.request_path` column's limit.
+const MAX_REQUEST_PATH_CHARS: usize = 2048;
+
 /// The request's `Idempotency-Key`, or the 400 that says what is wrong with it.
 pub fn idempotency_key(request: &HttpRequest) -> Result<IdempotencyKey, Problem> {
     let mut values = request.headers().get_all(IDEMPOTENCY_KEY);
@@ -81,10 +84,19 @@ where
         + Send
         + 'static,
 {
-    // Read and checked before the caller is authenticated, which needs the
-    // blocking thread; their verdict waits until the caller is known.
-    let parsed = parse_request(request, payload, parse).await;
+    // The key row stores the path as sent, and its column holds so much: a
+    // longer path (`/api/rides/000…0001/refunds`) names nothing we serve.
     let path = request.path().to_owned();
+    if path.chars().count() > MAX_REQUEST_PATH_CHARS {
+        return Err(Problem::new(
+            ProblemKind::NotFound,
+            "no resource at a path this long",
+        ));
+    }
+    // The caller's key was checked by the extractor, before the body is read;
+    // the authentication that counts is on the work's own connection, where
+    // the verdict on the body waits until the caller is known.
+    let parsed = parse_request(request, payload, parse).await;
     let outcome = request_id::block(move || -> Result<Outcome, Problem> {
         let mut conn = pool.get().map_err(ServiceError::from)?;
         let user = caller.authenticate(&mut conn)?;

@@ -27,17 +27,19 @@ pub struct DrainerSettings {
 }
 
 impl DrainerSettings {
-    pub fn new(webhook_url: Option<String>) -> Self {
+    pub fn new(webhook_url: Option<String>) -> anyhow::Result<Self> {
         let timeout = Duration::from_secs(10);
-        DrainerSettings {
-            webhook: webhook_url.map(|url| WebhookClient::new(url, timeout)),
+        Ok(DrainerSettings {
+            webhook: webhook_url
+                .map(|url| WebhookClient::new(url, timeout))
+                .transpose()?,
             lease: timeout * 6,
             batch_size: 50,
             backoff: Backoff {
                 base: Duration::from_secs(2),
                 max: Duration::from_secs(15 * 60),
             },
-        }
+        })
     }
 }
 

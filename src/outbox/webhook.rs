@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 
 pub struct WebhookClient {
     agent: ureq::Agent,
@@ -10,25 +10,30 @@ pub struct WebhookClient {
 }
 
 impl WebhookClient {
-    pub fn new(url: String, timeout: Duration) -> Self {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .build()
-            .into();
-        WebhookClient { agent, url }
+    pub fn new(url: String, timeout: Duration) -> anyhow::Result<Self> {
+        crate::outbound::check_url(&url)
+            .map_err(|problem| anyhow::anyhow!("RECEIPT_WEBHOOK_URL {problem}"))?;
+        let agent = crate::outbound::agent(timeout, timeout);
+        Ok(WebhookClient { agent, url })
     }
 
     /// POSTs `body`. `message_id` is the same on every redelivery of one job,
     /// so the receiver can drop duplicates.
     pub fn send(&self, message_id: &str, body: &[u8]) -> anyhow::Result<()> {
         let timestamp = chrono::Utc::now().timestamp().to_string();
-        self.agent
+        let response = self
+            .agent
             .post(&self.url)
             .header("webhook-id", message_id)
             .header("webhook-timestamp", &timestamp)
             .header("content-type", "application/json")
             .send(body)
             .with_context(|| format!("delivering {message_id} to the receipt webhook"))?;
+        // Only a 2xx is a delivery; a redirect is not followed, and not one.
+        let status = response.status();
+        if !status.is_success() {
+            bail!("the receipt webhook answered {status} to {message_id}");
+        }
         Ok(())
     }
 }

@@ -17,6 +17,15 @@ pub const CHARGE_EVENTS: [&str; 5] = [
     "charge.dispute.created",
 ];
 
+/// 9999-12-31T23:59:59Z.
+const LATEST_CREATED: i64 = 253_402_300_799;
+
+/// Text a `TEXT` column takes: 1 to 255 characters and no NUL, which
+/// PostgreSQL refuses in text.
+fn storable(text: &str) -> bool {
+    (1..=255).contains(&text.chars().count()) && !text.contains('\0')
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct Envelope {
     id: String,
@@ -46,10 +55,15 @@ pub struct Event {
 impl Event {
     pub fn parse(body: &[u8]) -> Option<Event> {
         let envelope: Envelope = serde_json::from_slice(body).ok()?;
-        if envelope.id.is_empty() || envelope.id.len() > 255 {
+        if !storable(&envelope.id) || !storable(&envelope.event_type) {
             return None;
         }
-        let created = DateTime::from_timestamp(envelope.created, 0)?;
+        // PostgreSQL's timestamps reach fewer years than chrono's: an event
+        // time outside 1970 to 9999 is refused here, not by the database
+        // (a 503 there would make the sender redeliver it forever).
+        let created = Some(envelope.created)
+            .filter(|created| (0..=LATEST_CREATED).contains(created))
+            .and_then(|created| DateTime::from_timestamp(created, 0))?;
         let charge_id = if !CHARGE_EVENTS.contains(&envelope.event_type.as_str()) {
             None
         } else if envelope.event_type.starts_with("charge.refund.")
@@ -64,6 +78,9 @@ impl Event {
         } else {
             envelope.data.object.get("id")?.as_str().map(str::to_owned)
         };
+        if charge_id.as_deref().is_some_and(|id| !storable(id)) {
+            return None;
+        }
         Some(Event {
             id: envelope.id,
             event_type: envelope.event_type,

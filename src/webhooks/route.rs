@@ -10,6 +10,7 @@ use super::reconcile::{self, NotYet};
 use crate::config::ApiKey;
 use crate::context::ServiceContext;
 use crate::json_body::read_json;
+use crate::log_throttle::LogThrottle;
 use crate::metrics;
 use crate::openapi::ProblemDocument;
 use crate::payments::stripe::signature;
@@ -42,8 +43,11 @@ pub struct WebhookSettings {
     responses(
         (status = 200, description = "Received: applied, ignored, or a duplicate", content_type = "application/json"),
         (status = 400, description = "`invalid-signature` (bad, missing or stale signature), or not an event (`invalid-request`); nothing written", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 408, description = "The body did not arrive within `HTTP_BODY_TIMEOUT_MS`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 413, description = "Body over 256 KiB", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
+            headers(("Retry-After" = String))),
         (status = 500, description = "An unexpected error; redeliver", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 503, description = "The gateway or the database is unavailable, or the ride's key is in flight; nothing written, redeliver", body = ProblemDocument, content_type = "application/problem+json",
             headers(("Retry-After" = String))),
@@ -55,8 +59,21 @@ pub async fn stripe_webhook(
     context: web::Data<ServiceContext>,
     settings: web::Data<WebhookSettings>,
 ) -> Result<HttpResponse, Problem> {
+    // What can be refused without the body is, before it is read.
+    let (secret, signature) = signature_header(&request, &settings)
+        .inspect_err(|_| count("unverified", "invalid_signature"))?;
     let body = read_json(&request, payload, MAX_WEBHOOK_BYTES).await?;
-    verify(&request, &body, &settings).inspect_err(|_| count("unverified", "invalid_signature"))?;
+    signature::verify(
+        &signature,
+        &body,
+        secret.expose(),
+        chrono::Utc::now().timestamp(),
+        SIGNATURE_TOLERANCE_SECS,
+    )
+    .map_err(|err| {
+        count("unverified", "invalid_signature");
+        Problem::new(ProblemKind::InvalidSignature, err.to_string())
+    })?;
     let event = Event::parse(&body).ok_or_else(|| {
         count("unverified", "invalid_event");
         Problem::new(
@@ -89,10 +106,20 @@ pub async fn stripe_webhook(
     }
 }
 
-fn verify(request: &HttpRequest, body: &[u8], settings: &WebhookSettings) -> Result<(), Problem> {
+/// The signing secret and the request's `Stripe-Signature`, or the refusal.
+fn signature_header(
+    request: &HttpRequest,
+    settings: &WebhookSettings,
+) -> Result<(ApiKey, String), Problem> {
     let refused = |detail: &str| Problem::new(ProblemKind::InvalidSignature, detail);
     let Some(secret) = &settings.secret else {
-        log::error!("a Stripe webhook arrived, but STRIPE_WEBHOOK_SECRET is not set");
+        // Anyone can send these, so the line is a warning, and one a minute.
+        if MISSING_SECRET_LOG.allows() {
+            log::warn!(
+                "Stripe webhooks are refused: STRIPE_WEBHOOK_SECRET is not set \
+                 (logged at most once a minute)"
+            );
+        }
         return Err(refused("this endpoint has no signing secret configured"));
     };
     let header = request
@@ -100,15 +127,10 @@ fn verify(request: &HttpRequest, body: &[u8], settings: &WebhookSettings) -> Res
         .get("stripe-signature")
         .and_then(|value| value.to_str().ok())
         .ok_or_else(|| refused("the Stripe-Signature header is missing"))?;
-    signature::verify(
-        header,
-        body,
-        secret.expose(),
-        chrono::Utc::now().timestamp(),
-        SIGNATURE_TOLERANCE_SECS,
-    )
-    .map_err(|err| refused(&err.to_string()))
+    Ok((secret.clone(), header.to_owned()))
 }
+
+static MISSING_SECRET_LOG: LogThrottle = LogThrottle::per(Duration::from_secs(60));
 
 fn count(event_type: &str, result: &str) {
     metrics::metrics()

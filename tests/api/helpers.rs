@@ -219,6 +219,21 @@ pub fn create_user(database_url: &str, customer: Option<&str>) -> TestUser {
     }
 }
 
+/// Raw HTTP over TCP, for what a misbehaving client sends.
+pub fn raw(address: &str, read_timeout: Duration) -> std::net::TcpStream {
+    let stream = std::net::TcpStream::connect(address.trim_start_matches("http://")).unwrap();
+    stream.set_read_timeout(Some(read_timeout)).unwrap();
+    stream
+}
+
+/// Everything the server sends until it hangs up (or the read times out).
+pub fn read_all(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// A response read whole, so tests can compare bodies byte for byte.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -254,6 +269,13 @@ impl Answer {
             String::from_utf8_lossy(&self.body)
         );
         self
+    }
+
+    /// Asserts a 429 `rate-limited` that says how long to wait.
+    pub fn assert_rate_limited(&self) {
+        self.assert_problem(429, "rate-limited");
+        let wait: u64 = self.header("retry-after").unwrap().parse().unwrap();
+        assert!(wait >= 1, "Retry-After: {wait}");
     }
 
     /// Asserts a problem+json answer of `slug` and `status`; returns its body.

@@ -2,12 +2,13 @@
 //! user trying to reach another's rides and keys.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
-use crate::helpers::{create_user, ride_with, spawn_app, spawn_app_with, Answer, RIDE};
+use crate::helpers::{
+    create_user, raw, read_all, ride_with, spawn_app, spawn_app_with, Answer, RIDE,
+};
 
 #[tokio::test]
 async fn a_flooding_key_is_rate_limited_and_another_key_is_not() {
@@ -24,15 +25,7 @@ async fn a_flooding_key_is_rate_limited_and_another_key_is_not() {
     let limited: Vec<_> = flood.iter().filter(|a| a.status == 429).collect();
     assert!(limited.len() >= 20, "{} of 30 limited", limited.len());
     for answer in &limited {
-        answer.assert_problem(429, "rate-limited");
-        assert!(
-            answer
-                .header("retry-after")
-                .unwrap()
-                .parse::<u64>()
-                .unwrap()
-                >= 1
-        );
+        answer.assert_rate_limited();
     }
     assert!(others.iter().all(|a| a.status == 200));
 }
@@ -92,28 +85,13 @@ async fn deeply_nested_json_is_a_400_without_recursing() {
     assert_eq!(app.counts(), (0, 0, 0));
 }
 
-/// Raw HTTP over TCP: what a misbehaving client sends.
-fn raw(address: &str) -> TcpStream {
-    let stream = TcpStream::connect(address.trim_start_matches("http://")).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    stream
-}
-
-fn read_all(stream: &mut TcpStream) -> String {
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    String::from_utf8_lossy(&answer).into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_headers_are_refused_by_actix_http_before_routing() {
     let app = spawn_app().await;
     let send = |head: String| {
         let address = app.address.clone();
         tokio::task::spawn_blocking(move || {
-            let mut stream = raw(&address);
+            let mut stream = raw(&address, Duration::from_secs(5));
             let request = format!("GET /healthz HTTP/1.1\r\nHost: t\r\n{head}\r\n");
             let _ = stream.write_all(request.as_bytes());
             read_all(&mut stream)
@@ -135,7 +113,7 @@ async fn a_client_too_slow_to_send_its_request_is_cut_off() {
     let app = spawn_app_with(|s| s.http.client_request_timeout = Duration::from_millis(500)).await;
     let address = app.address.clone();
     let (answer, waited) = tokio::task::spawn_blocking(move || {
-        let mut stream = raw(&address);
+        let mut stream = raw(&address, Duration::from_secs(5));
         stream
             .write_all(b"POST /api/rides HTTP/1.1\r\nHost: t\r\n")
             .unwrap();
@@ -153,7 +131,7 @@ async fn an_idle_keep_alive_connection_is_closed() {
     let app = spawn_app_with(|s| s.http.keep_alive = Duration::from_secs(1)).await;
     let address = app.address.clone();
     let (first, rest) = tokio::task::spawn_blocking(move || {
-        let mut stream = raw(&address);
+        let mut stream = raw(&address, Duration::from_secs(5));
         stream
             .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
@@ -180,9 +158,11 @@ async fn connections_beyond_the_limit_wait_until_one_closes() {
     .await;
     let address = app.address.clone();
     let (blocked, served) = tokio::task::spawn_blocking(move || {
-        let hold: Vec<_> = (0..2).map(|_| raw(&address)).collect();
+        let hold: Vec<_> = (0..2)
+            .map(|_| raw(&address, Duration::from_secs(5)))
+            .collect();
         std::thread::sleep(Duration::from_millis(200));
-        let mut third = raw(&address);
+        let mut third = raw(&address, Duration::from_secs(5));
         third
             .set_read_timeout(Some(Duration::from_millis(700)))
             .unwrap();

@@ -79,7 +79,7 @@ async fn the_openapi_document_parses_and_names_every_route_and_header() {
     assert!(created["Location"].is_object() && created["Idempotent-Replayed"].is_object());
     assert!(create["responses"]["409"]["headers"]["Retry-After"].is_object());
     for status in [
-        "400", "401", "402", "409", "413", "415", "422", "429", "500", "502", "503",
+        "400", "401", "402", "408", "409", "413", "415", "422", "429", "500", "502", "503",
     ] {
         let content = &create["responses"][status]["content"]["application/problem+json"];
         assert!(

@@ -322,7 +322,10 @@ async fn the_openapi_document_lists_every_answer_of_the_new_routes() {
 
     assert_eq!(
         statuses("/api/rides/{id}/refunds", "post"),
-        ["201", "400", "401", "404", "409", "413", "415", "422", "429", "500", "502", "503"]
+        [
+            "201", "400", "401", "404", "408", "409", "413", "415", "422", "429", "500", "502",
+            "503"
+        ]
     );
     assert_eq!(
         statuses("/api/rides/{id}/refunds", "get"),
@@ -330,11 +333,14 @@ async fn the_openapi_document_lists_every_answer_of_the_new_routes() {
     );
     assert_eq!(
         statuses("/webhooks/stripe", "post"),
-        ["200", "400", "413", "415", "500", "503"]
+        ["200", "400", "408", "413", "415", "429", "500", "503"]
     );
     assert_eq!(
         statuses("/api/rides", "post"),
-        ["201", "400", "401", "402", "409", "413", "415", "422", "429", "500", "502", "503"]
+        [
+            "201", "400", "401", "402", "408", "409", "413", "415", "422", "429", "500", "502",
+            "503"
+        ]
     );
 }
 

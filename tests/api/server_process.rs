@@ -51,6 +51,7 @@ impl ServerProcess {
             .env("REAPER_ENABLED", "false")
             // The fault and load tests send far more than a client should.
             .env("RATE_LIMIT_PER_SECOND", "0")
+            .env("RATE_LIMIT_ADDRESS_PER_SECOND", "0")
             // Quiet unless asked: the fault tests make the server log a lot.
             .env(
                 "RUST_LOG",

@@ -216,7 +216,7 @@ async fn the_outbox_delivers_one_receipt_per_finished_ride() {
         &app.database_url,
         &Settings::for_database(&app.database_url),
     );
-    let settings = DrainerSettings::new(None);
+    let settings = DrainerSettings::new(None).unwrap();
 
     // Two drainers at once, as two instances would run them.
     let (a, b) = std::thread::scope(|scope| {
@@ -284,7 +284,7 @@ async fn receipts_go_to_the_webhook_with_a_stable_id_and_are_retried_until_accep
         &app.database_url,
         &Settings::for_database(&app.database_url),
     );
-    let mut settings = DrainerSettings::new(Some(url));
+    let mut settings = DrainerSettings::new(Some(url)).unwrap();
     settings.backoff = Backoff {
         base: Duration::ZERO,
         max: Duration::ZERO,

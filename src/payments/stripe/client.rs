@@ -38,14 +38,10 @@ impl StripeGateway {
             .api_key
             .clone()
             .context("GATEWAY=stripe needs STRIPE_API_KEY")?;
-        let agent = ureq::Agent::config_builder()
-            .timeout_connect(Some(settings.connect_timeout))
-            .timeout_global(Some(settings.timeout))
-            // Error answers carry Stripe's error object; read them as answers.
-            .http_status_as_error(false)
-            .user_agent(concat!("ridepay/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        crate::outbound::check_url(&settings.api_base)
+            .map_err(|problem| anyhow::anyhow!("STRIPE_API_BASE {problem}"))?;
+        // Error answers carry Stripe's error object: read as answers.
+        let agent = crate::outbound::agent(settings.connect_timeout, settings.timeout);
         let base = settings.api_base.trim_end_matches('/');
         Ok(StripeGateway {
             agent,

@@ -68,7 +68,8 @@ pub fn verify(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now - timestamp).abs() > tolerance_secs {
+    // Any i64 may arrive: a difference that does not fit is stale, not a panic.
+    if now.abs_diff(timestamp) > tolerance_secs.unsigned_abs() {
         return Err(SignatureError::Stale);
     }
     let expected = mac(secret, timestamp, payload);
@@ -129,6 +130,14 @@ mod tests {
             verify(&header, BODY, SECRET, 1_301, 300),
             Err(SignatureError::Stale)
         );
+        for far_off in [i64::MIN, i64::MIN + 1_000, i64::MAX] {
+            let header = sign(SECRET, far_off, BODY);
+            assert_eq!(
+                verify(&header, BODY, SECRET, 1_000, 300),
+                Err(SignatureError::Stale),
+                "{far_off}"
+            );
+        }
         for malformed in [
             "",
             "t=1000",

@@ -94,6 +94,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             ("REAPER_ENABLED".to_owned(), "false".to_owned()),
             // One rider sends thousands of requests a second here.
             ("RATE_LIMIT_PER_SECOND".to_owned(), "0".to_owned()),
+            ("RATE_LIMIT_ADDRESS_PER_SECOND".to_owned(), "0".to_owned()),
         ],
         None,
     )?;

@@ -190,6 +190,7 @@ fn instance_env() -> Vec<(String, String)> {
         pair("DATABASE_POOL_SIZE", 8),
         pair("IDEMPOTENCY_LEASE_SECS", 3),
         pair("RATE_LIMIT_PER_SECOND", 0),
+        pair("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
         pair("COMPLETER_ENABLED", true),
         pair("COMPLETER_INTERVAL_SECS", 1),
         pair("OUTBOX_ENABLED", true),
