@@ -9,7 +9,6 @@
 //! - [`payments`]: the gateway trait and its implementations.
 
 pub mod audit;
-pub mod auth;
 pub mod backoff;
 pub mod cli;
 pub mod config;
@@ -18,24 +17,18 @@ pub mod crash;
 pub mod db;
 pub mod embedded_postgres;
 pub mod fake_gateway;
-pub mod health;
+pub mod http;
 pub mod idempotency;
-pub mod json_body;
-pub mod log_throttle;
-pub mod metrics;
-pub mod openapi;
 pub mod outbound;
 pub mod outbox;
 pub mod payments;
 pub mod problem;
-pub mod rate_limit;
 pub mod refunds;
-pub mod request_id;
 pub mod rides;
-pub mod routing;
 pub mod schema;
 pub mod service_error;
 pub mod startup;
+pub mod telemetry;
 pub mod users;
 pub mod validation;
 pub mod webhooks;

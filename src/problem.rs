@@ -1,16 +1,12 @@
-//! RFC 9457 problem details: the one error type of the HTTP layer.
+//! RFC 9457 problem details as plain data: what went wrong, in the
+//! contract's stable types. Endpoints build them (a declined charge is
+//! stored with its key as one); the http layer turns them into responses.
 
 use std::time::Duration;
 
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::idempotency::{StoredHeaders, StoredResponse};
-use crate::metrics;
-use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -49,8 +45,8 @@ impl ProblemKind {
         self.describe().1
     }
 
-    pub fn status(self) -> StatusCode {
-        StatusCode::from_u16(self.describe().2).expect("problem statuses are valid")
+    pub fn status(self) -> u16 {
+        self.describe().2
     }
 
     fn describe(self) -> (&'static str, &'static str, u16) {
@@ -107,14 +103,14 @@ impl ProblemKind {
     }
 }
 
-/// A problem response: its body and the headers that go with it.
+/// A problem: its body and the headers that go with it.
 #[derive(Debug, Clone)]
 pub struct Problem {
     kind: ProblemKind,
     detail: String,
     errors: Vec<FieldError>,
     extensions: Map<String, Value>,
-    headers: Vec<(header::HeaderName, HeaderValue)>,
+    headers: Vec<(&'static str, String)>,
 }
 
 #[derive(Serialize)]
@@ -161,11 +157,12 @@ impl Problem {
     pub fn with_retry_after(self, after: Duration) -> Self {
         // Whole seconds, rounded up: a client that waits that long is let in.
         let secs = after.as_secs_f64().ceil().max(1.0) as u64;
-        self.with_header(header::RETRY_AFTER, HeaderValue::from(secs))
+        self.with_header("Retry-After", secs.to_string())
     }
 
-    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
-        self.headers.push((name, value));
+    /// A header to send with the problem (`name` one of ridepay's own).
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
         self
     }
 
@@ -173,12 +170,20 @@ impl Problem {
         self.kind
     }
 
+    pub fn status(&self) -> u16 {
+        self.kind.status()
+    }
+
+    pub fn headers(&self) -> &[(&'static str, String)] {
+        &self.headers
+    }
+
     /// The JSON body, serialised once so a stored copy is byte-identical.
     pub fn body(&self) -> Vec<u8> {
         serde_json::to_vec(&ProblemBody {
             type_uri: format!("{TYPE_PREFIX}{}", self.kind.slug()),
             title: self.kind.title(),
-            status: self.kind.status().as_u16(),
+            status: self.kind.status(),
             detail: &self.detail,
             errors: &self.errors,
             extensions: &self.extensions,
@@ -187,112 +192,8 @@ impl Problem {
     }
 }
 
-impl Problem {
-    /// The problem as a response to store with a finished key.
-    pub fn stored(&self) -> StoredResponse {
-        StoredResponse {
-            status: self.kind.status().as_u16(),
-            headers: StoredHeaders(vec![(
-                "Content-Type".to_owned(),
-                PROBLEM_CONTENT_TYPE.to_owned(),
-            )]),
-            body: self.body(),
-        }
-    }
-}
-
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.kind.slug(), self.detail)
-    }
-}
-
-impl ResponseError for Problem {
-    fn status_code(&self) -> StatusCode {
-        self.kind.status()
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status_code());
-        response.insert_header((header::CONTENT_TYPE, PROBLEM_CONTENT_TYPE));
-        for (name, value) in &self.headers {
-            response.insert_header((name.clone(), value.clone()));
-        }
-        response.body(self.body())
-    }
-}
-
-impl From<ServiceError> for Problem {
-    fn from(err: ServiceError) -> Self {
-        match err {
-            ServiceError::Unauthorized => crate::auth::unauthorized("the API key is not valid"),
-            ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
-            ServiceError::Invalid(errors) => Problem::invalid(errors),
-            ServiceError::RefundNotAllowed(detail) => {
-                metrics::idempotency_outcome("refund_not_allowed");
-                Problem::new(ProblemKind::RefundNotAllowed, detail)
-            }
-            ServiceError::KeyInUse => {
-                metrics::idempotency_outcome("in_use");
-                Problem::new(
-                    ProblemKind::IdempotencyKeyInUse,
-                    "another request with this Idempotency-Key is being processed; retry later",
-                )
-                .with_retry_after(Duration::from_secs(1))
-            }
-            ServiceError::KeyReused => {
-                metrics::idempotency_outcome("reused");
-                Problem::new(
-                    ProblemKind::IdempotencyKeyReused,
-                    "this Idempotency-Key was already used with a different method, path or body",
-                )
-            }
-            ServiceError::GatewayUnavailable {
-                reason,
-                retry_after,
-            } => {
-                log::warn!("payment gateway unavailable: {reason}");
-                metrics::idempotency_outcome("transient");
-                Problem::new(
-                    ProblemKind::PaymentGatewayUnavailable,
-                    "the payment gateway did not complete the request; retry with the same \
-                     Idempotency-Key, it will not be made twice",
-                )
-                .with_retry_after(retry_after)
-            }
-            ServiceError::LeaseLost => {
-                log::warn!("idempotency lease lost to another worker");
-                Problem::new(
-                    ProblemKind::ServiceUnavailable,
-                    "the request was taken over by another worker; retry with the same \
-                     Idempotency-Key",
-                )
-                .with_retry_after(Duration::from_secs(1))
-            }
-            ServiceError::NeedsAttention => Problem::new(
-                ProblemKind::InternalError,
-                "this request can no longer be completed automatically; it has been left \
-                 for an operator to settle. Do not retry it with a new key before checking \
-                 whether you were charged",
-            ),
-            ServiceError::DatabaseUnavailable(reason) => {
-                log::error!("database unavailable: {reason}");
-                Problem::new(
-                    ProblemKind::ServiceUnavailable,
-                    "the service is temporarily unavailable; retry later",
-                )
-                .with_retry_after(Duration::from_secs(1))
-            }
-            ServiceError::Internal(err) => {
-                log::error!("internal error: {err:#}");
-                Problem::new(ProblemKind::InternalError, "an unexpected error occurred")
-            }
-        }
-    }
-}
-
-impl From<actix_web::error::BlockingError> for Problem {
-    fn from(err: actix_web::error::BlockingError) -> Self {
-        ServiceError::Internal(anyhow::anyhow!("blocking task failed: {err}")).into()
     }
 }

@@ -9,17 +9,19 @@ use actix_web::middleware::{from_fn, Condition, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
-use crate::auth::Gatekeeper;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
+use crate::http::auth::Gatekeeper;
+use crate::http::json_body::BodyTimeout;
+use crate::http::rate_limit::{AddressLimiter, RateLimiter};
+use crate::http::webhooks::WebhookSettings;
+use crate::http::{
+    health, metrics, openapi, rate_limit, refunds, request_id, rides, routing, webhooks,
+};
 use crate::idempotency::KeyPolicy;
-use crate::json_body::BodyTimeout;
 use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
-use crate::rate_limit::{AddressLimiter, RateLimiter};
-use crate::webhooks::WebhookSettings;
 use crate::workers::Workers;
-use crate::{health, metrics, openapi, rate_limit, refunds, request_id, rides, routing, webhooks};
 
 pub struct Application {
     address: SocketAddr,
@@ -108,14 +110,14 @@ impl Application {
                 ))
                 .service(
                     web::resource("/webhooks/stripe")
-                        .route(web::post().to(webhooks::route::stripe_webhook))
+                        .route(web::post().to(webhooks::stripe_webhook))
                         .default_service(routing::method_not_allowed("POST"))
                         .wrap(from_fn(rate_limit::per_address)),
                 )
                 .service(
                     web::scope("/api")
-                        .configure(rides::routes::configure)
-                        .configure(refunds::routes::configure),
+                        .configure(rides::configure)
+                        .configure(refunds::configure),
                 )
                 .default_service(web::to(routing::not_found))
         })

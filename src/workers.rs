@@ -13,6 +13,7 @@ use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
 use crate::refunds::resumable::RefundRequests;
+use crate::rides::receipt::RideReceipt;
 use crate::rides::resumable::RideRequests;
 
 /// Running workers; `stop` ends them after their current pass.
@@ -27,7 +28,12 @@ impl Workers {
         let drainer_settings = settings
             .outbox
             .enabled
-            .then(|| DrainerSettings::new(settings.outbox.receipt_webhook_url.clone()))
+            .then(|| {
+                DrainerSettings::new(
+                    settings.outbox.receipt_webhook_url.clone(),
+                    vec![Box::new(RideReceipt)],
+                )
+            })
             .transpose()?;
         let mut workers = Workers {
             stop: Arc::new((Mutex::new(false), Condvar::new())),

@@ -66,7 +66,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         // pool would keep handing out dead connections after a database
         // restart (`database_faults::*` fail with it off).
         .test_on_check_out(true)
-        .event_handler(Box::new(crate::metrics::PoolEvents))
+        .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
         .connection_customizer(Box::new(SessionLimits {
             statement_timeout: settings.statement_timeout,
             lock_timeout: settings.lock_timeout,

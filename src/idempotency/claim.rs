@@ -200,7 +200,7 @@ pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyState) -> Result<P, Ser
 /// The lease itself: `locked_at = now()`, `lease_epoch + 1`. Returns the epoch.
 pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i64, ServiceError> {
     if record.locked_at.is_some() {
-        crate::metrics::idempotency_outcome("lease_takeover");
+        crate::telemetry::metrics::idempotency_outcome("lease_takeover");
         log::warn!(
             "taking over the expired lease of idempotency key {} (epoch {})",
             record.id,

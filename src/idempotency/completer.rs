@@ -220,7 +220,7 @@ fn record_failure(
 }
 
 fn count(result: &str) {
-    crate::metrics::metrics()
+    crate::telemetry::metrics::metrics()
         .completer
         .with_label_values(&[result])
         .inc();

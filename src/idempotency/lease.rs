@@ -122,7 +122,7 @@ impl<P: RecoveryPoints> Lease<P> {
         if updated {
             Ok(next)
         } else {
-            crate::metrics::idempotency_outcome("fencing_refused");
+            crate::telemetry::metrics::idempotency_outcome("fencing_refused");
             log::warn!(
                 "fencing refused {:?} -> {:?} on idempotency key {} at epoch {}",
                 self.point,

@@ -32,7 +32,7 @@ pub fn reap(conn: &mut PgConnection, retention: Duration) -> QueryResult<usize> 
             diesel::delete(keys::idempotency_keys.filter(keys::id.eq_any(&ids))).execute(conn)
         })?;
         deleted += batch;
-        crate::metrics::metrics()
+        crate::telemetry::metrics::metrics()
             .reaper_deleted
             .inc_by(batch as u64);
         if batch < BATCH as usize {

@@ -99,3 +99,16 @@ pub fn find(conn: &mut PgConnection, user_id: i64, key: &str) -> QueryResult<Opt
         .first(conn)
         .optional()
 }
+
+/// How long the oldest unfinished key has waited (zero when none has), by
+/// the database's clock: a gauge of work left behind.
+pub fn oldest_unfinished_age(conn: &mut PgConnection) -> QueryResult<std::time::Duration> {
+    let now = crate::db::now(conn)?;
+    let oldest: Option<DateTime<Utc>> = idempotency_keys::table
+        .filter(idempotency_keys::recovery_point.ne(super::recovery_point::FINISHED))
+        .select(diesel::dsl::min(idempotency_keys::created_at))
+        .first(conn)?;
+    Ok(oldest
+        .map(|created| (now - created).to_std().unwrap_or_default())
+        .unwrap_or_default())
+}

@@ -9,6 +9,7 @@ use diesel::sql_types::Jsonb;
 use diesel::AsExpression;
 
 use super::canonical::JSONB_FORMAT_VERSION;
+use crate::problem::{Problem, PROBLEM_CONTENT_TYPE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
@@ -25,6 +26,18 @@ pub struct StoredResponse {
 pub struct StoredHeaders(pub Vec<(String, String)>);
 
 impl StoredResponse {
+    /// A problem as the answer to store with a finished key.
+    pub fn problem(problem: &Problem) -> Self {
+        StoredResponse {
+            status: problem.status(),
+            headers: StoredHeaders(vec![(
+                "Content-Type".to_owned(),
+                PROBLEM_CONTENT_TYPE.to_owned(),
+            )]),
+            body: problem.body(),
+        }
+    }
+
     /// A 201 with a JSON body and the `Location` of what was created.
     pub fn created(location: String, body: Vec<u8>) -> Self {
         StoredResponse {

@@ -8,18 +8,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::dsl::{Eq, Filter, IsNotDistinctFrom};
 use diesel::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::webhook::WebhookClient;
-use super::RIDE_RECEIPT;
+use super::JobHandler;
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
-use crate::rides::model::find_ride;
-use crate::schema::{receipts, staged_jobs};
+use crate::schema::staged_jobs;
 use crate::service_error::ServiceError;
 
 pub struct DrainerSettings {
     pub webhook: Option<WebhookClient>,
+    /// One per job type.
+    pub handlers: Vec<Box<dyn JobHandler>>,
     /// How long a claimed job is this worker's; longer than a delivery can take.
     pub lease: Duration,
     pub batch_size: i64,
@@ -27,9 +28,13 @@ pub struct DrainerSettings {
 }
 
 impl DrainerSettings {
-    pub fn new(webhook_url: Option<String>) -> anyhow::Result<Self> {
+    pub fn new(
+        webhook_url: Option<String>,
+        handlers: Vec<Box<dyn JobHandler>>,
+    ) -> anyhow::Result<Self> {
         let timeout = Duration::from_secs(10);
         Ok(DrainerSettings {
+            handlers,
             webhook: webhook_url
                 .map(|url| WebhookClient::new(url, timeout))
                 .transpose()?,
@@ -101,7 +106,7 @@ type ClaimedJob = Filter<
 >;
 
 fn count(result: &str) {
-    crate::metrics::metrics()
+    crate::telemetry::metrics::metrics()
         .outbox
         .with_label_values(&[result])
         .inc();
@@ -141,28 +146,14 @@ fn claim_due(conn: &mut PgConnection, settings: &DrainerSettings) -> QueryResult
 }
 
 fn deliver(pool: &DbPool, settings: &DrainerSettings, job: &StagedJob) -> anyhow::Result<()> {
-    if job.job_type != RIDE_RECEIPT {
-        anyhow::bail!("unknown job type {:?}", job.job_type);
-    }
-    let ride_id = job.payload["ride_id"]
-        .as_i64()
-        .ok_or_else(|| anyhow::anyhow!("a ride_receipt job without ride_id"))?;
-    let ride = find_ride(&mut *pool.get()?, ride_id)?;
-    let receipt = json!({ "type": "ride.receipt", "data": ride });
+    let handler = settings
+        .handlers
+        .iter()
+        .find(|handler| handler.job_type() == job.job_type)
+        .ok_or_else(|| anyhow::anyhow!("unknown job type {:?}", job.job_type))?;
+    let message = handler.message(&mut *pool.get()?, &job.payload)?;
     match &settings.webhook {
-        Some(webhook) => webhook.send(&format!("job_{}", job.id), &serde_json::to_vec(&receipt)?),
-        None => {
-            diesel::insert_into(receipts::table)
-                .values((
-                    receipts::ride_id.eq(ride_id),
-                    receipts::staged_job_id.eq(job.id),
-                    receipts::payload.eq(&receipt),
-                ))
-                .on_conflict(receipts::ride_id)
-                .do_update()
-                .set(receipts::deliveries.eq(receipts::deliveries + 1))
-                .execute(&mut *pool.get()?)?;
-            Ok(())
-        }
+        Some(webhook) => webhook.send(&format!("job_{}", job.id), &serde_json::to_vec(&message)?),
+        None => handler.record(&mut *pool.get()?, job.id, &job.payload, &message),
     }
 }

@@ -7,7 +7,6 @@ pub mod phases;
 mod recovery_point;
 pub mod request;
 pub mod resumable;
-pub mod routes;
 pub mod service;
 
 pub use recovery_point::RecoveryPoint;

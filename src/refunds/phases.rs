@@ -165,7 +165,7 @@ pub fn finish_failed(
     let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
         .with_extension("ride_id", refund.ride_id)
         .with_extension("refund_id", refund.id);
-    let response = problem.stored();
+    let response = StoredResponse::problem(&problem);
     lease.finish(conn, &response)?;
     model::settle(conn, refund.id, RefundStatus::Failed, None)?;
     Ok(response)

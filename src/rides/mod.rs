@@ -3,10 +3,10 @@
 
 pub mod model;
 pub mod phases;
+pub mod receipt;
 mod recovery_point;
 pub mod request;
 pub mod resumable;
-pub mod routes;
 pub mod service;
 
 pub use recovery_point::RecoveryPoint;

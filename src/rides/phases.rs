@@ -6,6 +6,7 @@ use diesel::PgConnection;
 use serde_json::json;
 
 use super::model::{self, NewRide, Ride, RideStatus};
+use super::receipt;
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::idempotency::{Lease, StoredResponse};
@@ -13,7 +14,7 @@ use crate::payments::{derived_key, Charge, ChargeRequest, GatewayError, PaymentG
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
-use crate::{audit, outbox, users};
+use crate::{audit, users};
 
 /// Names this endpoint's effect in its derived gateway keys.
 pub const CHARGE_KEY_PURPOSE: &str = "ride-charge";
@@ -118,11 +119,7 @@ pub fn finish_charged(
     lease: &mut RideLease,
     ride: &Ride,
 ) -> Result<StoredResponse, ServiceError> {
-    outbox::stage(
-        conn,
-        outbox::RIDE_RECEIPT,
-        json!({ "ride_id": ride.id, "user_id": ride.user_id }),
-    )?;
+    receipt::stage(conn, ride)?;
     let response = StoredResponse::created(ride.location(), ride.to_json());
     lease.finish(conn, &response)?;
     Ok(response)
@@ -161,7 +158,7 @@ pub fn finish_unpaid(
         }
     };
     model::settle(conn, ride.id, status, None)?;
-    let response = problem.stored();
+    let response = StoredResponse::problem(&problem);
     lease.finish(conn, &response)?;
     Ok(response)
 }

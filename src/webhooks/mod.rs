@@ -3,6 +3,3 @@
 
 pub mod event;
 pub mod reconcile;
-pub mod route;
-
-pub use route::WebhookSettings;

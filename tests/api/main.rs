@@ -1,5 +1,6 @@
 //! One test binary, so the suite starts one PostgreSQL (see `helpers`).
 
+mod architecture;
 mod auth_and_routing;
 mod cli;
 mod concurrency;

@@ -276,10 +276,12 @@ async fn a_redirect_from_the_gateway_is_not_followed_and_pays_nothing() {
 #[tokio::test]
 async fn a_redirect_from_the_receipt_webhook_is_not_a_delivery() {
     use ridepay::outbox::drainer::{self, DrainerSettings};
+    use ridepay::rides::receipt::RideReceipt;
     let (url, reached) = redirector().await;
     let app = spawn_app().await;
     app.post_ride("receipt", RIDE).await.assert_status(201);
-    let settings = DrainerSettings::new(Some(format!("{url}/receipts"))).unwrap();
+    let settings =
+        DrainerSettings::new(Some(format!("{url}/receipts")), vec![Box::new(RideReceipt)]).unwrap();
     let pool = ridepay::db::build_pool(
         &app.database_url,
         &ridepay::config::Settings::for_database(&app.database_url),

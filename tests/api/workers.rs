@@ -12,6 +12,7 @@ use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::reaper;
 use ridepay::outbox::drainer::{self, DrainerSettings};
 use ridepay::payments::{self, SimulatedGateway};
+use ridepay::rides::receipt::RideReceipt;
 use ridepay::rides::resumable::RideRequests;
 use ridepay::rides::RecoveryPoint;
 
@@ -216,7 +217,7 @@ async fn the_outbox_delivers_one_receipt_per_finished_ride() {
         &app.database_url,
         &Settings::for_database(&app.database_url),
     );
-    let settings = DrainerSettings::new(None).unwrap();
+    let settings = DrainerSettings::new(None, vec![Box::new(RideReceipt)]).unwrap();
 
     // Two drainers at once, as two instances would run them.
     let (a, b) = std::thread::scope(|scope| {
@@ -284,7 +285,7 @@ async fn receipts_go_to_the_webhook_with_a_stable_id_and_are_retried_until_accep
         &app.database_url,
         &Settings::for_database(&app.database_url),
     );
-    let mut settings = DrainerSettings::new(Some(url)).unwrap();
+    let mut settings = DrainerSettings::new(Some(url), vec![Box::new(RideReceipt)]).unwrap();
     settings.backoff = Backoff {
         base: Duration::ZERO,
         max: Duration::ZERO,

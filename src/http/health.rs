@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::db;
-use crate::openapi::ProblemDocument;
+use crate::http::openapi::ProblemDocument;
+use crate::http::request_id;
 use crate::problem::{Problem, ProblemKind};
-use crate::request_id;
 
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations",

@@ -2,10 +2,12 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::auth::Caller;
 use crate::context::ServiceContext;
-use crate::idempotency::http;
-use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
 use crate::problem::Problem;
 use crate::rides::model::Ride;
 use crate::rides::request::{RideParams, RideRequest};
@@ -41,7 +43,7 @@ pub async fn create_ride(
     payload: web::Payload,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    http::post(
+    idempotent::post(
         &request,
         payload,
         caller,

@@ -3,9 +3,10 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
-use crate::auth::Caller;
-use crate::context::{as_caller, ServiceContext};
-use crate::openapi::{ApiProblems, ProblemDocument};
+use crate::context::ServiceContext;
+use crate::http::auth::as_caller;
+use crate::http::auth::Caller;
+use crate::http::openapi::{ApiProblems, ProblemDocument};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
 use crate::service_error::ServiceError;

@@ -7,17 +7,17 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use actix_web::web;
 
-use super::flow::Outcome;
-use super::key::IdempotencyKey;
-use super::stored_response::StoredResponse;
-use crate::auth::Caller;
+use super::json_body::{read_json, MAX_BODY_BYTES};
+use super::request_id;
+use crate::crash;
 use crate::db::{DbConn, DbPool};
-use crate::json_body::{read_json, MAX_BODY_BYTES};
+use crate::http::auth::Caller;
+use crate::idempotency::{IdempotencyKey, Outcome, StoredResponse};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
+use crate::telemetry::metrics;
 use crate::users::User;
 use crate::validation::FieldError;
-use crate::{crash, metrics, request_id};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";

@@ -1,26 +1,14 @@
-//! Prometheus metrics, served at `/metrics`. One process-wide registry, as
-//! Prometheus clients expect: every instance exports its own counters.
+//! The metrics registry: one per process, as Prometheus clients expect, so
+//! every instance exports its own counters. It imports nothing of ridepay's,
+//! so every layer may count into it; `/metrics` serves it (`http::metrics`).
 
 use std::sync::LazyLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
-use actix_web::middleware::Next;
-use actix_web::{web, HttpResponse};
-use diesel::prelude::*;
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     Opts, Registry, TextEncoder,
 };
-
-use crate::context::ServiceContext;
-use crate::db::{self, DbPool};
-use crate::idempotency::FINISHED;
-use crate::openapi::ProblemDocument;
-use crate::problem::{Problem, ProblemKind};
-use crate::schema::idempotency_keys;
 
 pub struct Metrics {
     registry: Registry,
@@ -196,85 +184,35 @@ impl diesel::r2d2::HandleEvent for PoolEvents {
     }
 }
 
-/// Middleware: requests by route pattern (not the raw path, which would make
-/// one series per ride id), method and status, and their latency.
-pub async fn track_requests(
-    request: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let method = method_label(request.method());
-    let response = next.call(request).await?;
-    let route = response
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
+/// One HTTP request: its route pattern, method and status (each from a
+/// fixed set, see `http::metrics`) and how long it took.
+pub fn observe_request(route: &str, method: &str, status: &str, elapsed: Duration) {
     let m = metrics();
     m.http_requests
-        .with_label_values(&[route.as_str(), method, response.status().as_str()])
+        .with_label_values(&[route, method, status])
         .inc();
     m.http_duration
-        .with_label_values(&[route.as_str(), method])
-        .observe(started.elapsed().as_secs_f64());
-    Ok(response)
+        .with_label_values(&[route, method])
+        .observe(elapsed.as_secs_f64());
 }
 
-/// The methods that get a label of their own; any other is `other`. actix
-/// accepts any token as a method, and one series per invented method would
-/// let a stranger grow memory at will.
-static KNOWN_METHODS: [Method; 7] = [
-    Method::GET,
-    Method::HEAD,
-    Method::POST,
-    Method::PUT,
-    Method::DELETE,
-    Method::PATCH,
-    Method::OPTIONS,
-];
-
-fn method_label(method: &Method) -> &'static str {
-    KNOWN_METHODS
-        .iter()
-        .find(|known| *known == method)
-        .map_or("other", Method::as_str)
-}
-
-/// Prometheus metrics, in the text exposition format.
-#[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses(
-        (status = 200, description = "Metrics", content_type = "text/plain"),
-        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 500, description = "Unexpected error", body = ProblemDocument, content_type = "application/problem+json"),
-    ))]
-pub async fn serve(context: web::Data<ServiceContext>) -> Result<HttpResponse, Problem> {
-    let pool = context.pool.clone();
-    let oldest = crate::request_id::block(move || oldest_unfinished_key_age(&pool)).await?;
+/// The gauges read at scrape time: the pool's state and the age of the
+/// oldest unfinished key (None when it could not be read).
+pub fn set_gauges(connections: u32, idle: u32, oldest_unfinished_key: Option<Duration>) {
     let m = metrics();
-    let state = context.pool.state();
-    m.pool_size.set(i64::from(state.connections));
-    m.pool_idle.set(i64::from(state.idle_connections));
-    match oldest {
-        Ok(age) => m.oldest_unfinished_key.set(age.as_secs_f64()),
-        Err(err) => log::warn!("metrics: cannot read the oldest unfinished key: {err}"),
+    m.pool_size.set(i64::from(connections));
+    m.pool_idle.set(i64::from(idle));
+    if let Some(age) = oldest_unfinished_key {
+        m.oldest_unfinished_key.set(age.as_secs_f64());
     }
-    let mut body = Vec::new();
-    TextEncoder::new()
-        .encode(&m.registry.gather(), &mut body)
-        .map_err(|err| Problem::new(ProblemKind::InternalError, err.to_string()))?;
-    Ok(HttpResponse::Ok()
-        .content_type(TextEncoder::new().format_type())
-        .body(body))
 }
 
-fn oldest_unfinished_key_age(pool: &DbPool) -> anyhow::Result<Duration> {
-    let mut conn = pool.get()?;
-    let now = db::now(&mut conn)?;
-    let oldest: Option<chrono::DateTime<chrono::Utc>> = idempotency_keys::table
-        .filter(idempotency_keys::recovery_point.ne(FINISHED))
-        .select(diesel::dsl::min(idempotency_keys::created_at))
-        .first(&mut conn)?;
-    Ok(oldest
-        .map(|created| (now - created).to_std().unwrap_or_default())
-        .unwrap_or_default())
+/// Every metric, in Prometheus' text exposition format, and its content type.
+pub fn encode() -> (Vec<u8>, String) {
+    let encoder = TextEncoder::new();
+    let mut body = Vec::new();
+    encoder
+        .encode(&metrics().registry.gather(), &mut body)
+        .expect("metrics encode as text");
+    (body, encoder.format_type().to_owned())
 }

@@ -14,14 +14,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
 use diesel::PgConnection;
 use futures_util::future::LocalBoxFuture;
 
+use crate::context::ServiceContext;
 use crate::db::DbPool;
+use crate::http::rate_limit::{self, RateLimiter};
 use crate::problem::{Problem, ProblemKind};
-use crate::rate_limit::{self, RateLimiter};
 use crate::service_error::ServiceError;
 use crate::users::{self, User};
 
@@ -100,8 +101,7 @@ impl Gatekeeper {
 
 /// The 401 of the contract, for a missing or unknown API key.
 pub fn unauthorized(detail: &str) -> Problem {
-    Problem::new(ProblemKind::Unauthorized, detail)
-        .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))
+    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
 }
 
 fn bearer_token(request: &HttpRequest) -> Option<&str> {
@@ -147,7 +147,7 @@ impl FromRequest for Caller {
 /// Looks the key up on a blocking thread and remembers it when it is valid.
 async fn verify(gatekeeper: &web::Data<Gatekeeper>, key_hash: Vec<u8>) -> Result<(), Problem> {
     let gate = gatekeeper.clone();
-    let found = crate::request_id::block(move || -> Result<bool, ServiceError> {
+    let found = crate::http::request_id::block(move || -> Result<bool, ServiceError> {
         let mut conn = gate.pool.get()?;
         let found = users::find_by_api_key_hash(&mut conn, &key_hash)?.is_some();
         if found {
@@ -161,4 +161,24 @@ async fn verify(gatekeeper: &web::Data<Gatekeeper>, key_hash: Vec<u8>) -> Result
     } else {
         Err(unauthorized("the API key is not valid"))
     }
+}
+
+/// Authenticates `caller` and runs `work` for the user on the same pooled
+/// connection, on a blocking thread (as every Diesel call must be), for a
+/// handler that reads.
+pub async fn as_caller<T, F>(
+    context: web::Data<ServiceContext>,
+    caller: Caller,
+    work: F,
+) -> Result<T, Problem>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut PgConnection, User) -> Result<T, ServiceError> + Send + 'static,
+{
+    Ok(super::request_id::block(move || {
+        let mut conn = context.pool.get()?;
+        let user = caller.authenticate(&mut conn)?;
+        work(&mut conn, user)
+    })
+    .await??)
 }

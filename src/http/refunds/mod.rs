@@ -6,7 +6,7 @@ pub(crate) mod list;
 
 use actix_web::web;
 
-use crate::routing::method_not_allowed;
+use crate::http::routing::method_not_allowed;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

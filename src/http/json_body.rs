@@ -52,10 +52,7 @@ pub async fn read_json(
                 ),
             )
             // What is left of the body is never read: the connection goes.
-            .with_header(
-                header::CONNECTION,
-                header::HeaderValue::from_static("close"),
-            ))
+            .with_header("Connection", "close"))
         })
 }
 

@@ -2,10 +2,12 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::auth::Caller;
 use crate::context::ServiceContext;
-use crate::idempotency::http;
-use crate::openapi::{ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument};
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
 use crate::problem::Problem;
 use crate::refunds::model::Refund;
 use crate::refunds::request::{RefundParams, RefundRequest};
@@ -45,7 +47,7 @@ pub async fn create_refund(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    http::post(
+    idempotent::post(
         &request,
         payload,
         caller,

@@ -2,7 +2,6 @@
 //! problems.
 
 use actix_web::error::{PathError, QueryPayloadError};
-use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 
 use crate::problem::{Problem, ProblemKind};
@@ -23,7 +22,7 @@ pub fn method_not_allowed(allow: &'static str) -> actix_web::Route {
             ProblemKind::MethodNotAllowed,
             format!("{} is not allowed on {}", request.method(), request.path()),
         )
-        .with_header(header::ALLOW, header::HeaderValue::from_static(allow))
+        .with_header("Allow", allow)
         .error_response()
     })
 }

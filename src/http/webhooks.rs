@@ -5,17 +5,17 @@ use std::time::Duration;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
-use super::event::Event;
-use super::reconcile::{self, NotYet};
 use crate::config::ApiKey;
 use crate::context::ServiceContext;
-use crate::json_body::read_json;
-use crate::log_throttle::LogThrottle;
-use crate::metrics;
-use crate::openapi::ProblemDocument;
+use crate::http::json_body::read_json;
+use crate::http::openapi::ProblemDocument;
+use crate::http::request_id;
 use crate::payments::stripe::signature;
 use crate::problem::{Problem, ProblemKind};
-use crate::request_id;
+use crate::telemetry::log_throttle::LogThrottle;
+use crate::telemetry::metrics;
+use crate::webhooks::event::Event;
+use crate::webhooks::reconcile::{self, NotYet};
 
 /// Stripe's events are small; this leaves room for any charge object.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;

@@ -1,0 +1,18 @@
+//! The HTTP layer, and the only one that knows actix: extractors, the
+//! problem responses, the routes of every endpoint, the OpenAPI document,
+//! `/metrics` and the health routes. It imports the layers below; nothing
+//! below imports it.
+
+pub mod auth;
+pub mod health;
+pub mod idempotent;
+pub mod json_body;
+pub mod metrics;
+pub mod openapi;
+pub mod problem;
+pub mod rate_limit;
+pub mod refunds;
+pub mod request_id;
+pub mod rides;
+pub mod routing;
+pub mod webhooks;
