@@ -2,39 +2,32 @@
 //! debug build abort the whole process at that point, as a kill would. A panic
 //! would not do: inside `web::block` it is caught and the server lives on.
 //! Release builds compile the hook away.
+//!
+//! The idempotency flow fires `after-<point>` when a key reaches each of its
+//! endpoint's recovery points (inside the transaction when another atomic
+//! phase follows in it, else once it committed) and `after-<call>` when a call
+//! to the outside world returned; the endpoint registry lists them all
+//! (`http::registry::crash_points`). The shared ones are named here.
 
-/// Every point where a test may crash the server.
-pub const POINTS: [&str; 9] = [
-    AFTER_CLAIM,
-    AFTER_RIDE_CREATED,
-    GATEWAY_IN_FLIGHT,
-    AFTER_CHARGE,
-    AFTER_CHARGE_COMPLETED,
-    AFTER_FINISHED,
-    AFTER_REFUND_CREATED,
-    AFTER_REFUND,
-    AFTER_REFUND_COMPLETED,
-];
-
-/// Inside the first transaction, after the claim and before RideCreated.
+/// Inside the claim's transaction, before the first phase.
 pub const AFTER_CLAIM: &str = "after-claim";
-/// After the first transaction (claim + RideCreated) committed.
-pub const AFTER_RIDE_CREATED: &str = "after-ride-created";
-/// While the gateway is working on the charge (or refund), before it records it.
+/// While the gateway is working on a call, before it answers.
 pub const GATEWAY_IN_FLIGHT: &str = "gateway-in-flight";
-/// After the gateway charged, before the charge is recorded.
-pub const AFTER_CHARGE: &str = "after-charge";
-/// Inside the last transaction, after ChargeCompleted and before Finished.
-pub const AFTER_CHARGE_COMPLETED: &str = "after-charge-completed";
 /// After the response is stored, before it is written to the client.
 pub const AFTER_FINISHED: &str = "after-finished";
-/// After the refund's first transaction (claim + RefundCreated) committed.
-pub const AFTER_REFUND_CREATED: &str = "after-refund-created";
-/// After the gateway refunded, before the refund is recorded.
-pub const AFTER_REFUND: &str = "after-refund";
-/// Inside the refund's last transaction, after RefundCompleted and before
-/// Finished.
-pub const AFTER_REFUND_COMPLETED: &str = "after-refund-completed";
+
+/// `after-<name>`, with a point's underscores as dashes (`ride_created` is
+/// `after-ride-created`).
+pub fn after_name(name: &str) -> String {
+    format!("after-{}", name.replace('_', "-"))
+}
+
+/// The crash point `after-<name>`.
+pub fn after(name: &str) {
+    if cfg!(debug_assertions) {
+        point(&after_name(name));
+    }
+}
 
 #[cfg(debug_assertions)]
 pub fn point(name: &str) {

@@ -34,6 +34,13 @@ diesel::table! {
         next_attempt_at -> Nullable<Timestamptz>,
         needs_attention_at -> Nullable<Timestamptz>,
         last_error -> Nullable<Text>,
+        endpoint -> Text,
+    }
+}
+
+diesel::table! {
+    idempotent_endpoints (name) {
+        name -> Text,
     }
 }
 
@@ -53,6 +60,13 @@ diesel::table! {
         payload -> Jsonb,
         deliveries -> Int4,
         created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    recovery_points (endpoint, point) {
+        endpoint -> Text,
+        point -> Text,
     }
 }
 
@@ -161,6 +175,7 @@ diesel::table! {
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(receipts -> rides (ride_id));
+diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
@@ -171,8 +186,10 @@ diesel::joinable!(simulated_refunds -> simulated_charges (charge_id));
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
     idempotency_keys,
+    idempotent_endpoints,
     installation,
     receipts,
+    recovery_points,
     refunds,
     rides,
     simulated_charges,

@@ -16,9 +16,7 @@ use crate::http::auth::Gatekeeper;
 use crate::http::json_body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
-use crate::http::{
-    health, metrics, openapi, rate_limit, refunds, request_id, rides, routing, webhooks,
-};
+use crate::http::{health, metrics, openapi, rate_limit, registry, request_id, routing, webhooks};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
 use crate::workers::Workers;
@@ -115,9 +113,11 @@ impl Application {
                         .wrap(from_fn(rate_limit::per_address)),
                 )
                 .service(
-                    web::scope("/api")
-                        .configure(rides::configure)
-                        .configure(refunds::configure),
+                    registry::endpoints()
+                        .iter()
+                        .fold(web::scope("/api"), |scope, endpoint| {
+                            scope.configure(endpoint.routes)
+                        }),
                 )
                 .default_service(web::to(routing::not_found))
         })

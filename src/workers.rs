@@ -9,12 +9,10 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::config::Settings;
 use crate::context::ServiceContext;
+use crate::http::registry;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
-use crate::refunds::resumable::RefundRequests;
-use crate::rides::receipt::RideReceipt;
-use crate::rides::resumable::RideRequests;
 
 /// Running workers; `stop` ends them after their current pass.
 pub struct Workers {
@@ -31,7 +29,10 @@ impl Workers {
             .then(|| {
                 DrainerSettings::new(
                     settings.outbox.receipt_webhook_url.clone(),
-                    vec![Box::new(RideReceipt)],
+                    registry::endpoints()
+                        .iter()
+                        .flat_map(|endpoint| (endpoint.jobs)())
+                        .collect(),
                 )
             })
             .transpose()?;
@@ -49,11 +50,13 @@ impl Workers {
                     max: Duration::from_secs(10 * 60),
                 },
             };
-            let rides = RideRequests::new(context.clone());
-            let refunds = RefundRequests::new(context.clone());
+            let resumable: Vec<Box<dyn Resumable>> = registry::endpoints()
+                .iter()
+                .map(|endpoint| (endpoint.resumable)(context.clone()))
+                .collect();
             let pool = context.pool.clone();
             workers.spawn("completer", settings.completer.interval, move || {
-                let endpoints: [&dyn Resumable; 2] = [&rides, &refunds];
+                let endpoints: Vec<&dyn Resumable> = resumable.iter().map(AsRef::as_ref).collect();
                 match completer::run_once(&pool, &endpoints, &completer_settings) {
                     Ok(report) if report != Default::default() => {
                         log::info!("completer: {report:?}")

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod problem;
 pub mod rate_limit;
 pub mod refunds;
+pub mod registry;
 pub mod request_id;
 pub mod rides;
 pub mod routing;

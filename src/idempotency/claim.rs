@@ -129,6 +129,7 @@ pub fn claim<P: RecoveryPoints>(
             keys::lease_epoch.eq(1),
             keys::locked_at.eq(now),
             keys::recovery_point.eq(P::STARTED.as_str()),
+            keys::endpoint.eq(P::ENDPOINT),
         ))
         .on_conflict((keys::user_id, keys::key))
         .do_nothing()

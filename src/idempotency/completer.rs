@@ -18,16 +18,59 @@ use crate::db::{self, DbPool};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
-/// An endpoint whose keys the completer can finish.
+/// An idempotent endpoint as the machinery sees it outside a request: its
+/// recovery points (which name it), the canonical request its keys store,
+/// and how to drive one of its keys to Finished from that request alone.
+pub trait Endpoint: 'static {
+    type Point: RecoveryPoints;
+    type Params: serde::de::DeserializeOwned;
+    /// What its phases work with (the pool, the gateway).
+    type Context: Send + Sync;
+
+    /// Drives a claimed key from its recovery point to Finished.
+    fn resume(
+        context: &Self::Context,
+        lease: Lease<Self::Point>,
+        params: Self::Params,
+    ) -> Result<StoredResponse, ServiceError>;
+}
+
+/// The keys of endpoint `E`, for the completer.
+pub struct Keys<E: Endpoint> {
+    context: std::sync::Arc<E::Context>,
+}
+
+impl<E: Endpoint> Keys<E> {
+    pub fn new(context: std::sync::Arc<E::Context>) -> Self {
+        Keys { context }
+    }
+}
+
+/// An endpoint whose keys the completer can finish: the [`Keys`] of every
+/// [`Endpoint`], as trait objects, so the completer can hold them in one list.
 pub trait Resumable: Send + Sync {
-    /// Whether this endpoint made the key (judged by its method and path).
-    fn owns(&self, record: &KeyRecord) -> bool;
+    /// The name its keys record.
+    fn endpoint(&self) -> &'static str;
 
     /// Whether the key's external effect may still have to be made.
     fn awaits_external_effect(&self, record: &KeyRecord) -> Result<bool, ServiceError>;
 
     /// Drives the claimed key to Finished.
     fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError>;
+}
+
+impl<E: Endpoint> Resumable for Keys<E> {
+    fn endpoint(&self) -> &'static str {
+        E::Point::ENDPOINT
+    }
+
+    fn awaits_external_effect(&self, record: &KeyRecord) -> Result<bool, ServiceError> {
+        Ok(parse_point::<E::Point>(record)?.awaits_external_effect())
+    }
+
+    fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError> {
+        E::resume(&self.context, key.lease::<E::Point>()?, key.params()?)
+    }
 }
 
 /// A key the completer holds the lease of.
@@ -39,7 +82,7 @@ pub struct ClaimedKey {
 
 impl ClaimedKey {
     /// The lease, typed with the owning endpoint's recovery points.
-    pub fn lease<P: RecoveryPoints>(&self) -> Result<Lease<P>, ServiceError> {
+    fn lease<P: RecoveryPoints>(&self) -> Result<Lease<P>, ServiceError> {
         Ok(Lease::new(
             self.record.id,
             self.record.user_id,
@@ -47,20 +90,13 @@ impl ClaimedKey {
             parse_point::<P>(&self.record)?,
         ))
     }
-}
 
-impl ClaimedKey {
     /// The canonical request stored with the key, read back.
-    pub fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T, ServiceError> {
+    fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T, ServiceError> {
         serde_json::from_value(self.record.request_params.clone()).map_err(|err| {
             anyhow::anyhow!("key {} holds an unreadable request: {err}", self.record.id).into()
         })
     }
-}
-
-/// Awaits a given external effect check for an endpoint's recovery points.
-pub fn awaits_external_effect<P: RecoveryPoints>(record: &KeyRecord) -> Result<bool, ServiceError> {
-    Ok(parse_point::<P>(record)?.awaits_external_effect())
 }
 
 #[derive(Debug, Clone)]
@@ -160,8 +196,12 @@ fn claim_next<'a>(
         else {
             return Ok(None);
         };
-        let Some(endpoint) = endpoints.iter().copied().find(|e| e.owns(&record)) else {
-            needs_attention(conn, record.id, "no endpoint owns this key")?;
+        let Some(endpoint) = endpoints
+            .iter()
+            .copied()
+            .find(|e| e.endpoint() == record.endpoint)
+        else {
+            needs_attention(conn, record.id, "no endpoint of this name is running here")?;
             report.needs_attention += 1;
             continue;
         };

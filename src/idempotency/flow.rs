@@ -1,6 +1,9 @@
 //! The request flow every idempotent endpoint shares: a lock-free lookup, the
-//! claim (in one transaction with the endpoint's first phase), the endpoint's
-//! remaining phases, and the lease released where a failure left it.
+//! claim (in one transaction with the endpoint's first atomic phases), each
+//! call to the outside world between transactions, the atomic phases that
+//! record what it said, and the lease released where a failure left it. An
+//! endpoint supplies only its phases; the flow decides what runs when, writes
+//! the key row, and fires the crash points.
 
 use diesel::{Connection, PgConnection};
 
@@ -8,8 +11,9 @@ use super::claim::{self, Claim, IdempotentRequest, Lookup};
 use super::lease::{in_transaction, Lease};
 use super::policy::KeyPolicy;
 use super::record::{KeyRecord, KeyState};
-use super::recovery_point::RecoveryPoints;
+use super::recovery_point::{RecoveryPoints, Step};
 use super::stored_response::StoredResponse;
+use crate::crash;
 use crate::db::{DbConn, DbPool};
 use crate::service_error::ServiceError;
 
@@ -29,31 +33,43 @@ impl Outcome {
     }
 }
 
-/// An endpoint's phases, as the flow runs them.
+/// What an atomic phase ends with. The flow writes it to the key row, fenced,
+/// once at the end of the phase's transaction (as rocket-rides-atomic's
+/// `atomic_phase` does with its phase's result).
+#[derive(Debug)]
+pub enum Transition<P> {
+    /// The request reached this recovery point.
+    Advance(P),
+    /// The request's answer, to store: the key is finished.
+    Finish(StoredResponse),
+}
+
+/// An endpoint's phases, one per recovery point, as the flow runs them: what
+/// runs from each point is the point's [`Step`].
 pub trait Phases {
     type Point: RecoveryPoints;
 
-    /// Started -> the endpoint's first point, in the caller's transaction:
-    /// the claim's, for a new key, so that an error here (a request the
-    /// endpoint refuses) rolls the claim back too and the key is not consumed.
-    fn first(
+    /// The atomic phase from `point`, in the caller's transaction. From
+    /// Started that is the claim's own, so a request the endpoint refuses
+    /// there rolls the claim back too and the key is not consumed. From a
+    /// point whose step is a call, it records what the call answered.
+    fn atomic(
         &self,
         conn: &mut PgConnection,
-        lease: &mut Lease<Self::Point>,
-    ) -> Result<(), ServiceError>;
+        lease: &Lease<Self::Point>,
+        point: Self::Point,
+    ) -> Result<Transition<Self::Point>, ServiceError>;
 
-    /// From the endpoint's own points on: the response once it is stored, or
-    /// `None` to go round again at the point reached.
-    fn later(&self, lease: &mut Lease<Self::Point>)
-        -> Result<Option<StoredResponse>, ServiceError>;
-
-    /// Between the claim's commit and the later phases (a crash point).
-    fn claimed(&self) {}
+    /// The call made from `point`, holding no connection. A final answer
+    /// (what it made, or a refusal for good) is kept for `atomic` from the
+    /// same point; an error leaves the key at `point`, for a retry that makes
+    /// the same call under the same derived key.
+    fn call(&self, lease: &Lease<Self::Point>, point: Self::Point) -> Result<(), ServiceError>;
 }
 
 /// Runs `request`, on `conn` until the claim commits: replays, 409s and 422s
-/// come from the lookup or the claim; a key claimed at `started` runs the
-/// first phase in the claim's transaction (nothing external happens between
+/// come from the lookup or the claim; a key claimed at `started` runs its
+/// atomic phases in the claim's transaction (nothing external happens between
 /// them); then the phases drive the lease to Finished.
 pub fn run<E: Phases>(
     pool: &DbPool,
@@ -69,19 +85,25 @@ pub fn run<E: Phases>(
         Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
         Lookup::Claimable => {}
     }
-    let claimed = conn.transaction(|conn| {
+    let (claimed, finished) = conn.transaction(|conn| {
         let mut claimed = claim::claim::<E::Point>(conn, request, policy)?;
+        let mut finished = None;
         if let Claim::Acquired(lease) = &mut claimed {
             if lease.recovery_point() == E::Point::STARTED {
-                phases.first(conn, lease)?;
+                crash::point(crash::AFTER_CLAIM);
+                finished = atomic_phases(conn, lease, phases)?;
             }
         }
-        Ok::<_, ServiceError>(claimed)
+        Ok::<_, ServiceError>((claimed, finished))
     })?;
     drop(conn);
     match claimed {
+        Claim::Acquired(_) if finished.is_some() => Ok(Outcome {
+            response: finished.expect("checked"),
+            replayed: false,
+        }),
         Claim::Acquired(lease) => {
-            phases.claimed();
+            crash::after(lease.recovery_point().as_str());
             Ok(Outcome {
                 response: drive(pool, lease, phases)?,
                 replayed: false,
@@ -107,16 +129,53 @@ pub fn drive<E: Phases>(
         if point == E::Point::FINISHED {
             return stored_response(&mut *pool.get()?, lease.key_id());
         }
-        if point == E::Point::STARTED {
-            in_transaction(&mut *pool.get()?, lease, |conn, lease| {
-                phases.first(conn, lease)
-            })?;
-            continue;
+        if let Step::Call(call) = point.step() {
+            phases.call(lease, point)?;
+            crash::after(call);
         }
-        if let Some(response) = phases.later(lease)? {
-            return Ok(response);
+        let finished = in_transaction(&mut *pool.get()?, lease, |conn, lease| {
+            atomic_phases(conn, lease, phases)
+        })?;
+        match finished {
+            Some(response) => return Ok(response),
+            None => crash::after(lease.recovery_point().as_str()),
         }
     })
+}
+
+/// The atomic phases from the lease's recovery point, in the caller's
+/// transaction, for as long as the next one is atomic too; then the one
+/// fenced write of the key row: the point reached, or the response and
+/// Finished. Returns the response when the key finished.
+pub fn atomic_phases<E: Phases>(
+    conn: &mut PgConnection,
+    lease: &mut Lease<E::Point>,
+    phases: &E,
+) -> Result<Option<StoredResponse>, ServiceError> {
+    let mut point = lease.recovery_point();
+    loop {
+        match phases.atomic(conn, lease, point)? {
+            Transition::Finish(response) => {
+                lease.finish(conn, &response)?;
+                return Ok(Some(response));
+            }
+            Transition::Advance(next) if next == E::Point::FINISHED => {
+                return Err(anyhow::anyhow!(
+                    "{} advanced to finished without a response",
+                    E::Point::ENDPOINT
+                )
+                .into());
+            }
+            Transition::Advance(next) if next.step() == Step::Atomic => {
+                crash::after(next.as_str());
+                point = next;
+            }
+            Transition::Advance(next) => {
+                lease.advance(conn, next)?;
+                return Ok(None);
+            }
+        }
+    }
 }
 
 /// Runs `phases` on the lease; on any failure but a lost lease, gives the

@@ -46,6 +46,8 @@ pub struct KeyRecord {
     #[diesel(embed)]
     pub state: KeyState,
     pub key: String,
+    /// The endpoint the key belongs to (`rides.create`).
+    pub endpoint: String,
     pub request_method: String,
     pub request_path: String,
     pub request_params: Value,

@@ -11,6 +11,6 @@ pub use derived_key::{derived_key, installation_id};
 pub use gateway::{
     Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
 };
-pub use outcome::store_outcome;
+pub use outcome::final_outcome;
 pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};
 pub use stripe::StripeGateway;

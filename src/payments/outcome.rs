@@ -1,38 +1,20 @@
-//! What the answer to a gateway call does to the key that made it, the same
-//! for every endpoint with an external effect.
-
-use diesel::PgConnection;
+//! What the answer to a gateway call means for the key that made it, the
+//! same for every endpoint with an external effect.
 
 use super::GatewayError;
-use crate::db::DbPool;
-use crate::idempotency::{in_transaction, Lease, RecoveryPoints, StoredResponse};
 use crate::service_error::ServiceError;
 
-/// Stores the endpoint's answer to the gateway's, on a new checkout: a
-/// success is recorded by `succeeded` and a final failure (a decline, a
-/// rejection) by `failed`, each in one transaction with Finished, since
-/// nothing external happens between recording and finishing. Any other
-/// failure is a 503 that leaves the key where it stands, for a retry under the
-/// same derived key.
-pub fn store_outcome<P: RecoveryPoints, T>(
-    pool: &DbPool,
-    lease: &mut Lease<P>,
-    outcome: Result<T, GatewayError>,
-    succeeded: impl FnOnce(&mut PgConnection, &mut Lease<P>, T) -> Result<StoredResponse, ServiceError>,
-    failed: impl FnOnce(
-        &mut PgConnection,
-        &mut Lease<P>,
-        &GatewayError,
-    ) -> Result<StoredResponse, ServiceError>,
-) -> Result<StoredResponse, ServiceError> {
-    match outcome {
-        Ok(made) => in_transaction(&mut *pool.get()?, lease, |conn, lease| {
-            succeeded(conn, lease, made)
-        }),
+/// Sorts a gateway call's answer for the flow: what it made, or a failure
+/// for good (a decline, a rejection), both final and recorded with the key by
+/// the endpoint's next atomic phase; anything else is a 503 that leaves the
+/// key where it stands, for a retry under the same derived key.
+pub fn final_outcome<T>(
+    answer: Result<T, GatewayError>,
+) -> Result<Result<T, GatewayError>, ServiceError> {
+    match answer {
+        Ok(made) => Ok(Ok(made)),
         Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
-            in_transaction(&mut *pool.get()?, lease, |conn, lease| {
-                failed(conn, lease, &failure)
-            })
+            Ok(Err(failure))
         }
         Err(failure) => Err(failure.into_unavailable()),
     }

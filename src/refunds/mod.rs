@@ -6,7 +6,6 @@ pub mod model;
 pub mod phases;
 mod recovery_point;
 pub mod request;
-pub mod resumable;
 pub mod service;
 
 pub use recovery_point::RecoveryPoint;

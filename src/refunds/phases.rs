@@ -1,12 +1,13 @@
-//! The atomic phases of `POST /api/rides/{id}/refunds`. Each takes the
-//! caller's connection and transaction and ends with a fenced commit of the
-//! next recovery point; the one external effect, the gateway refund, runs
-//! between transactions.
+//! The phases of `POST /api/rides/{id}/refunds`: the database work of each
+//! atomic phase, in the caller's transaction, and the gateway refund, made
+//! between transactions. The flow writes the key row, once, at the end of
+//! each transaction.
 //!
-//! Lock order, everywhere: the key row first, then the ride row (the claim
-//! locks the key before `create_refund` locks the ride, and the later phases
-//! advance the key before touching the ride), so two requests never wait on
-//! each other in a cycle.
+//! Locks: the claim locks the key before `create_refund` locks the ride. A
+//! later transaction locks the ride, then writes its key, whose lease it
+//! holds; the only other transaction that may lock that key is a claim taking
+//! an expired lease over, and a claim of a key past `started` takes no ride
+//! lock. So no two requests wait on each other in a cycle.
 
 use diesel::{OptionalExtension, PgConnection};
 use serde_json::json;
@@ -32,7 +33,7 @@ pub type RefundLease = Lease<RecoveryPoint>;
 /// nothing is written and the key is not consumed.
 pub fn create_refund(
     conn: &mut PgConnection,
-    lease: &mut RefundLease,
+    lease: &RefundLease,
     params: &RefundParams,
 ) -> Result<Refund, ServiceError> {
     let ride = model::lock_ride(conn, params.ride_id)
@@ -75,7 +76,6 @@ pub fn create_refund(
         refund.id,
         json!({ "idempotency_key_id": lease.key_id(), "ride_id": ride.id, "amount_cents": amount }),
     )?;
-    lease.advance(conn, RecoveryPoint::RefundCreated)?;
     Ok(refund)
 }
 
@@ -114,7 +114,6 @@ pub fn refund(
 /// to the ride's refunded amount (its reservation becomes a refund).
 pub fn record_refund(
     conn: &mut PgConnection,
-    lease: &mut RefundLease,
     refund: &Refund,
     made: &payments::Refund,
 ) -> Result<(), ServiceError> {
@@ -131,7 +130,6 @@ pub fn record_refund(
             refund.currency
         )));
     }
-    lease.advance(conn, RecoveryPoint::RefundCompleted)?;
     model::settle(conn, refund.id, RefundStatus::Succeeded, Some(&made.id))?;
     model::add_refunded(conn, refund.ride_id, refund.amount_cents)?;
     Ok(())
@@ -140,12 +138,10 @@ pub fn record_refund(
 /// RefundCompleted -> Finished: the 201 stored.
 pub fn finish_refunded(
     conn: &mut PgConnection,
-    lease: &mut RefundLease,
+    lease: &RefundLease,
 ) -> Result<StoredResponse, ServiceError> {
     let refund = model::find_by_key(conn, lease.key_id())?;
-    let response = StoredResponse::created(refund.location(), refund.to_json());
-    lease.finish(conn, &response)?;
-    Ok(response)
+    Ok(StoredResponse::created(refund.location(), refund.to_json()))
 }
 
 /// RefundCreated -> Finished for a refund the gateway refused for good (the
@@ -153,7 +149,6 @@ pub fn finish_refunded(
 /// its reservation, and a 502 stored so that retries get the same answer.
 pub fn finish_failed(
     conn: &mut PgConnection,
-    lease: &mut RefundLease,
     refund: &Refund,
     failure: &GatewayError,
 ) -> Result<StoredResponse, ServiceError> {
@@ -165,8 +160,6 @@ pub fn finish_failed(
     let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
         .with_extension("ride_id", refund.ride_id)
         .with_extension("refund_id", refund.id);
-    let response = StoredResponse::problem(&problem);
-    lease.finish(conn, &response)?;
     model::settle(conn, refund.id, RefundStatus::Failed, None)?;
-    Ok(response)
+    Ok(StoredResponse::problem(&problem))
 }

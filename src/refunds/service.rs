@@ -1,20 +1,22 @@
-//! `POST /api/rides/{id}/refunds` as a sequence of atomic phases: claim and
-//! create the refund (one transaction), refund at the gateway, record it and
-//! store the response (one transaction). A retry, or a worker, resumes from
-//! the recovery point the key reached.
+//! `POST /api/rides/{id}/refunds` on the idempotency flow: which phase runs
+//! from which recovery point, and what the phases hand each other in memory.
+//! A retry, or the completer, resumes from the recovery point the key
+//! reached.
+
+use std::cell::RefCell;
 
 use diesel::PgConnection;
 
-use super::model;
+use super::model::{self, Refund};
 use super::phases::{self, RefundLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RefundParams;
 use crate::context::ServiceContext;
-use crate::crash;
 use crate::db::DbConn;
-use crate::idempotency::flow::{self, Outcome};
-use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
-use crate::payments;
+use crate::idempotency::completer::Endpoint;
+use crate::idempotency::flow::{self, Outcome, Phases, Transition};
+use crate::idempotency::{IdempotencyKey, IdempotentRequest, StoredResponse};
+use crate::payments::{self, GatewayError};
 use crate::rides;
 use crate::service_error::ServiceError;
 use crate::users::User;
@@ -40,77 +42,99 @@ pub fn create_refund(
         conn,
         &context.key_policy,
         &request,
-        &RefundPhases { context, params },
+        &RefundPhases::new(context, params),
     )
 }
 
-/// Drives a claimed key from its recovery point to Finished. On any failure the
-/// lease is released where it stands, so a retry can resume at once.
-pub fn resume(
-    context: &ServiceContext,
-    lease: RefundLease,
-    params: &RefundParams,
-) -> Result<StoredResponse, ServiceError> {
-    flow::drive(&context.pool, lease, &RefundPhases { context, params })
+/// The endpoint, for the completer (`completer::Keys<RefundEndpoint>`).
+pub struct RefundEndpoint;
+
+impl Endpoint for RefundEndpoint {
+    type Point = RecoveryPoint;
+    type Params = RefundParams;
+    type Context = ServiceContext;
+
+    fn resume(
+        context: &ServiceContext,
+        lease: RefundLease,
+        params: RefundParams,
+    ) -> Result<StoredResponse, ServiceError> {
+        flow::drive(&context.pool, lease, &RefundPhases::new(context, &params))
+    }
 }
 
 /// The endpoint's phases, for one request.
 struct RefundPhases<'a> {
     context: &'a ServiceContext,
     params: &'a RefundParams,
+    /// The refund the gateway was asked for, for the phase that records it.
+    refund: RefCell<Option<Refund>>,
+    /// What the gateway answered.
+    refunded: RefCell<Option<Result<payments::Refund, GatewayError>>>,
 }
 
-impl flow::Phases for RefundPhases<'_> {
+impl<'a> RefundPhases<'a> {
+    fn new(context: &'a ServiceContext, params: &'a RefundParams) -> Self {
+        RefundPhases {
+            context,
+            params,
+            refund: RefCell::new(None),
+            refunded: RefCell::new(None),
+        }
+    }
+}
+
+impl Phases for RefundPhases<'_> {
     type Point = RecoveryPoint;
 
-    fn first(&self, conn: &mut PgConnection, lease: &mut RefundLease) -> Result<(), ServiceError> {
-        // A refund not allowed is refused here, which rolls the claim back
-        // too: nothing is written, the key not consumed.
-        phases::create_refund(conn, lease, self.params).map(drop)
-    }
-
-    fn claimed(&self) {
-        crash::point(crash::AFTER_REFUND_CREATED);
-    }
-
-    fn later(&self, lease: &mut RefundLease) -> Result<Option<StoredResponse>, ServiceError> {
-        match lease.recovery_point() {
-            // The flow's own.
-            RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
-            RecoveryPoint::RefundCreated => {
-                let (ride, refund) = {
-                    let mut conn = self.context.pool.get()?;
-                    let refund = model::find_by_key(&mut conn, lease.key_id())?;
-                    (rides::model::find_ride(&mut conn, refund.ride_id)?, refund)
-                };
-                // No pooled connection is held while the gateway works.
-                let refunded = phases::refund(
-                    self.context.gateway.as_ref(),
-                    self.context.installation_id,
-                    lease,
-                    &ride,
-                    &refund,
-                );
-                crash::point(crash::AFTER_REFUND);
-                payments::store_outcome(
-                    &self.context.pool,
-                    lease,
-                    refunded,
-                    |conn, lease, made| {
-                        phases::record_refund(conn, lease, &refund, &made)?;
-                        crash::point(crash::AFTER_REFUND_COMPLETED);
-                        phases::finish_refunded(conn, lease)
-                    },
-                    |conn, lease, failure| phases::finish_failed(conn, lease, &refund, failure),
-                )
-                .map(Some)
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &RefundLease,
+        point: RecoveryPoint,
+    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        match point {
+            // A refund not allowed is refused here, which rolls the claim
+            // back too: nothing is written, the key not consumed.
+            RecoveryPoint::Started => {
+                phases::create_refund(conn, lease, self.params)?;
+                Ok(Transition::Advance(RecoveryPoint::RefundCreated))
             }
-            RecoveryPoint::RefundCompleted => in_transaction(
-                &mut *self.context.pool.get()?,
-                lease,
-                phases::finish_refunded,
-            )
-            .map(Some),
+            RecoveryPoint::RefundCreated => {
+                let refund = self.refund.take().expect("the refund is asked for first");
+                match self.refunded.take().expect("the refund is asked for first") {
+                    Ok(made) => {
+                        phases::record_refund(conn, &refund, &made)?;
+                        Ok(Transition::Advance(RecoveryPoint::RefundCompleted))
+                    }
+                    Err(failure) => Ok(Transition::Finish(phases::finish_failed(
+                        conn, &refund, &failure,
+                    )?)),
+                }
+            }
+            RecoveryPoint::RefundCompleted => {
+                Ok(Transition::Finish(phases::finish_refunded(conn, lease)?))
+            }
+            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
+    }
+
+    fn call(&self, lease: &RefundLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+        let (ride, refund) = {
+            let mut conn = self.context.pool.get()?;
+            let refund = model::find_by_key(&mut conn, lease.key_id())?;
+            (rides::model::find_ride(&mut conn, refund.ride_id)?, refund)
+        };
+        // No pooled connection is held while the gateway works.
+        let answer = phases::refund(
+            self.context.gateway.as_ref(),
+            self.context.installation_id,
+            lease,
+            &ride,
+            &refund,
+        );
+        *self.refund.borrow_mut() = Some(refund);
+        *self.refunded.borrow_mut() = Some(payments::final_outcome(answer)?);
+        Ok(())
     }
 }

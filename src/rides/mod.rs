@@ -6,7 +6,6 @@ pub mod phases;
 pub mod receipt;
 mod recovery_point;
 pub mod request;
-pub mod resumable;
 pub mod service;
 
 pub use recovery_point::RecoveryPoint;

@@ -1,6 +1,7 @@
-//! The atomic phases of `POST /api/rides`. Each takes the caller's connection
-//! and transaction and ends with a fenced commit of the next recovery point;
-//! the one external effect, the charge, runs between transactions.
+//! The phases of `POST /api/rides`: the database work of each atomic phase,
+//! in the caller's transaction, and the charge, made between transactions.
+//! The flow writes the key row (`service::RidePhases` says which phase runs
+//! from which recovery point).
 
 use diesel::PgConnection;
 use serde_json::json;
@@ -24,7 +25,7 @@ pub type RideLease = Lease<RecoveryPoint>;
 /// Started -> RideCreated: the ride, pending, and its audit record.
 pub fn create_ride(
     conn: &mut PgConnection,
-    lease: &mut RideLease,
+    lease: &RideLease,
     params: &RideParams,
 ) -> Result<Ride, ServiceError> {
     let source = match &params.payment_source {
@@ -60,7 +61,6 @@ pub fn create_ride(
         ride.id,
         json!({ "idempotency_key_id": lease.key_id(), "amount_cents": ride.amount_cents }),
     )?;
-    lease.advance(conn, RecoveryPoint::RideCreated)?;
     Ok(ride)
 }
 
@@ -90,7 +90,6 @@ pub fn charge(
 /// the ride as charged.
 pub fn record_charge(
     conn: &mut PgConnection,
-    lease: &mut RideLease,
     ride: &Ride,
     charge: &Charge,
 ) -> Result<Ride, ServiceError> {
@@ -107,29 +106,28 @@ pub fn record_charge(
             ride.currency
         )));
     }
-    let charged = model::settle(conn, ride.id, RideStatus::Charged, Some(&charge.id))?;
-    lease.advance(conn, RecoveryPoint::ChargeCompleted)?;
-    Ok(charged)
+    Ok(model::settle(
+        conn,
+        ride.id,
+        RideStatus::Charged,
+        Some(&charge.id),
+    )?)
 }
 
 /// ChargeCompleted -> Finished: the 201 with the charged ride stored, and the
 /// receipt staged in the same transaction.
 pub fn finish_charged(
     conn: &mut PgConnection,
-    lease: &mut RideLease,
     ride: &Ride,
 ) -> Result<StoredResponse, ServiceError> {
     receipt::stage(conn, ride)?;
-    let response = StoredResponse::created(ride.location(), ride.to_json());
-    lease.finish(conn, &response)?;
-    Ok(response)
+    Ok(StoredResponse::created(ride.location(), ride.to_json()))
 }
 
 /// RideCreated -> Finished for a charge that failed for good: a decline (402)
 /// or a rejection (502), stored so that retries get the same answer.
 pub fn finish_unpaid(
     conn: &mut PgConnection,
-    lease: &mut RideLease,
     ride: &Ride,
     failure: &GatewayError,
 ) -> Result<StoredResponse, ServiceError> {
@@ -158,7 +156,5 @@ pub fn finish_unpaid(
         }
     };
     model::settle(conn, ride.id, status, None)?;
-    let response = StoredResponse::problem(&problem);
-    lease.finish(conn, &response)?;
-    Ok(response)
+    Ok(StoredResponse::problem(&problem))
 }

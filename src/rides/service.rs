@@ -1,6 +1,6 @@
-//! `POST /api/rides` as a sequence of atomic phases: claim, create the ride,
-//! charge, record the charge, store the response. A retry, or a worker, resumes
-//! from the recovery point the key reached.
+//! `POST /api/rides` on the idempotency flow: which phase runs from which
+//! recovery point, and what the phases hand each other in memory. A retry,
+//! or the completer, resumes from the recovery point the key reached.
 
 use std::cell::RefCell;
 
@@ -11,11 +11,11 @@ use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
-use crate::crash;
 use crate::db::DbConn;
-use crate::idempotency::flow::{self, Outcome};
-use crate::idempotency::{in_transaction, IdempotencyKey, IdempotentRequest, StoredResponse};
-use crate::payments;
+use crate::idempotency::completer::Endpoint;
+use crate::idempotency::flow::{self, Outcome, Phases, Transition};
+use crate::idempotency::{IdempotencyKey, IdempotentRequest, StoredResponse};
+use crate::payments::{self, Charge, GatewayError};
 use crate::service_error::ServiceError;
 use crate::users::User;
 
@@ -40,24 +40,32 @@ pub fn create_ride(
     )
 }
 
-/// Drives a claimed key from its recovery point to Finished. On any failure the
-/// lease is released where it stands, so a retry can resume at once.
-pub fn resume(
-    context: &ServiceContext,
-    lease: RideLease,
-    params: &RideParams,
-) -> Result<StoredResponse, ServiceError> {
-    flow::drive(&context.pool, lease, &RidePhases::new(context, params))
+/// The endpoint, for the completer (`completer::Keys<RideEndpoint>`).
+pub struct RideEndpoint;
+
+impl Endpoint for RideEndpoint {
+    type Point = RecoveryPoint;
+    type Params = RideParams;
+    type Context = ServiceContext;
+
+    fn resume(
+        context: &ServiceContext,
+        lease: RideLease,
+        params: RideParams,
+    ) -> Result<StoredResponse, ServiceError> {
+        flow::drive(&context.pool, lease, &RidePhases::new(context, &params))
+    }
 }
 
 /// The endpoint's phases, for one request.
 struct RidePhases<'a> {
     context: &'a ServiceContext,
     params: &'a RideParams,
-    /// The ride the first phase created. Only the later phases read it, and
-    /// they run only once that phase's transaction has committed; the charge
-    /// needs the ride, and reading it back would cost a checkout and a query.
-    created: RefCell<Option<Ride>>,
+    /// The ride as the last phase left it, so the next one need not read it
+    /// back (a checkout and a query); None when resuming from the database.
+    ride: RefCell<Option<Ride>>,
+    /// What the gateway answered, for the phase that records it.
+    charged: RefCell<Option<Result<Charge, GatewayError>>>,
 }
 
 impl<'a> RidePhases<'a> {
@@ -65,65 +73,73 @@ impl<'a> RidePhases<'a> {
         RidePhases {
             context,
             params,
-            created: RefCell::new(None),
+            ride: RefCell::new(None),
+            charged: RefCell::new(None),
         }
+    }
+
+    fn ride(&self, conn: &mut PgConnection, lease: &RideLease) -> Result<Ride, ServiceError> {
+        match self.ride.take() {
+            Some(ride) => Ok(ride),
+            None => Ok(model::find_by_key(conn, lease.key_id())?),
+        }
+    }
+
+    fn keep(&self, ride: Ride) {
+        *self.ride.borrow_mut() = Some(ride);
     }
 }
 
-impl flow::Phases for RidePhases<'_> {
+impl Phases for RidePhases<'_> {
     type Point = RecoveryPoint;
 
-    fn first(&self, conn: &mut PgConnection, lease: &mut RideLease) -> Result<(), ServiceError> {
-        crash::point(crash::AFTER_CLAIM);
-        // A ride without a source to charge is refused here, which rolls the
-        // claim back too: nothing is written, the key not consumed.
-        let ride = phases::create_ride(conn, lease, self.params)?;
-        // Kept only for the later phases, which run after the commit.
-        *self.created.borrow_mut() = Some(ride);
-        Ok(())
-    }
-
-    fn claimed(&self) {
-        crash::point(crash::AFTER_RIDE_CREATED);
-    }
-
-    fn later(&self, lease: &mut RideLease) -> Result<Option<StoredResponse>, ServiceError> {
-        match lease.recovery_point() {
-            // The flow's own.
-            RecoveryPoint::Started | RecoveryPoint::Finished => Ok(None),
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &RideLease,
+        point: RecoveryPoint,
+    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        match point {
+            // A ride without a source to charge is refused here, which rolls
+            // the claim back too: nothing is written, the key not consumed.
+            RecoveryPoint::Started => {
+                self.keep(phases::create_ride(conn, lease, self.params)?);
+                Ok(Transition::Advance(RecoveryPoint::RideCreated))
+            }
             RecoveryPoint::RideCreated => {
-                let ride = match self.created.take() {
-                    Some(ride) => ride,
-                    None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
-                };
-                // No pooled connection is held while the gateway works.
-                let charged = phases::charge(
-                    self.context.gateway.as_ref(),
-                    self.context.installation_id,
-                    lease,
-                    &ride,
-                );
-                crash::point(crash::AFTER_CHARGE);
-                payments::store_outcome(
-                    &self.context.pool,
-                    lease,
-                    charged,
-                    |conn, lease, charge| {
-                        let charged = phases::record_charge(conn, lease, &ride, &charge)?;
-                        crash::point(crash::AFTER_CHARGE_COMPLETED);
-                        phases::finish_charged(conn, lease, &charged)
-                    },
-                    |conn, lease, failure| phases::finish_unpaid(conn, lease, &ride, failure),
-                )
-                .map(Some)
+                let ride = self.ride(conn, lease)?;
+                match self.charged.take().expect("the charge is made first") {
+                    Ok(charge) => {
+                        self.keep(phases::record_charge(conn, &ride, &charge)?);
+                        Ok(Transition::Advance(RecoveryPoint::ChargeCompleted))
+                    }
+                    Err(failure) => Ok(Transition::Finish(phases::finish_unpaid(
+                        conn, &ride, &failure,
+                    )?)),
+                }
             }
             RecoveryPoint::ChargeCompleted => {
-                in_transaction(&mut *self.context.pool.get()?, lease, |conn, lease| {
-                    let ride = model::find_by_key(conn, lease.key_id())?;
-                    phases::finish_charged(conn, lease, &ride)
-                })
-                .map(Some)
+                let ride = self.ride(conn, lease)?;
+                Ok(Transition::Finish(phases::finish_charged(conn, &ride)?))
             }
+            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
+    }
+
+    fn call(&self, lease: &RideLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+        let ride = match self.ride.take() {
+            Some(ride) => ride,
+            None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
+        };
+        // No pooled connection is held while the gateway works.
+        let answer = phases::charge(
+            self.context.gateway.as_ref(),
+            self.context.installation_id,
+            lease,
+            &ride,
+        );
+        self.keep(ride);
+        *self.charged.borrow_mut() = Some(payments::final_outcome(answer)?);
+        Ok(())
     }
 }

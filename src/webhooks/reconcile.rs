@@ -170,7 +170,8 @@ fn settle_charge(
     if lease.recovery_point() != RidePoint::RideCreated {
         return Err(NotYet::KeyInFlight);
     }
-    ride_phases::record_charge(conn, &mut lease, ride, &charge.charge())?;
+    ride_phases::record_charge(conn, ride, &charge.charge())?;
+    lease.advance(conn, RidePoint::ChargeCompleted)?;
     lease.release(conn)?;
     log::info!(
         "webhook settled ride {} with charge {} (key {key_id})",

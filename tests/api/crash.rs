@@ -100,10 +100,10 @@ macro_rules! crash_tests {
 
 crash_tests! {
     after_claim => crash::AFTER_CLAIM,
-    after_ride_created => crash::AFTER_RIDE_CREATED,
+    after_ride_created => "after-ride-created",
     gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
-    after_charge => crash::AFTER_CHARGE,
-    after_charge_completed => crash::AFTER_CHARGE_COMPLETED,
+    after_charge => "after-charge",
+    after_charge_completed => "after-charge-completed",
     after_finished => crash::AFTER_FINISHED,
 }
 
@@ -206,10 +206,31 @@ mod refunds {
     }
 
     crash_tests! {
-        after_refund_created => crash::AFTER_REFUND_CREATED,
+        after_refund_created => "after-refund-created",
         gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
-        after_refund => crash::AFTER_REFUND,
-        after_refund_completed => crash::AFTER_REFUND_COMPLETED,
+        after_refund => "after-refund",
+        after_refund_completed => "after-refund-completed",
         after_finished => crash::AFTER_FINISHED,
     }
+}
+
+/// A new endpoint's recovery points and calls are crash points of their own:
+/// this fails until each has its crash tests above.
+#[test]
+fn every_crash_point_of_every_endpoint_has_crash_tests() {
+    let mut tested = vec![
+        crash::AFTER_CLAIM,
+        "after-ride-created",
+        crash::GATEWAY_IN_FLIGHT,
+        "after-charge",
+        "after-charge-completed",
+        crash::AFTER_FINISHED,
+        "after-refund-created",
+        "after-refund",
+        "after-refund-completed",
+    ];
+    tested.sort_unstable();
+    let mut listed = ridepay::http::registry::crash_points();
+    listed.sort_unstable();
+    assert_eq!(listed, tested);
 }

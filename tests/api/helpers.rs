@@ -571,7 +571,8 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &mut lease, params)?;
+                phases::create_ride(conn, &lease, params)?;
+                lease.advance(conn, RecoveryPoint::RideCreated)?;
             }
             Ok::<_, ServiceError>(lease)
         })
@@ -588,7 +589,8 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
     let installation = payments::installation_id(&mut conn).unwrap();
     let charge = phases::charge(&gateway, installation, &lease, &ride).unwrap();
     idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
-        phases::record_charge(conn, lease, &ride, &charge)
+        phases::record_charge(conn, &ride, &charge)?;
+        lease.advance(conn, RecoveryPoint::ChargeCompleted)
     })
     .unwrap();
     Some(charge)

@@ -9,6 +9,7 @@ mod create_ride;
 mod database_faults;
 mod embedded_default;
 mod embedded_security;
+mod endpoints;
 mod fake_gateway;
 mod gateway_contract;
 mod gateway_outcomes;

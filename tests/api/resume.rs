@@ -69,8 +69,10 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
     let taker = claim(&mut conn);
     assert_eq!((stale.epoch(), taker.epoch()), (1, 2));
 
+    // The phase's work, then its fenced commit, as the flow runs them.
     let refused = idempotency::in_transaction(&mut conn, &mut stale, |conn, lease| {
-        phases::create_ride(conn, lease, params)
+        phases::create_ride(conn, lease, params)?;
+        lease.advance(conn, RecoveryPoint::RideCreated)
     });
 
     assert!(

@@ -8,12 +8,12 @@ use diesel::RunQueryDsl;
 use ridepay::backoff::Backoff;
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
-use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
+use ridepay::idempotency::completer::{self, CompleterSettings, Keys, Resumable};
 use ridepay::idempotency::reaper;
 use ridepay::outbox::drainer::{self, DrainerSettings};
 use ridepay::payments::{self, SimulatedGateway};
 use ridepay::rides::receipt::RideReceipt;
-use ridepay::rides::resumable::RideRequests;
+use ridepay::rides::service::RideEndpoint;
 use ridepay::rides::RecoveryPoint;
 
 use crate::helpers::{
@@ -62,7 +62,7 @@ fn complete_once(
     context: &Arc<ServiceContext>,
     settings: &CompleterSettings,
 ) -> completer::CompleterReport {
-    let rides = RideRequests::new(context.clone());
+    let rides = Keys::<RideEndpoint>::new(context.clone());
     let endpoints: [&dyn Resumable; 1] = [&rides];
     completer::run_once(&context.pool, &endpoints, settings).unwrap()
 }

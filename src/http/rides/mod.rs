@@ -5,8 +5,14 @@ pub(crate) mod get;
 pub(crate) mod list;
 
 use actix_web::web;
+use utoipa::OpenApi;
 
 use crate::http::routing::method_not_allowed;
+
+/// The routes' part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(create::create_ride, list::list_rides, get::get_ride))]
+pub struct Api;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
