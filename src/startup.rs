@@ -12,13 +12,14 @@ use anyhow::Context;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
+use crate::doubles::SimulatedGateway;
 use crate::http::auth::Gatekeeper;
 use crate::http::json_body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
 use crate::http::{health, metrics, openapi, rate_limit, registry, request_id, routing, webhooks};
 use crate::idempotency::KeyPolicy;
-use crate::payments::{self, PaymentGateway, SimulatedGateway, StripeGateway};
+use crate::payments::{self, PaymentGateway, StripeGateway};
 use crate::workers::Workers;
 
 pub struct Application {

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::database;
 use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
-use crate::fake_gateway::{FakeGateway, FakeGatewayConfig, WebhookTarget};
+use crate::doubles::fake_stripe::{FakeGateway, FakeGatewayConfig, WebhookTarget};
 
 #[derive(Debug, Args)]
 pub struct FakeGatewayArgs {

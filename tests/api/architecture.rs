@@ -28,7 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("payments and the outbox", &["payments", "outbox"]),
     (
         "endpoints and test doubles",
-        &["context", "rides", "refunds", "webhooks", "fake_gateway"],
+        &["context", "rides", "refunds", "webhooks", "doubles"],
     ),
     ("http", &["http"]),
     ("application", &["startup", "workers", "cli"]),

@@ -4,9 +4,9 @@
 
 use diesel::{Connection, PgConnection};
 use ridepay::config::SimulatedGatewaySettings;
+use ridepay::doubles::{store, SimulatedGateway};
 use ridepay::payments::{
-    ledger, ChargeRequest, GatewayError, PaymentGateway, RefundRequest, SimulatedGateway,
-    StripeGateway,
+    ChargeRequest, GatewayError, PaymentGateway, RefundRequest, StripeGateway,
 };
 
 use crate::helpers::{
@@ -339,7 +339,7 @@ fn a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund(
 fn a_disputed_charge_says_so(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
-    ledger::open_dispute(
+    store::open_dispute(
         &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
         &charge.id,
     )

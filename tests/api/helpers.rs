@@ -8,12 +8,13 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
+use ridepay::doubles::fake_stripe::{FakeGateway, FakeGatewayConfig};
+use ridepay::doubles::SimulatedGateway;
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
-use ridepay::fake_gateway::{FakeGateway, FakeGatewayConfig};
 use ridepay::idempotency::{
     self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
 };
-use ridepay::payments::{self, Charge, SimulatedGateway};
+use ridepay::payments::{self, Charge};
 use ridepay::rides::phases;
 use ridepay::rides::request::RideParams;
 use ridepay::rides::RecoveryPoint;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use diesel::Connection;
 use ridepay::config::{ApiKey, GatewayKind, Settings};
-use ridepay::fake_gateway::{FakeGateway, WebhookTarget};
+use ridepay::doubles::fake_stripe::{FakeGateway, WebhookTarget};
 use ridepay::payments::{PaymentGateway, RefundRequest, StripeGateway};
 use serde_json::json;
 

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use diesel::Connection;
 use ridepay::config::ApiKey;
+use ridepay::doubles::store;
 use ridepay::payments::stripe::signature::sign;
-use ridepay::payments::{ledger, RefundRequest};
+use ridepay::payments::RefundRequest;
 use serde_json::json;
 
 use crate::helpers::{
@@ -45,7 +46,7 @@ fn assert_received(answer: &Answer, result: &str) {
 
 /// A refund made at the gateway by someone other than ridepay.
 fn refund_at_the_gateway(app: &TestApp, charge_id: &str, amount: i64) {
-    ledger::record_refund(
+    store::record_refund(
         &mut diesel::PgConnection::establish(&app.database_url).unwrap(),
         &RefundRequest {
             idempotency_key: format!("dashboard-{}", uuid::Uuid::new_v4()),
@@ -172,7 +173,7 @@ async fn a_dispute_marks_the_ride_and_an_older_event_never_undoes_it() {
     let app = app().await;
     let ride_id = app.charged_ride("ride").await;
     let charge = charge_id_of(&app, ride_id);
-    ledger::open_dispute(&mut app.db(), &charge).unwrap();
+    store::open_dispute(&mut app.db(), &charge).unwrap();
     let disputed = stripe_event(
         "evt_new",
         "charge.dispute.created",

@@ -12,9 +12,10 @@ use super::server::{Reply, State};
 use super::webhooks;
 use super::wire::{self, api_error, charge_answer, charge_object, invalid_request};
 use crate::db::DbConn;
-use crate::payments::ledger::{self, LedgerError};
+use crate::doubles::store::{self, StoreError};
+use crate::doubles::RATE_LIMIT_RETRY_AFTER;
 use crate::payments::stripe::wire::{ChargeObject, ListObject};
-use crate::payments::{ChargeRequest, RATE_LIMIT_RETRY_AFTER};
+use crate::payments::ChargeRequest;
 
 /// What a committed effect answers, and the webhook event it causes.
 pub struct Effect {
@@ -89,16 +90,16 @@ pub fn with_faults<T>(
 }
 
 /// A ledger refusal in Stripe's words.
-pub fn refusal(err: LedgerError) -> Response {
+pub fn refusal(err: StoreError) -> Response {
     match err {
-        LedgerError::NoSuchSource(_) | LedgerError::NoSuchCharge(_) => {
+        StoreError::NoSuchSource(_) | StoreError::NoSuchCharge(_) => {
             invalid_request(400, "resource_missing", err.to_string())
         }
-        LedgerError::RefundTooLarge { .. } => {
+        StoreError::RefundTooLarge { .. } => {
             invalid_request(400, "amount_too_large", err.to_string())
         }
-        LedgerError::KeyReused(_) => wire::error(400, "idempotency_error", None, err.to_string()),
-        LedgerError::Storage(_) => api_error(err.to_string()),
+        StoreError::KeyReused(_) => wire::error(400, "idempotency_error", None, err.to_string()),
+        StoreError::Storage(_) => api_error(err.to_string()),
     }
 }
 
@@ -114,7 +115,7 @@ pub fn replayed(answer: Response, replayed: bool) -> Response {
 /// `POST /v1/charges`.
 pub fn create(state: &State, request: &Request) -> Reply {
     with_faults(state, request, charge_request, |conn, charge| {
-        let recorded = ledger::record(conn, &charge).map_err(refusal)?;
+        let recorded = store::record(conn, &charge).map_err(refusal)?;
         let event_type = if recorded.charge.succeeded() {
             "charge.succeeded"
         } else {
@@ -135,7 +136,7 @@ pub fn storage(err: diesel::result::Error) -> Response {
 /// `GET /v1/charges/{id}`.
 pub fn retrieve(state: &State, id: &str) -> Response {
     let found = connection(state).and_then(|mut conn| {
-        let Some(charge) = ledger::find(&mut conn, id).map_err(storage)? else {
+        let Some(charge) = store::find(&mut conn, id).map_err(storage)? else {
             return Ok(None);
         };
         charge_object(&mut conn, &charge).map(Some).map_err(storage)
@@ -169,7 +170,7 @@ pub fn list(state: &State, query: &str) -> Response {
     };
     let starting_after = param("starting_after");
     let page = connection(state).and_then(|mut conn| {
-        let Some(page) = ledger::list(&mut conn, limit, starting_after).map_err(storage)? else {
+        let Some(page) = store::list(&mut conn, limit, starting_after).map_err(storage)? else {
             return Ok(None);
         };
         let data = page

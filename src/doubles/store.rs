@@ -1,4 +1,4 @@
-//! The stand-in gateway's ledger: the charges it made, one per idempotency
+//! The gateway doubles' store: the charges they made, one per idempotency
 //! key, in the `simulated_charges` table, and their refunds, one per
 //! idempotency key too, in `simulated_refunds`. Both the in-process simulated
 //! gateway and `ridepay fake-gateway` keep their charges here, so they treat
@@ -9,7 +9,7 @@ use diesel::prelude::*;
 
 use crate::db::CacheStatement;
 
-use super::gateway::{Charge, ChargeRequest, ChargeState, GatewayError, Refund, RefundRequest};
+use crate::payments::{Charge, ChargeRequest, ChargeState, GatewayError, Refund, RefundRequest};
 use crate::schema::{simulated_charges, simulated_refunds};
 
 /// How a source behaves, as in Stripe's test mode.
@@ -38,7 +38,7 @@ pub const DECLINE_MESSAGE: &str = "Your card was declined.";
 /// the same key gives the same decline.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = simulated_charges, check_for_backend(diesel::pg::Pg))]
-pub struct LedgerCharge {
+pub struct StoredCharge {
     pub id: String,
     pub idempotency_key: String,
     pub amount_cents: i64,
@@ -73,13 +73,13 @@ struct NewCharge<'a> {
 /// What recording a charge request found.
 #[derive(Debug)]
 pub struct Recorded {
-    pub charge: LedgerCharge,
+    pub charge: StoredCharge,
     /// The key was already used, with the same parameters: this is that charge.
     pub replayed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
+pub enum StoreError {
     /// Stripe's `invalid_request_error`: nothing recorded.
     #[error("No such token: '{0}'")]
     NoSuchSource(String),
@@ -100,18 +100,18 @@ pub enum LedgerError {
     Storage(#[from] diesel::result::Error),
 }
 
-impl From<LedgerError> for GatewayError {
-    fn from(err: LedgerError) -> Self {
+impl From<StoreError> for GatewayError {
+    fn from(err: StoreError) -> Self {
         match err {
-            LedgerError::NoSuchSource(_)
-            | LedgerError::NoSuchCharge(_)
-            | LedgerError::RefundTooLarge { .. } => GatewayError::Rejected {
+            StoreError::NoSuchSource(_)
+            | StoreError::NoSuchCharge(_)
+            | StoreError::RefundTooLarge { .. } => GatewayError::Rejected {
                 message: err.to_string(),
             },
-            LedgerError::KeyReused(_) => GatewayError::Misconfigured {
+            StoreError::KeyReused(_) => GatewayError::Misconfigured {
                 reason: format!("idempotency_error: {err}"),
             },
-            LedgerError::Storage(_) => GatewayError::Unavailable {
+            StoreError::Storage(_) => GatewayError::Unavailable {
                 reason: err.to_string(),
                 retry_after: None,
             },
@@ -119,7 +119,7 @@ impl From<LedgerError> for GatewayError {
     }
 }
 
-impl LedgerCharge {
+impl StoredCharge {
     pub fn succeeded(&self) -> bool {
         self.failure_code.is_none()
     }
@@ -171,11 +171,11 @@ fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
 /// The INSERT alone is atomic, and a concurrent one with the same key makes it
 /// wait for that one's commit, after which the SELECT sees its row: no
 /// transaction needed.
-pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Recorded, LedgerError> {
+pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Recorded, StoreError> {
     let declined = match behaviour(&request.source) {
         SourceBehaviour::Succeeds => None,
         SourceBehaviour::Declines { decline_code } => Some(decline_code),
-        SourceBehaviour::Unknown => return Err(LedgerError::NoSuchSource(request.source.clone())),
+        SourceBehaviour::Unknown => return Err(StoreError::NoSuchSource(request.source.clone())),
     };
     let attempt = NewCharge {
         id: format!("ch_sim_{}", uuid::Uuid::new_v4().simple()),
@@ -197,7 +197,7 @@ pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Record
         .values(&attempt)
         .on_conflict(simulated_charges::idempotency_key)
         .do_nothing()
-        .returning(LedgerCharge::as_returning())
+        .returning(StoredCharge::as_returning())
         .cached_as(record)
         .get_result(conn)
         .optional()?;
@@ -209,28 +209,28 @@ pub fn record(conn: &mut PgConnection, request: &ChargeRequest) -> Result<Record
         None => Recorded {
             charge: simulated_charges::table
                 .filter(simulated_charges::idempotency_key.eq(&request.idempotency_key))
-                .select(LedgerCharge::as_select())
+                .select(StoredCharge::as_select())
                 .first(conn)?,
             replayed: true,
         },
     };
     if !recorded.charge.same_parameters(request) {
-        return Err(LedgerError::KeyReused(request.idempotency_key.clone()));
+        return Err(StoreError::KeyReused(request.idempotency_key.clone()));
     }
     Ok(recorded)
 }
 
-pub fn find(conn: &mut PgConnection, id: &str) -> QueryResult<Option<LedgerCharge>> {
+pub fn find(conn: &mut PgConnection, id: &str) -> QueryResult<Option<StoredCharge>> {
     simulated_charges::table
         .find(id)
-        .select(LedgerCharge::as_select())
+        .select(StoredCharge::as_select())
         .first(conn)
         .optional()
 }
 
 /// A page of charges, newest first.
 pub struct Page {
-    pub charges: Vec<LedgerCharge>,
+    pub charges: Vec<StoredCharge>,
     pub has_more: bool,
 }
 
@@ -243,7 +243,7 @@ pub fn list(
 ) -> QueryResult<Option<Page>> {
     use simulated_charges::dsl::{created_at, id};
     let mut query = simulated_charges::table
-        .select(LedgerCharge::as_select())
+        .select(StoredCharge::as_select())
         .order((created_at.desc(), id.desc()))
         .limit(limit + 1)
         .into_boxed();
@@ -266,7 +266,7 @@ pub fn list(
 /// A refund as the ledger keeps it.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = simulated_refunds, check_for_backend(diesel::pg::Pg))]
-pub struct LedgerRefund {
+pub struct StoredRefund {
     pub id: String,
     pub idempotency_key: String,
     pub charge_id: String,
@@ -278,7 +278,7 @@ pub struct LedgerRefund {
     pub created_at: DateTime<Utc>,
 }
 
-impl LedgerRefund {
+impl StoredRefund {
     /// The refund as the gateway trait reports it.
     pub fn refund(&self) -> Refund {
         Refund {
@@ -306,7 +306,7 @@ impl LedgerRefund {
 /// What recording a refund request found.
 #[derive(Debug)]
 pub struct RecordedRefund {
-    pub refund: LedgerRefund,
+    pub refund: StoredRefund,
     /// The key was already used, with the same parameters: this is that refund.
     pub replayed: bool,
 }
@@ -317,18 +317,18 @@ pub struct RecordedRefund {
 pub fn record_refund(
     conn: &mut PgConnection,
     request: &RefundRequest,
-) -> Result<RecordedRefund, LedgerError> {
+) -> Result<RecordedRefund, StoreError> {
     let recorded = conn.transaction(|conn| {
         let charge = simulated_charges::table
             .find(&request.charge_id)
-            .select(LedgerCharge::as_select())
+            .select(StoredCharge::as_select())
             .for_update()
             .first(conn)
             .optional()?
-            .ok_or_else(|| LedgerError::NoSuchCharge(request.charge_id.clone()))?;
+            .ok_or_else(|| StoreError::NoSuchCharge(request.charge_id.clone()))?;
         let existing = simulated_refunds::table
             .filter(simulated_refunds::idempotency_key.eq(&request.idempotency_key))
-            .select(LedgerRefund::as_select())
+            .select(StoredRefund::as_select())
             .first(conn)
             .optional()?;
         if let Some(refund) = existing {
@@ -344,7 +344,7 @@ pub fn record_refund(
         };
         let amount = request.amount_cents.unwrap_or(remaining);
         if amount <= 0 || amount > remaining {
-            return Err(LedgerError::RefundTooLarge {
+            return Err(StoreError::RefundTooLarge {
                 requested: amount,
                 remaining,
             });
@@ -360,7 +360,7 @@ pub fn record_refund(
                 simulated_refunds::metadata.eq(pairs_json(&request.metadata)),
                 simulated_refunds::status.eq("succeeded"),
             ))
-            .returning(LedgerRefund::as_returning())
+            .returning(StoredRefund::as_returning())
             .get_result(conn)?;
         Ok(RecordedRefund {
             refund,
@@ -368,7 +368,7 @@ pub fn record_refund(
         })
     })?;
     if !recorded.refund.same_parameters(request) {
-        return Err(LedgerError::KeyReused(request.idempotency_key.clone()));
+        return Err(StoreError::KeyReused(request.idempotency_key.clone()));
     }
     Ok(recorded)
 }
@@ -384,14 +384,14 @@ fn refunded(conn: &mut PgConnection, charge_id: &str) -> QueryResult<i64> {
 }
 
 /// The refunds of a charge, oldest first.
-pub fn refunds_of(conn: &mut PgConnection, charge_id: &str) -> QueryResult<Vec<LedgerRefund>> {
+pub fn refunds_of(conn: &mut PgConnection, charge_id: &str) -> QueryResult<Vec<StoredRefund>> {
     simulated_refunds::table
         .filter(simulated_refunds::charge_id.eq(charge_id))
         .order((
             simulated_refunds::created_at.asc(),
             simulated_refunds::id.asc(),
         ))
-        .select(LedgerRefund::as_select())
+        .select(StoredRefund::as_select())
         .load(conn)
 }
 
@@ -411,7 +411,7 @@ pub fn charge_state(conn: &mut PgConnection, id: &str) -> QueryResult<Option<Cha
     };
     let refunds: Vec<Refund> = refunds_of(conn, id)?
         .iter()
-        .map(LedgerRefund::refund)
+        .map(StoredRefund::refund)
         .collect();
     Ok(Some(ChargeState {
         id: charge.id.clone(),

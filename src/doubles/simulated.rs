@@ -10,12 +10,12 @@ use rand::Rng;
 
 use diesel::PgConnection;
 
-use super::gateway::{
-    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
-};
-use super::ledger;
+use super::store;
 use crate::config::SimulatedGatewaySettings;
 use crate::db::{DbConn, DbPool};
+use crate::payments::{
+    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
 
 pub struct SimulatedGateway {
     pool: DbPool,
@@ -76,25 +76,23 @@ impl SimulatedGateway {
 impl PaymentGateway for SimulatedGateway {
     fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
         self.with_faults(|conn| {
-            let recorded = ledger::record(conn, request)?;
+            let recorded = store::record(conn, request)?;
             Ok((recorded.charge.outcome(), recorded.charge.id))
         })?
     }
 
     fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
         self.with_faults(|conn| {
-            let recorded = ledger::record_refund(conn, request)?;
+            let recorded = store::record_refund(conn, request)?;
             Ok((recorded.refund.refund(), recorded.refund.id))
         })
     }
 
     /// Reads are not subject to the fault knobs, which model the effects.
     fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError> {
-        ledger::charge_state(&mut *self.connection()?, id).map_err(|err| {
-            GatewayError::Unavailable {
-                reason: format!("simulated gateway storage: {err}"),
-                retry_after: None,
-            }
+        store::charge_state(&mut *self.connection()?, id).map_err(|err| GatewayError::Unavailable {
+            reason: format!("simulated gateway storage: {err}"),
+            retry_after: None,
         })
     }
 }

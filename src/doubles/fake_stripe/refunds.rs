@@ -5,7 +5,7 @@ use super::charges::{self, storage, with_faults, Effect, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{invalid_request, refund_object};
-use crate::payments::ledger;
+use crate::doubles::store;
 use crate::payments::RefundRequest;
 
 const REASONS: [&str; 3] = ["duplicate", "fraudulent", "requested_by_customer"];
@@ -13,8 +13,8 @@ const REASONS: [&str; 3] = ["duplicate", "fraudulent", "requested_by_customer"];
 /// `POST /v1/refunds`.
 pub fn create(state: &State, request: &Request) -> Reply {
     with_faults(state, request, refund_request, |conn, refund| {
-        let recorded = ledger::record_refund(conn, &refund).map_err(charges::refusal)?;
-        let charge = ledger::find(conn, &recorded.refund.charge_id)
+        let recorded = store::record_refund(conn, &refund).map_err(charges::refusal)?;
+        let charge = store::find(conn, &recorded.refund.charge_id)
             .map_err(storage)?
             .ok_or_else(|| storage(diesel::result::Error::NotFound))?;
         let object = super::wire::charge_object(conn, &charge).map_err(storage)?;

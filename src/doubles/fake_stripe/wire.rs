@@ -3,14 +3,14 @@
 use diesel::{PgConnection, QueryResult};
 
 use super::http::Response;
-use crate::payments::ledger::{self, LedgerCharge, LedgerRefund, DECLINE_MESSAGE};
+use crate::doubles::store::{self, StoredCharge, StoredRefund, DECLINE_MESSAGE};
 use crate::payments::stripe::wire::{
     ChargeObject, ErrorBody, ErrorObject, ListObject, RefundObject, SourceObject,
 };
 
 /// The charge with its refunds, as Stripe shows it with `expand[]=refunds`.
-pub fn charge_object(conn: &mut PgConnection, charge: &LedgerCharge) -> QueryResult<ChargeObject> {
-    let refunds: Vec<RefundObject> = ledger::refunds_of(conn, &charge.id)?
+pub fn charge_object(conn: &mut PgConnection, charge: &StoredCharge) -> QueryResult<ChargeObject> {
+    let refunds: Vec<RefundObject> = store::refunds_of(conn, &charge.id)?
         .iter()
         .map(refund_object)
         .collect();
@@ -26,7 +26,7 @@ pub fn charge_object(conn: &mut PgConnection, charge: &LedgerCharge) -> QueryRes
     Ok(object)
 }
 
-pub fn refund_object(refund: &LedgerRefund) -> RefundObject {
+pub fn refund_object(refund: &StoredRefund) -> RefundObject {
     RefundObject {
         id: refund.id.clone(),
         object: "refund".to_owned(),
@@ -40,7 +40,7 @@ pub fn refund_object(refund: &LedgerRefund) -> RefundObject {
     }
 }
 
-fn bare_charge_object(charge: &LedgerCharge) -> ChargeObject {
+fn bare_charge_object(charge: &StoredCharge) -> ChargeObject {
     let (source, customer) = if charge.source.starts_with("cus_") {
         (None, Some(charge.source.clone()))
     } else {
@@ -75,7 +75,7 @@ fn bare_charge_object(charge: &LedgerCharge) -> ChargeObject {
 
 /// The answer Stripe gives for a charge it made: the charge, or for a
 /// decline a 402 `card_error` naming the failed charge.
-pub fn charge_answer(charge: &LedgerCharge, object: &ChargeObject) -> Response {
+pub fn charge_answer(charge: &StoredCharge, object: &ChargeObject) -> Response {
     match &charge.failure_code {
         None => Response::json(200, object),
         Some(code) => Response::json(
