@@ -4,11 +4,12 @@
 use diesel::prelude::*;
 use serde_json::Value;
 
+use crate::ids::UserId;
 use crate::schema::audit_records;
 
 pub fn record(
     conn: &mut PgConnection,
-    user_id: i64,
+    user_id: UserId,
     action: &str,
     resource_type: &str,
     resource_id: i64,

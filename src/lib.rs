@@ -19,6 +19,7 @@ pub mod doubles;
 pub mod embedded_postgres;
 pub mod http;
 pub mod idempotency;
+pub mod ids;
 pub mod outbound;
 pub mod outbox;
 pub mod payments;

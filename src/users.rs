@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use sha2::{Digest, Sha256};
 
+use crate::ids::UserId;
 use crate::schema::users;
 
 /// The recognisable prefix lets secret scanners find leaked keys.
@@ -31,7 +32,7 @@ pub fn hash_api_key(key: &str) -> Vec<u8> {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = users, check_for_backend(diesel::pg::Pg))]
 pub struct User {
-    pub id: i64,
+    pub id: UserId,
     pub email: String,
     pub stripe_customer_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -73,12 +74,12 @@ pub fn find_by_api_key_hash(conn: &mut PgConnection, key_hash: &[u8]) -> QueryRe
         .optional()
 }
 
-pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<User> {
+pub fn find(conn: &mut PgConnection, id: UserId) -> QueryResult<User> {
     users::table.find(id).select(User::as_select()).first(conn)
 }
 
 /// Replaces a user's API key; the old one stops working at once.
-pub fn rotate_key(conn: &mut PgConnection, user_id: i64) -> QueryResult<ApiKey> {
+pub fn rotate_key(conn: &mut PgConnection, user_id: UserId) -> QueryResult<ApiKey> {
     let key = ApiKey::generate();
     diesel::update(users::table.find(user_id))
         .set((
@@ -89,7 +90,7 @@ pub fn rotate_key(conn: &mut PgConnection, user_id: i64) -> QueryResult<ApiKey> 
     Ok(key)
 }
 
-pub fn find_optional(conn: &mut PgConnection, id: i64) -> QueryResult<Option<User>> {
+pub fn find_optional(conn: &mut PgConnection, id: UserId) -> QueryResult<Option<User>> {
     users::table
         .find(id)
         .select(User::as_select())

@@ -6,6 +6,7 @@ use clap::Subcommand;
 use diesel::PgConnection;
 use serde_json::json;
 
+use crate::ids::UserId;
 use crate::users::{self, User};
 
 #[derive(Debug, Subcommand)]
@@ -49,7 +50,7 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
 /// A user named by id or by email.
 pub fn find_user(conn: &mut PgConnection, id_or_email: &str) -> anyhow::Result<User> {
     let found = match id_or_email.parse::<i64>() {
-        Ok(id) => users::find_optional(conn, id)?,
+        Ok(id) => users::find_optional(conn, UserId(id))?,
         Err(_) => users::find_by_email(conn, id_or_email)?,
     };
     found.ok_or_else(|| anyhow::anyhow!("no user {id_or_email}"))

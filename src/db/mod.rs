@@ -1,6 +1,7 @@
 //! The connection pool and the embedded migrations.
 
 mod cached;
+mod text_enum;
 
 pub use cached::CacheStatement;
 

@@ -14,6 +14,7 @@ use super::record::KeyState;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::db::{database_now, CacheStatement};
+use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -21,7 +22,7 @@ use crate::service_error::ServiceError;
 /// what was asked, in canonical form.
 #[derive(Debug, Clone)]
 pub struct IdempotentRequest<'a> {
-    pub user_id: i64,
+    pub user_id: UserId,
     pub key: &'a IdempotencyKey,
     pub method: &'a str,
     /// The path as sent (`/api/rides/7/refunds`), not the route pattern.
@@ -34,7 +35,7 @@ pub struct IdempotentRequest<'a> {
 impl<'a> IdempotentRequest<'a> {
     /// A POST by `user_id` to `path` (as sent).
     pub fn post(
-        user_id: i64,
+        user_id: UserId,
         key: &'a IdempotencyKey,
         path: &'a str,
         params: &'a CanonicalRequest,
@@ -134,7 +135,7 @@ pub fn claim<P: RecoveryPoints>(
         .on_conflict((keys::user_id, keys::key))
         .do_nothing()
         .returning(keys::id)
-        .get_result::<i64>(conn)
+        .get_result::<KeyId>(conn)
         .optional()?;
     if let Some(key_id) = inserted {
         return Ok(Claim::Acquired(Lease::new(

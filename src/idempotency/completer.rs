@@ -15,6 +15,7 @@ use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
+use crate::ids::KeyId;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -167,7 +168,7 @@ fn claim_next<'a>(
     conn: &mut PgConnection,
     endpoints: &[&'a dyn Resumable],
     settings: &CompleterSettings,
-    tried: &[i64],
+    tried: &[KeyId],
     report: &mut CompleterReport,
 ) -> Result<Option<Candidate<'a>>, ServiceError> {
     conn.transaction(|conn| loop {
@@ -230,7 +231,7 @@ fn claim_next<'a>(
 /// when it gave up.
 fn record_failure(
     conn: &mut PgConnection,
-    key_id: i64,
+    key_id: KeyId,
     err: &ServiceError,
     settings: &CompleterSettings,
 ) -> Result<bool, ServiceError> {
@@ -266,7 +267,7 @@ fn count(result: &str) {
         .inc();
 }
 
-fn needs_attention(conn: &mut PgConnection, key_id: i64, why: &str) -> Result<(), ServiceError> {
+fn needs_attention(conn: &mut PgConnection, key_id: KeyId, why: &str) -> Result<(), ServiceError> {
     log::error!("idempotency key {key_id} needs an operator: {why}");
     count("needs_attention");
     diesel::update(keys::idempotency_keys.find(key_id))

@@ -15,6 +15,7 @@ use super::recovery_point::{RecoveryPoints, Step};
 use super::stored_response::StoredResponse;
 use crate::crash;
 use crate::db::{DbConn, DbPool};
+use crate::ids::KeyId;
 use crate::service_error::ServiceError;
 
 /// The answer to an idempotent request, and whether it is a replay.
@@ -205,7 +206,7 @@ fn release_on_failure<P: RecoveryPoints>(
 }
 
 /// The response stored with a finished key.
-fn stored_response(conn: &mut PgConnection, key_id: i64) -> Result<StoredResponse, ServiceError> {
+fn stored_response(conn: &mut PgConnection, key_id: KeyId) -> Result<StoredResponse, ServiceError> {
     KeyRecord::load(conn, key_id)?
         .state
         .take_stored_response()
@@ -219,7 +220,7 @@ fn stored_response(conn: &mut PgConnection, key_id: i64) -> Result<StoredRespons
 /// locked.
 pub fn take_over<P: RecoveryPoints>(
     conn: &mut PgConnection,
-    key_id: i64,
+    key_id: KeyId,
     policy: &KeyPolicy,
 ) -> Result<Option<Lease<P>>, ServiceError> {
     use crate::schema::idempotency_keys::dsl as keys;

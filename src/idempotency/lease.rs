@@ -6,11 +6,12 @@ use diesel::prelude::*;
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::CacheStatement;
+use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
 type FencedRow = Filter<
-    Filter<Filter<keys::idempotency_keys, Eq<keys::id, i64>>, Eq<keys::lease_epoch, i64>>,
+    Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>,
     Eq<keys::recovery_point, &'static str>,
 >;
 
@@ -20,14 +21,14 @@ type FencedRow = Filter<
 /// match, and the phase rolls back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease<P> {
-    key_id: i64,
-    user_id: i64,
+    key_id: KeyId,
+    user_id: UserId,
     epoch: i64,
     point: P,
 }
 
 impl<P: RecoveryPoints> Lease<P> {
-    pub(crate) fn new(key_id: i64, user_id: i64, epoch: i64, point: P) -> Self {
+    pub(crate) fn new(key_id: KeyId, user_id: UserId, epoch: i64, point: P) -> Self {
         Lease {
             key_id,
             user_id,
@@ -36,11 +37,11 @@ impl<P: RecoveryPoints> Lease<P> {
         }
     }
 
-    pub fn key_id(&self) -> i64 {
+    pub fn key_id(&self) -> KeyId {
         self.key_id
     }
 
-    pub fn user_id(&self) -> i64 {
+    pub fn user_id(&self) -> UserId {
         self.user_id
     }
 

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use serde_json::Value;
 
 use super::stored_response::{StoredHeaders, StoredResponse};
+use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys;
 
 /// What deciding a request's fate needs of a key row: the fingerprint, the
@@ -13,8 +14,8 @@ use crate::schema::idempotency_keys;
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = idempotency_keys, check_for_backend(diesel::pg::Pg))]
 pub struct KeyState {
-    pub id: i64,
-    pub user_id: i64,
+    pub id: KeyId,
+    pub user_id: UserId,
     pub request_fingerprint: String,
     pub lease_epoch: i64,
     pub locked_at: Option<DateTime<Utc>>,
@@ -68,7 +69,7 @@ impl std::ops::Deref for KeyRecord {
 }
 
 impl KeyRecord {
-    pub fn load(conn: &mut PgConnection, id: i64) -> QueryResult<KeyRecord> {
+    pub fn load(conn: &mut PgConnection, id: KeyId) -> QueryResult<KeyRecord> {
         idempotency_keys::table
             .find(id)
             .select(KeyRecord::as_select())
@@ -93,7 +94,7 @@ pub fn stuck(conn: &mut PgConnection, idle: std::time::Duration) -> QueryResult<
 }
 
 /// A user's key row, read without any lock.
-pub fn find(conn: &mut PgConnection, user_id: i64, key: &str) -> QueryResult<Option<KeyRecord>> {
+pub fn find(conn: &mut PgConnection, user_id: UserId, key: &str) -> QueryResult<Option<KeyRecord>> {
     idempotency_keys::table
         .filter(idempotency_keys::user_id.eq(user_id))
         .filter(idempotency_keys::key.eq(key))

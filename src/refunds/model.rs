@@ -8,26 +8,18 @@ use crate::db::CacheStatement;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::ids::{KeyId, RefundId, RideId, UserId};
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
 
-/// A refund's status, stored as text (with a CHECK).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefundStatus {
-    /// Created and its amount reserved; the gateway has not confirmed it.
-    Pending,
-    Succeeded,
-    /// The gateway refused it for good; nothing was refunded.
-    Failed,
-}
-
-impl RefundStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefundStatus::Pending => "pending",
-            RefundStatus::Succeeded => "succeeded",
-            RefundStatus::Failed => "failed",
-        }
+crate::text_enum! {
+    /// A refund's status, stored as text (with a CHECK).
+    pub enum RefundStatus {
+        /// Created and its amount reserved; the gateway has not confirmed it.
+        Pending = "pending",
+        Succeeded = "succeeded",
+        /// The gateway refused it for good; nothing was refunded.
+        Failed = "failed",
     }
 }
 
@@ -35,19 +27,21 @@ impl RefundStatus {
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
 #[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
 pub struct Refund {
-    pub id: i64,
-    pub ride_id: i64,
+    #[schema(value_type = i64)]
+    pub id: RefundId,
+    #[schema(value_type = i64)]
+    pub ride_id: RideId,
     #[serde(skip)]
-    pub user_id: i64,
+    pub user_id: UserId,
     #[serde(skip)]
-    pub idempotency_key_id: Option<i64>,
+    pub idempotency_key_id: Option<KeyId>,
     pub amount_cents: i64,
     pub currency: String,
     /// `requested_by_customer`, `duplicate`, `fraudulent`, or null.
     pub reason: Option<String>,
     /// `pending`, `succeeded` or `failed`.
-    #[schema(pattern = "^(pending|succeeded|failed)$")]
-    pub status: String,
+    #[schema(value_type = String, pattern = "^(pending|succeeded|failed)$")]
+    pub status: RefundStatus,
     /// The gateway's refund, once made.
     pub gateway_refund_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -69,13 +63,13 @@ impl Refund {
 // NULL, not DEFAULT, for a `None`: one SQL text whatever the refund (db::cached).
 #[diesel(treat_none_as_default_value = false)]
 pub struct NewRefund<'a> {
-    pub ride_id: i64,
-    pub user_id: i64,
-    pub idempotency_key_id: Option<i64>,
+    pub ride_id: RideId,
+    pub user_id: UserId,
+    pub idempotency_key_id: Option<KeyId>,
     pub amount_cents: i64,
     pub currency: &'a str,
     pub reason: Option<&'a str>,
-    pub status: &'static str,
+    pub status: RefundStatus,
     pub gateway_refund_id: Option<&'a str>,
 }
 
@@ -88,7 +82,7 @@ pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Re
 }
 
 /// The refund created under an idempotency key row.
-pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Refund> {
+pub fn find_by_key(conn: &mut PgConnection, key_id: KeyId) -> QueryResult<Refund> {
     refunds::table
         .filter(refunds::idempotency_key_id.eq(key_id))
         .select(Refund::as_select())
@@ -98,9 +92,9 @@ pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Refund> 
 /// One refund of one of the user's rides.
 pub fn find_for_user(
     conn: &mut PgConnection,
-    user_id: i64,
-    ride_id: i64,
-    id: i64,
+    user_id: UserId,
+    ride_id: RideId,
+    id: RefundId,
 ) -> QueryResult<Option<Refund>> {
     refunds::table
         .filter(refunds::id.eq(id))
@@ -112,7 +106,7 @@ pub fn find_for_user(
 }
 
 /// A ride's refunds, oldest first.
-pub fn list_for_ride(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Vec<Refund>> {
+pub fn list_for_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Vec<Refund>> {
     refunds::table
         .filter(refunds::ride_id.eq(ride_id))
         .order(refunds::id.asc())
@@ -135,7 +129,7 @@ pub fn find_by_gateway_id(
 /// Locks the ride's row for the rest of the transaction: every change to
 /// what remains to refund (a new refund, a refund recorded, a webhook) takes
 /// this lock first, so concurrent ones are serialised.
-pub fn lock_ride(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Ride> {
+pub fn lock_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Ride> {
     rides::table
         .find(ride_id)
         .select(Ride::as_select())
@@ -159,7 +153,7 @@ pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<i64>
 /// Settles a pending refund as `status`.
 pub fn settle(
     conn: &mut PgConnection,
-    refund_id: i64,
+    refund_id: RefundId,
     status: RefundStatus,
     gateway_refund_id: Option<&str>,
 ) -> QueryResult<Refund> {
@@ -182,7 +176,11 @@ pub fn settle(
 /// refunded amount grows, and a charged ride with nothing left is
 /// `refunded`. The CHECK `amount_refunded_cents <= amount_cents` is the last
 /// guard against refunding more than was charged.
-pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) -> QueryResult<Ride> {
+pub fn add_refunded(
+    conn: &mut PgConnection,
+    ride_id: RideId,
+    amount_cents: i64,
+) -> QueryResult<Ride> {
     let ride: Ride = diesel::update(rides::table.find(ride_id))
         .set((
             rides::amount_refunded_cents.eq(rides::amount_refunded_cents + amount_cents),
@@ -191,15 +189,13 @@ pub fn add_refunded(conn: &mut PgConnection, ride_id: i64, amount_cents: i64) ->
         .returning(Ride::as_returning())
         .cached_as(add_refunded)
         .get_result(conn)?;
-    if ride.amount_refunded_cents == ride.amount_cents
-        && ride.status == RideStatus::Charged.as_str()
-    {
+    if ride.amount_refunded_cents == ride.amount_cents && ride.status == RideStatus::Charged {
         return mark_refunded(conn, ride_id);
     }
     Ok(ride)
 }
 
-fn mark_refunded(conn: &mut PgConnection, ride_id: i64) -> QueryResult<Ride> {
+fn mark_refunded(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Ride> {
     diesel::update(rides::table.find(ride_id))
         .set(rides::status.eq(RideStatus::Refunded.as_str()))
         .returning(Ride::as_returning())

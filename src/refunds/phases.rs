@@ -40,7 +40,7 @@ pub fn create_refund(
         .optional()?
         .filter(|ride| ride.user_id == lease.user_id())
         .ok_or(ServiceError::NotFound)?;
-    if ride.status != RideStatus::Charged.as_str() {
+    if ride.status != RideStatus::Charged {
         return Err(ServiceError::RefundNotAllowed(format!(
             "ride {} is {}; only a charged ride can be refunded",
             ride.id, ride.status
@@ -64,7 +64,7 @@ pub fn create_refund(
             amount_cents: amount,
             currency: &ride.currency,
             reason: params.reason.as_deref(),
-            status: RefundStatus::Pending.as_str(),
+            status: RefundStatus::Pending,
             gateway_refund_id: None,
         },
     )?;
@@ -73,7 +73,7 @@ pub fn create_refund(
         lease.user_id(),
         "refund.created",
         "refund",
-        refund.id,
+        refund.id.0,
         json!({ "idempotency_key_id": lease.key_id(), "ride_id": ride.id, "amount_cents": amount }),
     )?;
     Ok(refund)
@@ -125,7 +125,7 @@ pub fn record_refund(
             made.id,
             made.amount_cents,
             made.currency,
-            refund.id,
+            refund.id.0,
             refund.amount_cents,
             refund.currency
         )));
@@ -154,7 +154,7 @@ pub fn finish_failed(
 ) -> Result<StoredResponse, ServiceError> {
     log::error!(
         "payment gateway rejected refund {} of ride {}: {failure}",
-        refund.id,
+        refund.id.0,
         refund.ride_id
     );
     let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::idempotency::CanonicalRequest;
+use crate::ids::RideId;
 use crate::rides::request::MAX_AMOUNT_CENTS;
 use crate::validation::{parse_body, FieldError};
 
@@ -21,7 +22,7 @@ pub struct RefundParams {
     /// `None`: whatever remains of the charge when the refund is created.
     pub amount_cents: Option<i64>,
     pub reason: Option<String>,
-    pub ride_id: i64,
+    pub ride_id: RideId,
 }
 
 /// The body as sent; unknown and duplicate fields are refused by serde.
@@ -41,7 +42,7 @@ pub use RefundBody as RefundRequest;
 
 impl RefundParams {
     /// An empty body is a refund of everything that remains.
-    pub fn parse(ride_id: i64, body: &[u8]) -> Result<RefundParams, Vec<FieldError>> {
+    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<RefundParams, Vec<FieldError>> {
         let body: RefundBody = if body.iter().all(u8::is_ascii_whitespace) {
             RefundBody {
                 amount_cents: None,
@@ -96,7 +97,7 @@ mod tests {
     use super::*;
 
     fn fields(body: &str) -> Vec<String> {
-        RefundParams::parse(7, body.as_bytes())
+        RefundParams::parse(RideId(7), body.as_bytes())
             .unwrap_err()
             .into_iter()
             .map(|e| e.field)
@@ -106,18 +107,26 @@ mod tests {
     #[test]
     fn an_empty_object_or_body_refunds_everything() {
         for body in ["{}", "", " "] {
-            let params = RefundParams::parse(7, body.as_bytes()).unwrap();
+            let params = RefundParams::parse(RideId(7), body.as_bytes()).unwrap();
             assert_eq!(
                 (params.ride_id, params.amount_cents, params.reason),
-                (7, None, None)
+                (RideId(7), None, None)
             );
         }
     }
 
     #[test]
     fn the_canonical_form_ignores_field_order_and_round_trips() {
-        let a = RefundParams::parse(7, br#"{"amount_cents": 500, "reason": "duplicate"}"#).unwrap();
-        let b = RefundParams::parse(7, br#"{"reason": "duplicate", "amount_cents": 500}"#).unwrap();
+        let a = RefundParams::parse(
+            RideId(7),
+            br#"{"amount_cents": 500, "reason": "duplicate"}"#,
+        )
+        .unwrap();
+        let b = RefundParams::parse(
+            RideId(7),
+            br#"{"reason": "duplicate", "amount_cents": 500}"#,
+        )
+        .unwrap();
         assert_eq!(a.canonical(), b.canonical());
         let stored: RefundParams = serde_json::from_slice(a.canonical().as_bytes()).unwrap();
         assert_eq!(stored, a);

@@ -7,29 +7,18 @@ use crate::db::CacheStatement;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::ids::{KeyId, RideId, UserId};
 use crate::schema::rides;
 
-/// A ride's payment status, stored as text (with a CHECK), not a PG enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RideStatus {
-    Pending,
-    Charged,
-    PaymentDeclined,
-    PaymentFailed,
-    Refunded,
-    Disputed,
-}
-
-impl RideStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RideStatus::Pending => "pending",
-            RideStatus::Charged => "charged",
-            RideStatus::PaymentDeclined => "payment_declined",
-            RideStatus::PaymentFailed => "payment_failed",
-            RideStatus::Refunded => "refunded",
-            RideStatus::Disputed => "disputed",
-        }
+crate::text_enum! {
+    /// A ride's payment status, stored as text (with a CHECK).
+    pub enum RideStatus {
+        Pending = "pending",
+        Charged = "charged",
+        PaymentDeclined = "payment_declined",
+        PaymentFailed = "payment_failed",
+        Refunded = "refunded",
+        Disputed = "disputed",
     }
 }
 
@@ -37,11 +26,12 @@ impl RideStatus {
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
 #[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
 pub struct Ride {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: RideId,
     #[serde(skip)]
-    pub user_id: i64,
+    pub user_id: UserId,
     #[serde(skip)]
-    pub idempotency_key_id: Option<i64>,
+    pub idempotency_key_id: Option<KeyId>,
     pub origin_lat: f64,
     pub origin_lon: f64,
     pub target_lat: f64,
@@ -53,8 +43,8 @@ pub struct Ride {
     pub payment_source: String,
     /// `pending`, `charged`, `payment_declined`, `payment_failed`, `refunded`
     /// or `disputed`.
-    #[schema(pattern = "^(pending|charged|payment_declined|payment_failed|refunded|disputed)$")]
-    pub status: String,
+    #[schema(value_type = String, pattern = "^(pending|charged|payment_declined|payment_failed|refunded|disputed)$")]
+    pub status: RideStatus,
     /// The gateway's charge, once charged.
     pub charge_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -74,8 +64,8 @@ impl Ride {
 #[derive(Debug, Insertable)]
 #[diesel(table_name = rides)]
 pub struct NewRide<'a> {
-    pub user_id: i64,
-    pub idempotency_key_id: i64,
+    pub user_id: UserId,
+    pub idempotency_key_id: KeyId,
     pub origin_lat: f64,
     pub origin_lon: f64,
     pub target_lat: f64,
@@ -94,19 +84,23 @@ pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> 
 }
 
 /// The ride created under an idempotency key row.
-pub fn find_by_key(conn: &mut PgConnection, key_id: i64) -> QueryResult<Ride> {
+pub fn find_by_key(conn: &mut PgConnection, key_id: KeyId) -> QueryResult<Ride> {
     rides::table
         .filter(rides::idempotency_key_id.eq(key_id))
         .select(Ride::as_select())
         .first(conn)
 }
 
-pub fn find_ride(conn: &mut PgConnection, id: i64) -> QueryResult<Ride> {
+pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
     rides::table.find(id).select(Ride::as_select()).first(conn)
 }
 
 /// One of the user's rides; another user's ride is simply not found.
-pub fn find_for_user(conn: &mut PgConnection, user_id: i64, id: i64) -> QueryResult<Option<Ride>> {
+pub fn find_for_user(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    id: RideId,
+) -> QueryResult<Option<Ride>> {
     rides::table
         .filter(rides::id.eq(id))
         .filter(rides::user_id.eq(user_id))
@@ -119,9 +113,9 @@ pub fn find_for_user(conn: &mut PgConnection, user_id: i64, id: i64) -> QueryRes
 /// the extra row tells the caller whether there are more.
 pub fn list_for_user(
     conn: &mut PgConnection,
-    user_id: i64,
+    user_id: UserId,
     limit: i64,
-    before_id: Option<i64>,
+    before_id: Option<RideId>,
 ) -> QueryResult<Vec<Ride>> {
     let mut query = rides::table
         .filter(rides::user_id.eq(user_id))
@@ -138,7 +132,7 @@ pub fn list_for_user(
 /// Moves a pending ride to `status`, recording the charge if there is one.
 pub fn settle(
     conn: &mut PgConnection,
-    ride_id: i64,
+    ride_id: RideId,
     status: RideStatus,
     charge_id: Option<&str>,
 ) -> QueryResult<Ride> {

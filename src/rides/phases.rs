@@ -58,7 +58,7 @@ pub fn create_ride(
         lease.user_id(),
         "ride.created",
         "ride",
-        ride.id,
+        ride.id.0,
         json!({ "idempotency_key_id": lease.key_id(), "amount_cents": ride.amount_cents }),
     )?;
     Ok(ride)

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use serde_json::{json, Value};
 
 use super::model::{find_ride, Ride};
+use crate::ids::RideId;
 use crate::outbox::{self, JobHandler};
 use crate::schema::receipts;
 
@@ -21,9 +22,10 @@ pub fn stage(conn: &mut PgConnection, ride: &Ride) -> QueryResult<()> {
 
 pub struct RideReceipt;
 
-fn ride_id(payload: &Value) -> anyhow::Result<i64> {
+fn ride_id(payload: &Value) -> anyhow::Result<RideId> {
     payload["ride_id"]
         .as_i64()
+        .map(RideId)
         .ok_or_else(|| anyhow::anyhow!("a {JOB_TYPE} job without ride_id"))
 }
 

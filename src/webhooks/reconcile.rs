@@ -9,6 +9,7 @@ use diesel::prelude::*;
 use super::event::{self, Disposition, Event, CHARGE_EVENTS};
 use crate::context::ServiceContext;
 use crate::idempotency::flow;
+use crate::ids::{KeyId, RideId};
 use crate::payments::{ChargeState, GatewayError, Refund as GatewayRefund};
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
@@ -98,11 +99,11 @@ fn ride_of(conn: &mut PgConnection, charge: &ChargeState) -> QueryResult<Option<
             .and_then(|value| value.parse::<i64>().ok())
     };
     if let Some(ride_id) = named("ride_id") {
-        if let Some(ride) = rides::find_ride(conn, ride_id).optional()? {
+        if let Some(ride) = rides::find_ride(conn, RideId(ride_id)).optional()? {
             let same_charge = ride.charge_id.as_deref() == Some(charge.id.as_str());
             let its_key = ride.charge_id.is_none()
                 && ride.idempotency_key_id.is_some()
-                && ride.idempotency_key_id == named("idempotency_key_id");
+                && ride.idempotency_key_id == named("idempotency_key_id").map(KeyId);
             if same_charge || its_key {
                 return Ok(Some(ride));
             }
@@ -121,7 +122,7 @@ fn apply(
     ride: &Ride,
     charge: &ChargeState,
 ) -> Result<(), NotYet> {
-    if ride.status == RideStatus::Pending.as_str() {
+    if ride.status == RideStatus::Pending {
         if !charge.succeeded {
             // A decline is replayed to the key's own retry under the same
             // derived key; nothing to settle here.
@@ -211,7 +212,7 @@ fn record_outside_refunds(
                 amount_cents: refund.amount_cents,
                 currency: &ride.currency,
                 reason,
-                status: RefundStatus::Succeeded.as_str(),
+                status: RefundStatus::Succeeded,
                 gateway_refund_id: Some(&refund.id),
             },
         )?;

@@ -13,6 +13,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "foundations",
         &[
             "schema",
+            "ids",
             "config",
             "telemetry",
             "service_error",

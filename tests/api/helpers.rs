@@ -14,6 +14,7 @@ use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
     self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
 };
+use ridepay::ids::UserId;
 use ridepay::payments::{self, Charge};
 use ridepay::rides::phases;
 use ridepay::rides::request::RideParams;
@@ -215,7 +216,7 @@ pub fn create_user(database_url: &str, customer: Option<&str>) -> TestUser {
     let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
     let (user, key) = ridepay::users::create(&mut conn, &email, customer).unwrap();
     TestUser {
-        id: user.id,
+        id: user.id.0,
         api_key: key.expose().to_owned(),
     }
 }
@@ -554,7 +555,12 @@ impl RideRequest {
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
-        IdempotentRequest::post(self.user_id, &self.key, "/api/rides", &self.canonical)
+        IdempotentRequest::post(
+            UserId(self.user_id),
+            &self.key,
+            "/api/rides",
+            &self.canonical,
+        )
     }
 }
 

@@ -57,7 +57,7 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
 
 fn post_ride(context: &ServiceContext, user_id: i64, key: &str) -> Outcome {
     let mut conn = context.pool.get().unwrap();
-    let user = users::find(&mut conn, user_id).unwrap();
+    let user = users::find(&mut conn, ridepay::ids::UserId(user_id)).unwrap();
     let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
     service::create_ride(context, conn, &user, &key, "/api/rides", &params).unwrap()

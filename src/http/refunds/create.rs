@@ -8,6 +8,7 @@ use crate::http::idempotent;
 use crate::http::openapi::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
+use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::refunds::model::Refund;
 use crate::refunds::request::{RefundParams, RefundRequest};
@@ -41,7 +42,7 @@ use crate::refunds::service;
 )]
 pub async fn create_refund(
     caller: Caller,
-    ride_id: web::Path<i64>,
+    ride_id: web::Path<RideId>,
     request: HttpRequest,
     payload: web::Payload,
     context: web::Data<ServiceContext>,

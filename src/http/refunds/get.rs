@@ -7,6 +7,7 @@ use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::ids::{RefundId, RideId};
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
 use crate::service_error::ServiceError;
@@ -29,7 +30,7 @@ use crate::service_error::ServiceError;
 )]
 pub async fn get_refund(
     caller: Caller,
-    path: web::Path<(i64, i64)>,
+    path: web::Path<(RideId, RefundId)>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let (ride_id, refund_id) = path.into_inner();

@@ -8,6 +8,7 @@ use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
 use crate::rides;
@@ -39,7 +40,7 @@ pub struct Page {
 )]
 pub async fn list_refunds(
     caller: Caller,
-    ride_id: web::Path<i64>,
+    ride_id: web::Path<RideId>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();

@@ -7,6 +7,7 @@ use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
@@ -27,7 +28,7 @@ use crate::service_error::ServiceError;
 )]
 pub async fn get_ride(
     caller: Caller,
-    ride_id: web::Path<i64>,
+    ride_id: web::Path<RideId>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();

@@ -8,6 +8,7 @@ use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
@@ -23,7 +24,8 @@ pub struct ListQuery {
     #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
     /// Only rides older than this one (pagination).
-    before_id: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    before_id: Option<RideId>,
 }
 
 /// A page of rides, newest first.
