@@ -4,6 +4,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::db::DbPool;
+use crate::idempotency::endpoint::FlowContext;
 use crate::idempotency::KeyPolicy;
 use crate::payments::PaymentGateway;
 
@@ -13,4 +14,14 @@ pub struct ServiceContext {
     pub key_policy: KeyPolicy,
     /// Part of every derived gateway key.
     pub installation_id: Uuid,
+}
+
+impl FlowContext for ServiceContext {
+    fn pool(&self) -> &DbPool {
+        &self.pool
+    }
+
+    fn key_policy(&self) -> &KeyPolicy {
+        &self.key_policy
+    }
 }

@@ -3,20 +3,18 @@
 
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
-use actix_web::web;
-
+use super::auth::Caller;
 use super::json_body::{read_json, MAX_BODY_BYTES};
 use super::request_id;
+use crate::context::ServiceContext;
 use crate::crash;
-use crate::db::{DbConn, DbPool};
-use crate::http::auth::Caller;
+use crate::idempotency::endpoint::{self, Endpoint};
 use crate::idempotency::{IdempotencyKey, Outcome, StoredResponse};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::telemetry::metrics;
-use crate::users::User;
 use crate::validation::FieldError;
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -65,25 +63,19 @@ pub fn respond(response: StoredResponse, replayed: bool) -> HttpResponse {
     builder.body(response.body)
 }
 
-/// An idempotent POST from the wire to the answer, in the contract's order:
-/// authentication (401), content type (415), body size (413), the key (400),
-/// the body (400), then `service` with the connection the caller was
-/// authenticated on, the user, the key, the path as sent and the parsed
-/// request; and its answer, marked when it is a replay.
-pub async fn post<P, S>(
+/// A POST to endpoint `E` from the wire to the answer, in the contract's
+/// order: authentication (401, by the extractor, before the body is read),
+/// the path (404), content type (415), the body's size and time (413, 408),
+/// the key (400), the body (`parse`: 400), then the endpoint on the
+/// connection the caller was authenticated on; and its answer, marked when it
+/// is a replay.
+pub async fn post<E: Endpoint<Context = ServiceContext>>(
     request: &HttpRequest,
     payload: web::Payload,
     caller: Caller,
-    pool: DbPool,
-    parse: impl FnOnce(&[u8]) -> Result<P, Vec<FieldError>>,
-    service: S,
-) -> Result<HttpResponse, Problem>
-where
-    P: Send + 'static,
-    S: FnOnce(DbConn, User, IdempotencyKey, String, P) -> Result<Outcome, ServiceError>
-        + Send
-        + 'static,
-{
+    context: web::Data<ServiceContext>,
+    parse: impl FnOnce(&[u8]) -> Result<E::Params, Vec<FieldError>>,
+) -> Result<HttpResponse, Problem> {
     // The key row stores the path as sent, and its column holds so much: a
     // longer path (`/api/rides/000…0001/refunds`) names nothing we serve.
     let path = request.path().to_owned();
@@ -98,10 +90,12 @@ where
     // the verdict on the body waits until the caller is known.
     let parsed = parse_request(request, payload, parse).await;
     let outcome = request_id::block(move || -> Result<Outcome, Problem> {
-        let mut conn = pool.get().map_err(ServiceError::from)?;
+        let mut conn = context.pool.get().map_err(ServiceError::from)?;
         let user = caller.authenticate(&mut conn)?;
         let (key, params) = parsed?;
-        Ok(service(conn, user, key, path, params)?)
+        Ok(endpoint::run::<E>(
+            &context, conn, user.id, &key, &path, &params,
+        )?)
     })
     .await??;
     if !outcome.replayed {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use actix_web::web::ServiceConfig;
 
 use crate::context::ServiceContext;
-use crate::idempotency::completer::{Keys, Resumable};
+use crate::idempotency::completer::Resumable;
+use crate::idempotency::endpoint::Keys;
 use crate::idempotency::{RecoveryPoints, Step};
 use crate::outbox::JobHandler;
 use crate::{crash, refunds, rides};

@@ -19,36 +19,11 @@ use crate::ids::KeyId;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
-/// An idempotent endpoint as the machinery sees it outside a request: its
-/// recovery points (which name it), the canonical request its keys store,
-/// and how to drive one of its keys to Finished from that request alone.
-pub trait Endpoint: 'static {
-    type Point: RecoveryPoints;
-    type Params: serde::de::DeserializeOwned;
-    /// What its phases work with (the pool, the gateway).
-    type Context: Send + Sync;
-
-    /// Drives a claimed key from its recovery point to Finished.
-    fn resume(
-        context: &Self::Context,
-        lease: Lease<Self::Point>,
-        params: Self::Params,
-    ) -> Result<StoredResponse, ServiceError>;
-}
-
-/// The keys of endpoint `E`, for the completer.
-pub struct Keys<E: Endpoint> {
-    context: std::sync::Arc<E::Context>,
-}
-
-impl<E: Endpoint> Keys<E> {
-    pub fn new(context: std::sync::Arc<E::Context>) -> Self {
-        Keys { context }
-    }
-}
-
 /// An endpoint whose keys the completer can finish: the [`Keys`] of every
-/// [`Endpoint`], as trait objects, so the completer can hold them in one list.
+/// [`Endpoint`](super::endpoint::Endpoint), as trait objects, so the
+/// completer can hold them in one list.
+///
+/// [`Keys`]: super::endpoint::Keys
 pub trait Resumable: Send + Sync {
     /// The name its keys record.
     fn endpoint(&self) -> &'static str;
@@ -60,20 +35,6 @@ pub trait Resumable: Send + Sync {
     fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError>;
 }
 
-impl<E: Endpoint> Resumable for Keys<E> {
-    fn endpoint(&self) -> &'static str {
-        E::Point::ENDPOINT
-    }
-
-    fn awaits_external_effect(&self, record: &KeyRecord) -> Result<bool, ServiceError> {
-        Ok(parse_point::<E::Point>(record)?.awaits_external_effect())
-    }
-
-    fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError> {
-        E::resume(&self.context, key.lease::<E::Point>()?, key.params()?)
-    }
-}
-
 /// A key the completer holds the lease of.
 #[derive(Debug)]
 pub struct ClaimedKey {
@@ -83,7 +44,7 @@ pub struct ClaimedKey {
 
 impl ClaimedKey {
     /// The lease, typed with the owning endpoint's recovery points.
-    fn lease<P: RecoveryPoints>(&self) -> Result<Lease<P>, ServiceError> {
+    pub(crate) fn lease<P: RecoveryPoints>(&self) -> Result<Lease<P>, ServiceError> {
         Ok(Lease::new(
             self.record.id,
             self.record.user_id,
@@ -93,7 +54,7 @@ impl ClaimedKey {
     }
 
     /// The canonical request stored with the key, read back.
-    fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T, ServiceError> {
+    pub(crate) fn params<T: serde::de::DeserializeOwned>(&self) -> Result<T, ServiceError> {
         serde_json::from_value(self.record.request_params.clone()).map_err(|err| {
             anyhow::anyhow!("key {} holds an unreadable request: {err}", self.record.id).into()
         })

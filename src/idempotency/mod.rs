@@ -7,6 +7,7 @@
 mod canonical;
 mod claim;
 pub mod completer;
+pub mod endpoint;
 mod fingerprint;
 pub mod flow;
 mod key;

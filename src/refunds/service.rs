@@ -12,59 +12,42 @@ use super::phases::{self, RefundLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RefundParams;
 use crate::context::ServiceContext;
-use crate::db::DbConn;
-use crate::idempotency::completer::Endpoint;
-use crate::idempotency::flow::{self, Outcome, Phases, Transition};
-use crate::idempotency::{IdempotencyKey, IdempotentRequest, StoredResponse};
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Phases, Transition};
+use crate::ids::UserId;
 use crate::payments::{self, GatewayError};
 use crate::rides;
 use crate::service_error::ServiceError;
-use crate::users::User;
 
-/// Refunds the ride, starting on `conn`, the connection its caller was
-/// authenticated on.
-pub fn create_refund(
-    context: &ServiceContext,
-    mut conn: DbConn,
-    user: &User,
-    key: &IdempotencyKey,
-    path: &str,
-    params: &RefundParams,
-) -> Result<Outcome, ServiceError> {
-    // Another user's ride is not found, before the key is even looked at, so
-    // nothing about it (not even a key's state) is revealed.
-    rides::model::find_for_user(&mut conn, user.id, params.ride_id)?
-        .ok_or(ServiceError::NotFound)?;
-    let canonical = params.canonical();
-    let request = IdempotentRequest::post(user.id, key, path, &canonical);
-    flow::run(
-        &context.pool,
-        conn,
-        &context.key_policy,
-        &request,
-        &RefundPhases::new(context, params),
-    )
-}
-
-/// The endpoint, for the completer (`completer::Keys<RefundEndpoint>`).
+/// The endpoint (`endpoint::run::<RefundEndpoint>` serves a request,
+/// `endpoint::Keys<RefundEndpoint>` its keys for the completer).
 pub struct RefundEndpoint;
 
 impl Endpoint for RefundEndpoint {
     type Point = RecoveryPoint;
     type Params = RefundParams;
     type Context = ServiceContext;
+    type Phases<'a> = RefundPhases<'a>;
 
-    fn resume(
-        context: &ServiceContext,
-        lease: RefundLease,
-        params: RefundParams,
-    ) -> Result<StoredResponse, ServiceError> {
-        flow::drive(&context.pool, lease, &RefundPhases::new(context, &params))
+    fn phases<'a>(context: &'a ServiceContext, params: &'a RefundParams) -> RefundPhases<'a> {
+        RefundPhases::new(context, params)
+    }
+
+    /// Another user's ride is not found, before the key is even looked at,
+    /// so nothing about it (not even a key's state) is revealed.
+    fn admit(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &RefundParams,
+    ) -> Result<(), ServiceError> {
+        rides::model::find_for_user(conn, user, params.ride_id)?
+            .map(drop)
+            .ok_or(ServiceError::NotFound)
     }
 }
 
 /// The endpoint's phases, for one request.
-struct RefundPhases<'a> {
+pub struct RefundPhases<'a> {
     context: &'a ServiceContext,
     params: &'a RefundParams,
     /// The refund the gateway was asked for, for the phase that records it.

@@ -11,54 +11,28 @@ use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
-use crate::db::DbConn;
-use crate::idempotency::completer::Endpoint;
-use crate::idempotency::flow::{self, Outcome, Phases, Transition};
-use crate::idempotency::{IdempotencyKey, IdempotentRequest, StoredResponse};
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Phases, Transition};
 use crate::payments::{self, Charge, GatewayError};
 use crate::service_error::ServiceError;
-use crate::users::User;
 
-/// Creates and charges the ride, starting on `conn`, the connection its
-/// caller was authenticated on.
-pub fn create_ride(
-    context: &ServiceContext,
-    conn: DbConn,
-    user: &User,
-    key: &IdempotencyKey,
-    path: &str,
-    params: &RideParams,
-) -> Result<Outcome, ServiceError> {
-    let canonical = params.canonical();
-    let request = IdempotentRequest::post(user.id, key, path, &canonical);
-    flow::run(
-        &context.pool,
-        conn,
-        &context.key_policy,
-        &request,
-        &RidePhases::new(context, params),
-    )
-}
-
-/// The endpoint, for the completer (`completer::Keys<RideEndpoint>`).
+/// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,
+/// `endpoint::Keys<RideEndpoint>` its keys for the completer).
 pub struct RideEndpoint;
 
 impl Endpoint for RideEndpoint {
     type Point = RecoveryPoint;
     type Params = RideParams;
     type Context = ServiceContext;
+    type Phases<'a> = RidePhases<'a>;
 
-    fn resume(
-        context: &ServiceContext,
-        lease: RideLease,
-        params: RideParams,
-    ) -> Result<StoredResponse, ServiceError> {
-        flow::drive(&context.pool, lease, &RidePhases::new(context, &params))
+    fn phases<'a>(context: &'a ServiceContext, params: &'a RideParams) -> RidePhases<'a> {
+        RidePhases::new(context, params)
     }
 }
 
 /// The endpoint's phases, for one request.
-struct RidePhases<'a> {
+pub struct RidePhases<'a> {
     context: &'a ServiceContext,
     params: &'a RideParams,
     /// The ride as the last phase left it, so the next one need not read it

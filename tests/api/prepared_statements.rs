@@ -11,10 +11,11 @@ use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
 use ridepay::doubles::SimulatedGateway;
+use ridepay::idempotency::endpoint;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
 use ridepay::payments;
 use ridepay::rides::request::RideParams;
-use ridepay::rides::service;
+use ridepay::rides::service::RideEndpoint;
 use ridepay::users;
 
 use crate::helpers::{database_only, POLICY, RIDE};
@@ -60,7 +61,7 @@ fn post_ride(context: &ServiceContext, user_id: i64, key: &str) -> Outcome {
     let user = users::find(&mut conn, ridepay::ids::UserId(user_id)).unwrap();
     let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    service::create_ride(context, conn, &user, &key, "/api/rides", &params).unwrap()
+    endpoint::run::<RideEndpoint>(context, conn, user.id, &key, "/api/rides", &params).unwrap()
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::refunds::model::Refund;
 use crate::refunds::request::{RefundParams, RefundRequest};
-use crate::refunds::service;
+use crate::refunds::service::RefundEndpoint;
 
 /// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
 ///
@@ -48,15 +48,8 @@ pub async fn create_refund(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    idempotent::post(
-        &request,
-        payload,
-        caller,
-        context.pool.clone(),
-        |body| RefundParams::parse(ride_id, body),
-        move |conn, user, key, path, params| {
-            service::create_refund(&context, conn, &user, &key, &path, &params)
-        },
-    )
+    idempotent::post::<RefundEndpoint>(&request, payload, caller, context, move |body| {
+        RefundParams::parse(ride_id, body)
+    })
     .await
 }

@@ -11,7 +11,7 @@ use crate::http::openapi::{
 use crate::problem::Problem;
 use crate::rides::model::Ride;
 use crate::rides::request::{RideParams, RideRequest};
-use crate::rides::service;
+use crate::rides::service::RideEndpoint;
 
 /// Create a ride and charge it, exactly once per `Idempotency-Key`.
 ///
@@ -43,15 +43,5 @@ pub async fn create_ride(
     payload: web::Payload,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    idempotent::post(
-        &request,
-        payload,
-        caller,
-        context.pool.clone(),
-        RideParams::parse,
-        move |conn, user, key, path, params| {
-            service::create_ride(&context, conn, &user, &key, &path, &params)
-        },
-    )
-    .await
+    idempotent::post::<RideEndpoint>(&request, payload, caller, context, RideParams::parse).await
 }

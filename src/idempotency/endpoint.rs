@@ -1,0 +1,100 @@
+//! An idempotent endpoint as the machinery sees it: its recovery points
+//! (which name it), its request, and its phases. Given those, [`run`] serves
+//! a request and [`Keys`] lets the completer finish the endpoint's abandoned
+//! keys from their stored request alone.
+
+use diesel::PgConnection;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::canonical::CanonicalRequest;
+use super::claim::{parse_point, IdempotentRequest};
+use super::completer::{ClaimedKey, Resumable};
+use super::flow::{self, Outcome, Phases};
+use super::key::IdempotencyKey;
+use super::policy::KeyPolicy;
+use super::record::KeyRecord;
+use super::recovery_point::RecoveryPoints;
+use super::stored_response::StoredResponse;
+use crate::db::{DbConn, DbPool};
+use crate::ids::UserId;
+use crate::service_error::ServiceError;
+
+/// What the flow needs of the context an endpoint's phases work with.
+pub trait FlowContext: Send + Sync {
+    fn pool(&self) -> &DbPool;
+    fn key_policy(&self) -> &KeyPolicy;
+}
+
+pub trait Endpoint: 'static {
+    type Point: RecoveryPoints;
+    /// The validated request; its canonical form is what the key stores.
+    type Params: Serialize + DeserializeOwned + Send;
+    type Context: FlowContext;
+    type Phases<'a>: Phases<Point = Self::Point>;
+
+    /// The phases for one request.
+    fn phases<'a>(context: &'a Self::Context, params: &'a Self::Params) -> Self::Phases<'a>;
+
+    /// What is checked before the key is even looked at (nothing, unless an
+    /// endpoint says): another user's resource is a 404 whatever the key, so
+    /// a key's state reveals nothing about it.
+    fn admit(
+        _conn: &mut PgConnection,
+        _user: UserId,
+        _params: &Self::Params,
+    ) -> Result<(), ServiceError> {
+        Ok(())
+    }
+}
+
+/// Serves one request of endpoint `E`, starting on `conn`, the connection its
+/// caller was authenticated on: `path` as sent, `params` as validated.
+pub fn run<E: Endpoint>(
+    context: &E::Context,
+    mut conn: DbConn,
+    user: UserId,
+    key: &IdempotencyKey,
+    path: &str,
+    params: &E::Params,
+) -> Result<Outcome, ServiceError> {
+    E::admit(&mut conn, user, params)?;
+    let canonical = CanonicalRequest::of(params);
+    let request = IdempotentRequest::post(user, key, path, &canonical);
+    let phases = E::phases(context, params);
+    flow::run(
+        context.pool(),
+        conn,
+        context.key_policy(),
+        &request,
+        &phases,
+    )
+}
+
+/// The keys of endpoint `E`, for the completer.
+pub struct Keys<E: Endpoint> {
+    context: std::sync::Arc<E::Context>,
+}
+
+impl<E: Endpoint> Keys<E> {
+    pub fn new(context: std::sync::Arc<E::Context>) -> Self {
+        Keys { context }
+    }
+}
+
+impl<E: Endpoint> Resumable for Keys<E> {
+    fn endpoint(&self) -> &'static str {
+        E::Point::ENDPOINT
+    }
+
+    fn awaits_external_effect(&self, record: &KeyRecord) -> Result<bool, ServiceError> {
+        Ok(parse_point::<E::Point>(record)?.awaits_external_effect())
+    }
+
+    fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError> {
+        let params: E::Params = key.params()?;
+        let lease = key.lease::<E::Point>()?;
+        let phases = E::phases(&self.context, &params);
+        flow::drive(self.context.pool(), lease, &phases)
+    }
+}
