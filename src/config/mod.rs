@@ -1,14 +1,16 @@
 //! Settings, read from the environment (and `.env`) with the names and defaults
 //! of DESIGN section 5. `.env.example` lists every one.
 
-use std::env;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+mod source;
 mod summary;
+
+use source::Source;
 
 pub use summary::mask_url;
 
@@ -169,86 +171,12 @@ pub struct Settings {
     pub http_workers: usize,
 }
 
-impl Settings {
-    /// Reads `.env` (if present) and then the environment.
-    pub fn from_env() -> anyhow::Result<Settings> {
-        match dotenvy::dotenv() {
-            Ok(_) => {}
-            Err(err) if err.not_found() => {}
-            Err(err) => return Err(err).context("cannot read .env"),
-        }
-        let settings = Settings {
-            database_url: env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()),
-            bind_addr: var("BIND_ADDR", "127.0.0.1:8080".to_owned())?,
-            pool_size: var("DATABASE_POOL_SIZE", 10)?,
-            statement_timeout: millis("DATABASE_STATEMENT_TIMEOUT_MS", 5_000)?,
-            lock_timeout: millis("DATABASE_LOCK_TIMEOUT_MS", 2_000)?,
-            idle_in_transaction_timeout: millis("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 10_000)?,
-            lease_timeout: Duration::from_secs(var("IDEMPOTENCY_LEASE_SECS", 30)?),
-            retention: Duration::from_secs(var::<u64>("IDEMPOTENCY_RETENTION_HOURS", 48)? * 3600),
-            rate_limit: RateLimitConfig {
-                per_second: var("RATE_LIMIT_PER_SECOND", 100)?,
-                burst: var("RATE_LIMIT_BURST", 200)?,
-                address_per_second: var("RATE_LIMIT_ADDRESS_PER_SECOND", 20)?,
-                address_burst: var("RATE_LIMIT_ADDRESS_BURST", 100)?,
-            },
-            http: HttpLimits {
-                client_request_timeout: millis("HTTP_CLIENT_REQUEST_TIMEOUT_MS", 5_000)?,
-                body_timeout: millis("HTTP_BODY_TIMEOUT_MS", 10_000)?,
-                keep_alive: Duration::from_secs(var("HTTP_KEEP_ALIVE_SECS", 15)?),
-                max_connections: var("HTTP_MAX_CONNECTIONS", 10_000)?,
-            },
-            completer: CompleterConfig {
-                enabled: var("COMPLETER_ENABLED", true)?,
-                interval: Duration::from_secs(var("COMPLETER_INTERVAL_SECS", 5)?),
-                max_attempts: var("COMPLETER_MAX_ATTEMPTS", 10)?,
-                charge_deadline: Duration::from_secs(
-                    var::<u64>("COMPLETER_CHARGE_DEADLINE_HOURS", 12)? * 3600,
-                ),
-            },
-            reaper: WorkerSettings {
-                enabled: var("REAPER_ENABLED", true)?,
-                interval: Duration::from_secs(var("REAPER_INTERVAL_SECS", 4 * 3600)?),
-            },
-            outbox: OutboxConfig {
-                enabled: var("OUTBOX_ENABLED", true)?,
-                interval: Duration::from_secs(var("OUTBOX_INTERVAL_SECS", 2)?),
-                receipt_webhook_url: env::var("RECEIPT_WEBHOOK_URL")
-                    .ok()
-                    .filter(|url| !url.is_empty()),
-            },
-            gateway: var("GATEWAY", GatewayKind::Simulated)?,
-            simulated_gateway: SimulatedGatewaySettings {
-                latency: millis("SIMULATED_GATEWAY_LATENCY_MS", 0)?,
-                fail_rate: rate("SIMULATED_GATEWAY_FAIL_RATE")?,
-                lost_response_rate: rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
-                rate_limit_rate: rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
-            },
-            stripe: StripeSettings {
-                api_key: env::var("STRIPE_API_KEY")
-                    .ok()
-                    .filter(|key| !key.trim().is_empty())
-                    .map(|key| ApiKey::new(key.trim())),
-                api_base: var("STRIPE_API_BASE", STRIPE_API_BASE.to_owned())?,
-                timeout: millis("STRIPE_TIMEOUT_MS", 10_000)?,
-                connect_timeout: millis("STRIPE_CONNECT_TIMEOUT_MS", 3_000)?,
-                webhook_secret: env::var("STRIPE_WEBHOOK_SECRET")
-                    .ok()
-                    .filter(|secret| !secret.trim().is_empty())
-                    .map(|secret| ApiKey::new(secret.trim())),
-            },
-            data_dir: var("RIDEPAY_DATA_DIR", PathBuf::from(".ridepay"))?,
-            http_workers: var("HTTP_WORKERS", 0)?,
-        };
-        settings.validate()?;
-        Ok(settings)
-    }
-
-    /// Settings for tests and tools: the defaults, on a given database.
-    pub fn for_database(database_url: &str) -> Settings {
+/// The defaults of DESIGN section 5 (and `.env.example`), stated once.
+impl Default for Settings {
+    fn default() -> Self {
         Settings {
-            database_url: Some(database_url.to_owned()),
-            bind_addr: "127.0.0.1:0".to_owned(),
+            database_url: None,
+            bind_addr: "127.0.0.1:8080".to_owned(),
             pool_size: 10,
             statement_timeout: Duration::from_secs(5),
             lock_timeout: Duration::from_secs(2),
@@ -256,10 +184,10 @@ impl Settings {
             lease_timeout: Duration::from_secs(30),
             retention: Duration::from_secs(48 * 3600),
             rate_limit: RateLimitConfig {
-                per_second: 0,
-                burst: 0,
-                address_per_second: 0,
-                address_burst: 0,
+                per_second: 100,
+                burst: 200,
+                address_per_second: 20,
+                address_burst: 100,
             },
             http: HttpLimits {
                 client_request_timeout: Duration::from_secs(5),
@@ -267,12 +195,136 @@ impl Settings {
                 keep_alive: Duration::from_secs(15),
                 max_connections: 10_000,
             },
-            // Tests switch workers on where they are the subject.
+            completer: CompleterConfig {
+                enabled: true,
+                interval: Duration::from_secs(5),
+                max_attempts: 10,
+                charge_deadline: Duration::from_secs(12 * 3600),
+            },
+            reaper: WorkerSettings {
+                enabled: true,
+                interval: Duration::from_secs(4 * 3600),
+            },
+            outbox: OutboxConfig {
+                enabled: true,
+                interval: Duration::from_secs(2),
+                receipt_webhook_url: None,
+            },
+            gateway: GatewayKind::Simulated,
+            simulated_gateway: SimulatedGatewaySettings::default(),
+            stripe: StripeSettings::default(),
+            data_dir: PathBuf::from(".ridepay"),
+            http_workers: 0,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads `.env` (if present) and then the environment, over the defaults.
+    pub fn from_env() -> anyhow::Result<Settings> {
+        match dotenvy::dotenv() {
+            Ok(_) => {}
+            Err(err) if err.not_found() => {}
+            Err(err) => return Err(err).context("cannot read .env"),
+        }
+        let settings = Settings::read(&Source::environment())?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The settings `source` names, over the defaults.
+    fn read(source: &Source) -> anyhow::Result<Settings> {
+        let d = Settings::default();
+        Ok(Settings {
+            database_url: source.text("DATABASE_URL")?,
+            bind_addr: source.var("BIND_ADDR", d.bind_addr)?,
+            pool_size: source.var("DATABASE_POOL_SIZE", d.pool_size)?,
+            statement_timeout: source
+                .millis("DATABASE_STATEMENT_TIMEOUT_MS", d.statement_timeout)?,
+            lock_timeout: source.millis("DATABASE_LOCK_TIMEOUT_MS", d.lock_timeout)?,
+            idle_in_transaction_timeout: source.millis(
+                "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+                d.idle_in_transaction_timeout,
+            )?,
+            lease_timeout: source.secs("IDEMPOTENCY_LEASE_SECS", d.lease_timeout)?,
+            retention: source.hours("IDEMPOTENCY_RETENTION_HOURS", d.retention)?,
+            rate_limit: RateLimitConfig {
+                per_second: source.var("RATE_LIMIT_PER_SECOND", d.rate_limit.per_second)?,
+                burst: source.var("RATE_LIMIT_BURST", d.rate_limit.burst)?,
+                address_per_second: source.var(
+                    "RATE_LIMIT_ADDRESS_PER_SECOND",
+                    d.rate_limit.address_per_second,
+                )?,
+                address_burst: source
+                    .var("RATE_LIMIT_ADDRESS_BURST", d.rate_limit.address_burst)?,
+            },
+            http: HttpLimits {
+                client_request_timeout: source.millis(
+                    "HTTP_CLIENT_REQUEST_TIMEOUT_MS",
+                    d.http.client_request_timeout,
+                )?,
+                body_timeout: source.millis("HTTP_BODY_TIMEOUT_MS", d.http.body_timeout)?,
+                keep_alive: source.secs("HTTP_KEEP_ALIVE_SECS", d.http.keep_alive)?,
+                max_connections: source.var("HTTP_MAX_CONNECTIONS", d.http.max_connections)?,
+            },
+            completer: CompleterConfig {
+                enabled: source.var("COMPLETER_ENABLED", d.completer.enabled)?,
+                interval: source.secs("COMPLETER_INTERVAL_SECS", d.completer.interval)?,
+                max_attempts: source.var("COMPLETER_MAX_ATTEMPTS", d.completer.max_attempts)?,
+                charge_deadline: source.hours(
+                    "COMPLETER_CHARGE_DEADLINE_HOURS",
+                    d.completer.charge_deadline,
+                )?,
+            },
+            reaper: WorkerSettings {
+                enabled: source.var("REAPER_ENABLED", d.reaper.enabled)?,
+                interval: source.secs("REAPER_INTERVAL_SECS", d.reaper.interval)?,
+            },
+            outbox: OutboxConfig {
+                enabled: source.var("OUTBOX_ENABLED", d.outbox.enabled)?,
+                interval: source.secs("OUTBOX_INTERVAL_SECS", d.outbox.interval)?,
+                receipt_webhook_url: source.text("RECEIPT_WEBHOOK_URL")?,
+            },
+            gateway: source.var("GATEWAY", d.gateway)?,
+            simulated_gateway: SimulatedGatewaySettings {
+                latency: source
+                    .millis("SIMULATED_GATEWAY_LATENCY_MS", d.simulated_gateway.latency)?,
+                fail_rate: source.rate("SIMULATED_GATEWAY_FAIL_RATE")?,
+                lost_response_rate: source.rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
+                rate_limit_rate: source.rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
+            },
+            stripe: StripeSettings {
+                api_key: source.text("STRIPE_API_KEY")?.map(ApiKey::new),
+                api_base: source.var("STRIPE_API_BASE", d.stripe.api_base)?,
+                timeout: source.millis("STRIPE_TIMEOUT_MS", d.stripe.timeout)?,
+                connect_timeout: source
+                    .millis("STRIPE_CONNECT_TIMEOUT_MS", d.stripe.connect_timeout)?,
+                webhook_secret: source.text("STRIPE_WEBHOOK_SECRET")?.map(ApiKey::new),
+            },
+            data_dir: source.var("RIDEPAY_DATA_DIR", d.data_dir)?,
+            http_workers: source.var("HTTP_WORKERS", d.http_workers)?,
+        })
+    }
+
+    /// Settings for tests and tools: the defaults on a given database, on a
+    /// free port, with two HTTP workers, no rate limits and the background
+    /// workers off (tests switch them on where they are the subject, and
+    /// then on short intervals).
+    pub fn for_database(database_url: &str) -> Settings {
+        let d = Settings::default();
+        Settings {
+            database_url: Some(database_url.to_owned()),
+            bind_addr: "127.0.0.1:0".to_owned(),
+            rate_limit: RateLimitConfig {
+                per_second: 0,
+                burst: 0,
+                address_per_second: 0,
+                address_burst: 0,
+            },
             completer: CompleterConfig {
                 enabled: false,
                 interval: Duration::from_millis(200),
-                max_attempts: 10,
-                charge_deadline: Duration::from_secs(12 * 3600),
+                ..d.completer
             },
             reaper: WorkerSettings {
                 enabled: false,
@@ -283,11 +335,8 @@ impl Settings {
                 interval: Duration::from_millis(200),
                 receipt_webhook_url: None,
             },
-            gateway: GatewayKind::Simulated,
-            simulated_gateway: SimulatedGatewaySettings::default(),
-            stripe: StripeSettings::default(),
-            data_dir: PathBuf::from(".ridepay"),
             http_workers: 2,
+            ..d
         }
     }
 
@@ -371,21 +420,6 @@ impl Settings {
     }
 }
 
-fn var<T>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T: FromStr,
-    T::Err: std::fmt::Display,
-{
-    match env::var(name) {
-        Ok(value) if !value.trim().is_empty() => value
-            .trim()
-            .parse()
-            .map_err(|err| anyhow::anyhow!("{name}={value:?} is invalid: {err}")),
-        Ok(_) | Err(env::VarError::NotPresent) => Ok(default),
-        Err(env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8"),
-    }
-}
-
 /// A URL that parses and has one of `schemes`; the message never shows the
 /// URL itself, which may hold a password.
 fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
@@ -409,15 +443,6 @@ fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
     crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
 }
 
-fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
-    Ok(Duration::from_millis(var(name, default)?))
-}
-
-fn rate(name: &str) -> anyhow::Result<f64> {
-    let rate: f64 = var(name, 0.0)?;
-    check_rate(rate).with_context(|| format!("{name} is invalid"))
-}
-
 /// A share of calls: between 0 and 1.
 pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
     if !(0.0..=1.0).contains(&rate) {
@@ -435,6 +460,21 @@ mod tests {
         settings.gateway = GatewayKind::Stripe;
         settings.stripe.api_key = Some(ApiKey::new("sk_test_51SecretSecretSecret"));
         settings
+    }
+
+    #[test]
+    fn env_example_states_exactly_the_defaults() {
+        let example =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.env.example")).unwrap();
+        let values: std::collections::HashMap<&str, &str> = example
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.split_once('='))
+            .collect();
+        let lookup = |name: &str| Ok(values.get(name).map(|value| value.to_string()));
+        let read = Settings::read(&Source::new(&lookup)).unwrap();
+        assert_eq!(format!("{read:?}"), format!("{:?}", Settings::default()));
+        assert!(values.len() > 30, "{} variables", values.len());
     }
 
     #[test]

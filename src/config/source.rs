@@ -1,0 +1,77 @@
+//! Where settings are read from: the process environment (with `.env`
+//! loaded into it), or, for the check that `.env.example` states the
+//! defaults, that file's lines.
+
+use std::env;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+pub struct Source<'a> {
+    lookup: &'a dyn Fn(&str) -> anyhow::Result<Option<String>>,
+}
+
+fn from_environment(name: &str) -> anyhow::Result<Option<String>> {
+    match env::var(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(env::VarError::NotPresent) => Ok(None),
+        Err(env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8"),
+    }
+}
+
+impl<'a> Source<'a> {
+    pub fn environment() -> Source<'static> {
+        Source {
+            lookup: &from_environment,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn new(lookup: &'a dyn Fn(&str) -> anyhow::Result<Option<String>>) -> Self {
+        Source { lookup }
+    }
+
+    /// The variable, trimmed; None when unset or blank.
+    pub fn text(&self, name: &str) -> anyhow::Result<Option<String>> {
+        Ok((self.lookup)(name)?
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty()))
+    }
+
+    /// The variable parsed, or `default` when unset or blank.
+    pub fn var<T>(&self, name: &str, default: T) -> anyhow::Result<T>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        match self.text(name)? {
+            Some(value) => value
+                .parse()
+                .map_err(|err| anyhow::anyhow!("{name}={value:?} is invalid: {err}")),
+            None => Ok(default),
+        }
+    }
+
+    pub fn millis(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
+        Ok(Duration::from_millis(
+            self.var(name, default.as_millis() as u64)?,
+        ))
+    }
+
+    pub fn secs(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
+        Ok(Duration::from_secs(self.var(name, default.as_secs())?))
+    }
+
+    pub fn hours(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
+        Ok(Duration::from_secs(
+            self.var::<u64>(name, default.as_secs() / 3600)? * 3600,
+        ))
+    }
+
+    /// A share of calls, between 0 and 1 (default 0).
+    pub fn rate(&self, name: &str) -> anyhow::Result<f64> {
+        let rate: f64 = self.var(name, 0.0)?;
+        super::check_rate(rate).with_context(|| format!("{name} is invalid"))
+    }
+}
