@@ -26,6 +26,7 @@ mod server_process;
 mod strangers;
 mod stripe_client;
 mod stripe_end_to_end;
+mod stripe_spec;
 mod validation;
 mod webhooks;
 mod workers;
