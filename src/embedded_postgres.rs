@@ -92,6 +92,23 @@ impl EmbeddedPostgres {
         Ok(cluster)
     }
 
+    /// The cluster of `data_dir` if it is running now; nothing is started.
+    pub fn running(data_dir: &Path) -> anyhow::Result<Option<Self>> {
+        let Ok(data_dir) = data_dir.canonicalize() else {
+            return Ok(None);
+        };
+        let Some(record) = read_record(&data_dir)? else {
+            return Ok(None);
+        };
+        let cluster = EmbeddedPostgres {
+            record,
+            bin_dir: find_bin_dir()?,
+            run_as: server_user()?,
+            started_here: false,
+        };
+        Ok(cluster.accepts_connections().then_some(cluster))
+    }
+
     /// A libpq URL for `database` on this cluster, as the superuser.
     pub fn database_url(&self, database: &str) -> String {
         format!(

@@ -8,8 +8,9 @@ use actix_web::dev::Server;
 use actix_web::middleware::{from_fn, Condition, Logger};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
+use diesel::Connection;
 
-use crate::config::{GatewayKind, Settings};
+use crate::config::{self, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 use crate::doubles::SimulatedGateway;
@@ -33,12 +34,19 @@ impl Application {
     /// Connects to `database_url`, applies pending migrations and binds
     /// `settings.bind_addr` (port 0 picks a free port).
     pub fn build(settings: &Settings, database_url: &str) -> anyhow::Result<Application> {
-        let pool = db::build_pool(database_url, settings);
+        // One plain connection first: an unreachable database is one clear
+        // error at once, not a pool retrying for its whole timeout.
         let installation_id = {
-            let mut conn = pool.get().context("cannot connect to the database")?;
+            let mut conn = diesel::PgConnection::establish(database_url).with_context(|| {
+                format!(
+                    "cannot connect to the database at {}",
+                    config::mask_url(database_url)
+                )
+            })?;
             db::run_migrations(&mut conn)?;
             payments::installation_id(&mut conn)?
         };
+        let pool = db::build_pool(database_url, settings);
         let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
             GatewayKind::Simulated => Arc::new(SimulatedGateway::new(
                 pool.clone(),
@@ -122,7 +130,10 @@ impl Application {
                 )
                 .default_service(web::to(routing::not_found))
         })
-        .listen(listener)?;
+        .listen(listener)?
+        // Signals are the application's to handle: actix would stop at once
+        // on SIGINT, dropping requests in flight (`run_until_signalled`).
+        .disable_signals();
         // Slow clients: a request's head must arrive within the client timeout
         // (else 408), and idle keep-alive connections are closed.
         server = server
@@ -151,8 +162,31 @@ impl Application {
         &self.pool
     }
 
-    /// Serves until the server stops (SIGINT or SIGTERM: in-flight requests
-    /// finish first), then stops the workers.
+    /// Serves until SIGINT or SIGTERM, both graceful: the server stops
+    /// accepting, the requests in flight finish, then the workers stop.
+    pub async fn run_until_signalled(self) -> std::io::Result<()> {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        let handle = self.server.handle();
+        actix_web::rt::spawn(async move {
+            let which = futures_util::future::select(
+                Box::pin(interrupt.recv()),
+                Box::pin(terminate.recv()),
+            )
+            .await;
+            let name = match which {
+                futures_util::future::Either::Left(_) => "SIGINT",
+                futures_util::future::Either::Right(_) => "SIGTERM",
+            };
+            log::info!("{name}: finishing the requests in flight, then stopping");
+            handle.stop(true).await;
+        });
+        self.run_until_stopped().await
+    }
+
+    /// Serves until the server is stopped (tests and tools run it so, and
+    /// leave the process's signals alone), then stops the workers.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
         let workers = self.workers;

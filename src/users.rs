@@ -20,6 +20,11 @@ impl ApiKey {
         ApiKey(format!("{API_KEY_PREFIX}{}", hex::encode(bytes)))
     }
 
+    /// A key kept by its owner (the demo user's, in the data folder).
+    pub fn from_stored(key: &str) -> Self {
+        ApiKey(key.to_owned())
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }

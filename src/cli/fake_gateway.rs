@@ -67,13 +67,19 @@ fn parse_rate(value: &str) -> Result<f64, String> {
 }
 
 pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
-    let (database_url, _cluster) = match &args.database_url {
-        Some(url) => (url.clone(), None),
+    // Taken by `wait` below, not by the gateway's threads (which inherit the
+    // mask), so Ctrl-C stops the fake and the cluster it may have started.
+    let stop_signals = super::signals::block()?;
+    let database = match &args.database_url {
+        Some(url) => super::Database {
+            url: url.clone(),
+            cluster: None,
+        },
         None => database(settings)?,
     };
     let gateway = FakeGateway::start(FakeGatewayConfig {
         bind: args.bind.clone(),
-        database_url,
+        database_url: database.url.clone(),
         faults: args.faults(&settings.simulated_gateway),
         api_key: args.api_key.clone().map(ApiKey::new),
         webhook: args
@@ -83,6 +89,8 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
             .map(|(url, secret)| WebhookTarget { url, secret }),
     })?;
     println!("fake-gateway listening on {}", gateway.url());
-    gateway.wait();
+    let signal = super::signals::wait(&stop_signals)?;
+    eprintln!("fake-gateway: {signal}, stopping");
+    drop(gateway);
     Ok(())
 }

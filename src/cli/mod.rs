@@ -1,10 +1,12 @@
 //! The command line: `ridepay [serve]`, `migrate`, `reap`, `users`, `keys`,
-//! `fake-gateway`. Every subcommand run in the same folder as `serve` attaches
-//! to the same database (`DATABASE_URL`, or the embedded cluster).
+//! `fake-gateway`, `db`. Every subcommand run in the same folder as `serve`
+//! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
+//! and stops the embedded cluster again if it was the one that started it.
 
 mod fake_gateway;
 mod keys;
 mod serve;
+mod signals;
 mod users;
 
 use clap::{Parser, Subcommand};
@@ -12,7 +14,7 @@ use serde_json::json;
 
 use crate::config::Settings;
 use crate::db;
-use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 use crate::idempotency::reaper;
 
 #[derive(Debug, Parser)]
@@ -29,6 +31,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the HTTP server (the default). Prints the address it bound.
+    ///
+    /// It takes no flags: every setting comes from the environment or from a
+    /// `.env` file in the working folder, and `.env.example` lists each one
+    /// with its default. The ones to know first: BIND_ADDR (127.0.0.1:8080;
+    /// port 0 picks a free port), DATABASE_URL (unset: a private PostgreSQL
+    /// in RIDEPAY_DATA_DIR, `.ridepay`), GATEWAY (`simulated` or `stripe`),
+    /// STRIPE_API_KEY, STRIPE_WEBHOOK_SECRET, RUST_LOG (info). SIGINT (Ctrl-C)
+    /// and SIGTERM both let the requests in flight finish.
     Serve,
     /// Apply pending database migrations and exit.
     Migrate {
@@ -49,6 +59,48 @@ enum Command {
     /// by the simulated gateway's ledger, with fault knobs and optional signed
     /// webhooks. Prints the address it bound.
     FakeGateway(fake_gateway::FakeGatewayArgs),
+    /// The embedded PostgreSQL of the data folder (`RIDEPAY_DATA_DIR`).
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum DbCommand {
+    /// Print its `DATABASE_URL` (for `diesel migration run`, `psql`),
+    /// starting it if it is not running; it keeps running until
+    /// `ridepay db stop`.
+    Url,
+    /// Stop it, if it is running.
+    Stop,
+}
+
+fn db_command(settings: &Settings, command: DbCommand) -> anyhow::Result<()> {
+    if settings.database_url.is_some() {
+        anyhow::bail!("DATABASE_URL is set, so no embedded PostgreSQL is in use");
+    }
+    match command {
+        DbCommand::Url => {
+            let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
+            println!("{}", cluster.database_url("ridepay"));
+            if cluster.started_here() {
+                eprintln!("started the embedded PostgreSQL; `ridepay db stop` stops it");
+            }
+        }
+        DbCommand::Stop => match EmbeddedPostgres::running(&settings.data_dir)? {
+            Some(cluster) => {
+                cluster.stop(StopMode::Fast)?;
+                eprintln!(
+                    "stopped the embedded PostgreSQL of {}",
+                    settings.data_dir.display()
+                );
+            }
+            None => eprintln!(
+                "the embedded PostgreSQL of {} is not running",
+                settings.data_dir.display()
+            ),
+        },
+    }
+    Ok(())
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -56,8 +108,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve::run(settings),
         Command::Migrate { revert_all } => {
-            let (url, _cluster) = database(&settings)?;
-            let mut conn = connect_with_retry(&url)?;
+            let database = database(&settings)?;
+            let mut conn = connect_with_retry(&database.url)?;
             if revert_all {
                 db::revert_all_migrations(&mut conn)?;
                 println!("{}", json!({ "migrations": "reverted" }));
@@ -68,34 +120,60 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Reap => {
-            let mut conn = migrated_connection(&settings)?;
+            let (mut conn, _database) = migrated_connection(&settings)?;
             let deleted = reaper::reap(&mut conn, settings.retention)?;
             println!("{}", json!({ "deleted": deleted }));
             Ok(())
         }
-        Command::Users(command) => users::run(&mut migrated_connection(&settings)?, command),
+        Command::Users(command) => users::run(&mut migrated_connection(&settings)?.0, command),
         Command::Keys(command) => {
-            keys::run(&mut migrated_connection(&settings)?, &settings, command)
+            keys::run(&mut migrated_connection(&settings)?.0, &settings, command)
         }
         Command::FakeGateway(args) => fake_gateway::run(&settings, &args),
+        Command::Db(command) => db_command(&settings, command),
     }
 }
 
-/// The database to use: `DATABASE_URL`, or the embedded cluster of the data
-/// folder, started if needed.
-fn database(settings: &Settings) -> anyhow::Result<(String, Option<EmbeddedPostgres>)> {
-    match &settings.database_url {
-        Some(url) => Ok((url.clone(), None)),
-        None => {
-            let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
-            Ok((cluster.database_url("ridepay"), Some(cluster)))
+/// The database a subcommand works on: `DATABASE_URL`, or the embedded
+/// cluster of the data folder, started if needed. A cluster this process
+/// started is stopped when this is dropped, so a subcommand leaves nothing
+/// running that was not running before it.
+pub(crate) struct Database {
+    pub url: String,
+    pub cluster: Option<EmbeddedPostgres>,
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if let Some(cluster) = self.cluster.as_ref().filter(|c| c.started_here()) {
+            if let Err(err) = cluster.stop(StopMode::Fast) {
+                eprintln!("warning: cannot stop the embedded PostgreSQL: {err:#}");
+            }
         }
     }
 }
 
-fn migrated_connection(settings: &Settings) -> anyhow::Result<diesel::PgConnection> {
-    let (url, _cluster) = database(settings)?;
-    let mut conn = connect_with_retry(&url)?;
+fn database(settings: &Settings) -> anyhow::Result<Database> {
+    match &settings.database_url {
+        Some(url) => Ok(Database {
+            url: url.clone(),
+            cluster: None,
+        }),
+        None => {
+            let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
+            Ok(Database {
+                url: cluster.database_url("ridepay"),
+                cluster: Some(cluster),
+            })
+        }
+    }
+}
+
+/// A migrated connection, and the database it is on (keep it alive while the
+/// connection is used).
+fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnection, Database)> {
+    let database = database(settings)?;
+    let mut conn = connect_with_retry(&database.url)?;
     db::run_migrations(&mut conn)?;
-    Ok(conn)
+    Ok((conn, database))
 }

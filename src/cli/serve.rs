@@ -4,49 +4,72 @@ use std::path::Path;
 
 use super::database;
 use crate::config::Settings;
-use crate::embedded_postgres::{EmbeddedPostgres, StopMode};
 use crate::startup::Application;
 use crate::users;
 
 const DEMO_EMAIL: &str = "demo@ridepay.dev";
 const DEMO_CUSTOMER: &str = "cus_demo";
+const DEMO_KEY_FILE: &str = "demo-api-key";
+
+fn keep_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    Ok(())
+}
 
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     log::info!("{}", settings.summary());
-    let (url, cluster) = database(&settings)?;
-    if let Some(cluster) = &cluster {
+    let database = database(&settings)?;
+    if let Some(cluster) = &database.cluster {
         log::info!(
             "using the embedded PostgreSQL of {} on 127.0.0.1:{}",
             settings.data_dir.display(),
             cluster.port()
         );
     }
-    let result = actix_web::rt::System::new().block_on(async {
-        let app = Application::build(&settings, &url)?;
+    actix_web::rt::System::new().block_on(async {
+        let app = Application::build(&settings, &database.url)?;
         println!("ridepay listening on http://{}", app.address());
-        if cluster.is_some() {
+        if database.cluster.is_some() {
             print_demo_user(&mut *app.pool().get()?, app.address(), &settings.data_dir)?;
         }
-        app.run_until_stopped().await?;
+        app.run_until_signalled().await?;
         anyhow::Ok(())
-    });
-    if let Some(cluster) = cluster.filter(EmbeddedPostgres::started_here) {
-        cluster.stop(StopMode::Fast)?;
-    }
-    result
+    })
 }
 
-/// The embedded default's demo user: created once, and given a fresh API key at
-/// every start, since only a key's hash is stored.
+/// The embedded default's demo user: created once. Only a key's hash is
+/// stored, so its key is also kept in the data folder (0600, beside the
+/// cluster's own password) and printed again by every start, a second
+/// instance's included, for as long as it is the user's key.
 fn print_demo_user(
     conn: &mut diesel::PgConnection,
     address: std::net::SocketAddr,
     data_dir: &Path,
 ) -> anyhow::Result<()> {
-    let key = match users::find_by_email(conn, DEMO_EMAIL)? {
-        Some(user) => users::rotate_key(conn, user.id)?,
-        None => users::create(conn, DEMO_EMAIL, Some(DEMO_CUSTOMER))?.1,
+    let kept = data_dir.join(DEMO_KEY_FILE);
+    let still_valid = std::fs::read_to_string(&kept)
+        .ok()
+        .map(|text| users::ApiKey::from_stored(text.trim()))
+        .filter(|key| {
+            users::find_by_api_key_hash(conn, &users::hash_api_key(key.expose()))
+                .ok()
+                .flatten()
+                .is_some_and(|user| user.email == DEMO_EMAIL)
+        });
+    let key = match (still_valid, users::find_by_email(conn, DEMO_EMAIL)?) {
+        (Some(key), _) => key,
+        (None, Some(user)) => users::rotate_key(conn, user.id)?,
+        (None, None) => users::create(conn, DEMO_EMAIL, Some(DEMO_CUSTOMER))?.1,
     };
+    keep_private(&kept, key.expose())?;
     println!(
         "\nDemo user {DEMO_EMAIL} (data in {}), API key for this run:\n  {}\n\nTry:\n  \
          curl -i -X POST http://{address}/api/rides \\\n    -H 'Authorization: Bearer {}' \\\n    \

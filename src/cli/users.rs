@@ -1,7 +1,6 @@
 //! `ridepay users create | rotate-key`: API keys are printed once, here, and
 //! stored only as their SHA-256.
 
-use anyhow::Context;
 use clap::Subcommand;
 use diesel::PgConnection;
 use serde_json::json;
@@ -32,8 +31,13 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
         UsersCommand::Create {
             email,
             stripe_customer,
-        } => users::create(conn, &email, stripe_customer.as_deref())
-            .context("cannot create the user")?,
+        } => users::create(conn, &email, stripe_customer.as_deref()).map_err(|err| match err {
+            diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UniqueViolation,
+                _,
+            ) => anyhow::anyhow!("a user with the email {email} exists already"),
+            other => anyhow::Error::from(other).context("cannot create the user"),
+        })?,
         UsersCommand::RotateKey { user } => {
             let user = find_user(conn, &user)?;
             let key = users::rotate_key(conn, user.id)?;

@@ -60,15 +60,21 @@ impl ApiKey {
     }
 }
 
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // `sk_test_` or `sk_live_` says which account without saying the key.
+impl ApiKey {
+    /// `sk_test_****` or `sk_live_****`: which account, without the key.
+    pub fn masked(&self) -> String {
         let prefix = self
             .0
             .get(..8)
             .filter(|p| p.starts_with("sk_"))
             .unwrap_or("");
-        write!(f, "ApiKey({prefix}****)")
+        format!("{prefix}****")
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey({})", self.masked())
     }
 }
 
@@ -171,6 +177,17 @@ pub struct Settings {
     pub http_workers: usize,
 }
 
+/// Loads `.env` (if there is one) into the environment, under what the
+/// environment already sets. Done before the command line is parsed too, so
+/// that flags with an environment name read `.env` like every setting.
+pub fn load_dotenv() -> anyhow::Result<()> {
+    match dotenvy::dotenv() {
+        Ok(_) => Ok(()),
+        Err(err) if err.not_found() => Ok(()),
+        Err(err) => Err(err).context("cannot read .env"),
+    }
+}
+
 /// The defaults of DESIGN section 5 (and `.env.example`), stated once.
 impl Default for Settings {
     fn default() -> Self {
@@ -222,11 +239,7 @@ impl Default for Settings {
 impl Settings {
     /// Reads `.env` (if present) and then the environment, over the defaults.
     pub fn from_env() -> anyhow::Result<Settings> {
-        match dotenvy::dotenv() {
-            Ok(_) => {}
-            Err(err) if err.not_found() => {}
-            Err(err) => return Err(err).context("cannot read .env"),
-        }
+        load_dotenv()?;
         let settings = Settings::read(&Source::environment())?;
         settings.validate()?;
         Ok(settings)
@@ -380,6 +393,18 @@ impl Settings {
                  background workers run; use at least {}",
                 self.pool_size,
                 workers + 2
+            );
+        }
+        use std::net::ToSocketAddrs;
+        if self
+            .bind_addr
+            .to_socket_addrs()
+            .map_or(true, |mut addresses| addresses.next().is_none())
+        {
+            bail!(
+                "BIND_ADDR={:?} is not an address to listen on: give host:port, such as \
+                 127.0.0.1:8080 (port 0 picks a free port)",
+                self.bind_addr
             );
         }
         if let Some(url) = &self.database_url {

@@ -1,7 +1,7 @@
 //! The one-line summary of the effective configuration logged at start-up,
 //! with every secret masked.
 
-use super::{GatewayKind, Settings};
+use super::{ApiKey, GatewayKind, Settings};
 
 /// A URL with its password (if any) replaced by `***`.
 pub fn mask_url(raw: &str) -> String {
@@ -33,9 +33,12 @@ impl Settings {
                 self.simulated_gateway.rate_limit_rate
             ),
             GatewayKind::Stripe => format!(
-                "stripe(base={} key={:?} timeout={}ms connect={}ms)",
+                "stripe(base={} key={} timeout={}ms connect={}ms)",
                 self.stripe.api_base,
-                self.stripe.api_key,
+                self.stripe
+                    .api_key
+                    .as_ref()
+                    .map_or_else(|| "none".to_owned(), ApiKey::masked),
                 self.stripe.timeout.as_millis(),
                 self.stripe.connect_timeout.as_millis()
             ),
@@ -73,7 +76,6 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ApiKey;
 
     #[test]
     fn secrets_are_masked() {
@@ -93,6 +95,6 @@ mod tests {
             summary.contains("postgres://app:***@db.internal:5432/ridepay"),
             "{summary}"
         );
-        assert!(summary.contains("sk_test_****"), "{summary}");
+        assert!(summary.contains("key=sk_test_**** "), "{summary}");
     }
 }

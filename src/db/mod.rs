@@ -16,6 +16,7 @@ use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use crate::config::Settings;
+use crate::telemetry::log_throttle::LogThrottle;
 
 pub type DbPool = Pool<ConnectionManager<PgConnection>>;
 pub type DbConn = PooledConnection<ConnectionManager<PgConnection>>;
@@ -55,6 +56,22 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionLimits {
     }
 }
 
+/// r2d2 logs every failed attempt to open a connection as an ERROR: while
+/// the database is away, several lines a second, all alike. One warning per
+/// ten seconds says as much.
+#[derive(Debug)]
+struct ConnectErrors;
+
+static CONNECT_ERROR_LOG: LogThrottle = LogThrottle::per(Duration::from_secs(10));
+
+impl diesel::r2d2::HandleError<diesel::r2d2::Error> for ConnectErrors {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        if CONNECT_ERROR_LOG.allows() {
+            log::warn!("cannot open a database connection: {error} (logged at most every 10 s)");
+        }
+    }
+}
+
 /// Builds the pool without connecting: connections open on first use, so a
 /// server can start while the database is briefly away.
 pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
@@ -68,6 +85,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         // restart (`database_faults::*` fail with it off).
         .test_on_check_out(true)
         .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
+        .error_handler(Box::new(ConnectErrors))
         .connection_customizer(Box::new(SessionLimits {
             statement_timeout: settings.statement_timeout,
             lock_timeout: settings.lock_timeout,

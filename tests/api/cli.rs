@@ -1,5 +1,6 @@
 //! The command line, run as the built binary.
 
+use std::path::Path;
 use std::process::Command;
 
 use diesel::RunQueryDsl;
@@ -104,4 +105,130 @@ fn every_subcommand_has_help() {
         let (ok, out) = ridepay("postgres://unused", args);
         assert!(ok && out.contains("Usage"), "{args:?}: {out}");
     }
+}
+
+#[tokio::test]
+async fn a_second_users_create_with_the_same_email_says_so_plainly() {
+    let app = spawn_app().await;
+    let args = ["users", "create", "--email", "twice@example.com"];
+    assert!(ridepay(&app.database_url, &args).0);
+
+    let output = Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .env("DATABASE_URL", &app.database_url)
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("a user with the email twice@example.com exists already"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("users_email_lower_key"), "{stderr}");
+}
+
+/// The built binary in `folder`, with nothing set but what is given.
+fn ridepay_in(folder: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
+    command
+        .args(args)
+        .current_dir(folder)
+        .env_clear()
+        .env("RUST_LOG", "off");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+/// The postmaster of the embedded cluster of `data_dir`, if one runs.
+fn postmaster(data_dir: &Path) -> Option<i32> {
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(data_dir.join("cluster.json")).ok()?).ok()?;
+    let root = Path::new(record["root"].as_str()?);
+    let pid: i32 = std::fs::read_to_string(root.join("data/postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+        .is_ok()
+        .then_some(pid)
+}
+
+#[test]
+fn a_subcommand_stops_the_embedded_postgres_it_started_and_db_url_and_stop_manage_it() {
+    let folder = std::env::temp_dir().join(format!(
+        "ridepay-test-cli-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir(&folder).unwrap();
+    let data_dir = folder.join(".ridepay");
+
+    let migrated = ridepay_in(&folder, &["migrate"], &[]);
+    let after_migrate = postmaster(&data_dir);
+    let url = ridepay_in(&folder, &["db", "url"], &[]);
+    let after_url = postmaster(&data_dir);
+    let stopped = ridepay_in(&folder, &["db", "stop"], &[]);
+    let after_stop = postmaster(&data_dir);
+    std::fs::remove_dir_all(&folder).ok();
+
+    assert!(migrated.status.success(), "{migrated:?}");
+    assert_eq!(after_migrate, None, "migrate left its PostgreSQL running");
+    let url = String::from_utf8(url.stdout).unwrap();
+    assert!(url.starts_with("postgres://postgres:"), "{url}");
+    assert!(url.trim_end().ends_with("/ridepay"), "{url}");
+    assert!(
+        after_url.is_some(),
+        "db url starts it and leaves it running"
+    );
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert_eq!(after_stop, None);
+}
+
+#[test]
+fn fake_gateway_takes_its_webhook_secret_from_dot_env_like_every_setting() {
+    let folder = std::env::temp_dir().join(format!(
+        "ridepay-test-dotenv-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(
+        folder.join(".env"),
+        "STRIPE_WEBHOOK_SECRET=whsec_from_dotenv\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .args([
+            "fake-gateway",
+            "--bind",
+            "127.0.0.1:0",
+            "--database-url",
+            // Never reached: the flags are judged first.
+            "postgres://nobody@127.0.0.1:1/none",
+            "--webhook-url",
+            "http://127.0.0.1:9/webhooks/stripe",
+        ])
+        .current_dir(&folder)
+        .env_clear()
+        .env("RUST_LOG", "off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    std::fs::remove_dir_all(&folder).ok();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+
+    // It got past the flags (which demand a secret with --webhook-url) and
+    // failed only on the database it was pointed at.
+    assert!(!stderr.contains("--webhook-secret"), "{stderr}");
+    assert!(!stderr.contains("required"), "{stderr}");
+    assert!(!output.status.success());
 }

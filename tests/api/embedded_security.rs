@@ -7,6 +7,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ridepay::embedded_postgres::{EmbeddedPostgres, StopMode};
+
+use crate::helpers::skip;
 use sha2::{Digest, Sha256};
 
 /// The uid the attacks run as: `nobody`, there on every Debian system.
@@ -15,10 +17,13 @@ const STRANGER: u32 = 65534;
 /// Root is needed both for the case itself (the fallback is taken only when
 /// root's `postgres` user cannot reach the data folder) and to act as another
 /// user. CI runs as root; elsewhere the test says it did not run.
-fn running_as_root() -> bool {
+fn running_as_root(test: &str) -> bool {
     let root = nix::unistd::Uid::effective().is_root();
     if !root {
-        eprintln!("skipped: needs root, to run the cluster as `postgres` and act as another user");
+        skip(
+            test,
+            "needs root, to run the cluster as `postgres` and act as another user",
+        );
     }
     root
 }
@@ -57,7 +62,9 @@ fn cluster_root(data_dir: &Path) -> PathBuf {
 
 #[test]
 fn a_fallback_folder_prepared_by_another_user_gets_no_password_and_is_not_taken_over() {
-    if !running_as_root() {
+    if !running_as_root(
+        "a_fallback_folder_prepared_by_another_user_gets_no_password_and_is_not_taken_over",
+    ) {
         return;
     }
     let (home, data_dir) = unreachable_data_dir();
@@ -108,7 +115,7 @@ fn a_fallback_folder_prepared_by_another_user_gets_no_password_and_is_not_taken_
 
 #[test]
 fn a_recorded_cluster_folder_that_someone_else_now_owns_is_refused() {
-    if !running_as_root() {
+    if !running_as_root("a_recorded_cluster_folder_that_someone_else_now_owns_is_refused") {
         return;
     }
     let (home, data_dir) = unreachable_data_dir();
@@ -138,7 +145,9 @@ fn a_recorded_cluster_folder_that_someone_else_now_owns_is_refused() {
 
 #[test]
 fn a_symlink_where_the_cluster_folder_goes_is_refused_and_its_target_left_alone() {
-    if !running_as_root() {
+    if !running_as_root(
+        "a_symlink_where_the_cluster_folder_goes_is_refused_and_its_target_left_alone",
+    ) {
         return;
     }
     let (home, data_dir) = unreachable_data_dir();

@@ -15,8 +15,15 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `ridepay serve` on a free port with a short lease, workers off
     /// unless `env` switches them on, and waits until it listens.
+    /// Its log and what it prints before a crash point aborts it go nowhere,
+    /// unless `RIDEPAY_TEST_SERVER_LOG` asks for them.
     pub fn start(database_url: &str, env: &[(&str, &str)]) -> ServerProcess {
-        Self::start_with_stderr(database_url, env, Stdio::inherit())
+        let stderr = if std::env::var_os("RIDEPAY_TEST_SERVER_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        Self::start_with_stderr(database_url, env, stderr)
     }
 
     /// Like `start`, with the server's log (stderr) going to `log`.
@@ -120,8 +127,13 @@ impl ServerProcess {
 
     /// SIGTERM: the graceful shutdown an orchestrator asks for.
     pub fn terminate(&self) {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+    }
+
+    /// Sends `signal` (SIGINT is a Ctrl-C).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        nix::sys::signal::kill(pid, signal).unwrap();
     }
 
     /// SIGKILL: no cleanup of any kind.

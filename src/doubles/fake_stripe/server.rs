@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, Weak};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -79,7 +79,6 @@ impl Drop for InFlightGuard<'_> {
 /// A running fake gateway, serving on a background thread.
 pub struct FakeGateway {
     address: SocketAddr,
-    acceptor: JoinHandle<()>,
     state: Weak<State>,
 }
 
@@ -105,7 +104,8 @@ impl FakeGateway {
             pool,
             in_flight: InFlight::default(),
         });
-        let acceptor = thread::Builder::new()
+        // It serves for the rest of the process, as a server would.
+        thread::Builder::new()
             .name("fake-gateway".to_owned())
             .spawn({
                 let state = Arc::clone(&state);
@@ -113,7 +113,6 @@ impl FakeGateway {
             })?;
         Ok(FakeGateway {
             address,
-            acceptor,
             state: Arc::downgrade(&state),
         })
     }
@@ -132,11 +131,6 @@ impl FakeGateway {
     /// The base URL to give a Stripe client (`STRIPE_API_BASE`).
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
-    }
-
-    /// Blocks while the gateway serves.
-    pub fn wait(self) {
-        let _ = self.acceptor.join();
     }
 }
 
