@@ -124,6 +124,42 @@ diesel::table! {
 }
 
 diesel::table! {
+    simulated_intent_calls (idempotency_key) {
+        idempotency_key -> Text,
+        operation -> Text,
+        parameters -> Jsonb,
+        answer -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    simulated_payment_intents (id) {
+        id -> Text,
+        client_secret -> Text,
+        amount_cents -> Int8,
+        amount_capturable_cents -> Int8,
+        amount_received_cents -> Int8,
+        currency -> Text,
+        customer -> Nullable<Text>,
+        payment_method -> Text,
+        capture_method -> Text,
+        return_url -> Nullable<Text>,
+        status -> Text,
+        latest_charge -> Nullable<Text>,
+        last_error_code -> Nullable<Text>,
+        last_error_decline_code -> Nullable<Text>,
+        last_error_message -> Nullable<Text>,
+        cancellation_reason -> Nullable<Text>,
+        increments -> Int4,
+        authorization_expires_at -> Nullable<Timestamptz>,
+        metadata -> Jsonb,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     simulated_refunds (id) {
         id -> Text,
         idempotency_key -> Text,
@@ -193,6 +229,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     refunds,
     rides,
     simulated_charges,
+    simulated_intent_calls,
+    simulated_payment_intents,
     simulated_refunds,
     staged_jobs,
     stripe_events,

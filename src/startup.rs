@@ -46,12 +46,23 @@ impl Application {
             db::run_migrations(&mut conn)?;
             payments::installation_id(&mut conn)?
         };
+        let listener = TcpListener::bind(&settings.bind_addr)
+            .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
+        let address = listener.local_addr()?;
+        // Where riders' browsers reach this server.
+        let public_base = settings
+            .public_base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{address}"));
         let pool = db::build_pool(database_url, settings);
         let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
-            GatewayKind::Simulated => Arc::new(SimulatedGateway::new(
-                pool.clone(),
-                settings.simulated_gateway.clone(),
-            )),
+            GatewayKind::Simulated => Arc::new(
+                SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
+                    .with_authentication_page(format!(
+                        "{}/simulated-gateway/authenticate",
+                        public_base.trim_end_matches('/')
+                    )),
+            ),
             GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = Arc::new(ServiceContext {
@@ -78,9 +89,6 @@ impl Application {
         let webhook_settings = web::Data::new(WebhookSettings {
             secret: settings.stripe.webhook_secret.clone(),
         });
-        let listener = TcpListener::bind(&settings.bind_addr)
-            .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
-        let address = listener.local_addr()?;
         // The logger renders its line's fields for every request, even when the
         // line is then filtered out: left out when no access line is wanted.
         let access_log =

@@ -57,6 +57,7 @@ impl FakeGatewayArgs {
                 .lost_response_rate
                 .unwrap_or(settings.lost_response_rate),
             rate_limit_rate: self.rate_limit_rate.unwrap_or(settings.rate_limit_rate),
+            authorization_ttl: settings.authorization_ttl,
         }
     }
 }

@@ -33,8 +33,8 @@ impl FromStr for GatewayKind {
     }
 }
 
-/// The simulated gateway's fault knobs.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The simulated gateway's knobs: its faults, and how long a hold lasts.
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimulatedGatewaySettings {
     pub latency: Duration,
     /// Share of calls that fail before charging.
@@ -43,6 +43,20 @@ pub struct SimulatedGatewaySettings {
     pub lost_response_rate: f64,
     /// Share of calls refused as rate-limited before charging.
     pub rate_limit_rate: f64,
+    /// How long a hold lasts before it lapses (Stripe's: seven days).
+    pub authorization_ttl: Duration,
+}
+
+impl Default for SimulatedGatewaySettings {
+    fn default() -> Self {
+        SimulatedGatewaySettings {
+            latency: Duration::ZERO,
+            fail_rate: 0.0,
+            lost_response_rate: 0.0,
+            rate_limit_rate: 0.0,
+            authorization_ttl: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
 }
 
 /// A secret that never reaches a log line: `Debug` shows only its prefix.
@@ -175,6 +189,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// HTTP worker threads; 0 means one per core.
     pub http_workers: usize,
+    /// Where riders' browsers reach this server (the gateway sends them back
+    /// here after authenticating); None: the address it binds.
+    pub public_base_url: Option<String>,
 }
 
 /// Loads `.env` (if there is one) into the environment, under what the
@@ -232,6 +249,7 @@ impl Default for Settings {
             stripe: StripeSettings::default(),
             data_dir: PathBuf::from(".ridepay"),
             http_workers: 0,
+            public_base_url: None,
         }
     }
 }
@@ -305,7 +323,12 @@ impl Settings {
                 fail_rate: source.rate("SIMULATED_GATEWAY_FAIL_RATE")?,
                 lost_response_rate: source.rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
                 rate_limit_rate: source.rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
+                authorization_ttl: source.secs(
+                    "SIMULATED_GATEWAY_AUTHORIZATION_TTL_SECS",
+                    d.simulated_gateway.authorization_ttl,
+                )?,
             },
+            public_base_url: source.text("PUBLIC_BASE_URL")?,
             stripe: StripeSettings {
                 api_key: source.text("STRIPE_API_KEY")?.map(ApiKey::new),
                 api_base: source.var("STRIPE_API_BASE", d.stripe.api_base)?,
@@ -409,6 +432,9 @@ impl Settings {
         }
         if let Some(url) = &self.database_url {
             check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
+        }
+        if let Some(url) = &self.public_base_url {
+            check_url("PUBLIC_BASE_URL", url, &["http", "https"])?;
         }
         if let Some(url) = &self.outbox.receipt_webhook_url {
             outbound_url("RECEIPT_WEBHOOK_URL", url)?;

@@ -3,7 +3,7 @@
 //! declares one, its text for each variant, and its mapping both ways.
 
 /// Declares an enum stored as text: `as_str`, `parse`, Diesel's mapping to
-/// `Text`, and JSON as the same text.
+/// `Text`, and JSON as the same text, both ways.
 #[macro_export]
 macro_rules! text_enum {
     (
@@ -43,6 +43,15 @@ macro_rules! text_enum {
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+                $name::parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!("{text:?} is not a {}", stringify!($name)))
+                })
             }
         }
 

@@ -4,6 +4,7 @@
 //! tables of their own, committed like an external system's).
 
 pub mod fake_stripe;
+pub mod intents;
 pub mod simulated;
 pub mod store;
 

@@ -10,24 +10,46 @@ use rand::Rng;
 
 use diesel::PgConnection;
 
+use super::intents::{self, IntentSettings};
 use super::store;
 use crate::config::SimulatedGatewaySettings;
 use crate::db::{DbConn, DbPool};
 use crate::payments::{
-    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+    CancelIntent, CaptureIntent, Charge, ChargeRequest, ChargeState, CreateIntent, GatewayError,
+    IncrementIntent, IntentGateway, PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct SimulatedGateway {
     pool: DbPool,
     faults: SimulatedGatewaySettings,
+    intents: IntentSettings,
 }
 
 /// How long a simulated rate limit asks the caller to wait.
 pub const RATE_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// Where `cargo run` serves the simulated authentication page by default.
+const DEFAULT_AUTHENTICATION_PAGE: &str = "http://127.0.0.1:8080/simulated-gateway/authenticate";
+
 impl SimulatedGateway {
+    /// Its authentication page is taken to be at ridepay's default address;
+    /// the server names its own with `with_authentication_page`.
     pub fn new(pool: DbPool, faults: SimulatedGatewaySettings) -> Self {
-        SimulatedGateway { pool, faults }
+        let intents = IntentSettings {
+            authentication_page: DEFAULT_AUTHENTICATION_PAGE.to_owned(),
+            authorization_ttl: faults.authorization_ttl,
+        };
+        SimulatedGateway {
+            pool,
+            faults,
+            intents,
+        }
+    }
+
+    /// The page a `requires_action` sends the rider to.
+    pub fn with_authentication_page(mut self, url: String) -> Self {
+        self.intents.authentication_page = url;
+        self
     }
 }
 
@@ -94,5 +116,41 @@ impl PaymentGateway for SimulatedGateway {
             reason: format!("simulated gateway storage: {err}"),
             retry_after: None,
         })
+    }
+}
+
+impl IntentGateway for SimulatedGateway {
+    fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
+        self.with_faults(|conn| {
+            let intent = intents::create(conn, request, &self.intents)?;
+            let id = intent.id.clone();
+            Ok((intent, id))
+        })
+    }
+
+    fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError> {
+        self.with_faults(|conn| {
+            let intent = intents::capture(conn, request, &self.intents)?;
+            Ok((intent, request.intent_id.clone()))
+        })
+    }
+
+    fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError> {
+        self.with_faults(|conn| {
+            let intent = intents::increment(conn, request, &self.intents)?;
+            Ok((intent, request.intent_id.clone()))
+        })
+    }
+
+    fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError> {
+        self.with_faults(|conn| {
+            let intent = intents::cancel(conn, request, &self.intents)?;
+            Ok((intent, request.intent_id.clone()))
+        })
+    }
+
+    /// Reads are not subject to the fault knobs, which model the effects.
+    fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
+        intents::retrieve(&mut *self.connection()?, id, &self.intents)
     }
 }

@@ -2,12 +2,17 @@
 
 mod derived_key;
 mod gateway;
+mod intent;
 mod outcome;
 pub mod stripe;
 
 pub use derived_key::{derived_key, installation_id};
 pub use gateway::{
     Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
+pub use intent::{
+    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent, IntentGateway,
+    IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
 pub use outcome::final_outcome;
 pub use stripe::StripeGateway;

@@ -169,7 +169,11 @@ async fn an_immediate_postgres_restart_under_load_gets_503s_and_every_key_finish
     let restart = fault_during(&done, || {
         tokio::task::block_in_place(|| {
             cluster.stop(StopMode::Immediate).unwrap();
-            EmbeddedPostgres::ensure_running(&dir).unwrap();
+            // A new postmaster: it too must stop when the tests end.
+            EmbeddedPostgres::ensure_running(&dir)
+                .unwrap()
+                .stop_when_process_exits(&dir)
+                .unwrap();
         })
     });
 

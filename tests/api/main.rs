@@ -17,6 +17,7 @@ mod health;
 mod helpers;
 mod hostile;
 mod instances;
+mod intents;
 mod operations;
 mod prepared_statements;
 mod read_rides;

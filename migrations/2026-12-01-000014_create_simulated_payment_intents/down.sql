@@ -1,0 +1,2 @@
+DROP TABLE simulated_intent_calls;
+DROP TABLE simulated_payment_intents;

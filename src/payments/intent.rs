@@ -1,0 +1,135 @@
+//! PaymentIntents, as ridepay pays through them: a hold placed when a ride is
+//! requested (or a charge, with `capture_method=automatic`), captured,
+//! raised or cancelled later, and the rider's authentication (3-D Secure)
+//! when the bank asks for it. The types say what ridepay reads of Stripe's
+//! objects, whatever gateway answers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::GatewayError;
+
+crate::text_enum! {
+    /// When the money moves: at once, or when ridepay captures the hold.
+    pub enum CaptureMethod {
+        /// A hold now, captured at the ride's end (ridepay's default).
+        Manual = "manual",
+        /// Charged at once, as Rocket Rides did.
+        Automatic = "automatic",
+    }
+}
+
+crate::text_enum! {
+    /// A PaymentIntent's status, as Stripe names them.
+    pub enum IntentStatus {
+        /// Declined, or the authentication failed: nothing held or paid.
+        RequiresPaymentMethod = "requires_payment_method",
+        RequiresConfirmation = "requires_confirmation",
+        /// The rider must authenticate (`next_action`).
+        RequiresAction = "requires_action",
+        /// The payment method settles later; an event tells how.
+        Processing = "processing",
+        /// Held: `amount_capturable` may be captured.
+        RequiresCapture = "requires_capture",
+        Canceled = "canceled",
+        /// Paid: `amount_received`.
+        Succeeded = "succeeded",
+    }
+}
+
+/// What the rider must do before the payment can go on: for
+/// `redirect_to_url`, open `url` in a browser, which the gateway sends back
+/// to `return_url`; for any other kind (`use_stripe_sdk`, ...), an app hands
+/// the client secret to Stripe's SDK.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub kind: String,
+    pub url: Option<String>,
+    pub return_url: Option<String>,
+}
+
+/// Why the last attempt failed (a decline, a failed authentication).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentError {
+    pub code: Option<String>,
+    pub decline_code: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A PaymentIntent as the gateway holds it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentIntent {
+    pub id: String,
+    pub status: IntentStatus,
+    pub amount_cents: i64,
+    pub amount_capturable_cents: i64,
+    pub amount_received_cents: i64,
+    pub currency: String,
+    pub capture_method: CaptureMethod,
+    /// Lets the rider's browser or app finish an authentication; never
+    /// logged.
+    pub client_secret: Option<String>,
+    pub next_action: Option<NextAction>,
+    pub latest_charge: Option<String>,
+    pub last_payment_error: Option<PaymentError>,
+    /// `requested_by_customer`, `abandoned`, or `automatic` (a hold that
+    /// lapsed), once canceled.
+    pub cancellation_reason: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Creates and confirms a PaymentIntent, exactly once per
+/// `idempotency_key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreateIntent {
+    /// Derived from the client's key row: the same on every retry.
+    pub idempotency_key: String,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub customer: Option<String>,
+    /// A `pm_` id.
+    pub payment_method: String,
+    pub capture_method: CaptureMethod,
+    /// Where the rider's browser lands after authenticating.
+    pub return_url: String,
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Captures (part of) a hold: what is not captured is released.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CaptureIntent {
+    pub idempotency_key: String,
+    pub intent_id: String,
+    pub amount_to_capture_cents: i64,
+}
+
+/// Raises a hold to `amount_cents`, the new total.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IncrementIntent {
+    pub idempotency_key: String,
+    pub intent_id: String,
+    pub amount_cents: i64,
+}
+
+/// Cancels a PaymentIntent, releasing its hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CancelIntent {
+    pub idempotency_key: String,
+    pub intent_id: String,
+    /// `requested_by_customer`, `abandoned`, `duplicate` or `fraudulent`.
+    pub cancellation_reason: String,
+}
+
+/// The PaymentIntent calls. Each POST is idempotent on its key: the same
+/// key and parameters get the same answer; other parameters an error
+/// (`Misconfigured`, for an operator). Blocking; never called while holding
+/// a pooled database connection.
+pub trait IntentGateway: Send + Sync {
+    fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError>;
+    fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError>;
+    fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError>;
+    fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError>;
+    /// The PaymentIntent now; `None` when the gateway has no such intent.
+    fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError>;
+}
