@@ -11,6 +11,7 @@ mod embedded_default;
 mod embedded_security;
 mod endpoints;
 mod fake_gateway;
+mod fake_intents;
 mod gateway_contract;
 mod gateway_outcomes;
 mod health;

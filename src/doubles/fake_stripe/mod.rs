@@ -4,6 +4,7 @@
 
 mod charges;
 mod http;
+mod intents;
 mod refunds;
 mod server;
 mod webhooks;

@@ -13,9 +13,10 @@ use super::http::{read_request, write_response, Request, Response};
 use super::webhooks::WebhookTarget;
 use super::wire::invalid_request;
 use super::FakeGatewayConfig;
-use super::{charges, refunds};
+use super::{charges, intents, refunds};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
+use crate::doubles::intents::IntentSettings;
 
 /// A client that stops sending mid-request does not hold its thread forever.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,6 +31,8 @@ pub enum Reply {
 pub struct State {
     pub config: FakeGatewayConfig,
     pub pool: DbPool,
+    /// Its PaymentIntents' authentication page is its own.
+    pub intents: IntentSettings,
     pub in_flight: InFlight,
     /// Set at start (`--webhook-url`), or later by a test that learns the
     /// receiver's address only after the fake is running.
@@ -99,6 +102,10 @@ impl FakeGateway {
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let address = listener.local_addr()?;
         let state = Arc::new(State {
+            intents: IntentSettings {
+                authentication_page: format!("http://{address}/fake/authenticate"),
+                authorization_ttl: config.faults.authorization_ttl,
+            },
             webhook: Mutex::new(config.webhook.clone()),
             config,
             pool,
@@ -175,8 +182,20 @@ fn route(state: &State, request: &Request) -> Reply {
     if let Some(refusal) = authenticate(state, request) {
         return Reply::Answer(refusal);
     }
+    if let Some(rest) = request.path.strip_prefix("/v1/payment_intents/") {
+        return match (request.method.as_str(), rest.split_once('/')) {
+            ("POST", Some((id, action))) => intents::act(state, request, id, action),
+            ("GET", None) => Reply::Answer(intents::retrieve(state, rest)),
+            (method, _) => Reply::Answer(invalid_request(
+                404,
+                "resource_missing",
+                format!("Unrecognized request URL ({method}: {}).", request.path),
+            )),
+        };
+    }
     let charge_id = request.path.strip_prefix("/v1/charges/");
     match (request.method.as_str(), request.path.as_str(), charge_id) {
+        ("POST", "/v1/payment_intents", _) => intents::create(state, request),
         ("POST", "/v1/charges", _) => charges::create(state, request),
         ("POST", "/v1/refunds", _) => refunds::create(state, request),
         ("GET", "/v1/charges", _) => Reply::Answer(charges::list(state, &request.query)),

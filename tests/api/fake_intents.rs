@@ -1,0 +1,165 @@
+//! The fake Stripe's PaymentIntents over HTTP, every answer checked against
+//! Stripe's specification (`stripe_spec`).
+
+use serde_json::Value;
+
+use crate::helpers::{spawn_fake_gateway, FAKE_API_KEY};
+use crate::stripe_spec::spec;
+
+struct Fake {
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Fake {
+    /// A form POST under `key`; the status and the JSON answer.
+    async fn post(&self, path: &str, key: &str, form: &[(&str, &str)]) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(FAKE_API_KEY)
+            .header("Idempotency-Key", key)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(FAKE_API_KEY)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
+}
+
+/// Asserts that the answer is what the specification says `method` on the
+/// path template answers with `status`.
+fn conforms(method: &str, template: &str, (status, body): &(u16, Value)) {
+    let errors = spec().check_response(method, template, *status, body);
+    assert!(
+        errors.is_empty(),
+        "{method} {template} {status}: {errors:#?}\n{body:#}"
+    );
+}
+
+fn create_form<'a>(payment_method: &'a str, capture_method: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("amount", "2000"),
+        ("currency", "eur"),
+        ("confirm", "true"),
+        ("capture_method", capture_method),
+        ("payment_method", payment_method),
+        ("return_url", "http://127.0.0.1:8080/payments/return"),
+        ("metadata[ride_id]", "7"),
+    ]
+}
+
+#[tokio::test]
+async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_describes() {
+    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let fake = Fake {
+        url: fake.url(),
+        client: reqwest::Client::new(),
+    };
+    let create = "/v1/payment_intents";
+
+    let hold = fake
+        .post(create, "hold", &create_form("pm_card_visa", "manual"))
+        .await;
+    let paid = fake
+        .post(create, "paid", &create_form("pm_card_visa", "automatic"))
+        .await;
+    let action = fake
+        .post(
+            create,
+            "auth",
+            &create_form("pm_card_authenticationRequired", "manual"),
+        )
+        .await;
+    let declined = fake
+        .post(
+            create,
+            "declined",
+            &create_form("pm_card_visa_chargeDeclined", "manual"),
+        )
+        .await;
+    let unknown = fake
+        .post(create, "unknown", &create_form("pm_nope", "manual"))
+        .await;
+    let id = hold.1["id"].as_str().unwrap().to_owned();
+    let raised = fake
+        .post(
+            &format!("{create}/{id}/increment_authorization"),
+            "raise",
+            &[("amount", "2500")],
+        )
+        .await;
+    let captured = fake
+        .post(
+            &format!("{create}/{id}/capture"),
+            "capture",
+            &[("amount_to_capture", "2200")],
+        )
+        .await;
+    let retrieved = fake.get(&format!("{create}/{id}")).await;
+    let action_id = action.1["id"].as_str().unwrap().to_owned();
+    let canceled = fake
+        .post(
+            &format!("{create}/{action_id}/cancel"),
+            "cancel",
+            &[("cancellation_reason", "requested_by_customer")],
+        )
+        .await;
+    let missing = fake.get(&format!("{create}/pi_missing")).await;
+
+    assert_eq!(
+        [hold.0, paid.0, action.0, declined.0, unknown.0, raised.0, captured.0],
+        [200, 200, 200, 402, 400, 200, 200]
+    );
+    assert_eq!((retrieved.0, canceled.0, missing.0), (200, 200, 404));
+    for (template, answer) in [
+        (create, &hold),
+        (create, &paid),
+        (create, &action),
+        (create, &declined),
+        (create, &unknown),
+    ] {
+        conforms("POST", template, answer);
+    }
+    conforms(
+        "POST",
+        "/v1/payment_intents/{intent}/increment_authorization",
+        &raised,
+    );
+    conforms("POST", "/v1/payment_intents/{intent}/capture", &captured);
+    conforms("POST", "/v1/payment_intents/{intent}/cancel", &canceled);
+    conforms("GET", "/v1/payment_intents/{intent}", &retrieved);
+    conforms("GET", "/v1/payment_intents/{intent}", &missing);
+
+    assert_eq!(hold.1["status"], "requires_capture");
+    assert_eq!(paid.1["status"], "succeeded");
+    assert_eq!(action.1["next_action"]["type"], "redirect_to_url");
+    let page = action.1["next_action"]["redirect_to_url"]["url"]
+        .as_str()
+        .unwrap();
+    assert!(
+        page.starts_with(&format!("{}/fake/authenticate?", fake.url)),
+        "{page}"
+    );
+    assert_eq!(declined.1["error"]["decline_code"], "generic_decline");
+    assert_eq!(unknown.1["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        (
+            captured.1["amount_received"].as_i64(),
+            retrieved.1["status"].as_str()
+        ),
+        (Some(2200), Some("succeeded"))
+    );
+    assert_eq!(canceled.1["cancellation_reason"], "requested_by_customer");
+}
