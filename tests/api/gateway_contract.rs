@@ -6,19 +6,27 @@ use diesel::{Connection, PgConnection};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::doubles::{store, SimulatedGateway};
 use ridepay::payments::{
-    ChargeRequest, GatewayError, PaymentGateway, RefundRequest, StripeGateway,
+    CancelIntent, CaptureMethod, ChargeRequest, CreateIntent, GatewayError, IncrementIntent,
+    IntentGateway, IntentStatus, PaymentGateway, PaymentIntent, RefundRequest, StripeGateway,
 };
 
 use crate::helpers::{
-    count, create_test_database, ledger_count, start_fake_gateway, stripe_settings,
+    capture_request, count, create_test_database, intent_request, ledger_count, start_fake_gateway,
+    stripe_settings,
 };
+
+/// A gateway with both APIs: the Charges one of rides made before
+/// PaymentIntents, and PaymentIntents.
+trait Gateway: PaymentGateway + IntentGateway {}
+
+impl<G: PaymentGateway + IntentGateway> Gateway for G {}
 
 /// Gateways over one ledger, each with its own faults.
 trait GatewayUnderTest {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn PaymentGateway>;
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway>;
     fn ledger_url(&self) -> &str;
 
-    fn healthy(&self) -> Box<dyn PaymentGateway> {
+    fn healthy(&self) -> Box<dyn Gateway> {
         self.gateway(SimulatedGatewaySettings::default())
     }
 
@@ -32,7 +40,7 @@ struct Simulated {
 }
 
 impl GatewayUnderTest for Simulated {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn PaymentGateway> {
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway> {
         let settings = ridepay::config::Settings::for_database(&self.ledger_url);
         let pool = ridepay::db::build_pool(&self.ledger_url, &settings);
         Box::new(SimulatedGateway::new(pool, faults))
@@ -50,7 +58,7 @@ struct StripeOverHttp {
 }
 
 impl GatewayUnderTest for StripeOverHttp {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn PaymentGateway> {
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway> {
         let fake = start_fake_gateway(&self.ledger_url, faults);
         Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap())
     }
@@ -353,6 +361,217 @@ fn a_disputed_charge_says_so(under_test: &impl GatewayUnderTest) {
     );
 }
 
+fn hold(gateway: &dyn Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+    gateway
+        .create_intent(&intent_request(key, payment_method, CaptureMethod::Manual))
+        .unwrap()
+}
+
+fn capture(
+    gateway: &dyn Gateway,
+    key: &str,
+    id: &str,
+    cents: i64,
+) -> Result<PaymentIntent, GatewayError> {
+    gateway.capture_intent(&capture_request(key, id, cents))
+}
+
+fn a_hold_is_placed_then_captured_in_part(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let held = hold(&*gateway, "hold", "pm_card_visa");
+    let captured = capture(&*gateway, "capture", &held.id, 1500).unwrap();
+
+    assert_eq!(
+        (
+            held.status,
+            held.amount_capturable_cents,
+            held.amount_received_cents
+        ),
+        (IntentStatus::RequiresCapture, 2000, 0)
+    );
+    assert_eq!(held.capture_method, CaptureMethod::Manual);
+    assert_eq!(held.metadata["ride_id"], "7");
+    assert_eq!(
+        (
+            captured.status,
+            captured.amount_received_cents,
+            captured.amount_capturable_cents
+        ),
+        (IntentStatus::Succeeded, 1500, 0)
+    );
+    assert!(captured.latest_charge.is_some());
+    assert_eq!(gateway.retrieve_intent(&held.id).unwrap(), Some(captured));
+    assert_eq!(gateway.retrieve_intent("pi_missing").unwrap(), None);
+}
+
+fn automatic_capture_pays_at_once(under_test: &impl GatewayUnderTest) {
+    let paid = under_test
+        .healthy()
+        .create_intent(&intent_request(
+            "paid",
+            "pm_card_visa",
+            CaptureMethod::Automatic,
+        ))
+        .unwrap();
+    assert_eq!(
+        (paid.status, paid.amount_received_cents),
+        (IntentStatus::Succeeded, 2000)
+    );
+}
+
+fn each_declining_payment_method_declines_with_its_code(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    for (method, decline_code) in [
+        ("pm_card_visa_chargeDeclined", "generic_decline"),
+        (
+            "pm_card_chargeDeclinedInsufficientFunds",
+            "insufficient_funds",
+        ),
+    ] {
+        let declined =
+            gateway.create_intent(&intent_request(method, method, CaptureMethod::Manual));
+        assert!(
+            matches!(&declined, Err(GatewayError::Declined { code, decline_code: Some(d), .. })
+                if code == "card_declined" && d == decline_code),
+            "{method}: {declined:?}"
+        );
+    }
+}
+
+fn an_unknown_payment_method_is_rejected_and_holds_nothing(under_test: &impl GatewayUnderTest) {
+    let rejected = under_test.healthy().create_intent(&intent_request(
+        "unknown",
+        "pm_no_such_method",
+        CaptureMethod::Manual,
+    ));
+    assert!(
+        matches!(rejected, Err(GatewayError::Rejected { .. })),
+        "{rejected:?}"
+    );
+    assert_eq!(intents_held(under_test), 0);
+}
+
+fn intents_held(under_test: &impl GatewayUnderTest) -> i64 {
+    count(
+        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
+        "simulated_payment_intents",
+    )
+}
+
+fn a_card_that_needs_authentication_asks_for_it_with_a_page_to_open(
+    under_test: &impl GatewayUnderTest,
+) {
+    let waiting = hold(
+        &*under_test.healthy(),
+        "auth",
+        "pm_card_authenticationRequired",
+    );
+    assert_eq!(waiting.status, IntentStatus::RequiresAction);
+    let action = waiting.next_action.unwrap();
+    assert_eq!(action.kind, "redirect_to_url");
+    let page = action.url.unwrap();
+    assert!(
+        page.contains(&waiting.id) && page.contains(&waiting.client_secret.unwrap()),
+        "{page}"
+    );
+    assert_eq!(
+        action.return_url.as_deref(),
+        Some("http://127.0.0.1:8080/payments/return")
+    );
+}
+
+fn a_hold_is_raised_unless_the_card_refuses(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let raise = |key: &str, id: &str| {
+        gateway.increment_intent(&IncrementIntent {
+            idempotency_key: key.to_owned(),
+            intent_id: id.to_owned(),
+            amount_cents: 2600,
+        })
+    };
+    let willing = hold(&*gateway, "willing", "pm_card_visa");
+    let stubborn = hold(&*gateway, "stubborn", "pm_card_ridepay_incrementDeclined");
+
+    let raised = raise("raise-willing", &willing.id).unwrap();
+    let refused = raise("raise-stubborn", &stubborn.id);
+
+    assert_eq!(
+        (raised.amount_cents, raised.amount_capturable_cents),
+        (2600, 2600)
+    );
+    assert!(
+        matches!(refused, Err(GatewayError::Declined { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        capture(&*gateway, "capture", &willing.id, 2600)
+            .unwrap()
+            .amount_received_cents,
+        2600
+    );
+}
+
+fn a_canceled_hold_cannot_be_captured(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let held = hold(&*gateway, "hold", "pm_card_visa");
+    let canceled = gateway
+        .cancel_intent(&CancelIntent {
+            idempotency_key: "cancel".to_owned(),
+            intent_id: held.id.clone(),
+            cancellation_reason: "requested_by_customer".to_owned(),
+        })
+        .unwrap();
+    let late = capture(&*gateway, "capture", &held.id, 100);
+
+    assert_eq!(
+        (canceled.status, canceled.cancellation_reason.as_deref()),
+        (IntentStatus::Canceled, Some("requested_by_customer"))
+    );
+    assert!(
+        matches!(late, Err(GatewayError::Rejected { .. })),
+        "{late:?}"
+    );
+}
+
+fn the_same_intent_key_replays_and_other_parameters_are_misconfigured(
+    under_test: &impl GatewayUnderTest,
+) {
+    let gateway = under_test.healthy();
+    let first = hold(&*gateway, "same", "pm_card_visa");
+    let again = hold(&*gateway, "same", "pm_card_visa");
+    let other = gateway.create_intent(&CreateIntent {
+        amount_cents: 999,
+        ..intent_request("same", "pm_card_visa", CaptureMethod::Manual)
+    });
+
+    assert_eq!(again, first);
+    assert!(
+        matches!(other, Err(GatewayError::Misconfigured { .. })),
+        "{other:?}"
+    );
+    assert_eq!(intents_held(under_test), 1);
+}
+
+fn a_lost_intent_answer_is_unknown_and_a_retry_gets_the_same_intent(
+    under_test: &impl GatewayUnderTest,
+) {
+    let lossy = under_test.gateway(SimulatedGatewaySettings {
+        lost_response_rate: 1.0,
+        ..SimulatedGatewaySettings::default()
+    });
+    let request = intent_request("lost", "pm_card_visa", CaptureMethod::Manual);
+
+    let lost = lossy.create_intent(&request);
+    let made = under_test.healthy().create_intent(&request).unwrap();
+
+    assert!(
+        matches!(lost, Err(GatewayError::OutcomeUnknown { .. })),
+        "{lost:?}"
+    );
+    assert_eq!(made.status, IntentStatus::RequiresCapture);
+    assert_eq!(intents_held(under_test), 1);
+}
+
 /// Each scenario as a test of its own, for one kind of gateway.
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
@@ -387,6 +606,15 @@ macro_rules! every_scenario {
             refunds_of_unknown_or_failed_charges_are_rejected,
             a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund,
             a_disputed_charge_says_so,
+            a_hold_is_placed_then_captured_in_part,
+            automatic_capture_pays_at_once,
+            each_declining_payment_method_declines_with_its_code,
+            an_unknown_payment_method_is_rejected_and_holds_nothing,
+            a_card_that_needs_authentication_asks_for_it_with_a_page_to_open,
+            a_hold_is_raised_unless_the_card_refuses,
+            a_canceled_hold_cannot_be_captured,
+            the_same_intent_key_replays_and_other_parameters_are_misconfigured,
+            a_lost_intent_answer_is_unknown_and_a_retry_gets_the_same_intent,
         );
     };
 }

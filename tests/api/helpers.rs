@@ -682,3 +682,30 @@ pub fn spawn_fake_gateway(
     configure(&mut faults);
     (start_fake_gateway(&ledger, faults), ledger)
 }
+
+/// A PaymentIntent of 20 EUR for ride 7 under `key`.
+pub fn intent_request(
+    key: &str,
+    payment_method: &str,
+    capture_method: ridepay::payments::CaptureMethod,
+) -> ridepay::payments::CreateIntent {
+    ridepay::payments::CreateIntent {
+        idempotency_key: key.to_owned(),
+        amount_cents: 2000,
+        currency: "eur".to_owned(),
+        customer: None,
+        payment_method: payment_method.to_owned(),
+        capture_method,
+        return_url: "http://127.0.0.1:8080/payments/return".to_owned(),
+        metadata: vec![("ride_id".to_owned(), "7".to_owned())],
+    }
+}
+
+/// The capture of `cents` of intent `id` under `key`.
+pub fn capture_request(key: &str, id: &str, cents: i64) -> ridepay::payments::CaptureIntent {
+    ridepay::payments::CaptureIntent {
+        idempotency_key: key.to_owned(),
+        intent_id: id.to_owned(),
+        amount_to_capture_cents: cents,
+    }
+}

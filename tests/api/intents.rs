@@ -8,11 +8,11 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection};
 use ridepay::doubles::intents::{self, Authentication, IntentSettings};
 use ridepay::payments::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentStatus, PaymentIntent,
+    CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
+    PaymentIntent,
 };
 
-use crate::helpers::create_test_database;
+use crate::helpers::{capture_request, create_test_database, intent_request};
 
 fn settings() -> IntentSettings {
     IntentSettings {
@@ -25,23 +25,10 @@ fn store() -> PgConnection {
     PgConnection::establish(&create_test_database()).unwrap()
 }
 
-fn request(key: &str, payment_method: &str, capture_method: CaptureMethod) -> CreateIntent {
-    CreateIntent {
-        idempotency_key: key.to_owned(),
-        amount_cents: 2000,
-        currency: "eur".to_owned(),
-        customer: None,
-        payment_method: payment_method.to_owned(),
-        capture_method,
-        return_url: "http://127.0.0.1:8080/payments/return".to_owned(),
-        metadata: vec![("ride_id".to_owned(), "7".to_owned())],
-    }
-}
-
 fn held(conn: &mut PgConnection, key: &str, payment_method: &str) -> PaymentIntent {
     intents::create(
         conn,
-        &request(key, payment_method, CaptureMethod::Manual),
+        &intent_request(key, payment_method, CaptureMethod::Manual),
         &settings(),
     )
     .unwrap()
@@ -53,15 +40,7 @@ fn capture(
     id: &str,
     cents: i64,
 ) -> Result<PaymentIntent, GatewayError> {
-    intents::capture(
-        conn,
-        &CaptureIntent {
-            idempotency_key: key.to_owned(),
-            intent_id: id.to_owned(),
-            amount_to_capture_cents: cents,
-        },
-        &settings(),
-    )
+    intents::capture(conn, &capture_request(key, id, cents), &settings())
 }
 
 fn increment(
@@ -99,7 +78,7 @@ fn a_card_that_succeeds_is_held_or_paid_by_its_capture_method() {
     let hold = held(&mut conn, "hold", "pm_card_visa");
     let paid = intents::create(
         &mut conn,
-        &request("paid", "pm_card_mastercard", CaptureMethod::Automatic),
+        &intent_request("paid", "pm_card_mastercard", CaptureMethod::Automatic),
         &settings(),
     )
     .unwrap();
@@ -143,7 +122,7 @@ fn stripes_declining_test_methods_decline_with_their_codes_and_an_unknown_one_is
     ] {
         let declined = intents::create(
             &mut conn,
-            &request(key, method, CaptureMethod::Manual),
+            &intent_request(key, method, CaptureMethod::Manual),
             &settings(),
         );
         assert_eq!(
@@ -157,7 +136,7 @@ fn stripes_declining_test_methods_decline_with_their_codes_and_an_unknown_one_is
     }
     let unknown = intents::create(
         &mut conn,
-        &request("unknown", "pm_made_up", CaptureMethod::Manual),
+        &intent_request("unknown", "pm_made_up", CaptureMethod::Manual),
         &settings(),
     );
     assert!(
@@ -328,7 +307,7 @@ fn a_key_replays_its_first_answer_as_it_was_and_refuses_other_parameters() {
     let declined_twice = [
         intents::create(
             &mut conn,
-            &request(
+            &intent_request(
                 "declined",
                 "pm_card_visa_chargeDeclined",
                 CaptureMethod::Manual,
@@ -337,7 +316,7 @@ fn a_key_replays_its_first_answer_as_it_was_and_refuses_other_parameters() {
         ),
         intents::create(
             &mut conn,
-            &request(
+            &intent_request(
                 "declined",
                 "pm_card_visa_chargeDeclined",
                 CaptureMethod::Manual,
@@ -349,7 +328,7 @@ fn a_key_replays_its_first_answer_as_it_was_and_refuses_other_parameters() {
         &mut conn,
         &CreateIntent {
             amount_cents: 999,
-            ..request("create", "pm_card_visa", CaptureMethod::Manual)
+            ..intent_request("create", "pm_card_visa", CaptureMethod::Manual)
         },
         &settings(),
     );
@@ -409,11 +388,15 @@ fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_inten
         ..SimulatedGatewaySettings::default()
     });
     let honest = with(SimulatedGatewaySettings::default());
-    let hold = request("lost", "pm_card_visa", CaptureMethod::Manual);
+    let hold = intent_request("lost", "pm_card_visa", CaptureMethod::Manual);
 
     let lost = lossy.create_intent(&hold);
     let made = honest.create_intent(&hold).unwrap();
-    let not_made = failing.create_intent(&request("failed", "pm_card_visa", CaptureMethod::Manual));
+    let not_made = failing.create_intent(&intent_request(
+        "failed",
+        "pm_card_visa",
+        CaptureMethod::Manual,
+    ));
 
     assert!(
         matches!(lost, Err(GatewayError::OutcomeUnknown { .. })),

@@ -486,3 +486,88 @@ fn a_response_is_checked_against_its_operations_schema_and_an_error_against_the_
         .check_response("POST", "/v1/payment_intents", 402, &not_an_error)
         .is_empty());
 }
+
+#[test]
+fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newer_parameter() {
+    use ridepay::payments::stripe::intents::{
+        cancel_form, capture_form, create_form, increment_form, NEWER_PARAMETERS,
+    };
+    use ridepay::payments::{
+        CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent,
+    };
+    let spec = spec();
+    let create = |capture_method| CreateIntent {
+        idempotency_key: "k".to_owned(),
+        amount_cents: 2000,
+        currency: "eur".to_owned(),
+        customer: Some("cus_1".to_owned()),
+        payment_method: "pm_card_visa".to_owned(),
+        capture_method,
+        return_url: "https://ridepay.example/payments/return".to_owned(),
+        metadata: vec![
+            ("ride_id".to_owned(), "7".to_owned()),
+            ("idempotency_key_id".to_owned(), "9".to_owned()),
+        ],
+    };
+    let intent = "/v1/payment_intents/{intent}";
+    let forms = [
+        (
+            "/v1/payment_intents".to_owned(),
+            create_form(&create(CaptureMethod::Manual)),
+        ),
+        (
+            "/v1/payment_intents".to_owned(),
+            create_form(&create(CaptureMethod::Automatic)),
+        ),
+        (
+            format!("{intent}/capture"),
+            capture_form(&CaptureIntent {
+                idempotency_key: "k".to_owned(),
+                intent_id: "pi_1".to_owned(),
+                amount_to_capture_cents: 1500,
+            }),
+        ),
+        (
+            format!("{intent}/increment_authorization"),
+            increment_form(&IncrementIntent {
+                idempotency_key: "k".to_owned(),
+                intent_id: "pi_1".to_owned(),
+                amount_cents: 2500,
+            }),
+        ),
+        (
+            format!("{intent}/cancel"),
+            cancel_form(&CancelIntent {
+                idempotency_key: "k".to_owned(),
+                intent_id: "pi_1".to_owned(),
+                cancellation_reason: "requested_by_customer".to_owned(),
+            }),
+        ),
+    ];
+    for (path, form) in &forms {
+        assert_eq!(
+            spec.check_form("POST", path, form, NEWER_PARAMETERS),
+            Vec::<String>::new(),
+            "{path}: {form:?}"
+        );
+    }
+    // The one exception is needed, and is all that is needed.
+    let (_, hold) = &forms[0];
+    assert_eq!(
+        spec.check_form("POST", "/v1/payment_intents", hold, &[]),
+        ["form.payment_method_options.card.request_incremental_authorization: not in the schema"]
+    );
+}
+
+#[test]
+fn the_client_reads_stripes_2026_payment_intent_example() {
+    let body = serde_json::to_vec(&fixtures()["payment_intent"]).unwrap();
+    let intent = ridepay::payments::stripe::intents::payment_intent(&body).unwrap();
+    assert_eq!(intent.id, "pi_1PgafyB7WZ01zgkWSjxsAJo3");
+    assert_eq!(
+        intent.status,
+        ridepay::payments::IntentStatus::RequiresPaymentMethod
+    );
+    assert_eq!(intent.next_action.unwrap().kind, "type");
+    assert_eq!(intent.last_payment_error.unwrap().code, None);
+}

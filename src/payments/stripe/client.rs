@@ -6,10 +6,14 @@ use std::time::Duration;
 use anyhow::Context;
 use ureq::http::HeaderMap;
 
+use super::intents;
 use super::outcome::{self, Answer};
 use crate::config::{ApiKey, StripeSettings};
 use crate::payments::gateway::{
     Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
+};
+use crate::payments::{
+    CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, IntentGateway, PaymentIntent,
 };
 
 /// The API version this client was written against: pinned, so that a change
@@ -20,6 +24,7 @@ pub struct StripeGateway {
     agent: ureq::Agent,
     charges_url: String,
     refunds_url: String,
+    intents_url: String,
     api_key: ApiKey,
 }
 
@@ -47,6 +52,7 @@ impl StripeGateway {
             agent,
             charges_url: format!("{base}/v1/charges"),
             refunds_url: format!("{base}/v1/refunds"),
+            intents_url: format!("{base}/v1/payment_intents"),
             api_key,
         })
     }
@@ -120,7 +126,10 @@ impl StripeGateway {
     }
 }
 
-fn metadata_fields(metadata: &[(String, String)]) -> impl Iterator<Item = (String, String)> + '_ {
+/// `metadata[name]=value` fields.
+pub(super) fn metadata_fields(
+    metadata: &[(String, String)],
+) -> impl Iterator<Item = (String, String)> + '_ {
     metadata
         .iter()
         .map(|(key, value)| (format!("metadata[{key}]"), value.clone()))
@@ -143,6 +152,61 @@ fn read_answer<T>(
         should_retry,
         body: &body,
     })
+}
+
+impl IntentGateway for StripeGateway {
+    fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
+        self.post(
+            &self.intents_url,
+            &request.idempotency_key,
+            intents::create_form(request),
+            intents::payment_intent,
+        )
+    }
+
+    fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError> {
+        self.post(
+            &format!("{}/{}/capture", self.intents_url, request.intent_id),
+            &request.idempotency_key,
+            intents::capture_form(request),
+            intents::payment_intent,
+        )
+    }
+
+    fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError> {
+        self.post(
+            &format!(
+                "{}/{}/increment_authorization",
+                self.intents_url, request.intent_id
+            ),
+            &request.idempotency_key,
+            intents::increment_form(request),
+            intents::payment_intent,
+        )
+    }
+
+    fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError> {
+        self.post(
+            &format!("{}/{}/cancel", self.intents_url, request.intent_id),
+            &request.idempotency_key,
+            intents::cancel_form(request),
+            intents::payment_intent,
+        )
+    }
+
+    fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
+        let url = format!("{}/{id}", self.intents_url);
+        let response = self
+            .authorized(self.agent.get(&url))
+            .call()
+            .map_err(outcome::transport_failure)?;
+        read_answer(response, |answer| {
+            if outcome::is_missing(answer) {
+                return Ok(None);
+            }
+            outcome::classify(answer, intents::payment_intent).map(Some)
+        })
+    }
 }
 
 impl PaymentGateway for StripeGateway {

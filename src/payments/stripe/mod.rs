@@ -1,6 +1,8 @@
-//! The `stripe` gateway: Stripe's Charges API over HTTP.
+//! The `stripe` gateway: Stripe's HTTP API (PaymentIntents, and the Charges
+//! API of the rides made before them).
 
 mod client;
+pub mod intents;
 mod outcome;
 pub mod signature;
 pub mod wire;
