@@ -13,8 +13,10 @@ use diesel::Connection;
 use crate::config::{self, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
+use crate::doubles::intents::IntentSettings;
 use crate::doubles::SimulatedGateway;
 use crate::http::auth::Gatekeeper;
+use crate::http::authentication_page::{self, AuthenticationPage};
 use crate::http::json_body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
@@ -55,15 +57,26 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
         let pool = db::build_pool(database_url, settings);
-        let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
-            GatewayKind::Simulated => Arc::new(
+        // The simulated gateway's authentication page is served here.
+        let authentication_page = (settings.gateway == GatewayKind::Simulated).then(|| {
+            web::Data::new(AuthenticationPage {
+                pool: pool.clone(),
+                settings: IntentSettings {
+                    authentication_page: format!(
+                        "{}{}",
+                        public_base.trim_end_matches('/'),
+                        authentication_page::PATH
+                    ),
+                    authorization_ttl: settings.simulated_gateway.authorization_ttl,
+                },
+            })
+        });
+        let gateway: Arc<dyn PaymentGateway> = match &authentication_page {
+            Some(page) => Arc::new(
                 SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
-                    .with_authentication_page(format!(
-                        "{}/simulated-gateway/authenticate",
-                        public_base.trim_end_matches('/')
-                    )),
+                    .with_authentication_page(page.settings.authentication_page.clone()),
             ),
-            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
+            None => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = Arc::new(ServiceContext {
             pool: pool.clone(),
@@ -111,6 +124,17 @@ impl Application {
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
                 .service(routing::get_only("/healthz", health::healthz))
+                .configure(|config| {
+                    if let Some(page) = &authentication_page {
+                        config.app_data(page.clone()).service(
+                            web::resource(authentication_page::PATH)
+                                .route(web::get().to(authentication_page::show))
+                                .route(web::post().to(authentication_page::answer))
+                                .default_service(routing::method_not_allowed("GET, POST"))
+                                .wrap(from_fn(rate_limit::per_address)),
+                        );
+                    }
+                })
                 .service(
                     routing::get_only("/readyz", health::readyz)
                         .wrap(from_fn(rate_limit::per_address)),

@@ -592,23 +592,56 @@ pub enum Authentication {
     Failed,
 }
 
+/// A PaymentIntent as its authentication page sees it, and where the
+/// rider goes back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticating {
+    pub intent: PaymentIntent,
+    pub return_url: Option<String>,
+}
+
+impl StoredIntent {
+    fn authenticating(&self, settings: &IntentSettings) -> Authenticating {
+        Authenticating {
+            intent: self.intent(settings),
+            return_url: self.return_url.clone(),
+        }
+    }
+}
+
+/// The intent the authentication page was opened for, when its client
+/// secret matches; `None` otherwise, so the page reveals nothing.
+pub fn authenticating(
+    conn: &mut PgConnection,
+    id: &str,
+    client_secret: &str,
+    settings: &IntentSettings,
+) -> Result<Option<Authenticating>, GatewayError> {
+    transaction(conn, |conn| {
+        Ok(load(conn, id)?
+            .filter(|intent| intent.client_secret == client_secret)
+            .map(|intent| intent.authenticating(settings)))
+    })
+}
+
 /// The rider authenticated (or failed to), on the page `next_action` sent
-/// them to, which showed the intent's client secret. `None` for an unknown
-/// intent or a secret that does not match.
+/// them to, which showed the intent's client secret. Once: an intent no
+/// longer waiting is left as it is. `None` for an unknown intent or a secret
+/// that does not match.
 pub fn authenticate(
     conn: &mut PgConnection,
     id: &str,
     client_secret: &str,
     outcome: Authentication,
     settings: &IntentSettings,
-) -> Result<Option<PaymentIntent>, GatewayError> {
+) -> Result<Option<Authenticating>, GatewayError> {
     transaction(conn, |conn| {
         let Some(intent) = load(conn, id)?.filter(|intent| intent.client_secret == client_secret)
         else {
             return Ok(None);
         };
         if intent.status != IntentStatus::RequiresAction {
-            return Ok(Some(intent.intent(settings)));
+            return Ok(Some(intent.authenticating(settings)));
         }
         use simulated_payment_intents::dsl as pi;
         let held = intent.capture_method == CaptureMethod::Manual;
@@ -645,7 +678,7 @@ pub fn authenticate(
                 )
             ),
         }?;
-        Ok(Some(stored.intent(settings)))
+        Ok(Some(stored.authenticating(settings)))
     })
 }
 

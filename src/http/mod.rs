@@ -4,6 +4,7 @@
 //! below imports it.
 
 pub mod auth;
+pub mod authentication_page;
 pub mod health;
 pub mod idempotent;
 pub mod json_body;

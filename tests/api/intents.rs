@@ -186,7 +186,8 @@ fn an_authentication_sends_the_rider_to_the_page_and_its_outcome_settles_the_int
         &settings(),
     )
     .unwrap()
-    .unwrap();
+    .unwrap()
+    .intent;
     let again = intents::authenticate(
         &mut conn,
         &waiting.id,
@@ -195,7 +196,8 @@ fn an_authentication_sends_the_rider_to_the_page_and_its_outcome_settles_the_int
         &settings(),
     )
     .unwrap()
-    .unwrap();
+    .unwrap()
+    .intent;
     let failed = intents::authenticate(
         &mut conn,
         &failing.id,
@@ -204,7 +206,8 @@ fn an_authentication_sends_the_rider_to_the_page_and_its_outcome_settles_the_int
         &settings(),
     )
     .unwrap()
-    .unwrap();
+    .unwrap()
+    .intent;
 
     assert_eq!(wrong_secret, None);
     assert_eq!(

@@ -2,6 +2,7 @@
 
 mod architecture;
 mod auth_and_routing;
+mod authentication_page;
 mod cli;
 mod concurrency;
 mod crash;
