@@ -3,6 +3,7 @@
 //! `ridepay fake-gateway`, and the store of charges and refunds both keep (in
 //! tables of their own, committed like an external system's).
 
+pub mod authentication;
 pub mod fake_stripe;
 pub mod intents;
 pub mod simulated;

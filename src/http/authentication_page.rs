@@ -5,13 +5,14 @@
 //! with Stripe's query parameters. Guarded by the PaymentIntent's client
 //! secret, and rate-limited per address like every route open to anyone.
 
-use actix_web::http::header;
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::request_id;
 use crate::db::DbPool;
-use crate::doubles::intents::{self, Authenticating, Authentication, IntentSettings};
+use crate::doubles::authentication;
+use crate::doubles::intents::{self, Authentication, IntentSettings};
 
 pub const PATH: &str = "/simulated-gateway/authenticate";
 
@@ -35,39 +36,22 @@ pub struct Answered {
     outcome: String,
 }
 
-fn page(status: actix_web::http::StatusCode, title: &str, body: &str) -> HttpResponse {
+fn html(status: StatusCode, body: String) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(format!(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <title>{title}</title></head>\n<body><main>\n<h1>{title}</h1>\n{body}\n</main></body></html>\n"
-        ))
+        .body(body)
 }
 
 fn not_found() -> HttpResponse {
-    page(
-        actix_web::http::StatusCode::NOT_FOUND,
-        "This payment link is not valid",
-        "<p>Nothing was charged. Go back to the app to try again.</p>",
-    )
+    html(StatusCode::NOT_FOUND, authentication::not_valid())
 }
 
 fn unavailable() -> HttpResponse {
-    page(
-        actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-        "Your bank cannot be reached just now",
-        "<p>Nothing was charged. Reload this page in a moment.</p>",
+    html(
+        StatusCode::SERVICE_UNAVAILABLE,
+        authentication::unavailable(),
     )
-}
-
-/// Text for HTML: the page shows only values of its own making, escaped all
-/// the same.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `GET`: what the bank asks the rider.
@@ -96,31 +80,10 @@ pub async fn show(
     match found {
         None => unavailable(),
         Some(None) => not_found(),
-        Some(Some((Authenticating { intent, .. }, secret))) => {
-            let amount = format!(
-                "{}.{:02} {}",
-                intent.amount_cents / 100,
-                intent.amount_cents % 100,
-                intent.currency.to_uppercase()
-            );
-            let hidden = format!(
-                "<input type=\"hidden\" name=\"payment_intent\" value=\"{}\">\
-                 <input type=\"hidden\" name=\"client_secret\" value=\"{}\">",
-                escape(&intent.id),
-                escape(&secret)
-            );
-            page(
-                actix_web::http::StatusCode::OK,
-                "Confirm your payment",
-                &format!(
-                    "<p>Your bank asks you to confirm a payment of <strong id=\"amount\">{amount}</strong> \
-                     to ridepay.</p>\n\
-                     <form method=\"post\" action=\"{PATH}\">{hidden}\
-                     <button id=\"complete\" name=\"outcome\" value=\"complete\">Confirm</button> \
-                     <button id=\"fail\" name=\"outcome\" value=\"fail\">Refuse</button></form>"
-                ),
-            )
-        }
+        Some(Some((found, secret))) => html(
+            StatusCode::OK,
+            authentication::question(&found, &secret, PATH),
+        ),
     }
 }
 
@@ -161,25 +124,10 @@ pub async fn answer(
         Some(None) => return not_found(),
         Some(Some(found)) => found,
     };
-    let Some(return_url) = found.return_url.filter(|url| !url.is_empty()) else {
-        return page(
-            actix_web::http::StatusCode::OK,
-            "Thank you",
-            "<p>You can go back to the app.</p>",
-        );
-    };
-    let redirect_status = match found.intent.status {
-        crate::payments::IntentStatus::RequiresPaymentMethod => "failed",
-        crate::payments::IntentStatus::Processing => "processing",
-        _ => "succeeded",
-    };
-    let query = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("payment_intent", &found.intent.id)
-        .append_pair("payment_intent_client_secret", &client_secret)
-        .append_pair("redirect_status", redirect_status)
-        .finish();
-    let separator = if return_url.contains('?') { '&' } else { '?' };
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, format!("{return_url}{separator}{query}")))
-        .finish()
+    match authentication::return_location(&found, &client_secret) {
+        Some(location) => HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, location))
+            .finish(),
+        None => html(StatusCode::OK, authentication::thanks()),
+    }
 }

@@ -1,27 +1,56 @@
-//! The simulated gateway's authentication page, served by ridepay: what the
-//! rider is asked, the answer taken once, and the browser sent back to the
-//! return page with Stripe's query parameters.
+//! The gateway doubles' authentication pages, the simulated gateway's
+//! (served by ridepay) and the fake Stripe's: what the rider is asked, the
+//! answer taken once, and the browser sent back to the return page with
+//! Stripe's query parameters.
 
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::doubles::SimulatedGateway;
-use ridepay::payments::{CaptureMethod, IntentGateway, IntentStatus, PaymentIntent};
+use ridepay::payments::{CaptureMethod, IntentGateway, IntentStatus, PaymentIntent, StripeGateway};
 
-use crate::helpers::{intent_request, spawn_app, TestApp};
+use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
 
-/// The simulated gateway as the app's own, on its database and its page.
-fn gateway(app: &TestApp) -> SimulatedGateway {
+/// A gateway and the page its PaymentIntents send riders to: the
+/// simulated gateway's, served by ridepay, or the fake Stripe's own (reached
+/// through the Stripe client), the fake kept alive alongside.
+struct PageUnderTest {
+    gateway: Box<dyn IntentGateway>,
+    page: String,
+    _fake: Option<ridepay::doubles::fake_stripe::FakeGateway>,
+}
+
+fn simulated(app: &TestApp) -> PageUnderTest {
     let pool = ridepay::db::build_pool(
         &app.database_url,
         &Settings::for_database(&app.database_url),
     );
-    SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
-        .with_authentication_page(format!("{}/simulated-gateway/authenticate", app.address))
+    let page = format!("{}/simulated-gateway/authenticate", app.address);
+    PageUnderTest {
+        gateway: Box::new(
+            SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
+                .with_authentication_page(page.clone()),
+        ),
+        page,
+        _fake: None,
+    }
 }
 
-fn waiting(app: &TestApp, gateway: &SimulatedGateway, key: &str) -> PaymentIntent {
+fn fake() -> PageUnderTest {
+    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    PageUnderTest {
+        gateway: Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap()),
+        page: format!("{}/fake/authenticate", fake.url()),
+        _fake: Some(fake),
+    }
+}
+
+fn pages(app: &TestApp) -> [PageUnderTest; 2] {
+    [simulated(app), fake()]
+}
+
+fn waiting(app: &TestApp, under_test: &PageUnderTest, key: &str) -> PaymentIntent {
     let mut request = intent_request(key, "pm_card_authenticationRequired", CaptureMethod::Manual);
     request.return_url = format!("{}/payments/return?from=test", app.address);
-    gateway.create_intent(&request).unwrap()
+    under_test.gateway.create_intent(&request).unwrap()
 }
 
 fn browser() -> reqwest::Client {
@@ -31,9 +60,13 @@ fn browser() -> reqwest::Client {
         .unwrap()
 }
 
-async fn answer(app: &TestApp, intent: &PaymentIntent, outcome: &str) -> reqwest::Response {
+async fn answer(
+    under_test: &PageUnderTest,
+    intent: &PaymentIntent,
+    outcome: &str,
+) -> reqwest::Response {
     browser()
-        .post(format!("{}/simulated-gateway/authenticate", app.address))
+        .post(&under_test.page)
         .form(&[
             ("payment_intent", intent.id.as_str()),
             ("client_secret", intent.client_secret.as_deref().unwrap()),
@@ -51,65 +84,77 @@ fn location(response: &reqwest::Response) -> String {
 #[tokio::test]
 async fn the_rider_confirms_once_and_is_sent_back_with_stripes_parameters() {
     let app = spawn_app().await;
-    let gateway = gateway(&app);
-    let intent = waiting(&app, &gateway, "confirm");
-    let page_url = intent.next_action.clone().unwrap().url.unwrap();
+    for under_test in pages(&app) {
+        let intent = waiting(&app, &under_test, "confirm");
+        let page_url = intent.next_action.clone().unwrap().url.unwrap();
 
-    let page = browser().get(&page_url).send().await.unwrap();
-    let content_type = page.headers()["content-type"].to_str().unwrap().to_owned();
-    let html = page.text().await.unwrap();
-    let confirmed = answer(&app, &intent, "complete").await;
-    let again = answer(&app, &intent, "fail").await;
+        let page = browser().get(&page_url).send().await.unwrap();
+        let content_type = page.headers()["content-type"].to_str().unwrap().to_owned();
+        let html = page.text().await.unwrap();
+        let confirmed = answer(&under_test, &intent, "complete").await;
+        let again = answer(&under_test, &intent, "fail").await;
 
-    assert!(content_type.starts_with("text/html"), "{content_type}");
-    assert!(
-        html.contains("20.00 EUR") && html.contains("Confirm"),
-        "{html}"
-    );
-    assert_eq!(confirmed.status(), 303);
-    let secret = intent.client_secret.clone().unwrap();
-    assert_eq!(
+        assert!(page_url.starts_with(&under_test.page), "{page_url}");
+        assert!(content_type.starts_with("text/html"), "{content_type}");
+        assert!(
+            html.contains("20.00 EUR") && html.contains("Confirm"),
+            "{html}"
+        );
+        assert_eq!(confirmed.status(), 303);
+        let secret = intent.client_secret.clone().unwrap();
+        assert_eq!(
         location(&confirmed),
         format!(
             "{}/payments/return?from=test&payment_intent={}&payment_intent_client_secret={secret}&redirect_status=succeeded",
             app.address, intent.id
         )
     );
-    // The second answer changes nothing.
-    assert_eq!(location(&again), location(&confirmed));
-    let now = gateway.retrieve_intent(&intent.id).unwrap().unwrap();
-    assert_eq!(
-        (now.status, now.amount_capturable_cents),
-        (IntentStatus::RequiresCapture, 2000)
-    );
+        // The second answer changes nothing.
+        assert_eq!(location(&again), location(&confirmed));
+        let now = under_test
+            .gateway
+            .retrieve_intent(&intent.id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (now.status, now.amount_capturable_cents),
+            (IntentStatus::RequiresCapture, 2000)
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_refusal_fails_the_payment_and_a_wrong_secret_shows_nothing() {
     let app = spawn_app().await;
-    let gateway = gateway(&app);
-    let intent = waiting(&app, &gateway, "refuse");
+    for under_test in pages(&app) {
+        let intent = waiting(&app, &under_test, "refuse");
 
-    let stranger = browser()
-        .get(format!(
-            "{}/simulated-gateway/authenticate?payment_intent={}&client_secret=pi_x_secret_guess",
-            app.address, intent.id
-        ))
-        .send()
-        .await
-        .unwrap();
-    let (stranger_status, stranger_html) = (stranger.status(), stranger.text().await.unwrap());
-    let refused = answer(&app, &intent, "fail").await;
+        let stranger = browser()
+            .get(format!(
+                "{}?payment_intent={}&client_secret=pi_x_secret_guess",
+                under_test.page, intent.id
+            ))
+            .send()
+            .await
+            .unwrap();
+        let (stranger_status, stranger_html) = (stranger.status(), stranger.text().await.unwrap());
+        let refused = answer(&under_test, &intent, "fail").await;
 
-    assert_eq!(stranger_status, 404);
-    assert!(!stranger_html.contains("20.00"), "{stranger_html}");
-    assert!(
-        location(&refused).ends_with("&redirect_status=failed"),
-        "{}",
-        location(&refused)
-    );
-    assert_eq!(
-        gateway.retrieve_intent(&intent.id).unwrap().unwrap().status,
-        IntentStatus::RequiresPaymentMethod
-    );
+        assert_eq!(stranger_status, 404);
+        assert!(!stranger_html.contains("20.00"), "{stranger_html}");
+        assert!(
+            location(&refused).ends_with("&redirect_status=failed"),
+            "{}",
+            location(&refused)
+        );
+        assert_eq!(
+            under_test
+                .gateway
+                .retrieve_intent(&intent.id)
+                .unwrap()
+                .unwrap()
+                .status,
+            IntentStatus::RequiresPaymentMethod
+        );
+    }
 }

@@ -41,6 +41,15 @@ impl Response {
         }
     }
 
+    /// A page for a browser.
+    pub fn html(status: u16, page: String) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type", "text/html; charset=utf-8".to_owned())],
+            body: page.into_bytes(),
+        }
+    }
+
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
         self.headers.push((name, value.into()));
         self
@@ -112,13 +121,20 @@ pub fn read_request(stream: &TcpStream) -> io::Result<Option<Request>> {
 
 pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         Connection: close\r\nStripe-Version: {}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\nStripe-Version: {}\r\n",
         response.status,
         reason(response.status),
         response.body.len(),
         crate::payments::stripe::STRIPE_VERSION,
     );
+    // JSON, unless the answer says otherwise (a page).
+    if !response
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -131,13 +147,16 @@ pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         402 => "Payment Required",
         404 => "Not Found",
         409 => "Conflict",
         429 => "Too Many Requests",
+        405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "",
     }
 }

@@ -2,6 +2,7 @@
 //! HTTP API on loopback, with fault knobs, so the `stripe` client can be
 //! tested end to end without Stripe, and its webhooks with it.
 
+mod authentication_page;
 mod charges;
 mod http;
 mod intents;

@@ -13,7 +13,7 @@ use super::http::{read_request, write_response, Request, Response};
 use super::webhooks::WebhookTarget;
 use super::wire::invalid_request;
 use super::FakeGatewayConfig;
-use super::{charges, intents, refunds};
+use super::{authentication_page, charges, intents, refunds};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
 use crate::doubles::intents::IntentSettings;
@@ -103,7 +103,7 @@ impl FakeGateway {
         let address = listener.local_addr()?;
         let state = Arc::new(State {
             intents: IntentSettings {
-                authentication_page: format!("http://{address}/fake/authenticate"),
+                authentication_page: format!("http://{address}{}", authentication_page::PATH),
                 authorization_ttl: config.faults.authorization_ttl,
             },
             webhook: Mutex::new(config.webhook.clone()),
@@ -179,6 +179,10 @@ fn serve(stream: &TcpStream, state: &State) -> std::io::Result<()> {
 }
 
 fn route(state: &State, request: &Request) -> Reply {
+    // The rider's browser carries no API key.
+    if request.path == authentication_page::PATH {
+        return Reply::Answer(authentication_page::serve(state, request));
+    }
     if let Some(refusal) = authenticate(state, request) {
         return Reply::Answer(refusal);
     }

@@ -1,0 +1,90 @@
+//! The gateway doubles' authentication page, as HTML, for both servers that
+//! show it: ridepay (for the simulated gateway) and the fake Stripe. What a
+//! bank's 3-D Secure page is to Stripe: the rider confirms or refuses, and
+//! the browser goes back to where the payment was made.
+
+use super::intents::Authenticating;
+use crate::payments::IntentStatus;
+
+/// A page: a title and a body of HTML.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{title}</title></head>\n<body><main>\n<h1>{title}</h1>\n{body}\n</main></body></html>\n"
+    )
+}
+
+/// The answer to a link that names no intent, or the wrong secret.
+pub fn not_valid() -> String {
+    page(
+        "This payment link is not valid",
+        "<p>Nothing was charged. Go back to the app to try again.</p>",
+    )
+}
+
+/// The answer while the doubles' store cannot be reached.
+pub fn unavailable() -> String {
+    page(
+        "Your bank cannot be reached just now",
+        "<p>Nothing was charged. Reload this page in a moment.</p>",
+    )
+}
+
+/// Text for HTML: the page shows only values of its own making, escaped all
+/// the same.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// What the bank asks the rider, with a form that posts the answer to
+/// `action` (the page's own path).
+pub fn question(found: &Authenticating, client_secret: &str, action: &str) -> String {
+    let intent = &found.intent;
+    let amount = format!(
+        "{}.{:02} {}",
+        intent.amount_cents / 100,
+        intent.amount_cents % 100,
+        intent.currency.to_uppercase()
+    );
+    page(
+        "Confirm your payment",
+        &format!(
+            "<p>Your bank asks you to confirm a payment of <strong id=\"amount\">{amount}</strong> \
+             to ridepay.</p>\n\
+             <form method=\"post\" action=\"{action}\">\
+             <input type=\"hidden\" name=\"payment_intent\" value=\"{}\">\
+             <input type=\"hidden\" name=\"client_secret\" value=\"{}\">\
+             <button id=\"complete\" name=\"outcome\" value=\"complete\">Confirm</button> \
+             <button id=\"fail\" name=\"outcome\" value=\"fail\">Refuse</button></form>",
+            escape(&intent.id),
+            escape(client_secret)
+        ),
+    )
+}
+
+/// Where the browser goes after the answer, as Stripe sends it back
+/// (`payment_intent`, `payment_intent_client_secret`, `redirect_status`);
+/// `None` when the payment named no return page.
+pub fn return_location(found: &Authenticating, client_secret: &str) -> Option<String> {
+    let return_url = found.return_url.as_deref().filter(|url| !url.is_empty())?;
+    let redirect_status = match found.intent.status {
+        IntentStatus::RequiresPaymentMethod => "failed",
+        IntentStatus::Processing => "processing",
+        _ => "succeeded",
+    };
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("payment_intent", &found.intent.id)
+        .append_pair("payment_intent_client_secret", client_secret)
+        .append_pair("redirect_status", redirect_status)
+        .finish();
+    let separator = if return_url.contains('?') { '&' } else { '?' };
+    Some(format!("{return_url}{separator}{query}"))
+}
+
+/// The page after an answer with nowhere to go back to.
+pub fn thanks() -> String {
+    page("Thank you", "<p>You can go back to the app.</p>")
+}

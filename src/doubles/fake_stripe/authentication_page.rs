@@ -1,0 +1,56 @@
+//! The fake Stripe's authentication page (`/fake/authenticate`), where its
+//! PaymentIntents that need the rider's authentication send the browser; the
+//! same page the simulated gateway's is (`doubles::authentication`).
+
+use std::collections::HashMap;
+
+use super::charges::connection;
+use super::http::{Request, Response};
+use super::server::State;
+use crate::doubles::authentication;
+use crate::doubles::intents::{self, Authentication};
+
+pub const PATH: &str = "/fake/authenticate";
+
+fn fields(text: &[u8]) -> HashMap<String, String> {
+    serde_urlencoded::from_bytes(text).unwrap_or_default()
+}
+
+/// `GET` shows the question; `POST` takes the answer and sends the browser
+/// back.
+pub fn serve(state: &State, request: &Request) -> Response {
+    let (asked, answer) = match request.method.as_str() {
+        "GET" => (fields(request.query.as_bytes()), None),
+        "POST" => {
+            let form = fields(&request.body);
+            let outcome = match form.get("outcome").map(String::as_str) {
+                Some("complete") => Authentication::Completed,
+                Some("fail") => Authentication::Failed,
+                _ => return Response::html(404, authentication::not_valid()),
+            };
+            (form, Some(outcome))
+        }
+        _ => return Response::html(405, authentication::not_valid()),
+    };
+    let (Some(id), Some(secret)) = (asked.get("payment_intent"), asked.get("client_secret")) else {
+        return Response::html(404, authentication::not_valid());
+    };
+    let Ok(mut conn) = connection(state) else {
+        return Response::html(503, authentication::unavailable());
+    };
+    let found = match answer {
+        None => intents::authenticating(&mut conn, id, secret, &state.intents),
+        Some(outcome) => intents::authenticate(&mut conn, id, secret, outcome, &state.intents),
+    };
+    match (found, answer) {
+        (Err(_), _) => Response::html(503, authentication::unavailable()),
+        (Ok(None), _) => Response::html(404, authentication::not_valid()),
+        (Ok(Some(found)), None) => {
+            Response::html(200, authentication::question(&found, secret, PATH))
+        }
+        (Ok(Some(found)), Some(_)) => match authentication::return_location(&found, secret) {
+            Some(location) => Response::html(303, String::new()).with_header("Location", location),
+            None => Response::html(200, authentication::thanks()),
+        },
+    }
+}
