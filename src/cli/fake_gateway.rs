@@ -34,6 +34,10 @@ pub struct FakeGatewayArgs {
     /// [env: SIMULATED_GATEWAY_RATE_LIMIT_RATE].
     #[arg(long, value_parser = parse_rate)]
     rate_limit_rate: Option<f64>,
+    /// Share of calls answered 500 and that answer saved under the key for
+    /// every retry [env: SIMULATED_GATEWAY_SAVED_ERROR_RATE].
+    #[arg(long, value_parser = parse_rate)]
+    saved_error_rate: Option<f64>,
     /// Send signed Stripe events (`charge.succeeded`, `charge.failed`,
     /// `charge.refunded`) for new charges and refunds to this URL, e.g.
     /// `http://127.0.0.1:8080/webhooks/stripe`.
@@ -57,6 +61,7 @@ impl FakeGatewayArgs {
                 .lost_response_rate
                 .unwrap_or(settings.lost_response_rate),
             rate_limit_rate: self.rate_limit_rate.unwrap_or(settings.rate_limit_rate),
+            saved_error_rate: self.saved_error_rate.unwrap_or(settings.saved_error_rate),
             authorization_ttl: settings.authorization_ttl,
         }
     }

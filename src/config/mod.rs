@@ -43,6 +43,9 @@ pub struct SimulatedGatewaySettings {
     pub lost_response_rate: f64,
     /// Share of calls refused as rate-limited before charging.
     pub rate_limit_rate: f64,
+    /// `ridepay fake-gateway` only: share of calls answered with a 500 that
+    /// is saved under the key and answered to every retry, as Stripe does.
+    pub saved_error_rate: f64,
     /// How long a hold lasts before it lapses (Stripe's: seven days).
     pub authorization_ttl: Duration,
 }
@@ -54,6 +57,7 @@ impl Default for SimulatedGatewaySettings {
             fail_rate: 0.0,
             lost_response_rate: 0.0,
             rate_limit_rate: 0.0,
+            saved_error_rate: 0.0,
             authorization_ttl: Duration::from_secs(7 * 24 * 3600),
         }
     }
@@ -323,6 +327,7 @@ impl Settings {
                 fail_rate: source.rate("SIMULATED_GATEWAY_FAIL_RATE")?,
                 lost_response_rate: source.rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
                 rate_limit_rate: source.rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
+                saved_error_rate: source.rate("SIMULATED_GATEWAY_SAVED_ERROR_RATE")?,
                 authorization_ttl: source.secs(
                     "SIMULATED_GATEWAY_AUTHORIZATION_TTL_SECS",
                     d.simulated_gateway.authorization_ttl,

@@ -132,3 +132,33 @@ fn a_closed_port_is_unavailable() {
         "{refused:?}"
     );
 }
+
+#[test]
+fn a_500_stripe_saved_under_the_key_goes_to_an_operator_and_each_failure_names_its_request() {
+    use ridepay::payments::{CaptureMethod, IntentGateway};
+    let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 1.0);
+    let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
+    let hold = crate::helpers::intent_request("saved", "pm_card_visa", CaptureMethod::Manual);
+
+    let first = client.create_intent(&hold).unwrap_err();
+    let retried = client.create_intent(&hold).unwrap_err();
+
+    // The first 500 may have acted, for all the client knows; its retry is
+    // answered from what Stripe saved, so no retry can learn more.
+    assert!(
+        matches!(&first, GatewayError::OutcomeUnknown { reason } if reason.contains("Stripe request req_")),
+        "{first:?}"
+    );
+    assert!(
+        matches!(&retried, GatewayError::Misconfigured { reason }
+            if reason.contains("saved under this key") && reason.contains("Stripe request req_")),
+        "{retried:?}"
+    );
+    assert_eq!(
+        crate::helpers::count(
+            &mut diesel::Connection::establish(&ledger).unwrap(),
+            "simulated_payment_intents"
+        ),
+        0
+    );
+}

@@ -60,7 +60,13 @@ pub fn with_faults<T>(
              retry later.",
         ));
     };
-    let parsed = match parse(request, key) {
+    if state.saved_errors.has(&key) {
+        return Reply::Answer(
+            api_error("Simulated failure, saved under this key.")
+                .with_header("Idempotent-Replayed", "true"),
+        );
+    }
+    let parsed = match parse(request, key.clone()) {
         Ok(parsed) => parsed,
         Err(refusal) => return Reply::Answer(refusal),
     };
@@ -69,6 +75,10 @@ pub fn with_faults<T>(
     }
     if rng.gen_bool(faults.fail_rate) {
         return Reply::Answer(api_error("Simulated failure before acting."));
+    }
+    if rng.gen_bool(faults.saved_error_rate) {
+        state.saved_errors.save(key);
+        return Reply::Answer(api_error("Simulated failure, saved under this key."));
     }
     let mut conn = match connection(state) {
         Ok(conn) => conn,

@@ -121,11 +121,13 @@ pub fn read_request(stream: &TcpStream) -> io::Result<Option<Request>> {
 
 pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\nStripe-Version: {}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\nStripe-Version: {}\r\n\
+         Request-Id: req_{}\r\n",
         response.status,
         reason(response.status),
         response.body.len(),
         crate::payments::stripe::STRIPE_VERSION,
+        hex::encode(rand::random::<[u8; 7]>()),
     );
     // JSON, unless the answer says otherwise (a page).
     if !response

@@ -34,6 +34,9 @@ pub struct State {
     /// Its PaymentIntents' authentication page is its own.
     pub intents: IntentSettings,
     pub in_flight: InFlight,
+    /// Keys whose answer was a saved 500 (Stripe keeps them 24 hours; the
+    /// fake, while it runs).
+    pub saved_errors: SavedErrors,
     /// Set at start (`--webhook-url`), or later by a test that learns the
     /// receiver's address only after the fake is running.
     webhook: Mutex<Option<WebhookTarget>>,
@@ -49,6 +52,19 @@ impl State {
 /// one of them gets Stripe's 409 instead of racing the first.
 #[derive(Default)]
 pub struct InFlight(Mutex<HashSet<String>>);
+
+#[derive(Default)]
+pub struct SavedErrors(Mutex<HashSet<String>>);
+
+impl SavedErrors {
+    pub fn save(&self, key: String) {
+        self.0.lock().expect("saved errors").insert(key);
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.0.lock().expect("saved errors").contains(key)
+    }
+}
 
 pub struct InFlightGuard<'a> {
     keys: &'a InFlight,
@@ -110,6 +126,7 @@ impl FakeGateway {
             config,
             pool,
             in_flight: InFlight::default(),
+            saved_errors: SavedErrors::default(),
         });
         // It serves for the rest of the process, as a server would.
         thread::Builder::new()

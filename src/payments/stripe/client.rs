@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use ureq::http::HeaderMap;
 
 use super::intents;
 use super::outcome::{self, Answer};
@@ -141,7 +140,20 @@ fn read_answer<T>(
     interpret: impl FnOnce(&Answer) -> Result<T, GatewayError>,
 ) -> Result<T, GatewayError> {
     let status = response.status().as_u16();
-    let (retry_after, should_retry) = retry_hints(response.headers());
+    let headers = response.headers();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+    };
+    let retry_after = header("retry-after")
+        .and_then(|value| value.parse().ok())
+        .map(Duration::from_secs);
+    let should_retry = header("stripe-should-retry").map(|value| value == "true");
+    let replayed = header("idempotent-replayed") == Some("true");
+    // Stripe's id of the request, for its support and its dashboard's logs.
+    let request_id = header("request-id").map(str::to_owned);
     let body = response
         .body_mut()
         .read_to_vec()
@@ -150,6 +162,8 @@ fn read_answer<T>(
         status,
         retry_after,
         should_retry,
+        replayed,
+        request_id,
         body: &body,
     })
 }
@@ -244,15 +258,6 @@ impl PaymentGateway for StripeGateway {
             outcome::classify(answer, outcome::charge_state).map(Some)
         })
     }
-}
-
-fn retry_hints(headers: &HeaderMap) -> (Option<Duration>, Option<bool>) {
-    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let retry_after = header("retry-after")
-        .and_then(|value| value.trim().parse().ok())
-        .map(Duration::from_secs);
-    let should_retry = header("stripe-should-retry").map(|value| value.trim() == "true");
-    (retry_after, should_retry)
 }
 
 #[cfg(test)]

@@ -14,6 +14,12 @@ pub struct Answer<'a> {
     pub retry_after: Option<Duration>,
     /// `Stripe-Should-Retry`.
     pub should_retry: Option<bool>,
+    /// `Idempotent-Replayed: true`: Stripe answered from what it saved under
+    /// the key, not by acting again.
+    pub replayed: bool,
+    /// `Request-Id`, named in every failure so an operator can find the
+    /// request in Stripe's dashboard.
+    pub request_id: Option<String>,
     pub body: &'a [u8],
 }
 
@@ -38,7 +44,12 @@ pub fn classify<T>(
         ),
         Err(_) => format!("HTTP {status}, not a Stripe error body"),
     };
-    let described = |prefix: &str| format!("{prefix} ({summary})");
+    let request = answer
+        .request_id
+        .as_deref()
+        .map(|id| format!(", Stripe request {id}"))
+        .unwrap_or_default();
+    let described = |prefix: &str| format!("{prefix} ({summary}{request})");
     match status {
         401 | 403 => {
             return Err(GatewayError::Misconfigured {
@@ -60,7 +71,24 @@ pub fn classify<T>(
                 retry_after: Some(answer.retry_after.unwrap_or(DEFAULT_RETRY_AFTER)),
             })
         }
-        // Stripe may or may not have charged; the same key finds out.
+        // Stripe saved a failure under this key and will answer it forever
+        // (for 24 hours): no retry can learn what happened. An operator looks
+        // the payment up by its metadata.
+        500.. if answer.replayed => {
+            return Err(GatewayError::Misconfigured {
+                reason: described(
+                    "Stripe answers a failure it saved under this key; look the payment \
+                     up by its metadata (ride_id, idempotency_key_id) before settling it",
+                ),
+            })
+        }
+        // Stripe says a retry cannot help: an operator must look.
+        500.. if answer.should_retry == Some(false) => {
+            return Err(GatewayError::Misconfigured {
+                reason: described("Stripe failed and says a retry cannot help"),
+            })
+        }
+        // Stripe may or may not have acted; the same key finds out.
         500.. => {
             return Err(GatewayError::OutcomeUnknown {
                 reason: described("Stripe failed"),
@@ -213,6 +241,8 @@ mod tests {
                 status,
                 retry_after: None,
                 should_retry: None,
+                replayed: false,
+                request_id: None,
                 body: body.as_bytes(),
             },
             charged,
@@ -301,6 +331,8 @@ mod tests {
                 status: 429,
                 retry_after: Some(Duration::from_secs(7)),
                 should_retry: Some(true),
+                replayed: false,
+                request_id: None,
                 body: error_body("invalid_request_error", "rate_limit").as_bytes(),
             },
             charged,
@@ -314,10 +346,43 @@ mod tests {
                 status: 400,
                 retry_after: None,
                 should_retry: Some(true),
+                replayed: false,
+                request_id: None,
                 body: error_body("invalid_request_error", "lock_timeout").as_bytes(),
             },
             charged,
         );
         assert!(matches!(retry, Err(GatewayError::OutcomeUnknown { .. })));
+    }
+
+    fn failed(should_retry: Option<bool>, replayed: bool) -> Result<Charge, GatewayError> {
+        classify(
+            &Answer {
+                status: 500,
+                retry_after: None,
+                should_retry,
+                replayed,
+                request_id: Some("req_7Ab".to_owned()),
+                body: error_body("api_error", "internal").as_bytes(),
+            },
+            charged,
+        )
+    }
+
+    #[test]
+    fn a_500_is_unknown_unless_stripe_saved_it_or_says_not_to_retry_and_names_its_request() {
+        assert!(matches!(
+            failed(Some(true), false),
+            Err(GatewayError::OutcomeUnknown { reason }) if reason.contains("Stripe request req_7Ab")
+        ));
+        for (should_retry, replayed) in [(Some(false), false), (Some(true), true), (None, true)] {
+            assert!(
+                matches!(
+                    failed(should_retry, replayed),
+                    Err(GatewayError::Misconfigured { reason }) if reason.contains("req_7Ab")
+                ),
+                "{should_retry:?} {replayed}"
+            );
+        }
     }
 }
