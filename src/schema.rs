@@ -205,6 +205,7 @@ diesel::table! {
         stripe_customer_id -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        stripe_payment_method_id -> Nullable<Text>,
     }
 }
 

@@ -41,6 +41,16 @@ pub struct User {
     pub email: String,
     pub stripe_customer_id: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The saved card a ride pays with when it names none.
+    pub stripe_payment_method_id: Option<String>,
+}
+
+/// A user's saved card at the gateway: the customer, and the payment method
+/// (`pm_...`) saved to it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SavedCard<'a> {
+    pub customer: Option<&'a str>,
+    pub payment_method: Option<&'a str>,
 }
 
 #[derive(Insertable)]
@@ -49,6 +59,7 @@ struct NewUser<'a> {
     email: &'a str,
     api_key_hash: &'a [u8],
     stripe_customer_id: Option<&'a str>,
+    stripe_payment_method_id: Option<&'a str>,
 }
 
 /// Creates a user and returns it with its API key, the only time the key is
@@ -56,14 +67,15 @@ struct NewUser<'a> {
 pub fn create(
     conn: &mut PgConnection,
     email: &str,
-    stripe_customer_id: Option<&str>,
+    card: SavedCard<'_>,
 ) -> QueryResult<(User, ApiKey)> {
     let key = ApiKey::generate();
     let user = diesel::insert_into(users::table)
         .values(NewUser {
             email,
             api_key_hash: &hash_api_key(key.expose()),
-            stripe_customer_id,
+            stripe_customer_id: card.customer,
+            stripe_payment_method_id: card.payment_method,
         })
         .returning(User::as_returning())
         .get_result(conn)?;

@@ -9,6 +9,8 @@ use crate::users;
 
 const DEMO_EMAIL: &str = "demo@ridepay.dev";
 const DEMO_CUSTOMER: &str = "cus_demo";
+/// Stripe's test card, saved to the demo user.
+const DEMO_PAYMENT_METHOD: &str = "pm_card_visa";
 const DEMO_KEY_FILE: &str = "demo-api-key";
 
 fn keep_private(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -67,7 +69,13 @@ fn print_demo_user(
     let key = match (still_valid, users::find_by_email(conn, DEMO_EMAIL)?) {
         (Some(key), _) => key,
         (None, Some(user)) => users::rotate_key(conn, user.id)?,
-        (None, None) => users::create(conn, DEMO_EMAIL, Some(DEMO_CUSTOMER))?.1,
+        (None, None) => {
+            let card = users::SavedCard {
+                customer: Some(DEMO_CUSTOMER),
+                payment_method: Some(DEMO_PAYMENT_METHOD),
+            };
+            users::create(conn, DEMO_EMAIL, card)?.1
+        }
     };
     keep_private(&kept, key.expose())?;
     println!(

@@ -17,6 +17,10 @@ pub enum UsersCommand {
         /// A stored customer id (`cus_...`) charged when a ride names no source.
         #[arg(long)]
         stripe_customer: Option<String>,
+        /// The customer's saved card (`pm_...`), paid with when a ride names
+        /// no payment method.
+        #[arg(long, requires = "stripe_customer", value_parser = payment_method)]
+        payment_method: Option<String>,
     },
     /// Give a user a new API key; the old one stops working at once.
     RotateKey {
@@ -31,7 +35,15 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
         UsersCommand::Create {
             email,
             stripe_customer,
-        } => users::create(conn, &email, stripe_customer.as_deref()).map_err(|err| match err {
+            payment_method,
+        } => {
+            let card = users::SavedCard {
+                customer: stripe_customer.as_deref(),
+                payment_method: payment_method.as_deref(),
+            };
+            users::create(conn, &email, card)
+        }
+        .map_err(|err| match err {
             diesel::result::Error::DatabaseError(
                 diesel::result::DatabaseErrorKind::UniqueViolation,
                 _,
@@ -49,6 +61,17 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
         json!({ "user_id": user.id, "email": user.email, "api_key": key.expose() })
     );
     Ok(())
+}
+
+/// A `pm_` id, as the API takes one.
+fn payment_method(text: &str) -> Result<String, String> {
+    let valid = text.len() <= 255
+        && text.strip_prefix("pm_").is_some_and(|rest| {
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+    valid
+        .then(|| text.to_owned())
+        .ok_or_else(|| format!("{text:?} is not a payment method id (pm_...)"))
 }
 
 /// A user named by id or by email.

@@ -232,3 +232,37 @@ fn fake_gateway_takes_its_webhook_secret_from_dot_env_like_every_setting() {
     assert!(!stderr.contains("required"), "{stderr}");
     assert!(!output.status.success());
 }
+
+#[tokio::test]
+async fn users_create_saves_a_card_of_stripes_form_and_refuses_any_other() {
+    let app = spawn_app().await;
+    let create = |email: &'static str, method: &'static str| {
+        [
+            "users",
+            "create",
+            "--email",
+            email,
+            "--stripe-customer",
+            "cus_saved",
+            "--payment-method",
+            method,
+        ]
+    };
+
+    let (saved, out) = ridepay(
+        &app.database_url,
+        &create("card@example.com", "pm_card_visa"),
+    );
+    let (refused, _) = ridepay(&app.database_url, &create("token@example.com", "tok_visa"));
+
+    assert!(saved, "{out}");
+    assert_eq!(
+        app.count(
+            "users WHERE email = 'card@example.com' AND stripe_customer_id = 'cus_saved' \
+             AND stripe_payment_method_id = 'pm_card_visa'"
+        ),
+        1
+    );
+    assert!(!refused);
+    assert_eq!(app.count("users WHERE email = 'token@example.com'"), 0);
+}

@@ -214,7 +214,11 @@ pub async fn spawn_server(database_url: &str, configure: impl FnOnce(&mut Settin
 pub fn create_user(database_url: &str, customer: Option<&str>) -> TestUser {
     let mut conn = PgConnection::establish(database_url).unwrap();
     let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
-    let (user, key) = ridepay::users::create(&mut conn, &email, customer).unwrap();
+    let card = ridepay::users::SavedCard {
+        customer,
+        payment_method: customer.map(|_| "pm_card_visa"),
+    };
+    let (user, key) = ridepay::users::create(&mut conn, &email, card).unwrap();
     TestUser {
         id: user.id.0,
         api_key: key.expose().to_owned(),
