@@ -46,6 +46,13 @@ pub fn fixtures() -> &'static Map<String, Value> {
 }
 
 impl Spec {
+    /// The API version the specification describes.
+    pub fn version(&self) -> &str {
+        self.document["info"]["version"]
+            .as_str()
+            .unwrap_or_default()
+    }
+
     fn resolve<'a>(&'a self, schema: &'a Value) -> &'a Value {
         match schema.get("$ref").and_then(Value::as_str) {
             Some(reference) => {
@@ -570,4 +577,9 @@ fn the_client_reads_stripes_2026_payment_intent_example() {
     );
     assert_eq!(intent.next_action.unwrap().kind, "type");
     assert_eq!(intent.last_payment_error.unwrap().code, None);
+}
+
+#[test]
+fn the_client_pins_the_api_version_of_the_vendored_specification() {
+    assert_eq!(ridepay::payments::stripe::STRIPE_VERSION, spec().version());
 }
