@@ -143,9 +143,11 @@ pub fn refunded(body: &[u8]) -> Result<Refund, GatewayError> {
         serde_json::from_slice(body).map_err(|err| unreadable("refund", err))?;
     // A card refund Stripe has accepted may settle later (`pending`); it is
     // made, and the amount is taken from the charge.
-    if !matches!(refund.status.as_str(), "succeeded" | "pending") {
+    // A status not yet known (null) is one still settling, like `pending`.
+    let status = refund.status.as_deref().unwrap_or("pending");
+    if !matches!(status, "succeeded" | "pending") {
         return Err(GatewayError::Rejected {
-            message: format!("Stripe refund {} is {}", refund.id, refund.status),
+            message: format!("Stripe refund {} is {status}", refund.id),
         });
     }
     Ok(refund_of(refund))
@@ -154,7 +156,7 @@ pub fn refunded(body: &[u8]) -> Result<Refund, GatewayError> {
 fn refund_of(refund: RefundObject) -> Refund {
     Refund {
         id: refund.id,
-        charge_id: refund.charge,
+        charge_id: refund.charge.unwrap_or_default(),
         amount_cents: refund.amount,
         currency: refund.currency,
         reason: refund.reason,
@@ -384,5 +386,37 @@ mod tests {
                 "{should_retry:?} {replayed}"
             );
         }
+    }
+
+    #[test]
+    fn a_refund_with_the_nullable_fields_null_is_read_as_still_settling() {
+        let body = br#"{"id": "re_1", "object": "refund", "amount": 500, "charge": null,
+                        "currency": "usd", "status": null, "metadata": null}"#;
+        let refund = refunded(body).unwrap();
+        assert_eq!((refund.id.as_str(), refund.amount_cents), ("re_1", 500));
+        assert!(refund.metadata.is_empty());
+    }
+
+    #[test]
+    fn stripes_2026_refund_example_is_read() {
+        let fixtures: serde_json::Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/stripe/fixtures-2026.json"
+        )))
+        .unwrap();
+        let body = serde_json::to_vec(&fixtures["resources"]["refund"]).unwrap();
+        let refund = refunded(&body).unwrap();
+        assert_eq!(
+            (
+                refund.id.as_str(),
+                refund.charge_id.as_str(),
+                refund.amount_cents
+            ),
+            (
+                "re_1Pgc72B7WZ01zgkWqPvrRrPE",
+                "ch_1PgafuB7WZ01zgkWXYmPNZs8",
+                100
+            )
+        );
     }
 }

@@ -52,13 +52,14 @@ pub struct RefundObject {
     pub id: String,
     pub object: String,
     pub amount: i64,
-    pub charge: String,
+    /// Nullable in Stripe's specification, like `status` and `metadata`.
+    pub charge: Option<String>,
     pub currency: String,
     /// `pending`, `requires_action`, `succeeded`, `failed` or `canceled`.
-    pub status: String,
+    pub status: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub metadata: BTreeMap<String, String>,
     #[serde(default)]
     pub created: i64,
@@ -99,4 +100,13 @@ pub struct ErrorObject {
     /// The failed charge, on a decline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge: Option<String>,
+}
+
+/// A field the specification makes nullable, read as empty when null.
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
