@@ -148,6 +148,7 @@ enum Answer {
         code: String,
         decline_code: Option<String>,
         message: String,
+        payment_intent: Option<String>,
     },
     Rejected {
         message: String,
@@ -162,10 +163,12 @@ impl Answer {
                 code,
                 decline_code,
                 message,
+                payment_intent,
             }) => Some(Answer::Declined {
                 code: code.clone(),
                 decline_code: decline_code.clone(),
                 message: message.clone(),
+                payment_intent: payment_intent.clone(),
             }),
             Err(GatewayError::Rejected { message }) => Some(Answer::Rejected {
                 message: message.clone(),
@@ -182,10 +185,12 @@ impl Answer {
                 code,
                 decline_code,
                 message,
+                payment_intent,
             } => Err(GatewayError::Declined {
                 code,
                 decline_code,
                 message,
+                payment_intent,
             }),
             Answer::Rejected { message } => Err(GatewayError::Rejected { message }),
         }
@@ -406,6 +411,7 @@ pub fn create(
                     code: "card_declined".to_owned(),
                     decline_code: Some(decline_code.to_owned()),
                     message: DECLINE_MESSAGE.to_owned(),
+                    payment_intent: Some(stored.id),
                 }),
                 None => Ok(stored.intent(settings)),
             }
@@ -521,6 +527,7 @@ pub fn increment(
                     code: "card_declined".to_owned(),
                     decline_code: Some("generic_decline".to_owned()),
                     message: DECLINE_MESSAGE.to_owned(),
+                    payment_intent: Some(intent.id),
                 });
             }
             use simulated_payment_intents::dsl as pi;

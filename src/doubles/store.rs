@@ -136,6 +136,7 @@ impl StoredCharge {
                 code: code.clone(),
                 decline_code: self.decline_code.clone(),
                 message: DECLINE_MESSAGE.to_owned(),
+                payment_intent: None,
             }),
         }
     }

@@ -36,6 +36,9 @@ pub enum GatewayError {
         code: String,
         decline_code: Option<String>,
         message: String,
+        /// The PaymentIntent the decline left behind (`requires_payment_method`),
+        /// when there is one: the ride records it.
+        payment_intent: Option<String>,
     },
     /// The gateway refused the request for good (a bad source, say): final.
     #[error("rejected: {message}")]

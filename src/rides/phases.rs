@@ -136,6 +136,7 @@ pub fn finish_unpaid(
             code,
             decline_code,
             message,
+            ..
         } => (
             RideStatus::PaymentDeclined,
             Problem::new(ProblemKind::CardDeclined, message.clone())

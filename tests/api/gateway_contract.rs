@@ -130,6 +130,7 @@ fn each_test_decline_is_a_decline_with_its_code(under_test: &impl GatewayUnderTe
                 code: "card_declined".to_owned(),
                 decline_code: Some(decline_code.to_owned()),
                 message: "Your card was declined.".to_owned(),
+                payment_intent: None,
             }
         );
         // Recorded, so the same key declines again.
@@ -431,8 +432,8 @@ fn each_declining_payment_method_declines_with_its_code(under_test: &impl Gatewa
         let declined =
             gateway.create_intent(&intent_request(method, method, CaptureMethod::Manual));
         assert!(
-            matches!(&declined, Err(GatewayError::Declined { code, decline_code: Some(d), .. })
-                if code == "card_declined" && d == decline_code),
+            matches!(&declined, Err(GatewayError::Declined { code, decline_code: Some(d), payment_intent: Some(id), .. })
+                if code == "card_declined" && d == decline_code && id.starts_with("pi_")),
             "{method}: {declined:?}"
         );
     }

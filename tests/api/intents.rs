@@ -125,13 +125,31 @@ fn stripes_declining_test_methods_decline_with_their_codes_and_an_unknown_one_is
             &intent_request(key, method, CaptureMethod::Manual),
             &settings(),
         );
+        let Err(GatewayError::Declined {
+            code,
+            decline_code: declined_with,
+            message,
+            payment_intent: Some(left_behind),
+        }) = declined
+        else {
+            panic!("{declined:?}");
+        };
         assert_eq!(
-            declined,
-            Err(GatewayError::Declined {
-                code: "card_declined".to_owned(),
-                decline_code: Some(decline_code.to_owned()),
-                message: intents::DECLINE_MESSAGE.to_owned(),
-            })
+            (code.as_str(), declined_with.as_deref(), message.as_str()),
+            (
+                "card_declined",
+                Some(decline_code),
+                intents::DECLINE_MESSAGE
+            )
+        );
+        // The declined PaymentIntent stays, as Stripe's does.
+        let kept = intents::retrieve(&mut conn, &left_behind, &settings())
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.status, IntentStatus::RequiresPaymentMethod);
+        assert_eq!(
+            kept.last_payment_error.unwrap().decline_code.as_deref(),
+            Some(decline_code)
         );
     }
     let unknown = intents::create(

@@ -4,6 +4,7 @@
 //! answer against it), not the client's types, so that a misreading of
 //! Stripe's format cannot hide on both sides.
 
+use diesel::PgConnection;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -76,8 +77,13 @@ fn intent_object(intent: &PaymentIntent) -> IntentObject {
     }
 }
 
-/// What the doubles answered, as Stripe answers it.
-fn answer(result: Result<PaymentIntent, GatewayError>) -> Result<Effect, Response> {
+/// What the doubles answered, as Stripe answers it: a decline carries the
+/// PaymentIntent it left behind.
+fn answer(
+    conn: &mut PgConnection,
+    state: &State,
+    result: Result<PaymentIntent, GatewayError>,
+) -> Result<Effect, Response> {
     match result {
         Ok(intent) => Ok(Effect {
             answer: Response::json(200, &intent_object(&intent)),
@@ -87,12 +93,19 @@ fn answer(result: Result<PaymentIntent, GatewayError>) -> Result<Effect, Respons
             code,
             decline_code,
             message,
-        }) => Err(Response::json(
-            402,
-            &json!({ "error": {
-                "type": "card_error", "code": code, "decline_code": decline_code, "message": message,
-            }}),
-        )),
+            payment_intent,
+        }) => {
+            let intent = payment_intent
+                .and_then(|id| intents::retrieve(conn, &id, &state.intents).ok().flatten())
+                .map(|intent| intent_object(&intent));
+            Err(Response::json(
+                402,
+                &json!({ "error": {
+                    "type": "card_error", "code": code, "decline_code": decline_code,
+                    "message": message, "payment_intent": intent,
+                }}),
+            ))
+        }
         Err(GatewayError::Rejected { message }) => {
             let (code, message) = message
                 .split_once(": ")
@@ -142,7 +155,8 @@ pub fn create(state: &State, request: &Request) -> Reply {
         })
     };
     with_faults(state, request, parse, |conn, create| {
-        answer(intents::create(conn, &create, &state.intents))
+        let result = intents::create(conn, &create, &state.intents);
+        answer(conn, state, result)
     })
 }
 
@@ -163,7 +177,10 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
                     )?,
                 })
             },
-            |conn, capture| answer(intents::capture(conn, &capture, &state.intents)),
+            |conn, capture| {
+                let result = intents::capture(conn, &capture, &state.intents);
+                answer(conn, state, result)
+            },
         ),
         "increment_authorization" => with_faults(
             state,
@@ -176,7 +193,10 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
                     amount_cents: Form::positive_amount(&form.required("amount")?)?,
                 })
             },
-            |conn, increment| answer(intents::increment(conn, &increment, &state.intents)),
+            |conn, increment| {
+                let result = intents::increment(conn, &increment, &state.intents);
+                answer(conn, state, result)
+            },
         ),
         "cancel" => with_faults(
             state,
@@ -191,7 +211,10 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
                         .unwrap_or_else(|| "requested_by_customer".to_owned()),
                 })
             },
-            |conn, cancel| answer(intents::cancel(conn, &cancel, &state.intents)),
+            |conn, cancel| {
+                let result = intents::cancel(conn, &cancel, &state.intents);
+                answer(conn, state, result)
+            },
         ),
         _ => Reply::Answer(invalid_request(
             404,

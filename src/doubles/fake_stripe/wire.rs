@@ -87,6 +87,7 @@ pub fn charge_answer(charge: &StoredCharge, object: &ChargeObject) -> Response {
                     decline_code: charge.decline_code.clone(),
                     message: Some(DECLINE_MESSAGE.to_owned()),
                     charge: Some(charge.id.clone()),
+                    payment_intent: None,
                 },
             },
         ),
@@ -103,6 +104,7 @@ pub fn error(status: u16, kind: &str, code: Option<&str>, message: impl Into<Str
                 decline_code: None,
                 message: Some(message.into()),
                 charge: None,
+                payment_intent: None,
             },
         },
     )

@@ -107,6 +107,10 @@ pub fn classify<T>(
             code: error.code.unwrap_or_else(|| "card_declined".to_owned()),
             decline_code: error.decline_code,
             message,
+            payment_intent: error
+                .payment_intent
+                .as_ref()
+                .and_then(|intent| intent.get("id")?.as_str().map(str::to_owned)),
         }),
         "idempotency_error" => Err(GatewayError::Misconfigured {
             reason: described("Stripe saw an idempotency key reused with other parameters"),
@@ -279,6 +283,7 @@ mod tests {
                 code: "card_declined".to_owned(),
                 decline_code: Some("insufficient_funds".to_owned()),
                 message: "Your card has insufficient funds.".to_owned(),
+                payment_intent: None,
             })
         );
     }

@@ -100,6 +100,9 @@ pub struct ErrorObject {
     /// The failed charge, on a decline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge: Option<String>,
+    /// The PaymentIntent, on a decline of one (Stripe sends the object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_intent: Option<serde_json::Value>,
 }
 
 /// A field the specification makes nullable, read as empty when null.
