@@ -435,21 +435,45 @@ macro_rules! save {
     };
 }
 
+/// A call on an existing PaymentIntent: its name and its key, as kept in
+/// `simulated_intent_calls`.
+trait IntentCall: Serialize {
+    const OPERATION: &'static str;
+    fn key(&self) -> &str;
+    fn intent_id(&self) -> &str;
+}
+
+macro_rules! intent_call {
+    ($request:ty, $operation:literal) => {
+        impl IntentCall for $request {
+            const OPERATION: &'static str = $operation;
+            fn key(&self) -> &str {
+                &self.idempotency_key
+            }
+            fn intent_id(&self) -> &str {
+                &self.intent_id
+            }
+        }
+    };
+}
+
+intent_call!(CaptureIntent, "capture");
+intent_call!(IncrementIntent, "increment_authorization");
+intent_call!(CancelIntent, "cancel");
+
 /// A call on an existing PaymentIntent, once per key: `change` judges the
 /// intent as it is now (a lapsed hold already canceled) and saves what it
 /// becomes, or refuses.
-fn on_intent(
+fn on_intent<R: IntentCall>(
     conn: &mut PgConnection,
-    key: &str,
-    operation: &str,
-    request: &impl Serialize,
-    intent_id: &str,
+    request: &R,
     settings: &IntentSettings,
     change: impl FnOnce(&mut PgConnection, StoredIntent) -> Result<StoredIntent, GatewayError>,
 ) -> Result<PaymentIntent, GatewayError> {
     let parameters = serde_json::to_value(request).expect("requests serialise");
-    once_per_key(conn, key, operation, parameters, |conn| {
-        let intent = load(conn, intent_id)?.ok_or_else(|| no_such_intent(intent_id))?;
+    let id = request.intent_id();
+    once_per_key(conn, request.key(), R::OPERATION, parameters, |conn| {
+        let intent = load(conn, id)?.ok_or_else(|| no_such_intent(id))?;
         Ok(change(conn, intent)?.intent(settings))
     })
 }
@@ -460,40 +484,31 @@ pub fn capture(
     request: &CaptureIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    let (key, id) = (&request.idempotency_key, &request.intent_id);
-    on_intent(
-        conn,
-        key,
-        "capture",
-        request,
-        id,
-        settings,
-        |conn, intent| {
-            if intent.status != IntentStatus::RequiresCapture {
-                return Err(unexpected_state(&intent, "capture"));
-            }
-            if !(1..=intent.amount_capturable_cents).contains(&request.amount_to_capture_cents) {
-                return Err(GatewayError::Rejected {
-                    message: format!(
-                        "amount_too_large: amount_to_capture must be at most {}",
-                        intent.amount_capturable_cents
-                    ),
-                });
-            }
-            use simulated_payment_intents::dsl as pi;
-            save!(
-                conn,
-                &intent.id,
-                (
-                    pi::status.eq(IntentStatus::Succeeded),
-                    pi::amount_received_cents.eq(request.amount_to_capture_cents),
-                    pi::amount_capturable_cents.eq(0),
-                    pi::latest_charge.eq(random_id("ch_sim_")),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
+    on_intent(conn, request, settings, |conn, intent| {
+        if intent.status != IntentStatus::RequiresCapture {
+            return Err(unexpected_state(&intent, "capture"));
+        }
+        if !(1..=intent.amount_capturable_cents).contains(&request.amount_to_capture_cents) {
+            return Err(GatewayError::Rejected {
+                message: format!(
+                    "amount_too_large: amount_to_capture must be at most {}",
+                    intent.amount_capturable_cents
+                ),
+            });
+        }
+        use simulated_payment_intents::dsl as pi;
+        save!(
+            conn,
+            &intent.id,
+            (
+                pi::status.eq(IntentStatus::Succeeded),
+                pi::amount_received_cents.eq(request.amount_to_capture_cents),
+                pi::amount_capturable_cents.eq(0),
+                pi::latest_charge.eq(random_id("ch_sim_")),
+                pi::updated_at.eq(diesel::dsl::now),
             )
-        },
-    )
+        )
+    })
 }
 
 /// Raises a hold to a new total.
@@ -502,47 +517,38 @@ pub fn increment(
     request: &IncrementIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    let (key, id) = (&request.idempotency_key, &request.intent_id);
-    on_intent(
-        conn,
-        key,
-        "increment_authorization",
-        request,
-        id,
-        settings,
-        |conn, intent| {
-            if intent.status != IntentStatus::RequiresCapture {
-                return Err(unexpected_state(&intent, "increment the authorization of"));
-            }
-            if request.amount_cents <= intent.amount_cents || intent.increments >= 10 {
-                return Err(GatewayError::Rejected {
-                    message: format!(
-                        "amount must be more than the {} authorized, at most ten times",
-                        intent.amount_cents
-                    ),
-                });
-            }
-            if behaviour(&intent.payment_method) == Behaviour::RefusesIncrements {
-                return Err(GatewayError::Declined {
-                    code: "card_declined".to_owned(),
-                    decline_code: Some("generic_decline".to_owned()),
-                    message: DECLINE_MESSAGE.to_owned(),
-                    payment_intent: Some(intent.id),
-                });
-            }
-            use simulated_payment_intents::dsl as pi;
-            save!(
-                conn,
-                &intent.id,
-                (
-                    pi::amount_cents.eq(request.amount_cents),
-                    pi::amount_capturable_cents.eq(request.amount_cents),
-                    pi::increments.eq(pi::increments + 1),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
+    on_intent(conn, request, settings, |conn, intent| {
+        if intent.status != IntentStatus::RequiresCapture {
+            return Err(unexpected_state(&intent, "increment the authorization of"));
+        }
+        if request.amount_cents <= intent.amount_cents || intent.increments >= 10 {
+            return Err(GatewayError::Rejected {
+                message: format!(
+                    "amount must be more than the {} authorized, at most ten times",
+                    intent.amount_cents
+                ),
+            });
+        }
+        if behaviour(&intent.payment_method) == Behaviour::RefusesIncrements {
+            return Err(GatewayError::Declined {
+                code: "card_declined".to_owned(),
+                decline_code: Some("generic_decline".to_owned()),
+                message: DECLINE_MESSAGE.to_owned(),
+                payment_intent: Some(intent.id),
+            });
+        }
+        use simulated_payment_intents::dsl as pi;
+        save!(
+            conn,
+            &intent.id,
+            (
+                pi::amount_cents.eq(request.amount_cents),
+                pi::amount_capturable_cents.eq(request.amount_cents),
+                pi::increments.eq(pi::increments + 1),
+                pi::updated_at.eq(diesel::dsl::now),
             )
-        },
-    )
+        )
+    })
 }
 
 /// Cancels a PaymentIntent that is not yet paid, releasing any hold.
@@ -551,34 +557,25 @@ pub fn cancel(
     request: &CancelIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    let (key, id) = (&request.idempotency_key, &request.intent_id);
-    on_intent(
-        conn,
-        key,
-        "cancel",
-        request,
-        id,
-        settings,
-        |conn, intent| {
-            if matches!(
-                intent.status,
-                IntentStatus::Succeeded | IntentStatus::Canceled
-            ) {
-                return Err(unexpected_state(&intent, "cancel"));
-            }
-            use simulated_payment_intents::dsl as pi;
-            save!(
-                conn,
-                &intent.id,
-                (
-                    pi::status.eq(IntentStatus::Canceled),
-                    pi::cancellation_reason.eq(&request.cancellation_reason),
-                    pi::amount_capturable_cents.eq(0),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
+    on_intent(conn, request, settings, |conn, intent| {
+        if matches!(
+            intent.status,
+            IntentStatus::Succeeded | IntentStatus::Canceled
+        ) {
+            return Err(unexpected_state(&intent, "cancel"));
+        }
+        use simulated_payment_intents::dsl as pi;
+        save!(
+            conn,
+            &intent.id,
+            (
+                pi::status.eq(IntentStatus::Canceled),
+                pi::cancellation_reason.eq(&request.cancellation_reason),
+                pi::amount_capturable_cents.eq(0),
+                pi::updated_at.eq(diesel::dsl::now),
             )
-        },
-    )
+        )
+    })
 }
 
 /// The PaymentIntent now, a lapsed hold canceled first.
