@@ -14,6 +14,9 @@ pub struct ServiceContext {
     pub key_policy: KeyPolicy,
     /// Part of every derived gateway key.
     pub installation_id: Uuid,
+    /// Where the rider's browser lands after authenticating a payment:
+    /// `PUBLIC_BASE_URL` and `/payments/return`.
+    pub return_url: String,
 }
 
 impl FlowContext for ServiceContext {

@@ -98,11 +98,19 @@ diesel::table! {
         amount_cents -> Int8,
         amount_refunded_cents -> Int8,
         currency -> Text,
-        payment_source -> Text,
+        payment_method -> Text,
         status -> Text,
         charge_id -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        capture_method -> Text,
+        customer -> Nullable<Text>,
+        return_url -> Nullable<Text>,
+        payment_intent_id -> Nullable<Text>,
+        client_secret -> Nullable<Text>,
+        next_action -> Nullable<Jsonb>,
+        amount_authorized_cents -> Int8,
+        amount_captured_cents -> Int8,
     }
 }
 
@@ -120,6 +128,19 @@ diesel::table! {
         decline_code -> Nullable<Text>,
         created_at -> Timestamptz,
         disputed -> Bool,
+    }
+}
+
+diesel::table! {
+    simulated_events (id) {
+        id -> Text,
+        gateway -> Text,
+        event_type -> Text,
+        object_kind -> Text,
+        object_id -> Text,
+        created_at -> Timestamptz,
+        sending_until -> Nullable<Timestamptz>,
+        sent_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -156,6 +177,9 @@ diesel::table! {
         metadata -> Jsonb,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        gateway -> Text,
+        disputed -> Bool,
+        settles_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -163,13 +187,17 @@ diesel::table! {
     simulated_refunds (id) {
         id -> Text,
         idempotency_key -> Text,
-        charge_id -> Text,
+        charge_id -> Nullable<Text>,
         amount_cents -> Int8,
         currency -> Text,
         reason -> Nullable<Text>,
         metadata -> Jsonb,
         status -> Text,
         created_at -> Timestamptz,
+        payment_intent -> Nullable<Text>,
+        gateway -> Text,
+        settles_at -> Nullable<Timestamptz>,
+        settles_as -> Nullable<Text>,
     }
 }
 
@@ -191,7 +219,7 @@ diesel::table! {
         id -> Text,
         event_type -> Text,
         event_created -> Timestamptz,
-        charge_id -> Nullable<Text>,
+        subject -> Nullable<Text>,
         result -> Text,
         received_at -> Timestamptz,
     }
@@ -219,6 +247,7 @@ diesel::joinable!(refunds -> users (user_id));
 diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(rides -> users (user_id));
 diesel::joinable!(simulated_refunds -> simulated_charges (charge_id));
+diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
@@ -230,6 +259,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     refunds,
     rides,
     simulated_charges,
+    simulated_events,
     simulated_intent_calls,
     simulated_payment_intents,
     simulated_refunds,

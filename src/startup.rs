@@ -13,6 +13,7 @@ use diesel::Connection;
 use crate::config::{self, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
+use crate::doubles::events::Double;
 use crate::doubles::intents::IntentSettings;
 use crate::doubles::SimulatedGateway;
 use crate::http::auth::Gatekeeper;
@@ -23,6 +24,7 @@ use crate::http::webhooks::WebhookSettings;
 use crate::http::{health, metrics, openapi, rate_limit, registry, request_id, routing, webhooks};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
+use crate::rides::payment::RETURN_PATH;
 use crate::workers::Workers;
 
 pub struct Application {
@@ -56,17 +58,15 @@ impl Application {
             .public_base_url
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
+        let public_base = public_base.trim_end_matches('/');
         let pool = db::build_pool(database_url, settings);
         // The simulated gateway's authentication page is served here.
         let authentication_page = (settings.gateway == GatewayKind::Simulated).then(|| {
             web::Data::new(AuthenticationPage {
                 pool: pool.clone(),
                 settings: IntentSettings {
-                    authentication_page: format!(
-                        "{}{}",
-                        public_base.trim_end_matches('/'),
-                        authentication_page::PATH
-                    ),
+                    double: Double::Simulated,
+                    authentication_page: format!("{public_base}{}", authentication_page::PATH),
                     authorization_ttl: settings.simulated_gateway.authorization_ttl,
                 },
             })
@@ -86,6 +86,7 @@ impl Application {
                 effect_deadline: settings.completer.charge_deadline,
             },
             installation_id,
+            return_url: format!("{public_base}{RETURN_PATH}"),
         });
         let limits = &settings.rate_limit;
         let gatekeeper = web::Data::new(Gatekeeper::new(

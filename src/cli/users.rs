@@ -14,7 +14,8 @@ pub enum UsersCommand {
     Create {
         #[arg(long)]
         email: String,
-        /// A stored customer id (`cus_...`) charged when a ride names no source.
+        /// The user's customer at Stripe (`cus_...`), whose saved card pays
+        /// when a ride names no payment method.
         #[arg(long)]
         stripe_customer: Option<String>,
         /// The customer's saved card (`pm_...`), paid with when a ride names
@@ -65,11 +66,7 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
 
 /// A `pm_` id, as the API takes one.
 fn payment_method(text: &str) -> Result<String, String> {
-    let valid = text.len() <= 255
-        && text.strip_prefix("pm_").is_some_and(|rest| {
-            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        });
-    valid
+    crate::validation::is_payment_method_id(text)
         .then(|| text.to_owned())
         .ok_or_else(|| format!("{text:?} is not a payment method id (pm_...)"))
 }

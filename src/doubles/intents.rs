@@ -17,6 +17,9 @@ use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use serde::de::DeserializeOwned;
+
+use super::events::{self, Double, ObjectKind};
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, PaymentError, PaymentIntent,
@@ -49,6 +52,18 @@ pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
         "pm_card_ridepay_incrementDeclined",
         "ridepay's: holds, but a raise of the hold is declined",
     ),
+    (
+        "pm_card_pendingRefund",
+        "pays; a refund is pending, then succeeds",
+    ),
+    (
+        "pm_card_refundFail",
+        "pays; a refund succeeds, then fails",
+    ),
+    (
+        "pm_card_ridepay_pendingRefundFails",
+        "ridepay's: pays; a refund is pending, then fails",
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,9 +90,14 @@ fn behaviour(payment_method: &str) -> Behaviour {
 
 pub const DECLINE_MESSAGE: &str = "Your card was declined.";
 
+/// How long a `processing` payment takes to settle.
+pub const PROCESSING_SETTLES_AFTER: Duration = Duration::from_secs(1);
+
 /// What the doubles need to answer like Stripe.
 #[derive(Debug, Clone)]
 pub struct IntentSettings {
+    /// Which double answers: its records and events are its own.
+    pub double: Double,
     /// The authentication page a `requires_action` sends the rider to.
     pub authentication_page: String,
     /// How long a hold lasts before it lapses.
@@ -86,24 +106,26 @@ pub struct IntentSettings {
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = simulated_payment_intents, check_for_backend(diesel::pg::Pg))]
-struct StoredIntent {
-    id: String,
+pub(super) struct StoredIntent {
+    pub(super) id: String,
     client_secret: String,
     amount_cents: i64,
     amount_capturable_cents: i64,
-    amount_received_cents: i64,
-    currency: String,
+    pub(super) amount_received_cents: i64,
+    pub(super) currency: String,
     capture_method: CaptureMethod,
     return_url: Option<String>,
     status: IntentStatus,
-    latest_charge: Option<String>,
+    pub(super) latest_charge: Option<String>,
     last_error_code: Option<String>,
     last_error_decline_code: Option<String>,
     last_error_message: Option<String>,
     cancellation_reason: Option<String>,
-    payment_method: String,
+    pub(super) payment_method: String,
     increments: i32,
     metadata: Value,
+    pub(super) gateway: Double,
+    disputed: bool,
 }
 
 impl StoredIntent {
@@ -134,16 +156,39 @@ impl StoredIntent {
             latest_charge: self.latest_charge.clone(),
             last_payment_error,
             cancellation_reason: self.cancellation_reason.clone(),
+            disputed: self.disputed,
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
         }
+    }
+
+    /// Records the event Stripe sends for the status the intent has now.
+    fn announce(&self, conn: &mut PgConnection) -> Result<(), GatewayError> {
+        let event_type = match self.status {
+            IntentStatus::RequiresCapture => "payment_intent.amount_capturable_updated",
+            IntentStatus::Succeeded => "payment_intent.succeeded",
+            IntentStatus::Processing => "payment_intent.processing",
+            IntentStatus::RequiresPaymentMethod => "payment_intent.payment_failed",
+            IntentStatus::RequiresAction => "payment_intent.requires_action",
+            IntentStatus::Canceled => "payment_intent.canceled",
+            IntentStatus::RequiresConfirmation => return Ok(()),
+        };
+        events::record(
+            conn,
+            self.gateway,
+            event_type,
+            ObjectKind::PaymentIntent,
+            &self.id,
+        )
+        .map_err(storage)
     }
 }
 
 /// What a call answered, as kept with its key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Answer {
-    Intent(Box<PaymentIntent>),
+enum Answer<T> {
+    #[serde(alias = "intent")]
+    Made(T),
     Declined {
         code: String,
         decline_code: Option<String>,
@@ -155,10 +200,10 @@ enum Answer {
     },
 }
 
-impl Answer {
-    fn of(result: &Result<PaymentIntent, GatewayError>) -> Option<Answer> {
+impl<T: Clone> Answer<T> {
+    fn of(result: &Result<T, GatewayError>) -> Option<Answer<T>> {
         match result {
-            Ok(intent) => Some(Answer::Intent(Box::new(intent.clone()))),
+            Ok(made) => Some(Answer::Made(made.clone())),
             Err(GatewayError::Declined {
                 code,
                 decline_code,
@@ -178,9 +223,9 @@ impl Answer {
         }
     }
 
-    fn into_result(self) -> Result<PaymentIntent, GatewayError> {
+    fn into_result(self) -> Result<T, GatewayError> {
         match self {
-            Answer::Intent(intent) => Ok(*intent),
+            Answer::Made(made) => Ok(made),
             Answer::Declined {
                 code,
                 decline_code,
@@ -197,20 +242,20 @@ impl Answer {
     }
 }
 
-fn storage(err: diesel::result::Error) -> GatewayError {
+pub(super) fn storage(err: diesel::result::Error) -> GatewayError {
     GatewayError::Unavailable {
         reason: format!("simulated gateway storage: {err}"),
         retry_after: None,
     }
 }
 
-fn random_id(prefix: &str) -> String {
+pub(super) fn random_id(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(rand::random::<[u8; 12]>()))
 }
 
 /// A transaction of the doubles: `work`'s error rolls it back and is
 /// returned as it is.
-fn transaction<T>(
+pub(super) fn transaction<T>(
     conn: &mut PgConnection,
     work: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
 ) -> Result<T, GatewayError> {
@@ -235,13 +280,13 @@ fn transaction<T>(
 /// error an operator must look at, as Stripe's `idempotency_error` is. A
 /// final answer (a decline included) is kept with what `act` wrote; any
 /// other failure rolls it all back.
-fn once_per_key(
+pub(super) fn once_per_key<T: Clone + Serialize + DeserializeOwned>(
     conn: &mut PgConnection,
     key: &str,
     operation: &str,
     parameters: Value,
-    act: impl FnOnce(&mut PgConnection) -> Result<PaymentIntent, GatewayError>,
-) -> Result<PaymentIntent, GatewayError> {
+    act: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
+) -> Result<T, GatewayError> {
     transaction(conn, |conn| {
         // Concurrent calls under one key wait for the first one's answer.
         diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
@@ -267,7 +312,7 @@ fn once_per_key(
                     ),
                 }));
             }
-            let answer: Answer =
+            let answer: Answer<T> =
                 serde_json::from_value(answer).map_err(|err| GatewayError::Misconfigured {
                     reason: format!("unreadable kept answer for key {key}: {err}"),
                 })?;
@@ -292,11 +337,13 @@ fn once_per_key(
     })?
 }
 
-/// A hold whose time is up is canceled (`cancellation_reason` automatic)
-/// when it is next looked at, as Stripe's lapse would have by then.
-fn lapse_if_due(conn: &mut PgConnection, id: &str) -> Result<(), GatewayError> {
+/// What the doubles' clock does to an intent whose time came: a hold that
+/// lapsed is canceled (`cancellation_reason` automatic), and a `processing`
+/// payment settles, as Stripe would have done by then. Done when the intent
+/// is next looked at, and by the senders' sweep, so the event goes out too.
+fn settle_due(conn: &mut PgConnection, id: &str) -> Result<(), GatewayError> {
     use simulated_payment_intents::dsl as pi;
-    diesel::update(
+    let lapsed: Option<StoredIntent> = diesel::update(
         pi::simulated_payment_intents
             .filter(pi::id.eq(id))
             .filter(pi::status.eq(IntentStatus::RequiresCapture))
@@ -308,13 +355,68 @@ fn lapse_if_due(conn: &mut PgConnection, id: &str) -> Result<(), GatewayError> {
         pi::amount_capturable_cents.eq(0),
         pi::updated_at.eq(diesel::dsl::now),
     ))
-    .execute(conn)
+    .returning(StoredIntent::as_returning())
+    .get_result(conn)
+    .optional()
     .map_err(storage)?;
+    let processed: Option<StoredIntent> = diesel::update(
+        pi::simulated_payment_intents
+            .filter(pi::id.eq(id))
+            .filter(pi::status.eq(IntentStatus::Processing))
+            .filter(pi::settles_at.le(diesel::dsl::now)),
+    )
+    .set((
+        pi::status.eq(diesel::dsl::sql::<Text>(
+            "CASE capture_method WHEN 'manual' THEN 'requires_capture' ELSE 'succeeded' END",
+        )),
+        pi::amount_capturable_cents.eq(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "CASE capture_method WHEN 'manual' THEN amount_cents ELSE 0 END",
+        )),
+        pi::amount_received_cents.eq(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "CASE capture_method WHEN 'manual' THEN 0 ELSE amount_cents END",
+        )),
+        pi::latest_charge.eq(random_id("ch_sim_")),
+        pi::settles_at.eq(None::<DateTime<Utc>>),
+        pi::updated_at.eq(diesel::dsl::now),
+    ))
+    .returning(StoredIntent::as_returning())
+    .get_result(conn)
+    .optional()
+    .map_err(storage)?;
+    for changed in lapsed.iter().chain(processed.iter()) {
+        changed.announce(conn)?;
+    }
     Ok(())
 }
 
-fn load(conn: &mut PgConnection, id: &str) -> Result<Option<StoredIntent>, GatewayError> {
-    lapse_if_due(conn, id)?;
+/// The intents whose time came (up to `limit`), settled as `settle_due`
+/// settles one; returns how many there were.
+pub(super) fn sweep(conn: &mut PgConnection, limit: i64) -> Result<usize, GatewayError> {
+    use simulated_payment_intents::dsl as pi;
+    let due: Vec<String> = pi::simulated_payment_intents
+        .filter(
+            pi::status
+                .eq(IntentStatus::RequiresCapture)
+                .and(pi::authorization_expires_at.le(diesel::dsl::now))
+                .or(pi::status
+                    .eq(IntentStatus::Processing)
+                    .and(pi::settles_at.le(diesel::dsl::now))),
+        )
+        .select(pi::id)
+        .limit(limit)
+        .load(conn)
+        .map_err(storage)?;
+    for id in &due {
+        transaction(conn, |conn| settle_due(conn, id))?;
+    }
+    Ok(due.len())
+}
+
+pub(super) fn load(
+    conn: &mut PgConnection,
+    id: &str,
+) -> Result<Option<StoredIntent>, GatewayError> {
+    settle_due(conn, id)?;
     simulated_payment_intents::table
         .find(id)
         .select(StoredIntent::as_select())
@@ -401,11 +503,15 @@ pub fn create(
                     pi::last_error_message.eq(decline.map(|_| DECLINE_MESSAGE)),
                     pi::authorization_expires_at
                         .eq((status == IntentStatus::RequiresCapture).then(|| expiry(settings))),
+                    pi::settles_at.eq((status == IntentStatus::Processing)
+                        .then(|| after(PROCESSING_SETTLES_AFTER))),
                     pi::metadata.eq(json!(metadata)),
+                    pi::gateway.eq(settings.double),
                 ))
                 .returning(StoredIntent::as_returning())
                 .get_result(conn)
                 .map_err(storage)?;
+            stored.announce(conn)?;
             match decline {
                 Some(decline_code) => Err(GatewayError::Declined {
                     code: "card_declined".to_owned(),
@@ -419,8 +525,12 @@ pub fn create(
     )
 }
 
+pub(super) fn after(wait: Duration) -> DateTime<Utc> {
+    Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+}
+
 fn expiry(settings: &IntentSettings) -> DateTime<Utc> {
-    Utc::now() + chrono::Duration::from_std(settings.authorization_ttl).unwrap_or_default()
+    after(settings.authorization_ttl)
 }
 
 /// Saves `changes` (a tuple of assignments) to the intent `id`, and reads
@@ -474,7 +584,9 @@ fn on_intent<R: IntentCall>(
     let id = request.intent_id();
     once_per_key(conn, request.key(), R::OPERATION, parameters, |conn| {
         let intent = load(conn, id)?.ok_or_else(|| no_such_intent(id))?;
-        Ok(change(conn, intent)?.intent(settings))
+        let changed = change(conn, intent)?;
+        changed.announce(conn)?;
+        Ok(changed.intent(settings))
     })
 }
 
@@ -682,7 +794,33 @@ pub fn authenticate(
                 )
             ),
         }?;
+        stored.announce(conn)?;
         Ok(Some(stored.authenticating(settings)))
+    })
+}
+
+/// The card holder's bank disputes the intent's charge (Stripe's test cards
+/// do this on their own; here tests and demos call it). False for an intent
+/// that took no money.
+pub fn open_dispute(conn: &mut PgConnection, id: &str) -> Result<bool, GatewayError> {
+    transaction(conn, |conn| {
+        use simulated_payment_intents::dsl as pi;
+        let disputed: Option<Double> = diesel::update(
+            pi::simulated_payment_intents
+                .filter(pi::id.eq(id))
+                .filter(pi::amount_received_cents.gt(0)),
+        )
+        .set(pi::disputed.eq(true))
+        .returning(pi::gateway)
+        .get_result(conn)
+        .optional()
+        .map_err(storage)?;
+        let Some(double) = disputed else {
+            return Ok(false);
+        };
+        events::record(conn, double, "charge.dispute.created", ObjectKind::Dispute, id)
+            .map_err(storage)?;
+        Ok(true)
     })
 }
 

@@ -1,7 +1,9 @@
-//! An honest stand-in for Stripe, in process: it keeps its charges in its own
-//! ledger, commits each in its own transaction as an external system would, is
-//! idempotent on the caller's key, and treats test sources as Stripe's test
-//! mode does (see `ledger`).
+//! An honest stand-in for Stripe, in process: it keeps its PaymentIntents
+//! and refunds in tables of its own, commits each call in its own
+//! transaction as an external system would, is idempotent on the caller's
+//! key, and treats test payment methods as Stripe's test mode does (see
+//! `intents` and `refunds`). Its events go to ridepay in-process
+//! (`workers`).
 
 use std::thread;
 use std::time::Duration;
@@ -10,13 +12,14 @@ use rand::Rng;
 
 use diesel::PgConnection;
 
+use super::events::Double;
 use super::intents::{self, IntentSettings};
-use super::store;
+use super::refunds;
 use crate::config::SimulatedGatewaySettings;
 use crate::db::{DbConn, DbPool};
 use crate::payments::{
-    CancelIntent, CaptureIntent, Charge, ChargeRequest, ChargeState, CreateIntent, GatewayError,
-    IncrementIntent, IntentGateway, PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct SimulatedGateway {
@@ -36,6 +39,7 @@ impl SimulatedGateway {
     /// the server names its own with `with_authentication_page`.
     pub fn new(pool: DbPool, faults: SimulatedGatewaySettings) -> Self {
         let intents = IntentSettings {
+            double: Double::Simulated,
             authentication_page: DEFAULT_AUTHENTICATION_PAGE.to_owned(),
             authorization_ttl: faults.authorization_ttl,
         };
@@ -96,30 +100,6 @@ impl SimulatedGateway {
 }
 
 impl PaymentGateway for SimulatedGateway {
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
-        self.with_faults(|conn| {
-            let recorded = store::record(conn, request)?;
-            Ok((recorded.charge.outcome(), recorded.charge.id))
-        })?
-    }
-
-    fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
-        self.with_faults(|conn| {
-            let recorded = store::record_refund(conn, request)?;
-            Ok((recorded.refund.refund(), recorded.refund.id))
-        })
-    }
-
-    /// Reads are not subject to the fault knobs, which model the effects.
-    fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError> {
-        store::charge_state(&mut *self.connection()?, id).map_err(|err| GatewayError::Unavailable {
-            reason: format!("simulated gateway storage: {err}"),
-            retry_after: None,
-        })
-    }
-}
-
-impl IntentGateway for SimulatedGateway {
     fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
         self.with_faults(|conn| {
             let intent = intents::create(conn, request, &self.intents)?;
@@ -152,5 +132,17 @@ impl IntentGateway for SimulatedGateway {
     /// Reads are not subject to the fault knobs, which model the effects.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
         intents::retrieve(&mut *self.connection()?, id, &self.intents)
+    }
+
+    fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
+        self.with_faults(|conn| {
+            let refund = refunds::refund(conn, request, Double::Simulated)?;
+            let id = refund.id.clone();
+            Ok((refund, id))
+        })
+    }
+
+    fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError> {
+        refunds::refunds_of(&mut *self.connection()?, payment)
     }
 }

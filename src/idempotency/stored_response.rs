@@ -40,8 +40,17 @@ impl StoredResponse {
 
     /// A 201 with a JSON body and the `Location` of what was created.
     pub fn created(location: String, body: Vec<u8>) -> Self {
+        Self::located(201, location, body)
+    }
+
+    /// A 202: created, and still under way at `location`.
+    pub fn accepted(location: String, body: Vec<u8>) -> Self {
+        Self::located(202, location, body)
+    }
+
+    fn located(status: u16, location: String, body: Vec<u8>) -> Self {
         StoredResponse {
-            status: 201,
+            status,
             headers: StoredHeaders(vec![
                 ("Content-Type".to_owned(), "application/json".to_owned()),
                 ("Location".to_owned(), location),

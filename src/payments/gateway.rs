@@ -3,31 +3,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use crate::service_error::ServiceError;
 
-/// A charge to make, exactly once per `idempotency_key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChargeRequest {
-    /// Derived from the client's key row: the same on every retry.
-    pub idempotency_key: String,
-    pub amount_cents: i64,
-    pub currency: String,
-    /// A token (`tok_...`) or a stored customer (`cus_...`).
-    pub source: String,
-    pub description: String,
-    pub metadata: Vec<(String, String)>,
-}
-
-/// A charge the gateway made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Charge {
-    pub id: String,
-    pub amount_cents: i64,
-    pub currency: String,
-}
-
-/// Why a charge did not succeed. The variants are what ridepay must do next,
-/// not how the gateway said it.
+/// Why a gateway call did not do what was asked. The variants are what
+/// ridepay must do next, not how the gateway said it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GatewayError {
     /// The card was declined: final, and the answer is stored.
@@ -40,88 +20,110 @@ pub enum GatewayError {
         /// when there is one: the ride records it.
         payment_intent: Option<String>,
     },
-    /// The gateway refused the request for good (a bad source, say): final.
+    /// The gateway refused the request for good (an unknown payment method,
+    /// say): final.
     #[error("rejected: {message}")]
     Rejected { message: String },
-    /// Known not to have charged (failed before charging, rate-limited): retry.
+    /// Known not to have acted (failed before acting, rate-limited): retry.
     #[error("gateway unavailable: {reason}")]
     Unavailable {
         reason: String,
         retry_after: Option<Duration>,
     },
-    /// Unknown whether it charged (timeout, reset): retry with the same key,
+    /// Unknown whether it acted (timeout, reset): retry with the same key,
     /// which the gateway deduplicates.
     #[error("outcome unknown: {reason}")]
     OutcomeUnknown { reason: String },
     /// Something an operator must fix (credentials, a key reused with other
-    /// parameters). Retrying cannot help until they do.
+    /// parameters, a failure the gateway saved under the key). Retrying
+    /// cannot help until they do.
     #[error("gateway misconfigured: {reason}")]
     Misconfigured { reason: String },
 }
 
+/// What a refund gives money back from: a PaymentIntent, or the charge of a
+/// ride paid through the Charges API before PaymentIntents.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Payment {
+    Intent(String),
+    Charge(String),
+}
+
+impl Payment {
+    pub fn id(&self) -> &str {
+        match self {
+            Payment::Intent(id) | Payment::Charge(id) => id,
+        }
+    }
+}
+
 /// A refund to make, exactly once per `idempotency_key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RefundRequest {
     /// Derived from the client's key row: the same on every retry.
     pub idempotency_key: String,
-    pub charge_id: String,
-    /// `None` refunds whatever remains of the charge, as Stripe does.
-    pub amount_cents: Option<i64>,
+    pub payment: Payment,
+    pub amount_cents: i64,
     /// `requested_by_customer`, `duplicate` or `fraudulent`.
     pub reason: Option<String>,
     pub metadata: Vec<(String, String)>,
 }
 
-/// A refund the gateway made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+crate::text_enum! {
+    /// A refund's status at the gateway, as Stripe names them.
+    pub enum RefundState {
+        /// Accepted, not yet settled: it may still fail.
+        Pending = "pending",
+        RequiresAction = "requires_action",
+        Succeeded = "succeeded",
+        /// Failed after it was accepted (even after `succeeded`): the money
+        /// stayed with the merchant.
+        Failed = "failed",
+        Canceled = "canceled",
+    }
+}
+
+impl RefundState {
+    /// Whether the refund ended without giving the money back.
+    pub fn undone(self) -> bool {
+        matches!(self, RefundState::Failed | RefundState::Canceled)
+    }
+}
+
+/// A refund the gateway holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Refund {
     pub id: String,
-    pub charge_id: String,
+    pub payment_intent: Option<String>,
+    pub charge: Option<String>,
     pub amount_cents: i64,
     pub currency: String,
+    pub status: RefundState,
     pub reason: Option<String>,
     pub metadata: BTreeMap<String, String>,
 }
 
-/// A charge as the gateway holds it now: what a webhook's claims are checked
-/// against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChargeState {
-    pub id: String,
-    pub amount_cents: i64,
-    pub currency: String,
-    pub succeeded: bool,
-    pub amount_refunded_cents: i64,
-    /// Every refund of the charge.
-    pub refunds: Vec<Refund>,
-    pub disputed: bool,
-    pub metadata: BTreeMap<String, String>,
-}
-
-impl ChargeState {
-    pub fn charge(&self) -> Charge {
-        Charge {
-            id: self.id.clone(),
-            amount_cents: self.amount_cents,
-            currency: self.currency.clone(),
-        }
-    }
-}
-
+/// The gateway's calls. Every POST is idempotent on its key: the same key
+/// and parameters get the same answer, other parameters an error
+/// (`Misconfigured`, for an operator). Blocking; never called while holding
+/// a pooled database connection.
 pub trait PaymentGateway: Send + Sync {
-    /// Makes the charge, or returns the charge already made under the same
-    /// idempotency key. Blocking; never called while holding a pooled
-    /// database connection.
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError>;
-
-    /// Refunds (part of) a charge, or returns the refund already made under
-    /// the same idempotency key. A refund beyond what remains of the charge is
-    /// `Rejected`. Blocking, like `charge`.
+    /// Creates and confirms a PaymentIntent: a hold (`manual`) or a charge
+    /// (`automatic`), or a `requires_action` for the rider's authentication.
+    fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError>;
+    fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError>;
+    fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError>;
+    fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError>;
+    /// The PaymentIntent now, with whether its charge is disputed; `None`
+    /// when the gateway has no such intent.
+    fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError>;
+    /// Refunds (part of) what a payment captured. A refund beyond what
+    /// remains is `Rejected`.
     fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError>;
-
-    /// The charge as the gateway holds it, refunds and dispute included;
-    /// `None` when the gateway has no such charge.
-    fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError>;
+    /// Every refund of a payment, in its status now: what refund events are
+    /// checked against.
+    fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError>;
 }
 
 impl GatewayError {

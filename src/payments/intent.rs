@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::GatewayError;
-
 crate::text_enum! {
     /// When the money moves: at once, or when ridepay captures the hold.
     pub enum CaptureMethod {
@@ -76,6 +74,9 @@ pub struct PaymentIntent {
     /// `requested_by_customer`, `abandoned`, or `automatic` (a hold that
     /// lapsed), once canceled.
     pub cancellation_reason: Option<String>,
+    /// Whether the card holder's bank disputes the payment.
+    #[serde(default)]
+    pub disputed: bool,
     pub metadata: BTreeMap<String, String>,
 }
 
@@ -119,17 +120,4 @@ pub struct CancelIntent {
     pub intent_id: String,
     /// `requested_by_customer`, `abandoned`, `duplicate` or `fraudulent`.
     pub cancellation_reason: String,
-}
-
-/// The PaymentIntent calls. Each POST is idempotent on its key: the same
-/// key and parameters get the same answer; other parameters an error
-/// (`Misconfigured`, for an operator). Blocking; never called while holding
-/// a pooled database connection.
-pub trait IntentGateway: Send + Sync {
-    fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError>;
-    fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError>;
-    fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError>;
-    fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError>;
-    /// The PaymentIntent now; `None` when the gateway has no such intent.
-    fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError>;
 }

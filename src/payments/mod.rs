@@ -7,12 +7,10 @@ mod outcome;
 pub mod stripe;
 
 pub use derived_key::{derived_key, installation_id};
-pub use gateway::{
-    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
-};
+pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent, IntentGateway,
-    IntentStatus, NextAction, PaymentError, PaymentIntent,
+    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent, IntentStatus,
+    NextAction, PaymentError, PaymentIntent,
 };
 pub use outcome::final_outcome;
 pub use stripe::StripeGateway;

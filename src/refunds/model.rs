@@ -9,6 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::ids::{KeyId, RefundId, RideId, UserId};
+use crate::payments::RefundState;
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
 
@@ -18,8 +19,33 @@ crate::text_enum! {
         /// Created and its amount reserved; the gateway has not confirmed it.
         Pending = "pending",
         Succeeded = "succeeded",
-        /// The gateway refused it for good; nothing was refunded.
+        /// The gateway refused it, or it failed after it was accepted (even
+        /// after succeeding): the amount is given back to the ride.
         Failed = "failed",
+        /// Cancelled at the gateway before it settled: nothing refunded.
+        Canceled = "canceled",
+    }
+}
+
+impl RefundStatus {
+    /// A gateway refund's status, as ridepay records it.
+    pub fn of(state: RefundState) -> RefundStatus {
+        match state {
+            RefundState::Pending | RefundState::RequiresAction => RefundStatus::Pending,
+            RefundState::Succeeded => RefundStatus::Succeeded,
+            RefundState::Failed => RefundStatus::Failed,
+            RefundState::Canceled => RefundStatus::Canceled,
+        }
+    }
+
+    /// Whether `next` may follow: a refund only settles, and a success may
+    /// still fail; nothing comes back from failed or canceled.
+    pub fn may_become(self, next: RefundStatus) -> bool {
+        use RefundStatus::*;
+        matches!(
+            (self, next),
+            (Pending, Succeeded | Failed | Canceled) | (Succeeded, Failed | Canceled)
+        )
     }
 }
 
@@ -39,8 +65,9 @@ pub struct Refund {
     pub currency: String,
     /// `requested_by_customer`, `duplicate`, `fraudulent`, or null.
     pub reason: Option<String>,
-    /// `pending`, `succeeded` or `failed`.
-    #[schema(value_type = String, pattern = "^(pending|succeeded|failed)$")]
+    /// `pending` (its amount reserved until the gateway settles it),
+    /// `succeeded`, `failed` or `canceled`.
+    #[schema(value_type = String, pattern = "^(pending|succeeded|failed|canceled)$")]
     pub status: RefundStatus,
     /// The gateway's refund, once made.
     pub gateway_refund_id: Option<String>,
@@ -137,8 +164,9 @@ pub fn lock_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Ride> 
         .first(conn)
 }
 
-/// What remains to refund of a ride: the charge, less what was refunded,
-/// less what pending refunds have reserved. Call with the ride locked.
+/// What remains to refund of a ride: what was captured, less what was
+/// refunded, less what pending refunds have reserved. Call with the ride
+/// locked.
 pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<i64> {
     let reserved: i64 = refunds::table
         .filter(refunds::ride_id.eq(ride.id))
@@ -147,20 +175,22 @@ pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<i64>
         .load::<i64>(conn)?
         .into_iter()
         .sum();
-    Ok(ride.amount_cents - ride.amount_refunded_cents - reserved)
+    Ok(ride.amount_captured_cents - ride.amount_refunded_cents - reserved)
 }
 
-/// Settles a pending refund as `status`.
+/// Moves a refund from `from` to `status` (the same status, to record the
+/// gateway's id of a refund still pending).
 pub fn settle(
     conn: &mut PgConnection,
     refund_id: RefundId,
+    from: RefundStatus,
     status: RefundStatus,
     gateway_refund_id: Option<&str>,
 ) -> QueryResult<Refund> {
     diesel::update(
         refunds::table
             .filter(refunds::id.eq(refund_id))
-            .filter(refunds::status.eq(RefundStatus::Pending.as_str())),
+            .filter(refunds::status.eq(from.as_str())),
     )
     .set((
         refunds::status.eq(status.as_str()),
@@ -172,10 +202,12 @@ pub fn settle(
     .get_result(conn)
 }
 
-/// Adds a refund made at the gateway to the ride (locked by the caller): the
-/// refunded amount grows, and a charged ride with nothing left is
-/// `refunded`. The CHECK `amount_refunded_cents <= amount_cents` is the last
-/// guard against refunding more than was charged.
+/// Adds a refund made at the gateway to the ride (locked by the caller), or
+/// with a negative amount takes back one that failed after it succeeded:
+/// the refunded amount changes, and the ride is `refunded` exactly when
+/// nothing of what was captured remains. The CHECK `amount_refunded_cents
+/// <= amount_captured_cents` is the last guard against refunding more than
+/// was captured.
 pub fn add_refunded(
     conn: &mut PgConnection,
     ride_id: RideId,
@@ -189,16 +221,56 @@ pub fn add_refunded(
         .returning(Ride::as_returning())
         .cached_as(add_refunded)
         .get_result(conn)?;
-    if ride.amount_refunded_cents == ride.amount_cents && ride.status == RideStatus::Charged {
-        return mark_refunded(conn, ride_id);
+    let all = ride.amount_refunded_cents == ride.amount_captured_cents;
+    match ride.status {
+        RideStatus::Captured if all => mark(conn, ride_id, RideStatus::Refunded),
+        RideStatus::Refunded if !all => mark(conn, ride_id, RideStatus::Captured),
+        _ => Ok(ride),
     }
-    Ok(ride)
 }
 
-fn mark_refunded(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Ride> {
+fn mark(conn: &mut PgConnection, ride_id: RideId, status: RideStatus) -> QueryResult<Ride> {
     diesel::update(rides::table.find(ride_id))
-        .set(rides::status.eq(RideStatus::Refunded.as_str()))
+        .set(rides::status.eq(status.as_str()))
         .returning(Ride::as_returning())
-        .cached_as(mark_refunded)
+        .cached_as(mark)
         .get_result(conn)
+}
+
+/// What the gateway says of a refund, applied to the ridepay refund that
+/// records it (the ride locked by the caller): the status moves on only
+/// forward, and the ride's refunded amount follows.
+pub fn follow(
+    conn: &mut PgConnection,
+    refund: &Refund,
+    state: RefundState,
+    gateway_refund_id: &str,
+) -> QueryResult<()> {
+    let next = RefundStatus::of(state);
+    if next == refund.status {
+        if refund.gateway_refund_id.is_none() {
+            settle(conn, refund.id, refund.status, next, Some(gateway_refund_id))?;
+        }
+        return Ok(());
+    }
+    if !refund.status.may_become(next) {
+        return Ok(());
+    }
+    settle(conn, refund.id, refund.status, next, Some(gateway_refund_id))?;
+    match (refund.status, next) {
+        (RefundStatus::Pending, RefundStatus::Succeeded) => {
+            add_refunded(conn, refund.ride_id, refund.amount_cents)?;
+        }
+        (RefundStatus::Succeeded, _) => {
+            add_refunded(conn, refund.ride_id, -refund.amount_cents)?;
+            log::warn!(
+                "refund {} of ride {} ended {next} after it succeeded: its {} is given back",
+                gateway_refund_id,
+                refund.ride_id,
+                refund.amount_cents
+            );
+        }
+        _ => {}
+    }
+    Ok(())
 }

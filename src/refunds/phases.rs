@@ -40,9 +40,9 @@ pub fn create_refund(
         .optional()?
         .filter(|ride| ride.user_id == lease.user_id())
         .ok_or(ServiceError::NotFound)?;
-    if ride.status != RideStatus::Charged {
+    if ride.status != RideStatus::Captured {
         return Err(ServiceError::RefundNotAllowed(format!(
-            "ride {} is {}; only a charged ride can be refunded",
+            "ride {} is {}; only what a captured ride paid can be refunded",
             ride.id, ride.status
         )));
     }
@@ -89,16 +89,13 @@ pub fn refund(
     ride: &Ride,
     refund: &Refund,
 ) -> Result<payments::Refund, GatewayError> {
-    let charge_id = ride
-        .charge_id
-        .clone()
-        .ok_or_else(|| GatewayError::Rejected {
-            message: format!("ride {} has no charge to refund", ride.id),
-        })?;
+    let payment = ride.payment().ok_or_else(|| GatewayError::Rejected {
+        message: format!("ride {} has no payment to refund", ride.id),
+    })?;
     gateway.refund(&RefundRequest {
         idempotency_key: derived_key(installation_id, REFUND_KEY_PURPOSE, lease.key_id()),
-        charge_id,
-        amount_cents: Some(refund.amount_cents),
+        payment,
+        amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
         // How a webhook tells ridepay's own refunds from refunds made
         // elsewhere (the dashboard, say).
@@ -110,8 +107,10 @@ pub fn refund(
     })
 }
 
-/// RefundCreated -> RefundCompleted: the gateway refund recorded, and added
-/// to the ride's refunded amount (its reservation becomes a refund).
+/// RefundCreated -> RefundCompleted: the gateway refund recorded in the
+/// status the gateway gave it: succeeded, it is added to the ride's
+/// refunded amount (its reservation becomes a refund); pending, it stays
+/// reserved until an event settles it.
 pub fn record_refund(
     conn: &mut PgConnection,
     refund: &Refund,
@@ -130,8 +129,8 @@ pub fn record_refund(
             refund.currency
         )));
     }
-    model::settle(conn, refund.id, RefundStatus::Succeeded, Some(&made.id))?;
-    model::add_refunded(conn, refund.ride_id, refund.amount_cents)?;
+    model::lock_ride(conn, refund.ride_id)?;
+    model::follow(conn, refund, made.status, &made.id)?;
     Ok(())
 }
 
@@ -160,6 +159,12 @@ pub fn finish_failed(
     let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
         .with_extension("ride_id", refund.ride_id)
         .with_extension("refund_id", refund.id);
-    model::settle(conn, refund.id, RefundStatus::Failed, None)?;
+    model::settle(
+        conn,
+        refund.id,
+        RefundStatus::Pending,
+        RefundStatus::Failed,
+        None,
+    )?;
     Ok(StoredResponse::problem(&problem))
 }

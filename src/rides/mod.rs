@@ -2,6 +2,7 @@
 //! and the read routes.
 
 pub mod model;
+pub mod payment;
 pub mod phases;
 pub mod receipt;
 mod recovery_point;

@@ -3,18 +3,33 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
-use crate::db::CacheStatement;
 use serde::Serialize;
+use serde_json::{json, Value};
 use utoipa::ToSchema;
 
+use crate::db::CacheStatement;
 use crate::ids::{KeyId, RideId, UserId};
+use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
 
 crate::text_enum! {
-    /// A ride's payment status, stored as text (with a CHECK).
+    /// A ride's payment status, stored as text (with a CHECK). DESIGN §2
+    /// draws how one leads to another; each transition is applied once and
+    /// only forward.
     pub enum RideStatus {
+        /// The ride exists; the gateway has not answered yet.
         Pending = "pending",
-        Charged = "charged",
+        /// The rider must authenticate the card (`next_action`).
+        RequiresAction = "requires_action",
+        /// The payment settles later; an event tells how.
+        Processing = "processing",
+        /// The fare is held, to be captured when the ride ends.
+        Authorized = "authorized",
+        Captured = "captured",
+        /// Cancelled: the hold released, or a fee captured.
+        Canceled = "canceled",
+        /// The hold lapsed at the gateway before the ride was completed.
+        Expired = "expired",
         PaymentDeclined = "payment_declined",
         PaymentFailed = "payment_failed",
         Refunded = "refunded",
@@ -23,46 +38,127 @@ crate::text_enum! {
 }
 
 /// A ride and the state of its payment.
-#[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
+#[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
 pub struct Ride {
-    #[schema(value_type = i64)]
     pub id: RideId,
-    #[serde(skip)]
     pub user_id: UserId,
-    #[serde(skip)]
     pub idempotency_key_id: Option<KeyId>,
     pub origin_lat: f64,
     pub origin_lon: f64,
     pub target_lat: f64,
     pub target_lon: f64,
+    /// The upfront fare, which the hold covers.
     pub amount_cents: i64,
     pub amount_refunded_cents: i64,
     pub currency: String,
-    #[serde(skip)]
-    pub payment_source: String,
-    /// `pending`, `charged`, `payment_declined`, `payment_failed`, `refunded`
-    /// or `disputed`.
-    #[schema(value_type = String, pattern = "^(pending|charged|payment_declined|payment_failed|refunded|disputed)$")]
+    /// A `pm_` id (a ride paid before PaymentIntents: its `tok_` or `cus_`).
+    pub payment_method: String,
     pub status: RideStatus,
-    /// The gateway's charge, once charged.
+    /// The Charges API charge of a ride paid before PaymentIntents.
     pub charge_id: Option<String>,
     pub created_at: DateTime<Utc>,
+    pub capture_method: CaptureMethod,
+    pub customer: Option<String>,
+    pub return_url: Option<String>,
+    pub payment_intent_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// The gateway's next action, in Stripe's shape, while `requires_action`.
+    pub next_action: Option<Value>,
+    pub amount_authorized_cents: i64,
+    pub amount_captured_cents: i64,
+}
+
+/// The ride JSON of the contract.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Ride)]
+pub struct RideJson<'a> {
+    #[schema(value_type = i64)]
+    id: RideId,
+    origin_lat: f64,
+    origin_lon: f64,
+    target_lat: f64,
+    target_lon: f64,
+    /// The upfront fare (minor units), which the hold covers.
+    amount_cents: i64,
+    currency: &'a str,
+    /// `manual` (held, captured when the ride ends) or `automatic`.
+    #[schema(value_type = String, pattern = "^(manual|automatic)$")]
+    capture_method: CaptureMethod,
+    #[schema(value_type = String, pattern = "^(pending|requires_action|processing|authorized|captured|canceled|expired|payment_declined|payment_failed|refunded|disputed)$")]
+    status: RideStatus,
+    /// The gateway's PaymentIntent, once it answered.
+    payment_intent_id: Option<&'a str>,
+    amount_authorized_cents: i64,
+    amount_captured_cents: i64,
+    amount_refunded_cents: i64,
+    /// While `requires_action`: the gateway's next action in Stripe's shape
+    /// (`{"type": "redirect_to_url", "redirect_to_url": {"url", "return_url"}}`)
+    /// with the PaymentIntent's `client_secret` beside the type, for a
+    /// browser to follow or an app to hand to Stripe's SDK.
+    #[schema(value_type = Option<Object>)]
+    next_action: Option<Value>,
+    created_at: DateTime<Utc>,
+}
+
+impl Serialize for Ride {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(serializer)
+    }
 }
 
 impl Ride {
+    pub fn json(&self) -> RideJson<'_> {
+        let next_action = match (&self.next_action, self.status) {
+            (Some(Value::Object(action)), RideStatus::RequiresAction) => {
+                let mut action = action.clone();
+                action.insert("client_secret".to_owned(), json!(self.client_secret));
+                Some(Value::Object(action))
+            }
+            _ => None,
+        };
+        RideJson {
+            id: self.id,
+            origin_lat: self.origin_lat,
+            origin_lon: self.origin_lon,
+            target_lat: self.target_lat,
+            target_lon: self.target_lon,
+            amount_cents: self.amount_cents,
+            currency: &self.currency,
+            capture_method: self.capture_method,
+            status: self.status,
+            payment_intent_id: self.payment_intent_id.as_deref(),
+            amount_authorized_cents: self.amount_authorized_cents,
+            amount_captured_cents: self.amount_captured_cents,
+            amount_refunded_cents: self.amount_refunded_cents,
+            next_action,
+            created_at: self.created_at,
+        }
+    }
+
     /// The ride JSON of the contract.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a ride always serialises")
+        serde_json::to_vec(&self.json()).expect("a ride always serialises")
     }
 
     pub fn location(&self) -> String {
         format!("/api/rides/{}", self.id)
     }
+
+    /// What a refund gives money back from.
+    pub fn payment(&self) -> Option<Payment> {
+        match (&self.payment_intent_id, &self.charge_id) {
+            (Some(intent), _) => Some(Payment::Intent(intent.clone())),
+            (None, Some(charge)) => Some(Payment::Charge(charge.clone())),
+            (None, None) => None,
+        }
+    }
 }
 
 #[derive(Debug, Insertable)]
 #[diesel(table_name = rides)]
+// NULL, not DEFAULT, for a `None`: one SQL text whatever the ride (db::cached).
+#[diesel(treat_none_as_default_value = false)]
 pub struct NewRide<'a> {
     pub user_id: UserId,
     pub idempotency_key_id: KeyId,
@@ -72,7 +168,10 @@ pub struct NewRide<'a> {
     pub target_lon: f64,
     pub amount_cents: i64,
     pub currency: &'a str,
-    pub payment_source: &'a str,
+    pub payment_method: &'a str,
+    pub capture_method: CaptureMethod,
+    pub customer: Option<&'a str>,
+    pub return_url: &'a str,
 }
 
 pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> {
@@ -129,24 +228,36 @@ pub fn list_for_user(
     query.load(conn)
 }
 
-/// Moves a pending ride to `status`, recording the charge if there is one.
+/// What a PaymentIntent makes of a ride: its status, the intent, and what
+/// it holds or took (`payment::settlement` says which).
+#[derive(Debug, Clone, PartialEq, AsChangeset)]
+#[diesel(table_name = rides)]
+// A `None` writes NULL: a ride leaving `requires_action` loses its next action.
+#[diesel(treat_none_as_null = true)]
+pub struct Settlement {
+    pub status: RideStatus,
+    pub payment_intent_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub next_action: Option<Value>,
+    pub amount_authorized_cents: i64,
+    pub amount_captured_cents: i64,
+}
+
+/// Applies `settlement` to the ride if it is still in one of `from`, the
+/// statuses the new one may follow; `None` when it has moved on.
 pub fn settle(
     conn: &mut PgConnection,
     ride_id: RideId,
-    status: RideStatus,
-    charge_id: Option<&str>,
-) -> QueryResult<Ride> {
+    from: &[RideStatus],
+    settlement: &Settlement,
+) -> QueryResult<Option<Ride>> {
     diesel::update(
         rides::table
             .filter(rides::id.eq(ride_id))
-            .filter(rides::status.eq(RideStatus::Pending.as_str())),
+            .filter(rides::status.eq_any(from.iter().map(|status| status.as_str()))),
     )
-    .set((
-        rides::status.eq(status.as_str()),
-        rides::charge_id.eq(charge_id),
-        rides::updated_at.eq(diesel::dsl::now),
-    ))
+    .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
     .returning(Ride::as_returning())
-    .cached_as(settle)
     .get_result(conn)
+    .optional()
 }

@@ -1,43 +1,52 @@
 //! The phases of `POST /api/rides`: the database work of each atomic phase,
-//! in the caller's transaction, and the charge, made between transactions.
-//! The flow writes the key row (`service::RidePhases` says which phase runs
-//! from which recovery point).
+//! in the caller's transaction, and the PaymentIntent, made between
+//! transactions. The flow writes the key row (`service::RidePhases` says
+//! which phase runs from which recovery point).
 
 use diesel::PgConnection;
 use serde_json::json;
 
 use super::model::{self, NewRide, Ride, RideStatus};
+use super::payment::{may_follow, settlement};
 use super::receipt;
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::idempotency::{Lease, StoredResponse};
-use crate::payments::{derived_key, Charge, ChargeRequest, GatewayError, PaymentGateway};
+use crate::payments::{derived_key, CreateIntent, GatewayError, PaymentGateway, PaymentIntent};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::{audit, users};
 
-/// Names this endpoint's effect in its derived gateway keys.
-pub const CHARGE_KEY_PURPOSE: &str = "ride-charge";
+/// Names this endpoint's effect in its derived gateway keys. Not the
+/// Charges API's `ride-charge`: Stripe refuses a key reused on another
+/// endpoint.
+pub const PAYMENT_KEY_PURPOSE: &str = "ride-payment-intent";
 
 pub type RideLease = Lease<RecoveryPoint>;
 
-/// Started -> RideCreated: the ride, pending, and its audit record.
+/// Started -> RideCreated: the ride, pending, with the card that pays (the
+/// request's, or the user's saved one) and where the rider's browser comes
+/// back to, fixed now so that every resend of the call is the same call;
+/// and its audit record.
 pub fn create_ride(
     conn: &mut PgConnection,
     lease: &RideLease,
     params: &RideParams,
+    return_url: &str,
 ) -> Result<Ride, ServiceError> {
-    let source = match &params.payment_source {
-        Some(source) => source.clone(),
-        None => users::find(conn, lease.user_id())?
-            .stripe_customer_id
-            .ok_or_else(|| {
+    let (payment_method, customer) = match &params.payment_method {
+        Some(method) => (method.clone(), None),
+        None => {
+            let user = users::find(conn, lease.user_id())?;
+            let method = user.stripe_payment_method_id.ok_or_else(|| {
                 ServiceError::Invalid(vec![FieldError::new(
-                    "payment_source",
-                    "is required: the user has no stored customer to charge",
+                    "payment_method",
+                    "is required: the user has no saved card",
                 )])
-            })?,
+            })?;
+            (method, user.stripe_customer_id)
+        }
     };
     let ride = model::insert(
         conn,
@@ -50,7 +59,10 @@ pub fn create_ride(
             target_lon: params.target_lon,
             amount_cents: params.amount_cents,
             currency: &params.currency,
-            payment_source: &source,
+            payment_method: &payment_method,
+            capture_method: params.capture_method,
+            customer: customer.as_deref(),
+            return_url,
         },
     )?;
     audit::record(
@@ -64,21 +76,24 @@ pub fn create_ride(
     Ok(ride)
 }
 
-/// The charge, under a key derived from the key row: a retry after a timeout or
-/// a crash asks for the same charge and gets it, never a second one. Holds no
-/// database connection.
-pub fn charge(
+/// The PaymentIntent, created and confirmed under a key derived from the
+/// key row, from what the ride row recorded: a retry after a timeout or a
+/// crash asks for the same payment and gets it, never a second one. Holds
+/// no database connection.
+pub fn pay(
     gateway: &dyn PaymentGateway,
     installation_id: uuid::Uuid,
     lease: &RideLease,
     ride: &Ride,
-) -> Result<Charge, GatewayError> {
-    gateway.charge(&ChargeRequest {
-        idempotency_key: derived_key(installation_id, CHARGE_KEY_PURPOSE, lease.key_id()),
+) -> Result<PaymentIntent, GatewayError> {
+    gateway.create_intent(&CreateIntent {
+        idempotency_key: derived_key(installation_id, PAYMENT_KEY_PURPOSE, lease.key_id()),
         amount_cents: ride.amount_cents,
         currency: ride.currency.clone(),
-        source: ride.payment_source.clone(),
-        description: format!("ridepay ride {}", ride.id),
+        customer: ride.customer.clone(),
+        payment_method: ride.payment_method.clone(),
+        capture_method: ride.capture_method,
+        return_url: ride.return_url.clone().unwrap_or_default(),
         metadata: vec![
             ("ride_id".to_owned(), ride.id.to_string()),
             ("idempotency_key_id".to_owned(), lease.key_id().to_string()),
@@ -86,76 +101,111 @@ pub fn charge(
     })
 }
 
-/// RideCreated -> ChargeCompleted: the charge recorded on the ride. Returns
-/// the ride as charged.
-pub fn record_charge(
+/// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
+/// the ride (`authorized`, `captured`, `requires_action` or `processing`).
+/// An intent in any other state is a rejection, recorded as such.
+pub fn record_payment(
     conn: &mut PgConnection,
     ride: &Ride,
-    charge: &Charge,
-) -> Result<Ride, ServiceError> {
-    if (charge.amount_cents, charge.currency.as_str())
+    intent: &PaymentIntent,
+) -> Result<Result<Ride, GatewayError>, ServiceError> {
+    if (intent.amount_cents, intent.currency.as_str())
         != (ride.amount_cents, ride.currency.as_str())
     {
         return Err(ServiceError::Internal(anyhow::anyhow!(
-            "charge {} is for {} {}, ride {} for {} {}",
-            charge.id,
-            charge.amount_cents,
-            charge.currency,
+            "PaymentIntent {} is for {} {}, ride {} for {} {}",
+            intent.id,
+            intent.amount_cents,
+            intent.currency,
             ride.id,
             ride.amount_cents,
             ride.currency
         )));
     }
-    Ok(model::settle(
-        conn,
-        ride.id,
-        RideStatus::Charged,
-        Some(&charge.id),
-    )?)
+    let answered = [
+        RideStatus::Authorized,
+        RideStatus::Captured,
+        RideStatus::RequiresAction,
+        RideStatus::Processing,
+    ];
+    let Some(settled) = settlement(RideStatus::Pending, intent)
+        .filter(|settled| answered.contains(&settled.status))
+    else {
+        return Ok(Err(GatewayError::Rejected {
+            message: format!(
+                "PaymentIntent {} answered as {} on confirmation",
+                intent.id, intent.status
+            ),
+        }));
+    };
+    let ride = model::settle(conn, ride.id, may_follow(settled.status), &settled)?
+        .ok_or_else(|| anyhow::anyhow!("ride {} is no longer pending", ride.id))?;
+    Ok(Ok(ride))
 }
 
-/// ChargeCompleted -> Finished: the 201 with the charged ride stored, and the
-/// receipt staged in the same transaction.
-pub fn finish_charged(
+/// ChargeCompleted -> Finished: the answer stored, and for a ride held or
+/// paid its receipt staged in the same transaction. A 202 for a payment
+/// still waiting for the rider or the bank is the key's final answer too:
+/// the ride moves on by itself.
+pub fn finish_answered(
     conn: &mut PgConnection,
     ride: &Ride,
 ) -> Result<StoredResponse, ServiceError> {
+    let waiting = matches!(
+        ride.status,
+        RideStatus::RequiresAction | RideStatus::Processing
+    );
+    if waiting {
+        return Ok(StoredResponse::accepted(ride.location(), ride.to_json()));
+    }
     receipt::stage(conn, ride)?;
     Ok(StoredResponse::created(ride.location(), ride.to_json()))
 }
 
-/// RideCreated -> Finished for a charge that failed for good: a decline (402)
-/// or a rejection (502), stored so that retries get the same answer.
+/// RideCreated -> Finished for a payment that failed for good: a decline
+/// (402; the PaymentIntent it left behind recorded) or a rejection (502),
+/// stored so that retries get the same answer.
 pub fn finish_unpaid(
     conn: &mut PgConnection,
     ride: &Ride,
     failure: &GatewayError,
 ) -> Result<StoredResponse, ServiceError> {
-    let (status, problem) = match failure {
+    let (status, problem, intent) = match failure {
         GatewayError::Declined {
             code,
             decline_code,
             message,
-            ..
+            payment_intent,
         } => (
             RideStatus::PaymentDeclined,
             Problem::new(ProblemKind::CardDeclined, message.clone())
                 .with_extension("ride_id", ride.id)
                 .with_extension("code", code.as_str())
                 .with_extension("decline_code", decline_code.clone()),
+            payment_intent.clone(),
         ),
         other => {
             log::error!(
-                "payment gateway rejected the charge for ride {}: {other}",
+                "payment gateway rejected the payment of ride {}: {other}",
                 ride.id
             );
             (
                 RideStatus::PaymentFailed,
                 Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
                     .with_extension("ride_id", ride.id),
+                None,
             )
         }
     };
-    model::settle(conn, ride.id, status, None)?;
+    let unpaid = model::Settlement {
+        status,
+        payment_intent_id: intent,
+        client_secret: None,
+        next_action: None,
+        amount_authorized_cents: 0,
+        amount_captured_cents: 0,
+    };
+    model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
+        .ok_or_else(|| anyhow::anyhow!("ride {} is no longer pending", ride.id))?;
     Ok(StoredResponse::problem(&problem))
 }

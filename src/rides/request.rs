@@ -4,12 +4,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::idempotency::CanonicalRequest;
-use crate::validation::{parse_body, FieldError};
+use crate::payments::CaptureMethod;
+use crate::validation::{is_payment_method_id, parse_body, FieldError};
 
 pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
 pub const MIN_AMOUNT_CENTS: i64 = 50;
 pub const MAX_AMOUNT_CENTS: i64 = 1_000_000;
-const MAX_SOURCE_LEN: usize = 255;
 
 /// A validated ride request with defaults applied. Its JSON form is the
 /// canonical request: fingerprinted, and stored so a worker can finish it.
@@ -18,10 +18,12 @@ const MAX_SOURCE_LEN: usize = 255;
 pub struct RideParams {
     // In sorted order, as the canonical form needs.
     pub amount_cents: i64,
+    pub capture_method: CaptureMethod,
     pub currency: String,
     pub origin_lat: f64,
     pub origin_lon: f64,
-    pub payment_source: Option<String>,
+    /// None: the user's saved card.
+    pub payment_method: Option<String>,
     pub target_lat: f64,
     pub target_lon: f64,
 }
@@ -47,12 +49,15 @@ pub struct RideBody {
     /// `usd` (the default), `eur` or `gbp`.
     #[schema(nullable = false, value_type = String, pattern = "^(usd|eur|gbp)$", example = "usd")]
     currency: Option<String>,
-    /// A `tok_...` token or a `cus_...` customer; without it the user's stored
-    /// customer is charged. A source of another form reaches the gateway,
-    /// which rejects it (502 `payment-gateway-rejected`).
-    #[schema(nullable = false, value_type = String, min_length = 5, max_length = 255,
-        pattern = "^(tok|cus)_[A-Za-z0-9_]{1,251}$", example = "tok_visa")]
-    payment_source: Option<String>,
+    /// A `pm_` id (Stripe's test ids such as `pm_card_visa` included);
+    /// without it the user's saved card pays.
+    #[schema(nullable = false, value_type = String, min_length = 4, max_length = 255,
+        pattern = "^pm_[A-Za-z0-9_]{1,252}$", example = "pm_card_visa")]
+    payment_method: Option<String>,
+    /// `manual` (the default: hold the fare now, capture it when the ride
+    /// ends) or `automatic` (charge now).
+    #[schema(nullable = false, value_type = String, pattern = "^(manual|automatic)$", example = "manual")]
+    capture_method: Option<String>,
 }
 
 pub use RideBody as RideRequest;
@@ -85,17 +90,24 @@ impl RideParams {
                 format!("must be one of {}", CURRENCIES.join(", ")),
             ));
         }
-        if let Some(source) = &body.payment_source {
-            if source.trim().is_empty()
-                || source.chars().count() > MAX_SOURCE_LEN
-                || source.chars().any(char::is_control)
-            {
+        if let Some(method) = &body.payment_method {
+            if !is_payment_method_id(method) {
                 errors.push(FieldError::new(
-                    "payment_source",
-                    format!("must be 1 to {MAX_SOURCE_LEN} characters, without control characters"),
+                    "payment_method",
+                    "must be a payment method id: pm_ and 1 to 252 letters, digits or _",
                 ));
             }
         }
+        let capture_method = match body.capture_method.as_deref() {
+            None => CaptureMethod::Manual,
+            Some(text) => CaptureMethod::parse(text).unwrap_or_else(|| {
+                errors.push(FieldError::new(
+                    "capture_method",
+                    "must be manual or automatic",
+                ));
+                CaptureMethod::Manual
+            }),
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -106,7 +118,8 @@ impl RideParams {
             target_lon,
             amount_cents,
             currency,
-            payment_source: body.payment_source,
+            payment_method: body.payment_method,
+            capture_method,
         })
     }
 
@@ -141,7 +154,7 @@ fn expected(field: &str) -> Option<&'static str> {
     match field {
         "amount_cents" => Some("must be an integer number of minor units"),
         "origin_lat" | "origin_lon" | "target_lat" | "target_lon" => Some("must be a number"),
-        "currency" | "payment_source" => Some("must be a string"),
+        "currency" | "payment_method" | "capture_method" => Some("must be a string"),
         _ => None,
     }
 }
@@ -151,7 +164,7 @@ mod tests {
     use super::*;
 
     const VALID: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80,
-        "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_source": "tok_visa"}"#;
+        "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_method": "pm_card_visa"}"#;
 
     fn fields(body: &str) -> Vec<String> {
         RideParams::parse(body.as_bytes())
@@ -165,7 +178,8 @@ mod tests {
     fn a_valid_body_parses() {
         let params = RideParams::parse(VALID.as_bytes()).unwrap();
         assert_eq!(params.amount_cents, 2000);
-        assert_eq!(params.payment_source.as_deref(), Some("tok_visa"));
+        assert_eq!(params.payment_method.as_deref(), Some("pm_card_visa"));
+        assert_eq!(params.capture_method, CaptureMethod::Manual);
     }
 
     #[test]
@@ -184,7 +198,7 @@ mod tests {
         let params = RideParams::parse(VALID.as_bytes()).unwrap();
         assert_eq!(
             std::str::from_utf8(params.canonical().as_bytes()).unwrap(),
-            r#"{"amount_cents":2000,"currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_source":"tok_visa","target_lat":37.8,"target_lon":-122.27}"#
+            r#"{"amount_cents":2000,"capture_method":"manual","currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_method":"pm_card_visa","target_lat":37.8,"target_lon":-122.27}"#
         );
     }
 
@@ -215,7 +229,8 @@ mod tests {
     #[test]
     fn out_of_range_values_are_named() {
         let body = r#"{"origin_lat": 91, "origin_lon": -181, "target_lat": 0, "target_lon": 0,
-            "amount_cents": 49, "currency": "jpy", "payment_source": ""}"#;
+            "amount_cents": 49, "currency": "jpy", "payment_method": "tok_visa",
+            "capture_method": "later"}"#;
         assert_eq!(
             fields(body),
             [
@@ -223,7 +238,8 @@ mod tests {
                 "origin_lon",
                 "amount_cents",
                 "currency",
-                "payment_source"
+                "payment_method",
+                "capture_method"
             ]
         );
     }

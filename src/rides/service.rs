@@ -13,7 +13,7 @@ use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Phases, Transition};
-use crate::payments::{self, Charge, GatewayError};
+use crate::payments::{self, GatewayError, PaymentIntent};
 use crate::service_error::ServiceError;
 
 /// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,
@@ -39,7 +39,7 @@ pub struct RidePhases<'a> {
     /// back (a checkout and a query); None when resuming from the database.
     ride: RefCell<Option<Ride>>,
     /// What the gateway answered, for the phase that records it.
-    charged: RefCell<Option<Result<Charge, GatewayError>>>,
+    answered: RefCell<Option<Result<PaymentIntent, GatewayError>>>,
 }
 
 impl<'a> RidePhases<'a> {
@@ -48,7 +48,7 @@ impl<'a> RidePhases<'a> {
             context,
             params,
             ride: RefCell::new(None),
-            charged: RefCell::new(None),
+            answered: RefCell::new(None),
         }
     }
 
@@ -74,17 +74,27 @@ impl Phases for RidePhases<'_> {
         point: RecoveryPoint,
     ) -> Result<Transition<RecoveryPoint>, ServiceError> {
         match point {
-            // A ride without a source to charge is refused here, which rolls
+            // A ride without a card to pay with is refused here, which rolls
             // the claim back too: nothing is written, the key not consumed.
             RecoveryPoint::Started => {
-                self.keep(phases::create_ride(conn, lease, self.params)?);
+                self.keep(phases::create_ride(
+                    conn,
+                    lease,
+                    self.params,
+                    &self.context.return_url,
+                )?);
                 Ok(Transition::Advance(RecoveryPoint::RideCreated))
             }
             RecoveryPoint::RideCreated => {
                 let ride = self.ride(conn, lease)?;
-                match self.charged.take().expect("the charge is made first") {
-                    Ok(charge) => {
-                        self.keep(phases::record_charge(conn, &ride, &charge)?);
+                let answer = self.answered.take().expect("the payment is made first");
+                let recorded = match answer {
+                    Ok(intent) => phases::record_payment(conn, &ride, &intent)?,
+                    Err(failure) => Err(failure),
+                };
+                match recorded {
+                    Ok(ride) => {
+                        self.keep(ride);
                         Ok(Transition::Advance(RecoveryPoint::ChargeCompleted))
                     }
                     Err(failure) => Ok(Transition::Finish(phases::finish_unpaid(
@@ -94,7 +104,7 @@ impl Phases for RidePhases<'_> {
             }
             RecoveryPoint::ChargeCompleted => {
                 let ride = self.ride(conn, lease)?;
-                Ok(Transition::Finish(phases::finish_charged(conn, &ride)?))
+                Ok(Transition::Finish(phases::finish_answered(conn, &ride)?))
             }
             RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
@@ -106,14 +116,14 @@ impl Phases for RidePhases<'_> {
             None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
         };
         // No pooled connection is held while the gateway works.
-        let answer = phases::charge(
+        let answer = phases::pay(
             self.context.gateway.as_ref(),
             self.context.installation_id,
             lease,
             &ride,
         );
         self.keep(ride);
-        *self.charged.borrow_mut() = Some(payments::final_outcome(answer)?);
+        *self.answered.borrow_mut() = Some(payments::final_outcome(answer)?);
         Ok(())
     }
 }

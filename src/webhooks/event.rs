@@ -6,16 +6,24 @@ use diesel::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::payments::Payment;
 use crate::schema::stripe_events;
 
-/// The event types whose charge ridepay fetches and reconciles.
-pub const CHARGE_EVENTS: [&str; 5] = [
-    "charge.succeeded",
-    "charge.failed",
-    "charge.refunded",
-    "charge.refund.updated",
-    "charge.dispute.created",
+/// The PaymentIntent events ridepay applies: each moves the ride by the
+/// intent as the gateway holds it now.
+pub const INTENT_EVENTS: [&str; 5] = [
+    "payment_intent.succeeded",
+    "payment_intent.amount_capturable_updated",
+    "payment_intent.payment_failed",
+    "payment_intent.canceled",
+    "payment_intent.processing",
 ];
+
+/// The refund events: Stripe sends `charge.refund.updated` up to API
+/// version 2024-10-28 and `refund.updated` from then on; both are taken.
+pub const REFUND_EVENTS: [&str; 3] = ["charge.refunded", "charge.refund.updated", "refund.updated"];
+
+pub const DISPUTE_EVENT: &str = "charge.dispute.created";
 
 /// 9999-12-31T23:59:59Z.
 const LATEST_CREATED: i64 = 253_402_300_799;
@@ -40,16 +48,47 @@ struct Data {
     object: Value,
 }
 
-/// An event's identity and the charge it is about. Nothing else of the
-/// payload is trusted: the charge is fetched from the gateway.
+/// What an event is about, checked with the gateway before anything
+/// changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A PaymentIntent's status.
+    Intent(String),
+    /// The refunds of a payment.
+    Refunds(Payment),
+    /// A dispute of a payment.
+    Dispute(Payment),
+}
+
+impl Subject {
+    /// The id the event is recorded under.
+    pub fn id(&self) -> &str {
+        match self {
+            Subject::Intent(id) => id,
+            Subject::Refunds(payment) | Subject::Dispute(payment) => payment.id(),
+        }
+    }
+}
+
+/// An event's identity and what it is about. Nothing else of the payload
+/// is trusted: the subject is fetched from the gateway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub id: String,
     pub event_type: String,
     pub created: DateTime<Utc>,
-    /// For the charge events: the charge (the object itself, or for a refund
-    /// or a dispute, the charge it belongs to).
-    pub charge_id: Option<String>,
+    /// None for a type ridepay does not act on.
+    pub subject: Option<Subject>,
+}
+
+/// The payment a refund, a charge or a dispute belongs to: its
+/// PaymentIntent, or for a charge made before PaymentIntents, the charge.
+fn payment_of(object: &Value, charge_field: &str) -> Option<Payment> {
+    let text = |field: &str| object.get(field).and_then(Value::as_str).map(str::to_owned);
+    match text("payment_intent") {
+        Some(intent) => Some(Payment::Intent(intent)),
+        None => text(charge_field).map(Payment::Charge),
+    }
 }
 
 impl Event {
@@ -64,34 +103,33 @@ impl Event {
         let created = Some(envelope.created)
             .filter(|created| (0..=LATEST_CREATED).contains(created))
             .and_then(|created| DateTime::from_timestamp(created, 0))?;
-        let charge_id = if !CHARGE_EVENTS.contains(&envelope.event_type.as_str()) {
-            None
-        } else if envelope.event_type.starts_with("charge.refund.")
-            || envelope.event_type.starts_with("charge.dispute.")
-        {
-            envelope
-                .data
-                .object
-                .get("charge")?
-                .as_str()
-                .map(str::to_owned)
+        let object = &envelope.data.object;
+        let kind = envelope.event_type.as_str();
+        let subject = if INTENT_EVENTS.contains(&kind) {
+            Some(Subject::Intent(object.get("id")?.as_str()?.to_owned()))
+        } else if kind == "charge.refunded" {
+            Some(Subject::Refunds(payment_of(object, "id")?))
+        } else if REFUND_EVENTS.contains(&kind) {
+            Some(Subject::Refunds(payment_of(object, "charge")?))
+        } else if kind == DISPUTE_EVENT {
+            Some(Subject::Dispute(payment_of(object, "charge")?))
         } else {
-            envelope.data.object.get("id")?.as_str().map(str::to_owned)
+            None
         };
-        if charge_id.as_deref().is_some_and(|id| !storable(id)) {
+        if subject.as_ref().is_some_and(|subject| !storable(subject.id())) {
             return None;
         }
         Some(Event {
             id: envelope.id,
             event_type: envelope.event_type,
             created,
-            charge_id,
+            subject,
         })
     }
 
     /// A label of bounded cardinality for metrics.
     pub fn type_label(&self) -> &str {
-        if CHARGE_EVENTS.contains(&self.event_type.as_str()) {
+        if self.subject.is_some() {
             &self.event_type
         } else {
             "other"
@@ -103,10 +141,8 @@ impl Event {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     Applied,
-    /// Not a type ridepay acts on, or a charge it does not know.
+    /// Not a type ridepay acts on, or a payment it does not know.
     Ignored,
-    /// A newer event about the same charge was applied already.
-    Superseded,
     /// Recorded before: nothing changed.
     Duplicate,
 }
@@ -116,7 +152,6 @@ impl Disposition {
         match self {
             Disposition::Applied => "applied",
             Disposition::Ignored => "ignored",
-            Disposition::Superseded => "superseded",
             Disposition::Duplicate => "duplicate",
         }
     }
@@ -138,7 +173,7 @@ pub fn record(
             stripe_events::id.eq(&event.id),
             stripe_events::event_type.eq(&event.event_type),
             stripe_events::event_created.eq(event.created),
-            stripe_events::charge_id.eq(&event.charge_id),
+            stripe_events::subject.eq(event.subject.as_ref().map(Subject::id)),
             stripe_events::result.eq(disposition.as_str()),
         ))
         .on_conflict_do_nothing()
@@ -157,43 +192,32 @@ pub fn set_disposition(
     Ok(())
 }
 
-/// Whether an event about the same charge, created after this one, was
-/// applied already.
-pub fn newer_applied(conn: &mut PgConnection, event: &Event) -> QueryResult<bool> {
-    let Some(charge_id) = &event.charge_id else {
-        return Ok(false);
-    };
-    diesel::select(diesel::dsl::exists(
-        stripe_events::table
-            .filter(stripe_events::charge_id.eq(charge_id))
-            .filter(stripe_events::event_created.gt(event.created))
-            .filter(stripe_events::result.eq(Disposition::Applied.as_str())),
-    ))
-    .get_result(conn)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_charge_of_each_kind_of_event_is_found() {
-        let charge = br#"{"id": "evt_1", "type": "charge.succeeded", "created": 10, "data": {"object": {"id": "ch_1"}}}"#;
-        let refund = br#"{"id": "evt_2", "type": "charge.refund.updated", "created": 10, "data": {"object": {"id": "re_1", "charge": "ch_1"}}}"#;
-        let other = br#"{"id": "evt_3", "type": "customer.created", "created": 10, "data": {"object": {"id": "cus_1"}}}"#;
+    fn the_subject_of_each_kind_of_event_is_found() {
+        let subject = |body: &str| Event::parse(body.as_bytes()).map(|event| event.subject);
+        let intent = |id: &str| Payment::Intent(id.to_owned());
         assert_eq!(
-            Event::parse(charge).unwrap().charge_id.as_deref(),
-            Some("ch_1")
+            subject(r#"{"id": "evt_1", "type": "payment_intent.succeeded", "created": 10, "data": {"object": {"id": "pi_1"}}}"#),
+            Some(Some(Subject::Intent("pi_1".to_owned())))
         );
         assert_eq!(
-            Event::parse(refund).unwrap().charge_id.as_deref(),
-            Some("ch_1")
+            subject(r#"{"id": "evt_2", "type": "charge.refunded", "created": 10, "data": {"object": {"id": "ch_1", "payment_intent": "pi_1"}}}"#),
+            Some(Some(Subject::Refunds(intent("pi_1"))))
         );
-        let other = Event::parse(other).unwrap();
         assert_eq!(
-            (other.charge_id.as_deref(), other.type_label()),
-            (None, "other")
+            subject(r#"{"id": "evt_3", "type": "refund.updated", "created": 10, "data": {"object": {"id": "re_1", "charge": "ch_1", "payment_intent": null}}}"#),
+            Some(Some(Subject::Refunds(Payment::Charge("ch_1".to_owned()))))
         );
+        assert_eq!(
+            subject(r#"{"id": "evt_4", "type": "charge.dispute.created", "created": 10, "data": {"object": {"id": "dp_1", "charge": "ch_1", "payment_intent": "pi_1"}}}"#),
+            Some(Some(Subject::Dispute(intent("pi_1"))))
+        );
+        let other = Event::parse(br#"{"id": "evt_5", "type": "customer.created", "created": 10, "data": {"object": {"id": "cus_1"}}}"#).unwrap();
+        assert_eq!((other.subject, other.type_label()), (None, "other"));
         assert_eq!(Event::parse(b"{}"), None);
     }
 }

@@ -1,27 +1,29 @@
-//! Applying what the gateway says about a charge to the ride it paid for.
-//! Every change is monotonic (pending -> charged, the refunded amount only
-//! grows, charged/refunded -> disputed), and what is applied is the charge as
-//! the gateway holds it now, so an event delivered late or twice can never
-//! take a ride back to an older state.
+//! Applying what the gateway says about a payment to the ride it pays for.
+//! What is applied is the PaymentIntent (or the payment's refunds) as the
+//! gateway holds it now, never the event's payload, and every change goes
+//! only forward (`rides::payment`, `RefundStatus::may_become`), so an event
+//! delivered late, twice or out of order cannot take a ride back.
 
 use diesel::prelude::*;
 
-use super::event::{self, Disposition, Event, CHARGE_EVENTS};
+use super::event::{self, Disposition, Event, Subject};
 use crate::context::ServiceContext;
 use crate::idempotency::flow;
 use crate::ids::{KeyId, RideId};
-use crate::payments::{ChargeState, GatewayError, Refund as GatewayRefund};
+use crate::payments::{GatewayError, Payment, PaymentIntent, Refund as GatewayRefund};
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
 use crate::rides::model::{self as rides, Ride, RideStatus};
+use crate::rides::payment::{may_follow, settlement};
 use crate::rides::{phases as ride_phases, RecoveryPoint as RidePoint};
+use crate::schema::rides as rides_table;
 use crate::service_error::ServiceError;
 
 /// Why an event could not be applied now; the sender should redeliver it.
 #[derive(Debug, thiserror::Error)]
 pub enum NotYet {
     /// The ride's key is held by a live request, which will learn the
-    /// charge's outcome itself or release the key.
+    /// payment's outcome itself or release the key.
     #[error("the ride's idempotency key is in flight")]
     KeyInFlight,
     #[error(transparent)]
@@ -34,45 +36,73 @@ impl From<diesel::result::Error> for NotYet {
     }
 }
 
+/// What the gateway holds of an event's subject now.
+enum Fetched {
+    Intent(PaymentIntent),
+    Refunds(Payment, Vec<GatewayRefund>),
+}
+
 /// Records the event once and applies it. No connection is held while the
-/// gateway is asked about the charge.
+/// gateway is asked.
 pub fn process(context: &ServiceContext, event: &Event) -> Result<Disposition, NotYet> {
     {
         let mut conn = context.pool.get().map_err(ServiceError::from)?;
         if event::is_recorded(&mut conn, &event.id)? {
             return Ok(Disposition::Duplicate);
         }
-        let settled = match &event.charge_id {
-            None => Some(Disposition::Ignored),
-            Some(_) if !CHARGE_EVENTS.contains(&event.event_type.as_str()) => {
-                Some(Disposition::Ignored)
-            }
-            Some(_) if event::newer_applied(&mut conn, event)? => Some(Disposition::Superseded),
-            Some(_) => None,
-        };
-        if let Some(disposition) = settled {
-            return Ok(record_only(&mut conn, event, disposition)?);
-        }
     }
-    let charge_id = event.charge_id.as_deref().unwrap_or_default();
-    let charge = context
-        .gateway
-        .retrieve_charge(charge_id)
-        .map_err(GatewayError::into_unavailable)?;
+    let fetched = match fetch(context, event.subject.as_ref()) {
+        Ok(fetched) => fetched,
+        Err(failure) => return Err(NotYet::Service(failure.into_unavailable())),
+    };
     let mut conn = context.pool.get().map_err(ServiceError::from)?;
-    let Some(charge) = charge else {
+    let Some(fetched) = fetched else {
         return Ok(record_only(&mut conn, event, Disposition::Ignored)?);
     };
     conn.transaction(|conn| {
         if !event::record(conn, event, Disposition::Applied)? {
             return Ok(Disposition::Duplicate);
         }
-        let Some(ride) = ride_of(conn, &charge)? else {
+        let applied = match &fetched {
+            Fetched::Intent(intent) => match ride_of_intent(conn, intent)? {
+                Some(ride) => apply_intent(conn, context, &ride, intent).map(|()| true),
+                None => Ok(false),
+            },
+            Fetched::Refunds(payment, made) => match ride_of_payment(conn, payment)? {
+                Some(ride) => follow_refunds(conn, ride.id, made).map(|()| true),
+                None => Ok(false),
+            },
+        }?;
+        if !applied {
             event::set_disposition(conn, &event.id, Disposition::Ignored)?;
             return Ok(Disposition::Ignored);
-        };
-        apply(conn, context, &ride, &charge)?;
+        }
         Ok(Disposition::Applied)
+    })
+}
+
+/// The subject as the gateway holds it; `None` for an event ridepay does
+/// not act on or a subject the gateway does not know.
+fn fetch(
+    context: &ServiceContext,
+    subject: Option<&Subject>,
+) -> Result<Option<Fetched>, GatewayError> {
+    let gateway = context.gateway.as_ref();
+    Ok(match subject {
+        None => None,
+        Some(Subject::Intent(id) | Subject::Dispute(Payment::Intent(id))) => {
+            gateway.retrieve_intent(id)?.map(Fetched::Intent)
+        }
+        Some(Subject::Refunds(payment)) => Some(Fetched::Refunds(
+            payment.clone(),
+            gateway.refunds_of(payment)?,
+        )),
+        // The charges of rides paid before PaymentIntents cannot be fetched
+        // through the PaymentIntents API: an operator looks at the dispute.
+        Some(Subject::Dispute(Payment::Charge(id))) => {
+            log::warn!("charge {id} (paid before PaymentIntents) is disputed; see the dashboard");
+            None
+        }
     })
 }
 
@@ -88,77 +118,81 @@ fn record_only(
     })
 }
 
-/// The ride a charge paid for: named by the metadata ridepay sends with
-/// every charge (checked against the ride: its charge, or for a ride not yet
-/// charged, its key), or else found by its charge id.
-fn ride_of(conn: &mut PgConnection, charge: &ChargeState) -> QueryResult<Option<Ride>> {
+/// The ride a PaymentIntent pays for: the one that recorded it, or one that
+/// has not heard back yet, named by the metadata ridepay sends with every
+/// intent and checked against the ride's own key.
+fn ride_of_intent(conn: &mut PgConnection, intent: &PaymentIntent) -> QueryResult<Option<Ride>> {
+    if let Some(ride) = ride_of_payment(conn, &Payment::Intent(intent.id.clone()))? {
+        return Ok(Some(ride));
+    }
     let named = |name: &str| {
-        charge
+        intent
             .metadata
             .get(name)
             .and_then(|value| value.parse::<i64>().ok())
     };
-    if let Some(ride_id) = named("ride_id") {
-        if let Some(ride) = rides::find_ride(conn, RideId(ride_id)).optional()? {
-            let same_charge = ride.charge_id.as_deref() == Some(charge.id.as_str());
-            let its_key = ride.charge_id.is_none()
+    let Some(ride_id) = named("ride_id") else {
+        return Ok(None);
+    };
+    Ok(rides::find_ride(conn, RideId(ride_id))
+        .optional()?
+        .filter(|ride| {
+            ride.payment_intent_id.is_none()
                 && ride.idempotency_key_id.is_some()
-                && ride.idempotency_key_id == named("idempotency_key_id").map(KeyId);
-            if same_charge || its_key {
-                return Ok(Some(ride));
-            }
-        }
-    }
-    crate::schema::rides::table
-        .filter(crate::schema::rides::charge_id.eq(&charge.id))
-        .select(Ride::as_select())
-        .first(conn)
-        .optional()
+                && ride.idempotency_key_id == named("idempotency_key_id").map(KeyId)
+        }))
 }
 
-fn apply(
+fn ride_of_payment(conn: &mut PgConnection, payment: &Payment) -> QueryResult<Option<Ride>> {
+    let query = rides_table::table.select(Ride::as_select());
+    match payment {
+        Payment::Intent(id) => query
+            .filter(rides_table::payment_intent_id.eq(id))
+            .first(conn)
+            .optional(),
+        Payment::Charge(id) => query
+            .filter(rides_table::charge_id.eq(id))
+            .first(conn)
+            .optional(),
+    }
+}
+
+fn apply_intent(
     conn: &mut PgConnection,
     context: &ServiceContext,
     ride: &Ride,
-    charge: &ChargeState,
+    intent: &PaymentIntent,
 ) -> Result<(), NotYet> {
     if ride.status == RideStatus::Pending {
-        if !charge.succeeded {
-            // A decline is replayed to the key's own retry under the same
-            // derived key; nothing to settle here.
-            return Ok(());
+        // A decline is replayed to the key's own retry under the same
+        // derived key; only a payment the gateway made is settled here.
+        if settlement(RideStatus::Pending, intent)
+            .is_some_and(|settled| settled.status != RideStatus::PaymentDeclined)
+        {
+            settle_pending(conn, context, ride, intent)?;
         }
-        settle_charge(conn, context, ride, charge)?;
+    } else if let Some(settled) = settlement(ride.status, intent) {
+        if rides::settle(conn, ride.id, may_follow(settled.status), &settled)?.is_some() {
+            log::info!("ride {} is {} (event)", ride.id, settled.status);
+        }
     }
-    // Key row (above) before ride row, the order every path takes.
-    let ride = refunds::lock_ride(conn, ride.id)?;
-    record_outside_refunds(conn, &ride, &charge.refunds)?;
-    if charge.disputed
-        && [RideStatus::Charged.as_str(), RideStatus::Refunded.as_str()]
-            .contains(&ride.status.as_str())
-    {
-        diesel::update(crate::schema::rides::table.find(ride.id))
-            .set((
-                crate::schema::rides::status.eq(RideStatus::Disputed.as_str()),
-                crate::schema::rides::updated_at.eq(diesel::dsl::now),
-            ))
-            .execute(conn)?;
-        log::warn!("ride {} is disputed (charge {})", ride.id, charge.id);
+    if intent.disputed {
+        dispute(conn, ride.id)?;
     }
     Ok(())
 }
 
-/// A pending ride whose charge the gateway holds: its key's outcome was
-/// unknown (a timeout, a crash). The charge is recorded through the rides
+/// A pending ride whose payment the gateway made: its key's outcome was
+/// unknown (a timeout, a crash). The payment is recorded through the rides
 /// endpoint's own phase, under a fresh lease on the key (so fencing holds
 /// off any earlier holder), and the lease released at ChargeCompleted: the
 /// completer, or the client's retry, then finishes the key without calling
 /// the gateway again.
-fn settle_charge(
+fn settle_pending(
     conn: &mut PgConnection,
     context: &ServiceContext,
     ride: &Ride,
-    charge: &ChargeState,
+    intent: &PaymentIntent,
 ) -> Result<(), NotYet> {
     let key_id = ride.idempotency_key_id.ok_or_else(|| {
         ServiceError::Internal(anyhow::anyhow!(
@@ -171,57 +205,85 @@ fn settle_charge(
     if lease.recovery_point() != RidePoint::RideCreated {
         return Err(NotYet::KeyInFlight);
     }
-    ride_phases::record_charge(conn, ride, &charge.charge())?;
+    if ride_phases::record_payment(conn, ride, intent)?.is_err() {
+        return Ok(());
+    }
     lease.advance(conn, RidePoint::ChargeCompleted)?;
     lease.release(conn)?;
     log::info!(
-        "webhook settled ride {} with charge {} (key {key_id})",
+        "webhook settled ride {} with PaymentIntent {} (key {key_id})",
         ride.id,
-        charge.id
+        intent.id
     );
     Ok(())
 }
 
-/// Refunds made outside ridepay (the dashboard, say): recorded as refunds
-/// without a key, and added to the ride. ridepay's own refunds (named by
-/// their metadata) are left to their endpoint, which records them itself.
-fn record_outside_refunds(
+fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
+    let ride = refunds::lock_ride(conn, ride_id)?;
+    let disputed = rides::Settlement {
+        status: RideStatus::Disputed,
+        payment_intent_id: ride.payment_intent_id.clone(),
+        client_secret: ride.client_secret.clone(),
+        next_action: None,
+        amount_authorized_cents: ride.amount_authorized_cents,
+        amount_captured_cents: ride.amount_captured_cents,
+    };
+    if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
+        log::warn!("ride {ride_id} is disputed");
+    }
+    Ok(())
+}
+
+/// The payment's refunds as the gateway holds them, applied under the
+/// ride's row lock: ridepay's own refunds follow their gateway status (once
+/// the endpoint recorded them: until then, the endpoint does), and refunds
+/// made outside ridepay (the dashboard, say) are recorded, without a key.
+fn follow_refunds(
+    conn: &mut PgConnection,
+    ride_id: RideId,
+    made: &[GatewayRefund],
+) -> Result<(), NotYet> {
+    let ride = refunds::lock_ride(conn, ride_id)?;
+    for refund in made {
+        match refunds::find_by_gateway_id(conn, &refund.id)? {
+            Some(recorded) => refunds::follow(conn, &recorded, refund.status, &refund.id)?,
+            None if refund.metadata.contains_key("refund_id") => {}
+            None => record_outside_refund(conn, &ride, refund)?,
+        }
+    }
+    Ok(())
+}
+
+fn record_outside_refund(
     conn: &mut PgConnection,
     ride: &Ride,
-    made: &[GatewayRefund],
-) -> Result<(), ServiceError> {
-    if ride.charge_id.is_none() {
-        return Ok(());
-    }
-    for refund in made {
-        if refund.metadata.contains_key("refund_id")
-            || refunds::find_by_gateway_id(conn, &refund.id)?.is_some()
-        {
-            continue;
-        }
-        let reason = refund
-            .reason
-            .as_deref()
-            .filter(|reason| REASONS.contains(reason));
-        refunds::insert(
-            conn,
-            &NewRefund {
-                ride_id: ride.id,
-                user_id: ride.user_id,
-                idempotency_key_id: None,
-                amount_cents: refund.amount_cents,
-                currency: &ride.currency,
-                reason,
-                status: RefundStatus::Succeeded,
-                gateway_refund_id: Some(&refund.id),
-            },
-        )?;
+    refund: &GatewayRefund,
+) -> Result<(), NotYet> {
+    let reason = refund
+        .reason
+        .as_deref()
+        .filter(|reason| REASONS.contains(reason));
+    let status = RefundStatus::of(refund.status);
+    let recorded = refunds::insert(
+        conn,
+        &NewRefund {
+            ride_id: ride.id,
+            user_id: ride.user_id,
+            idempotency_key_id: None,
+            amount_cents: refund.amount_cents,
+            currency: &ride.currency,
+            reason,
+            status,
+            gateway_refund_id: Some(&refund.id),
+        },
+    )?;
+    if recorded.status == RefundStatus::Succeeded {
         refunds::add_refunded(conn, ride.id, refund.amount_cents)?;
-        log::info!(
-            "recorded refund {} of ride {} made outside ridepay",
-            refund.id,
-            ride.id
-        );
     }
+    log::info!(
+        "recorded refund {} ({status}) of ride {} made outside ridepay",
+        refund.id,
+        ride.id
+    );
     Ok(())
 }

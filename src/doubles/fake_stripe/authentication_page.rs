@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::charges::connection;
+use super::calls::connection;
 use super::http::{Request, Response};
 use super::server::State;
 use crate::doubles::authentication;

@@ -1,81 +1,18 @@
 //! The PaymentIntents API over the doubles' PaymentIntents: create (and
-//! confirm), capture, increment_authorization, cancel, retrieve. The JSON is
-//! the fake's own, written from Stripe's specification (tests check every
-//! answer against it), not the client's types, so that a misreading of
-//! Stripe's format cannot hide on both sides.
+//! confirm), capture, increment_authorization, cancel, retrieve.
 
 use diesel::PgConnection;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::charges::{connection, with_faults, Effect, Form};
+use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
-use super::wire::{self, invalid_request};
+use super::wire::{self, intent_object, invalid_request};
 use crate::doubles::intents;
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     PaymentIntent,
 };
-
-/// A PaymentIntent in Stripe's JSON: every required field of the schema,
-/// and the nullable ones ridepay's client reads.
-#[derive(Debug, Serialize)]
-struct IntentObject {
-    id: String,
-    object: &'static str,
-    amount: i64,
-    amount_capturable: i64,
-    amount_received: i64,
-    capture_method: &'static str,
-    cancellation_reason: Option<String>,
-    client_secret: Option<String>,
-    confirmation_method: &'static str,
-    created: i64,
-    currency: String,
-    latest_charge: Option<String>,
-    last_payment_error: Option<Value>,
-    livemode: bool,
-    metadata: Value,
-    next_action: Option<Value>,
-    payment_method_types: [&'static str; 1],
-    status: &'static str,
-}
-
-fn intent_object(intent: &PaymentIntent) -> IntentObject {
-    IntentObject {
-        id: intent.id.clone(),
-        object: "payment_intent",
-        amount: intent.amount_cents,
-        amount_capturable: intent.amount_capturable_cents,
-        amount_received: intent.amount_received_cents,
-        capture_method: intent.capture_method.as_str(),
-        cancellation_reason: intent.cancellation_reason.clone(),
-        client_secret: intent.client_secret.clone(),
-        confirmation_method: "automatic",
-        created: chrono::Utc::now().timestamp(),
-        currency: intent.currency.clone(),
-        latest_charge: intent.latest_charge.clone(),
-        last_payment_error: intent.last_payment_error.as_ref().map(|error| {
-            json!({
-                "type": "card_error",
-                "code": error.code,
-                "decline_code": error.decline_code,
-                "message": error.message,
-            })
-        }),
-        livemode: false,
-        metadata: json!(intent.metadata),
-        next_action: intent.next_action.as_ref().map(|action| {
-            json!({
-                "type": action.kind,
-                "redirect_to_url": { "url": action.url, "return_url": action.return_url },
-            })
-        }),
-        payment_method_types: ["card"],
-        status: intent.status.as_str(),
-    }
-}
 
 /// What the doubles answered, as Stripe answers it: a decline carries the
 /// PaymentIntent it left behind.
@@ -83,12 +20,9 @@ fn answer(
     conn: &mut PgConnection,
     state: &State,
     result: Result<PaymentIntent, GatewayError>,
-) -> Result<Effect, Response> {
+) -> Result<Response, Response> {
     match result {
-        Ok(intent) => Ok(Effect {
-            answer: Response::json(200, &intent_object(&intent)),
-            event: None,
-        }),
+        Ok(intent) => Ok(Response::json(200, &intent_object(&intent, false))),
         Err(GatewayError::Declined {
             code,
             decline_code,
@@ -97,7 +31,7 @@ fn answer(
         }) => {
             let intent = payment_intent
                 .and_then(|id| intents::retrieve(conn, &id, &state.intents).ok().flatten())
-                .map(|intent| intent_object(&intent));
+                .map(|intent| intent_object(&intent, false));
             Err(Response::json(
                 402,
                 &json!({ "error": {
@@ -106,16 +40,7 @@ fn answer(
                 }}),
             ))
         }
-        Err(GatewayError::Rejected { message }) => {
-            let (code, message) = message
-                .split_once(": ")
-                .unwrap_or(("parameter_invalid", &message));
-            Err(invalid_request(400, code, message))
-        }
-        Err(GatewayError::Misconfigured { reason }) => {
-            Err(wire::error(400, "idempotency_error", None, reason))
-        }
-        Err(other) => Err(wire::api_error(other.to_string())),
+        Err(other) => Err(wire::refusal(other)),
     }
 }
 
@@ -224,14 +149,18 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
     }
 }
 
-/// `GET /v1/payment_intents/{id}`.
-pub fn retrieve(state: &State, id: &str) -> Response {
+/// `GET /v1/payment_intents/{id}`, its charge expanded when asked.
+pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
+    let expand_charge = serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .unwrap_or_default()
+        .iter()
+        .any(|(name, value)| name == "expand[]" && value == "latest_charge");
     let found = connection(state).and_then(|mut conn| {
         intents::retrieve(&mut conn, id, &state.intents)
             .map_err(|err| wire::api_error(err.to_string()))
     });
     match found {
-        Ok(Some(intent)) => Response::json(200, &intent_object(&intent)),
+        Ok(Some(intent)) => Response::json(200, &intent_object(&intent, expand_charge)),
         Ok(None) => invalid_request(
             404,
             "resource_missing",

@@ -1,9 +1,10 @@
-//! `ridepay fake-gateway`: the simulated gateway's ledger served over Stripe's
-//! HTTP API on loopback, with fault knobs, so the `stripe` client can be
+//! `ridepay fake-gateway`: the doubles' PaymentIntents and refunds served
+//! over Stripe's HTTP API on loopback, with fault knobs, its own
+//! authentication page and signed events, so the `stripe` client can be
 //! tested end to end without Stripe, and its webhooks with it.
 
 mod authentication_page;
-mod charges;
+mod calls;
 mod http;
 mod intents;
 mod refunds;
@@ -19,11 +20,11 @@ use crate::config::{ApiKey, SimulatedGatewaySettings};
 pub struct FakeGatewayConfig {
     /// Where to listen; port 0 picks a free port.
     pub bind: String,
-    /// The ledger's database (its `simulated_charges` table).
+    /// The doubles' database (their `simulated_*` tables).
     pub database_url: String,
     pub faults: SimulatedGatewaySettings,
     /// The key clients must send; `None` accepts any.
     pub api_key: Option<ApiKey>,
-    /// Where signed events for new charges and refunds go; `None` sends none.
+    /// Where its signed events go; `None` sends none.
     pub webhook: Option<WebhookTarget>,
 }

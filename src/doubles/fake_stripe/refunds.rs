@@ -1,40 +1,50 @@
-//! The Refunds API: `POST /v1/refunds`, with Stripe's idempotency, the same
-//! fault knobs as charges, and a `charge.refunded` event for each new refund.
+//! The Refunds API: `POST /v1/refunds` on a PaymentIntent (or a charge made
+//! before them), with Stripe's idempotency and the fault knobs, and
+//! `GET /v1/refunds?payment_intent=` (or `charge=`).
 
-use super::charges::{self, storage, with_faults, Effect, Form};
+use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
-use super::wire::{invalid_request, refund_object};
-use crate::doubles::store;
-use crate::payments::RefundRequest;
+use super::wire::{self, invalid_request};
+use crate::doubles::events::Double;
+use crate::doubles::refunds;
+use crate::payments::{Payment, RefundRequest};
 
 const REASONS: [&str; 3] = ["duplicate", "fraudulent", "requested_by_customer"];
 
 /// `POST /v1/refunds`.
 pub fn create(state: &State, request: &Request) -> Reply {
     with_faults(state, request, refund_request, |conn, refund| {
-        let recorded = store::record_refund(conn, &refund).map_err(charges::refusal)?;
-        let charge = store::find(conn, &recorded.refund.charge_id)
-            .map_err(storage)?
-            .ok_or_else(|| storage(diesel::result::Error::NotFound))?;
-        let object = super::wire::charge_object(conn, &charge).map_err(storage)?;
-        Ok(Effect {
-            answer: charges::replayed(
-                Response::json(200, &refund_object(&recorded.refund)),
-                recorded.replayed,
-            ),
-            event: (!recorded.replayed).then_some(("charge.refunded", object)),
-        })
+        refunds::refund(conn, &refund, Double::Fake)
+            .map(|made| Response::json(200, &wire::refund_object(&made)))
+            .map_err(wire::refusal)
     })
+}
+
+/// The payment a form or query names: exactly one of `payment_intent` and
+/// `charge`.
+fn payment(form: &Form) -> Result<Payment, Response> {
+    match (form.param("payment_intent"), form.param("charge")) {
+        (Some(intent), None) => Ok(Payment::Intent(intent)),
+        (None, Some(charge)) => Ok(Payment::Charge(charge)),
+        _ => Err(invalid_request(
+            400,
+            "parameter_missing",
+            "Send exactly one of payment_intent and charge.",
+        )),
+    }
 }
 
 fn refund_request(request: &Request, idempotency_key: String) -> Result<RefundRequest, Response> {
     let form = Form::parse(request)?;
-    let charge_id = form.required("charge")?;
-    let amount_cents = form
-        .param("amount")
-        .map(|amount| Form::positive_amount(&amount))
-        .transpose()?;
+    let payment = payment(&form)?;
+    let Some(amount) = form.param("amount") else {
+        return Err(invalid_request(
+            400,
+            "parameter_missing",
+            "This fake refunds a named amount only: send amount.",
+        ));
+    };
     let reason = form.param("reason");
     if let Some(reason) = &reason {
         if !REASONS.contains(&reason.as_str()) {
@@ -47,9 +57,27 @@ fn refund_request(request: &Request, idempotency_key: String) -> Result<RefundRe
     }
     Ok(RefundRequest {
         idempotency_key,
-        charge_id,
-        amount_cents,
+        payment,
+        amount_cents: Form::positive_amount(&amount)?,
         reason,
         metadata: form.metadata(),
     })
+}
+
+/// `GET /v1/refunds`: one payment's refunds, newest first.
+pub fn list(state: &State, request: &Request) -> Response {
+    let query = match Form::from_query(&request.query) {
+        Ok(query) => query,
+        Err(refusal) => return refusal,
+    };
+    let payment = match payment(&query) {
+        Ok(payment) => payment,
+        Err(refusal) => return refusal,
+    };
+    let found = connection(state)
+        .and_then(|mut conn| refunds::refunds_of(&mut conn, &payment).map_err(wire::refusal));
+    match found {
+        Ok(refunds) => Response::json(200, &wire::refund_list(&refunds)),
+        Err(refusal) => refusal,
+    }
 }

@@ -1,5 +1,5 @@
 //! The listener: a thread per connection, one request each, routed to the
-//! Charges API.
+//! PaymentIntents and Refunds APIs.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,9 +13,10 @@ use super::http::{read_request, write_response, Request, Response};
 use super::webhooks::WebhookTarget;
 use super::wire::invalid_request;
 use super::FakeGatewayConfig;
-use super::{authentication_page, charges, intents, refunds};
+use super::{authentication_page, intents, refunds, webhooks};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
+use crate::doubles::events::Double;
 use crate::doubles::intents::IntentSettings;
 
 /// A client that stops sending mid-request does not hold its thread forever.
@@ -119,6 +120,7 @@ impl FakeGateway {
         let address = listener.local_addr()?;
         let state = Arc::new(State {
             intents: IntentSettings {
+                double: Double::Fake,
                 authentication_page: format!("http://{address}{}", authentication_page::PATH),
                 authorization_ttl: config.faults.authorization_ttl,
             },
@@ -135,13 +137,14 @@ impl FakeGateway {
                 let state = Arc::clone(&state);
                 move || accept(&listener, &state)
             })?;
+        webhooks::start(Arc::downgrade(&state))?;
         Ok(FakeGateway {
             address,
             state: Arc::downgrade(&state),
         })
     }
 
-    /// Sends signed events for the charges and refunds made from now on.
+    /// Sends its signed events there from now on.
     pub fn send_webhooks_to(&self, target: WebhookTarget) {
         if let Some(state) = self.state.upgrade() {
             *state.webhook.lock().expect("webhook target") = Some(target);
@@ -206,7 +209,7 @@ fn route(state: &State, request: &Request) -> Reply {
     if let Some(rest) = request.path.strip_prefix("/v1/payment_intents/") {
         return match (request.method.as_str(), rest.split_once('/')) {
             ("POST", Some((id, action))) => intents::act(state, request, id, action),
-            ("GET", None) => Reply::Answer(intents::retrieve(state, rest)),
+            ("GET", None) => Reply::Answer(intents::retrieve(state, rest, &request.query)),
             (method, _) => Reply::Answer(invalid_request(
                 404,
                 "resource_missing",
@@ -214,14 +217,11 @@ fn route(state: &State, request: &Request) -> Reply {
             )),
         };
     }
-    let charge_id = request.path.strip_prefix("/v1/charges/");
-    match (request.method.as_str(), request.path.as_str(), charge_id) {
-        ("POST", "/v1/payment_intents", _) => intents::create(state, request),
-        ("POST", "/v1/charges", _) => charges::create(state, request),
-        ("POST", "/v1/refunds", _) => refunds::create(state, request),
-        ("GET", "/v1/charges", _) => Reply::Answer(charges::list(state, &request.query)),
-        ("GET", _, Some(id)) if !id.contains('/') => Reply::Answer(charges::retrieve(state, id)),
-        (method, path, _) => Reply::Answer(invalid_request(
+    match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/v1/payment_intents") => intents::create(state, request),
+        ("POST", "/v1/refunds") => refunds::create(state, request),
+        ("GET", "/v1/refunds") => Reply::Answer(refunds::list(state, request)),
+        (method, path) => Reply::Answer(invalid_request(
             404,
             "resource_missing",
             format!("Unrecognized request URL ({method}: {path})."),

@@ -1,15 +1,20 @@
-//! Signed webhook events for the charges and refunds the fake makes, sent to
-//! `--webhook-url` as Stripe sends them: a JSON event, `Stripe-Signature`
-//! over it, redelivered on failure.
+//! The fake's events, sent to `--webhook-url` as Stripe sends them: a JSON
+//! event with the object as it is now, `Stripe-Signature` over it, sent
+//! again until the receiver takes it (at least once, in order per sender).
+//! The same thread runs the doubles' clock, so holds lapse and refunds
+//! settle with their events while the fake runs.
 
 use std::thread;
 use std::time::Duration;
 
-use serde_json::json;
+use diesel::PgConnection;
+use serde_json::Value;
 
 use super::server::State;
+use super::wire;
+use crate::doubles::events::{self, Double, ObjectKind, SimulatedEvent};
+use crate::doubles::{intents, refunds};
 use crate::payments::stripe::signature;
-use crate::payments::stripe::wire::ChargeObject;
 
 /// Where events go, and the secret that signs them.
 #[derive(Clone)]
@@ -18,51 +23,95 @@ pub struct WebhookTarget {
     pub secret: String,
 }
 
-/// Stripe retries for days; the fake, a few times, enough for a receiver
-/// that answers 503 while the effect's own request is still in flight.
-const ATTEMPTS: u32 = 10;
-const RETRY_DELAY: Duration = Duration::from_millis(300);
+const TICK: Duration = Duration::from_millis(200);
+/// How long an event taken for sending waits before it is sent again.
+const RESEND_AFTER: Duration = Duration::from_millis(500);
+const BATCH: i64 = 50;
 
-/// Sends the event on a thread of its own, after the effect committed.
-pub fn send(state: &State, event_type: &str, object: &ChargeObject) {
-    let Some(target) = state.webhook_target() else {
-        return;
-    };
-    let event = json!({
-        "id": format!("evt_fake_{}", uuid::Uuid::new_v4().simple()),
-        "object": "event",
-        "type": event_type,
-        "created": chrono::Utc::now().timestamp(),
-        "data": { "object": object },
-    });
-    let body = serde_json::to_vec(&event).expect("events serialise");
-    let spawned = thread::Builder::new()
-        .name("fake-gateway-webhook".to_owned())
-        .spawn(move || deliver(&target, &body));
-    if let Err(err) = spawned {
-        log::warn!("fake gateway cannot start a webhook thread: {err}");
-    }
+/// Runs the clock and sends events for the rest of the process.
+pub fn start(state: std::sync::Weak<State>) -> std::io::Result<()> {
+    thread::Builder::new()
+        .name("fake-gateway-events".to_owned())
+        .spawn(move || {
+            let agent = crate::outbound::agent(Duration::from_secs(5), Duration::from_secs(10));
+            while let Some(state) = state.upgrade() {
+                if let Err(err) = tick(&state, &agent) {
+                    log::debug!("fake gateway events: {err}");
+                }
+                drop(state);
+                thread::sleep(TICK);
+            }
+        })
+        .map(|_| ())
 }
 
-fn deliver(target: &WebhookTarget, body: &[u8]) {
-    let agent = crate::outbound::agent(Duration::from_secs(10), Duration::from_secs(10));
-    for _ in 0..ATTEMPTS {
-        // Each delivery is signed afresh, so a late retry is not stale.
-        let header = signature::sign(&target.secret, chrono::Utc::now().timestamp(), body);
-        match agent
-            .post(&target.url)
-            .header("Content-Type", "application/json")
-            .header("Stripe-Signature", &header)
-            .send(body)
-        {
-            Ok(response) if response.status().is_success() => return,
-            Ok(response) => log::debug!("webhook answered {}", response.status()),
-            Err(err) => log::debug!("webhook delivery failed: {err}"),
+fn tick(state: &State, agent: &ureq::Agent) -> anyhow::Result<()> {
+    let mut conn = state.pool.get()?;
+    refunds::sweep(&mut conn, BATCH)?;
+    let taken = events::take(&mut conn, Double::Fake, BATCH, RESEND_AFTER)?;
+    let target = state.webhook_target();
+    for event in taken {
+        let delivered = match &target {
+            // Nobody listens: the event is dropped, as Stripe drops events
+            // for an account without endpoints.
+            None => true,
+            Some(target) => match render(&mut conn, state, &event)? {
+                Some(body) => deliver(agent, target, &body),
+                None => true,
+            },
+        };
+        if !delivered {
+            // Later events wait, so each object's events arrive in order.
+            break;
         }
-        thread::sleep(RETRY_DELAY);
+        events::mark_sent(&mut conn, &event.id)?;
     }
-    log::warn!(
-        "fake gateway gave up delivering a webhook to {}",
-        target.url
-    );
+    Ok(())
+}
+
+/// The event's JSON, with its object as the fake holds it now.
+fn render(
+    conn: &mut PgConnection,
+    state: &State,
+    event: &SimulatedEvent,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let object: Option<Value> = match event.object_kind {
+        ObjectKind::PaymentIntent => intents::retrieve(conn, &event.object_id, &state.intents)?
+            .map(|intent| serde_json::to_value(wire::intent_object(&intent, false))),
+        ObjectKind::Dispute => intents::retrieve(conn, &event.object_id, &state.intents)?
+            .map(|intent| Ok(wire::dispute_object(&intent))),
+        ObjectKind::Refund => refunds::find(conn, &event.object_id)?
+            .map(|refund| Ok(wire::refund_object(&refund))),
+    }
+    .transpose()?;
+    Ok(object.map(|object| {
+        let event = wire::event(
+            &event.id,
+            &event.event_type,
+            event.created_at.timestamp(),
+            object,
+        );
+        serde_json::to_vec(&event).expect("events serialise")
+    }))
+}
+
+fn deliver(agent: &ureq::Agent, target: &WebhookTarget, body: &[u8]) -> bool {
+    // Each delivery is signed afresh, so a late one is not stale.
+    let header = signature::sign(&target.secret, chrono::Utc::now().timestamp(), body);
+    match agent
+        .post(&target.url)
+        .header("Content-Type", "application/json")
+        .header("Stripe-Signature", &header)
+        .send(body)
+    {
+        Ok(response) if response.status().is_success() => true,
+        Ok(response) => {
+            log::debug!("webhook answered {}", response.status());
+            false
+        }
+        Err(err) => {
+            log::debug!("webhook delivery failed: {err}");
+            false
+        }
+    }
 }

@@ -1,113 +1,172 @@
-//! The ledger's charges and errors in Stripe's JSON.
+//! The fake's JSON: Stripe's objects and errors written from Stripe's
+//! specification (tests check every answer against it), not with the
+//! client's types, so that a misreading of Stripe's format cannot hide on
+//! both sides.
 
-use diesel::{PgConnection, QueryResult};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::http::Response;
-use crate::doubles::store::{self, StoredCharge, StoredRefund, DECLINE_MESSAGE};
-use crate::payments::stripe::wire::{
-    ChargeObject, ErrorBody, ErrorObject, ListObject, RefundObject, SourceObject,
-};
+use crate::payments::{GatewayError, PaymentIntent, Refund};
 
-/// The charge with its refunds, as Stripe shows it with `expand[]=refunds`.
-pub fn charge_object(conn: &mut PgConnection, charge: &StoredCharge) -> QueryResult<ChargeObject> {
-    let refunds: Vec<RefundObject> = store::refunds_of(conn, &charge.id)?
-        .iter()
-        .map(refund_object)
-        .collect();
-    let mut object = bare_charge_object(charge);
-    object.amount_refunded = refunds.iter().map(|refund| refund.amount).sum();
-    object.refunded = object.amount_refunded == charge.amount_cents;
-    object.refunds = Some(ListObject {
-        object: "list".to_owned(),
-        has_more: false,
-        url: format!("/v1/charges/{}/refunds", charge.id),
-        data: refunds,
+/// A PaymentIntent: every required field of the schema, and the nullable
+/// ones ridepay's client reads.
+#[derive(Debug, Serialize)]
+pub struct IntentObject {
+    id: String,
+    object: &'static str,
+    amount: i64,
+    amount_capturable: i64,
+    amount_received: i64,
+    capture_method: &'static str,
+    cancellation_reason: Option<String>,
+    client_secret: Option<String>,
+    confirmation_method: &'static str,
+    created: i64,
+    currency: String,
+    /// An id, or with `expand[]=latest_charge` the charge itself.
+    latest_charge: Option<Value>,
+    last_payment_error: Option<Value>,
+    livemode: bool,
+    metadata: Value,
+    next_action: Option<Value>,
+    payment_method_types: [&'static str; 1],
+    status: &'static str,
+}
+
+pub fn intent_object(intent: &PaymentIntent, expand_charge: bool) -> IntentObject {
+    let latest_charge = intent.latest_charge.as_ref().map(|id| {
+        if expand_charge {
+            charge_object(id, intent)
+        } else {
+            json!(id)
+        }
     });
-    Ok(object)
-}
-
-pub fn refund_object(refund: &StoredRefund) -> RefundObject {
-    RefundObject {
-        id: refund.id.clone(),
-        object: "refund".to_owned(),
-        amount: refund.amount_cents,
-        charge: Some(refund.charge_id.clone()),
-        currency: refund.currency.clone(),
-        status: Some(refund.status.clone()),
-        reason: refund.reason.clone(),
-        metadata: serde_json::from_value(refund.metadata.clone()).unwrap_or_default(),
-        created: refund.created_at.timestamp(),
+    IntentObject {
+        id: intent.id.clone(),
+        object: "payment_intent",
+        amount: intent.amount_cents,
+        amount_capturable: intent.amount_capturable_cents,
+        amount_received: intent.amount_received_cents,
+        capture_method: intent.capture_method.as_str(),
+        cancellation_reason: intent.cancellation_reason.clone(),
+        client_secret: intent.client_secret.clone(),
+        confirmation_method: "automatic",
+        created: chrono::Utc::now().timestamp(),
+        currency: intent.currency.clone(),
+        latest_charge,
+        last_payment_error: intent.last_payment_error.as_ref().map(|error| {
+            json!({
+                "type": "card_error",
+                "code": error.code,
+                "decline_code": error.decline_code,
+                "message": error.message,
+            })
+        }),
+        livemode: false,
+        metadata: json!(intent.metadata),
+        next_action: intent.next_action.as_ref().map(|action| {
+            json!({
+                "type": action.kind,
+                "redirect_to_url": { "url": action.url, "return_url": action.return_url },
+            })
+        }),
+        payment_method_types: ["card"],
+        status: intent.status.as_str(),
     }
 }
 
-fn bare_charge_object(charge: &StoredCharge) -> ChargeObject {
-    let (source, customer) = if charge.source.starts_with("cus_") {
-        (None, Some(charge.source.clone()))
-    } else {
-        let card = SourceObject {
-            id: charge.source.clone(),
-            object: "card".to_owned(),
-        };
-        (Some(card), None)
-    };
-    let succeeded = charge.succeeded();
-    ChargeObject {
-        id: charge.id.clone(),
-        object: "charge".to_owned(),
-        amount: charge.amount_cents,
-        currency: charge.currency.clone(),
-        status: charge.status.clone(),
-        paid: succeeded,
-        captured: succeeded,
-        failure_code: charge.failure_code.clone(),
-        failure_message: (!succeeded).then(|| DECLINE_MESSAGE.to_owned()),
-        metadata: serde_json::from_value(charge.metadata.clone()).unwrap_or_default(),
-        created: charge.created_at.timestamp(),
-        amount_refunded: 0,
-        refunded: false,
-        description: charge.description.clone(),
-        source,
-        customer,
-        disputed: charge.disputed,
-        refunds: None,
-    }
+/// The charge of a PaymentIntent that took money, as `expand[]` shows it.
+fn charge_object(id: &str, intent: &PaymentIntent) -> Value {
+    let captured = intent.amount_received_cents > 0;
+    json!({
+        "id": id,
+        "object": "charge",
+        "amount": intent.amount_cents,
+        "amount_captured": intent.amount_received_cents,
+        "amount_refunded": 0,
+        "billing_details": { "address": null, "email": null, "name": null, "phone": null },
+        "captured": captured,
+        "created": chrono::Utc::now().timestamp(),
+        "currency": intent.currency,
+        "disputed": intent.disputed,
+        "livemode": false,
+        "metadata": intent.metadata,
+        "paid": true,
+        "payment_intent": intent.id,
+        "refunded": false,
+        "status": "succeeded",
+    })
 }
 
-/// The answer Stripe gives for a charge it made: the charge, or for a
-/// decline a 402 `card_error` naming the failed charge.
-pub fn charge_answer(charge: &StoredCharge, object: &ChargeObject) -> Response {
-    match &charge.failure_code {
-        None => Response::json(200, object),
-        Some(code) => Response::json(
-            402,
-            &ErrorBody {
-                error: ErrorObject {
-                    kind: "card_error".to_owned(),
-                    code: Some(code.clone()),
-                    decline_code: charge.decline_code.clone(),
-                    message: Some(DECLINE_MESSAGE.to_owned()),
-                    charge: Some(charge.id.clone()),
-                    payment_intent: None,
-                },
-            },
-        ),
-    }
+pub fn refund_object(refund: &Refund) -> Value {
+    json!({
+        "id": refund.id,
+        "object": "refund",
+        "amount": refund.amount_cents,
+        "charge": refund.charge,
+        "created": chrono::Utc::now().timestamp(),
+        "currency": refund.currency,
+        "metadata": refund.metadata,
+        "payment_intent": refund.payment_intent,
+        "reason": refund.reason,
+        "status": refund.status.as_str(),
+    })
+}
+
+pub fn refund_list(refunds: &[Refund]) -> Value {
+    json!({
+        "object": "list",
+        "data": refunds.iter().map(refund_object).collect::<Vec<_>>(),
+        "has_more": false,
+        "url": "/v1/refunds",
+    })
+}
+
+/// A dispute of a PaymentIntent's charge, as its event carries it.
+pub fn dispute_object(intent: &PaymentIntent) -> Value {
+    json!({
+        "id": format!("dp_sim_{}", intent.id),
+        "object": "dispute",
+        "amount": intent.amount_received_cents,
+        "balance_transactions": [],
+        "charge": intent.latest_charge,
+        "created": chrono::Utc::now().timestamp(),
+        "currency": intent.currency,
+        "evidence": {},
+        "evidence_details": {
+            "due_by": null, "has_evidence": false, "past_due": false, "submission_count": 0,
+        },
+        "is_charge_refundable": false,
+        "livemode": false,
+        "metadata": {},
+        "payment_intent": intent.id,
+        "reason": "fraudulent",
+        "status": "needs_response",
+    })
+}
+
+/// An event as Stripe sends it to a webhook endpoint.
+pub fn event(id: &str, event_type: &str, created: i64, object: Value) -> Value {
+    json!({
+        "id": id,
+        "object": "event",
+        "api_version": crate::payments::stripe::STRIPE_VERSION,
+        "created": created,
+        "data": { "object": object },
+        "livemode": false,
+        "pending_webhooks": 1,
+        "request": { "id": null, "idempotency_key": null },
+        "type": event_type,
+    })
 }
 
 pub fn error(status: u16, kind: &str, code: Option<&str>, message: impl Into<String>) -> Response {
-    Response::json(
-        status,
-        &ErrorBody {
-            error: ErrorObject {
-                kind: kind.to_owned(),
-                code: code.map(str::to_owned),
-                decline_code: None,
-                message: Some(message.into()),
-                charge: None,
-                payment_intent: None,
-            },
-        },
-    )
+    let mut error = json!({ "type": kind, "message": message.into() });
+    if let Some(code) = code {
+        error["code"] = json!(code);
+    }
+    Response::json(status, &json!({ "error": error }))
 }
 
 pub fn invalid_request(status: u16, code: &str, message: impl Into<String>) -> Response {
@@ -117,4 +176,19 @@ pub fn invalid_request(status: u16, code: &str, message: impl Into<String>) -> R
 pub fn api_error(message: impl Into<String>) -> Response {
     // Stripe flags the failures a retry may cure.
     error(500, "api_error", None, message).with_header("Stripe-Should-Retry", "true")
+}
+
+/// A refusal of the doubles in Stripe's words. (A decline of a
+/// PaymentIntent carries the intent: `intents` answers those.)
+pub fn refusal(err: GatewayError) -> Response {
+    match err {
+        GatewayError::Rejected { message } => {
+            let (code, message) = message
+                .split_once(": ")
+                .unwrap_or(("parameter_invalid", &message));
+            invalid_request(400, code, message)
+        }
+        GatewayError::Misconfigured { reason } => error(400, "idempotency_error", None, reason),
+        other => api_error(other.to_string()),
+    }
 }

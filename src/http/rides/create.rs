@@ -9,7 +9,7 @@ use crate::http::openapi::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::problem::Problem;
-use crate::rides::model::Ride;
+use crate::rides::model::RideJson;
 use crate::rides::request::{RideParams, RideRequest};
 use crate::rides::service::RideEndpoint;
 
@@ -25,7 +25,7 @@ use crate::rides::service::RideEndpoint;
     params(IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
-        (status = 201, description = "The ride, created and charged (or the replay of it)", body = Ride,
+        (status = 201, description = "The ride, created and charged (or the replay of it)", body = RideJson,
             headers(
                 ("Location" = String, description = "`/api/rides/{id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),

@@ -9,7 +9,7 @@ use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::problem::Problem;
-use crate::rides::model::{self, Ride};
+use crate::rides::model::{self, RideJson};
 use crate::service_error::ServiceError;
 
 /// One of the caller's rides. Another user's ride is a 404, as if it did not
@@ -21,7 +21,7 @@ use crate::service_error::ServiceError;
     params(("id" = i64, Path, description = "The ride's id")),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The ride", body = Ride),
+        (status = 200, description = "The ride", body = RideJson),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         ApiProblems,
     )

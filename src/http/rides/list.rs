@@ -10,7 +10,7 @@ use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::problem::Problem;
-use crate::rides::model::{self, Ride};
+use crate::rides::model::{self, Ride, RideJson};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
@@ -32,6 +32,7 @@ pub struct ListQuery {
 #[derive(Serialize, ToSchema)]
 #[schema(as = RidePage)]
 pub struct Page {
+    #[schema(value_type = Vec<RideJson>)]
     data: Vec<Ride>,
     has_more: bool,
 }

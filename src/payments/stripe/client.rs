@@ -1,18 +1,16 @@
-//! The HTTP client: one form-encoded `POST /v1/charges` per charge, under the
-//! caller's idempotency key, with bounded connect and overall timeouts.
+//! The HTTP client: form-encoded POSTs under the caller's idempotency key,
+//! and GETs, with bounded connect and overall timeouts.
 
 use std::time::Duration;
 
 use anyhow::Context;
 
-use super::intents;
 use super::outcome::{self, Answer};
+use super::{intents, refunds};
 use crate::config::{ApiKey, StripeSettings};
-use crate::payments::gateway::{
-    Charge, ChargeRequest, ChargeState, GatewayError, PaymentGateway, Refund, RefundRequest,
-};
 use crate::payments::{
-    CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, IntentGateway, PaymentIntent,
+    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 /// The API version every request names: pinned, so that a change of the
@@ -26,7 +24,6 @@ pub const STRIPE_VERSION: &str = "2023-08-16";
 
 pub struct StripeGateway {
     agent: ureq::Agent,
-    charges_url: String,
     refunds_url: String,
     intents_url: String,
     api_key: ApiKey,
@@ -35,7 +32,7 @@ pub struct StripeGateway {
 impl std::fmt::Debug for StripeGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StripeGateway")
-            .field("charges_url", &self.charges_url)
+            .field("intents_url", &self.intents_url)
             .field("api_key", &self.api_key)
             .finish_non_exhaustive()
     }
@@ -54,44 +51,10 @@ impl StripeGateway {
         let base = settings.api_base.trim_end_matches('/');
         Ok(StripeGateway {
             agent,
-            charges_url: format!("{base}/v1/charges"),
             refunds_url: format!("{base}/v1/refunds"),
             intents_url: format!("{base}/v1/payment_intents"),
             api_key,
         })
-    }
-
-    fn form(request: &ChargeRequest) -> Vec<(String, String)> {
-        let source_field = if request.source.starts_with("cus_") {
-            "customer"
-        } else {
-            "source"
-        };
-        let mut form = vec![
-            ("amount".to_owned(), request.amount_cents.to_string()),
-            ("currency".to_owned(), request.currency.clone()),
-            (source_field.to_owned(), request.source.clone()),
-            ("description".to_owned(), request.description.clone()),
-        ];
-        form.extend(metadata_fields(&request.metadata));
-        form
-    }
-
-    fn refund_form(request: &RefundRequest) -> Vec<(String, String)> {
-        let mut form = vec![("charge".to_owned(), request.charge_id.clone())];
-        form.extend(
-            request
-                .amount_cents
-                .map(|amount| ("amount".to_owned(), amount.to_string())),
-        );
-        form.extend(
-            request
-                .reason
-                .clone()
-                .map(|reason| ("reason".to_owned(), reason)),
-        );
-        form.extend(metadata_fields(&request.metadata));
-        form
     }
 
     fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
@@ -173,7 +136,29 @@ fn read_answer<T>(
     })
 }
 
-impl IntentGateway for StripeGateway {
+impl StripeGateway {
+    /// A GET of one object, or a list; `None` when Stripe has no such object.
+    fn get<T>(
+        &self,
+        url: &str,
+        query: &[(&str, &str)],
+        accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+    ) -> Result<Option<T>, GatewayError> {
+        let mut request = self.authorized(self.agent.get(url));
+        for (name, value) in query {
+            request = request.query(*name, *value);
+        }
+        let response = request.call().map_err(outcome::transport_failure)?;
+        read_answer(response, |answer| {
+            if outcome::is_missing(answer) {
+                return Ok(None);
+            }
+            outcome::classify(answer, accepted).map(Some)
+        })
+    }
+}
+
+impl PaymentGateway for StripeGateway {
     fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
         self.post(
             &self.intents_url,
@@ -213,28 +198,12 @@ impl IntentGateway for StripeGateway {
         )
     }
 
+    /// The charge is expanded for whether it is disputed.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
-        let url = format!("{}/{id}", self.intents_url);
-        let response = self
-            .authorized(self.agent.get(&url))
-            .call()
-            .map_err(outcome::transport_failure)?;
-        read_answer(response, |answer| {
-            if outcome::is_missing(answer) {
-                return Ok(None);
-            }
-            outcome::classify(answer, intents::payment_intent).map(Some)
-        })
-    }
-}
-
-impl PaymentGateway for StripeGateway {
-    fn charge(&self, request: &ChargeRequest) -> Result<Charge, GatewayError> {
-        self.post(
-            &self.charges_url,
-            &request.idempotency_key,
-            Self::form(request),
-            outcome::charged,
+        self.get(
+            &format!("{}/{id}", self.intents_url),
+            &[("expand[]", "latest_charge")],
+            intents::payment_intent,
         )
     }
 
@@ -242,26 +211,19 @@ impl PaymentGateway for StripeGateway {
         self.post(
             &self.refunds_url,
             &request.idempotency_key,
-            Self::refund_form(request),
-            outcome::refunded,
+            refunds::refund_form(request),
+            refunds::refund,
         )
     }
 
-    fn retrieve_charge(&self, id: &str) -> Result<Option<ChargeState>, GatewayError> {
-        // Since API version 2022-11-15 a charge lists its refunds only when
-        // asked to.
-        let url = format!("{}/{id}", self.charges_url);
-        let response = self
-            .authorized(self.agent.get(&url))
-            .query("expand[]", "refunds")
-            .call()
-            .map_err(outcome::transport_failure)?;
-        read_answer(response, |answer| {
-            if outcome::is_missing(answer) {
-                return Ok(None);
-            }
-            outcome::classify(answer, outcome::charge_state).map(Some)
-        })
+    fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError> {
+        Ok(self
+            .get(
+                &self.refunds_url,
+                &refunds::list_query(payment),
+                refunds::refund_list,
+            )?
+            .unwrap_or_default())
     }
 }
 
@@ -279,31 +241,8 @@ mod tests {
         let shown = format!("{gateway:?}");
         assert!(!shown.contains("TopSecret"), "{shown}");
         assert!(
-            shown.contains("https://api.stripe.com/v1/charges"),
+            shown.contains("https://api.stripe.com/v1/payment_intents"),
             "{shown}"
-        );
-    }
-
-    #[test]
-    fn customers_and_tokens_go_in_their_own_fields_with_the_metadata() {
-        let form = StripeGateway::form(&ChargeRequest {
-            idempotency_key: "k".to_owned(),
-            amount_cents: 2000,
-            currency: "usd".to_owned(),
-            source: "cus_1".to_owned(),
-            description: "ride 1".to_owned(),
-            metadata: vec![("ride_id".to_owned(), "1".to_owned())],
-        });
-        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(
-            pairs,
-            [
-                ("amount", "2000"),
-                ("currency", "usd"),
-                ("customer", "cus_1"),
-                ("description", "ride 1"),
-                ("metadata[ride_id]", "1"),
-            ]
         );
     }
 }

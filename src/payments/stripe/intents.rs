@@ -16,7 +16,7 @@ use crate::payments::{
 /// A form body, in Stripe's `a[b]` notation.
 pub type Form = Vec<(String, String)>;
 
-fn pair(name: &str, value: impl ToString) -> (String, String) {
+pub fn pair(name: &str, value: impl ToString) -> (String, String) {
     (name.to_owned(), value.to_string())
 }
 
@@ -87,7 +87,7 @@ struct IntentObject {
     latest_charge: Option<Value>,
     last_payment_error: Option<ErrorObject>,
     cancellation_reason: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::wire::null_as_empty")]
     metadata: BTreeMap<String, String>,
 }
 
@@ -128,11 +128,16 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
         other => CaptureMethod::parse(other)
             .ok_or_else(|| unreadable(format!("capture_method {other:?}")))?,
     };
-    let latest_charge = object.latest_charge.and_then(|charge| match charge {
-        Value::String(id) => Some(id),
-        Value::Object(charge) => charge.get("id")?.as_str().map(str::to_owned),
-        _ => None,
-    });
+    // Retrieved with `expand[]=latest_charge`, the charge comes whole and
+    // says whether it is disputed; created or captured, only its id.
+    let (latest_charge, disputed) = match object.latest_charge {
+        Some(Value::String(id)) => (Some(id), false),
+        Some(Value::Object(charge)) => (
+            charge.get("id").and_then(Value::as_str).map(str::to_owned),
+            charge.get("disputed").and_then(Value::as_bool) == Some(true),
+        ),
+        _ => (None, false),
+    };
     Ok(PaymentIntent {
         id: object.id,
         status,
@@ -154,6 +159,7 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
             message: error.message,
         }),
         cancellation_reason: object.cancellation_reason,
+        disputed,
         metadata: object.metadata,
     })
 }

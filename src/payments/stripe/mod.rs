@@ -1,9 +1,9 @@
-//! The `stripe` gateway: Stripe's HTTP API (PaymentIntents, and the Charges
-//! API of the rides made before them).
+//! The `stripe` gateway: Stripe's HTTP API, PaymentIntents and refunds.
 
 mod client;
 pub mod intents;
 mod outcome;
+pub mod refunds;
 pub mod signature;
 pub mod wire;
 

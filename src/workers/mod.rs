@@ -1,18 +1,25 @@
-//! The background workers of one instance: completer, reaper and outbox
-//! drainer, each a thread on its own interval. Each is safe to run on every
-//! instance at once (see their modules), so there is no leader to elect.
+//! The background workers of one instance: completer, reaper, outbox
+//! drainer and, with the simulated gateway, the sender of its events, each a
+//! thread on its own interval. Each is safe to run on every instance at once
+//! (see their modules), so there is no leader to elect.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::backoff::Backoff;
-use crate::config::Settings;
+use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::http::registry;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
+
+mod simulated_events;
+
+/// How often the simulated gateway's clock ticks and its events go out: a
+/// browser waiting on the return page should not notice.
+const SIMULATED_EVENTS_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Running workers; `stop` ends them after their current pass.
 pub struct Workers {
@@ -90,6 +97,17 @@ impl Workers {
                     Ok(report) if report != Default::default() => log::info!("outbox: {report:?}"),
                     Ok(_) => {}
                     Err(err) => log::error!("outbox pass failed: {err}"),
+                },
+            );
+        }
+        if settings.gateway == GatewayKind::Simulated {
+            workers.spawn(
+                "simulated-events",
+                SIMULATED_EVENTS_INTERVAL,
+                move || match simulated_events::run_once(&context) {
+                    Ok(0) => {}
+                    Ok(sent) => log::debug!("simulated gateway sent {sent} events"),
+                    Err(err) => log::warn!("simulated gateway events: {err:#}"),
                 },
             );
         }

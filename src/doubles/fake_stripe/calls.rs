@@ -1,0 +1,162 @@
+//! What every write of the fake's API goes through: Stripe's idempotency
+//! (a key in flight is a 409), the fault knobs, and the form body.
+
+use std::thread;
+
+use rand::Rng;
+
+use diesel::PgConnection;
+
+use super::http::{Request, Response};
+use super::server::{Reply, State};
+use super::wire::{self, api_error, invalid_request};
+use crate::db::DbConn;
+use crate::doubles::RATE_LIMIT_RETRY_AFTER;
+
+/// One write under Stripe's idempotency, with the fault knobs around it: a
+/// rate limit, Stripe's 409 for a key in flight, latency, a failure before
+/// acting, and the answer lost after `record` committed.
+pub fn with_faults<T>(
+    state: &State,
+    request: &Request,
+    parse: impl FnOnce(&Request, String) -> Result<T, Response>,
+    record: impl FnOnce(&mut PgConnection, T) -> Result<Response, Response>,
+) -> Reply {
+    let faults = &state.config.faults;
+    let mut rng = rand::thread_rng();
+    if rng.gen_bool(faults.rate_limit_rate) {
+        return Reply::Answer(
+            invalid_request(
+                429,
+                "rate_limit",
+                "Too many requests hit the API too quickly.",
+            )
+            .with_header("Retry-After", RATE_LIMIT_RETRY_AFTER.as_secs().to_string())
+            .with_header("Stripe-Should-Retry", "true"),
+        );
+    }
+    // Stripe acts without a key too; the ledger wants one.
+    let key = request
+        .header("idempotency-key")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("fake-unkeyed-{}", uuid::Uuid::new_v4().simple()));
+    let Some(_in_flight) = state.in_flight.enter(&key) else {
+        return Reply::Answer(wire::error(
+            409,
+            "idempotency_error",
+            Some("idempotency_key_in_use"),
+            "There is currently another in-progress request using this Idempotency-Key; \
+             retry later.",
+        ));
+    };
+    if state.saved_errors.has(&key) {
+        return Reply::Answer(
+            api_error("Simulated failure, saved under this key.")
+                .with_header("Idempotent-Replayed", "true"),
+        );
+    }
+    let parsed = match parse(request, key.clone()) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return Reply::Answer(refusal),
+    };
+    if !faults.latency.is_zero() {
+        thread::sleep(faults.latency);
+    }
+    if rng.gen_bool(faults.fail_rate) {
+        return Reply::Answer(api_error("Simulated failure before acting."));
+    }
+    if rng.gen_bool(faults.saved_error_rate) {
+        state.saved_errors.save(key);
+        return Reply::Answer(api_error("Simulated failure, saved under this key."));
+    }
+    let mut conn = match connection(state) {
+        Ok(conn) => conn,
+        Err(refusal) => return Reply::Answer(refusal),
+    };
+    let answer = match record(&mut conn, parsed) {
+        Ok(answer) => answer,
+        Err(refusal) => return Reply::Answer(refusal),
+    };
+    drop(conn);
+    // Committed, and then the answer is lost on the way.
+    if rng.gen_bool(faults.lost_response_rate) {
+        return Reply::HangUp;
+    }
+    Reply::Answer(answer)
+}
+
+pub fn connection(state: &State) -> Result<DbConn, Response> {
+    state
+        .pool
+        .get()
+        .map_err(|err| api_error(format!("Ledger unavailable: {err}")))
+}
+
+/// A form-encoded body, as Stripe reads it.
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    pub fn parse(request: &Request) -> Result<Form, Response> {
+        Form::from_bytes(&request.body)
+    }
+
+    /// A GET's query string, read like a form.
+    pub fn from_query(query: &str) -> Result<Form, Response> {
+        Form::from_bytes(query.as_bytes())
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<Form, Response> {
+        serde_urlencoded::from_bytes(bytes)
+            .map(Form)
+            .map_err(|err| {
+                invalid_request(
+                    400,
+                    "parameter_invalid",
+                    format!("Invalid form body: {err}"),
+                )
+            })
+    }
+
+    pub fn param(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    }
+
+    pub fn required(&self, name: &str) -> Result<String, Response> {
+        self.param(name).ok_or_else(|| {
+            invalid_request(
+                400,
+                "parameter_missing",
+                format!("Missing required param: {name}."),
+            )
+        })
+    }
+
+    pub fn positive_amount(amount: &str) -> Result<i64, Response> {
+        amount
+            .parse::<i64>()
+            .ok()
+            .filter(|amount| *amount > 0)
+            .ok_or_else(|| {
+                invalid_request(
+                    400,
+                    "parameter_invalid_integer",
+                    format!("Invalid positive integer: {amount}"),
+                )
+            })
+    }
+
+    /// `metadata[name]=value` pairs.
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter_map(|(key, value)| {
+                let name = key.strip_prefix("metadata[")?.strip_suffix(']')?;
+                Some((name.to_owned(), value.clone()))
+            })
+            .collect()
+    }
+}
+

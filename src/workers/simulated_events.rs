@@ -1,0 +1,64 @@
+//! The simulated gateway's events, delivered to ridepay's own event
+//! handling in-process, as Stripe's reach `/webhooks/stripe`: the same
+//! `reconcile::process`, which fetches the subject from the gateway before
+//! changing anything. An event not taken (a key in flight, the database
+//! down) is sent again.
+
+use std::time::Duration;
+
+use crate::context::ServiceContext;
+use crate::doubles::events::{self, Double, ObjectKind, SimulatedEvent};
+use crate::doubles::refunds;
+use crate::payments::Payment;
+use crate::webhooks::event::{Event, Subject};
+use crate::webhooks::reconcile::{self, NotYet};
+
+const BATCH: i64 = 100;
+/// How long an event that was not taken waits to be sent again.
+const RESEND_AFTER: Duration = Duration::from_secs(1);
+
+/// One tick of the gateway's clock and one batch of its events; returns
+/// how many were taken.
+pub fn run_once(context: &ServiceContext) -> anyhow::Result<usize> {
+    let taken = {
+        let mut conn = context.pool.get()?;
+        refunds::sweep(&mut conn, BATCH)?;
+        events::take(&mut conn, Double::Simulated, BATCH, RESEND_AFTER)?
+    };
+    let mut sent = 0;
+    for simulated in &taken {
+        let event = event_of(context, simulated)?;
+        match reconcile::process(context, &event) {
+            Ok(_) => {
+                events::mark_sent(&mut *context.pool.get()?, &simulated.id)?;
+                sent += 1;
+            }
+            Err(NotYet::KeyInFlight) => {}
+            Err(NotYet::Service(err)) => {
+                log::warn!("simulated event {} not applied yet: {err}", simulated.id)
+            }
+        }
+    }
+    Ok(sent)
+}
+
+/// The event as the webhook route would have parsed it.
+fn event_of(context: &ServiceContext, simulated: &SimulatedEvent) -> anyhow::Result<Event> {
+    let intent = || Payment::Intent(simulated.object_id.clone());
+    let subject = match simulated.object_kind {
+        ObjectKind::PaymentIntent => Some(Subject::Intent(simulated.object_id.clone())),
+        ObjectKind::Dispute => Some(Subject::Dispute(intent())),
+        ObjectKind::Refund => refunds::find(&mut *context.pool.get()?, &simulated.object_id)?
+            .and_then(|refund| match (refund.payment_intent, refund.charge) {
+                (Some(intent), _) => Some(Payment::Intent(intent)),
+                (None, charge) => charge.map(Payment::Charge),
+            })
+            .map(Subject::Refunds),
+    };
+    Ok(Event {
+        id: simulated.id.clone(),
+        event_type: simulated.event_type.clone(),
+        created: simulated.created_at,
+        subject,
+    })
+}
