@@ -246,7 +246,6 @@ diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
 diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(rides -> users (user_id));
-diesel::joinable!(simulated_refunds -> simulated_charges (charge_id));
 diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 
 diesel::allow_tables_to_appear_in_same_query!(

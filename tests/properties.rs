@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use ridepay::idempotency::{Fingerprint, IdempotencyKey};
+use ridepay::payments::CaptureMethod;
 use ridepay::rides::request::RideParams;
 use serde_json::{json, Value};
 
@@ -29,7 +30,7 @@ fn valid_body() -> impl Strategy<Value = Value> {
             Just(Some("eur")),
             Just(Some("gbp"))
         ],
-        prop_oneof![Just(None), "tok_[a-zA-Z0-9]{1,40}".prop_map(Some)],
+        prop_oneof![Just(None), "pm_[a-zA-Z0-9_]{1,40}".prop_map(Some)],
     )
         .prop_map(|(olat, olon, tlat, tlon, amount, currency, source)| {
             let mut body = json!({
@@ -40,7 +41,7 @@ fn valid_body() -> impl Strategy<Value = Value> {
                 body["currency"] = json!(currency);
             }
             if let Some(source) = source {
-                body["payment_source"] = json!(source);
+                body["payment_method"] = json!(source);
             }
             body
         })
@@ -105,14 +106,15 @@ proptest! {
     }
 
     #[test]
-    fn changing_any_field_changes_the_fingerprint(body in valid_body(), field in 0usize..7) {
+    fn changing_any_field_changes_the_fingerprint(body in valid_body(), field in 0usize..8) {
         let original = RideParams::parse(body.to_string().as_bytes()).unwrap();
         let mut changed = body.clone();
-        let name = ["origin_lat", "origin_lon", "target_lat", "target_lon", "amount_cents", "currency", "payment_source"][field];
+        let name = ["origin_lat", "origin_lon", "target_lat", "target_lon", "amount_cents", "currency", "payment_method", "capture_method"][field];
         changed[name] = match name {
             "amount_cents" => json!(if original.amount_cents == 50 { 51 } else { original.amount_cents - 1 }),
             "currency" => json!(if original.currency == "eur" { "gbp" } else { "eur" }),
-            "payment_source" => json!(format!("{}x", original.payment_source.clone().unwrap_or_else(|| "tok_".to_owned()))),
+            "payment_method" => json!(format!("{}x", original.payment_method.clone().unwrap_or_else(|| "pm_".to_owned()))),
+            "capture_method" => json!(if original.capture_method == CaptureMethod::Manual { "automatic" } else { "manual" }),
             coordinate => {
                 let value = body[coordinate].as_f64().unwrap();
                 json!(if value > 0.0 { value - 0.5 } else { value + 0.5 })
@@ -133,10 +135,23 @@ proptest! {
     }
 
     #[test]
-    fn sources_with_any_unicode_but_no_control_character_are_kept(source in "tok_[^\u{0}-\u{1f}\u{7f}-\u{9f}]{1,50}") {
-        let body = json!({"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100, "payment_source": source});
-        let params = RideParams::parse(body.to_string().as_bytes()).unwrap();
-        prop_assert_eq!(params.payment_source.as_deref(), Some(source.as_str()));
+    fn payment_methods_are_pm_ids_and_nothing_else(method in "\\PC{0,60}") {
+        let body = json!({"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100, "payment_method": method});
+        let parsed = RideParams::parse(body.to_string().as_bytes());
+        let valid = method.strip_prefix("pm_").is_some_and(|rest| {
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        prop_assert_eq!(parsed.is_ok(), valid, "{:?}", method);
+        if let Ok(params) = parsed {
+            prop_assert_eq!(params.payment_method.as_deref(), Some(method.as_str()));
+        }
+    }
+
+    #[test]
+    fn test_payment_method_ids_are_taken(suffix in "[A-Za-z0-9_]{1,60}") {
+        let method = format!("pm_{suffix}");
+        let body = json!({"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100, "payment_method": method});
+        prop_assert_eq!(RideParams::parse(body.to_string().as_bytes()).unwrap().payment_method, Some(method));
     }
 }
 
@@ -174,6 +189,6 @@ fn hostile_numbers_and_spellings_are_refused() {
     }
     let duplicate = r#"{"origin_lat": 0, "origin_lat": 1, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100}"#;
     assert!(RideParams::parse(duplicate.as_bytes()).is_err());
-    let null_byte = r#"{"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100, "payment_source": "tok_\u0000"}"#;
+    let null_byte = r#"{"origin_lat": 0, "origin_lon": 0, "target_lat": 0, "target_lon": 0, "amount_cents": 100, "payment_method": "pm_\u0000"}"#;
     assert!(RideParams::parse(null_byte.as_bytes()).is_err());
 }

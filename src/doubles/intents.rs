@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use serde::de::DeserializeOwned;
 
 use super::events::{self, Double, ObjectKind};
+use crate::db::CacheStatement;
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, PaymentError, PaymentIntent,
@@ -509,6 +510,7 @@ pub fn create(
                     pi::gateway.eq(settings.double),
                 ))
                 .returning(StoredIntent::as_returning())
+                .cached_as(create)
                 .get_result(conn)
                 .map_err(storage)?;
             stored.announce(conn)?;

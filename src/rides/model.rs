@@ -251,13 +251,16 @@ pub fn settle(
     from: &[RideStatus],
     settlement: &Settlement,
 ) -> QueryResult<Option<Ride>> {
+    // One array parameter (`= ANY($2)`) whatever the statuses: one SQL text.
+    let from: Vec<&str> = from.iter().map(|status| status.as_str()).collect();
     diesel::update(
         rides::table
             .filter(rides::id.eq(ride_id))
-            .filter(rides::status.eq_any(from.iter().map(|status| status.as_str()))),
+            .filter(rides::status.eq_any(from)),
     )
     .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
     .returning(Ride::as_returning())
+    .cached_as(settle)
     .get_result(conn)
     .optional()
 }

@@ -103,7 +103,9 @@ pub fn pay(
 
 /// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
 /// the ride (`authorized`, `captured`, `requires_action` or `processing`).
-/// An intent in any other state is a rejection, recorded as such.
+/// An intent in any other state is a rejection, recorded as such. Only a
+/// holder of the key's lease moves a pending ride on, so a ride found moved
+/// on means the lease was taken over (by the gateway's event, say).
 pub fn record_payment(
     conn: &mut PgConnection,
     ride: &Ride,
@@ -139,7 +141,7 @@ pub fn record_payment(
         }));
     };
     let ride = model::settle(conn, ride.id, may_follow(settled.status), &settled)?
-        .ok_or_else(|| anyhow::anyhow!("ride {} is no longer pending", ride.id))?;
+        .ok_or(ServiceError::LeaseLost)?;
     Ok(Ok(ride))
 }
 
@@ -206,6 +208,6 @@ pub fn finish_unpaid(
         amount_captured_cents: 0,
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
-        .ok_or_else(|| anyhow::anyhow!("ride {} is no longer pending", ride.id))?;
+        .ok_or(ServiceError::LeaseLost)?;
     Ok(StoredResponse::problem(&problem))
 }

@@ -217,7 +217,7 @@ mod tests {
             Some(Some(Subject::Dispute(intent("pi_1"))))
         );
         let other = Event::parse(br#"{"id": "evt_5", "type": "customer.created", "created": 10, "data": {"object": {"id": "cus_1"}}}"#).unwrap();
-        assert_eq!((other.subject, other.type_label()), (None, "other"));
+        assert_eq!((&other.subject, other.type_label()), (&None, "other"));
         assert_eq!(Event::parse(b"{}"), None);
     }
 }

@@ -5,7 +5,7 @@
 
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::doubles::SimulatedGateway;
-use ridepay::payments::{CaptureMethod, IntentGateway, IntentStatus, PaymentIntent, StripeGateway};
+use ridepay::payments::{CaptureMethod, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway};
 
 use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
 
@@ -13,7 +13,7 @@ use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_setti
 /// simulated gateway's, served by ridepay, or the fake Stripe's own (reached
 /// through the Stripe client), the fake kept alive alongside.
 struct PageUnderTest {
-    gateway: Box<dyn IntentGateway>,
+    gateway: Box<dyn PaymentGateway>,
     page: String,
     _fake: Option<ridepay::doubles::fake_stripe::FakeGateway>,
 }

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use crate::helpers::{spawn_app_with, spawn_server, RIDE};
+use crate::helpers::{assert_takeover_fenced, spawn_app_with, spawn_server, RIDE};
 
 #[tokio::test]
 async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {
@@ -65,9 +65,9 @@ async fn a_request_in_flight_makes_a_retry_get_409_with_retry_after() {
 }
 
 #[tokio::test]
-async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_charge_is_made() {
+async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_payment_is_made() {
     // The gateway outlasts the lease: a retry takes the lease over while the
-    // first holder still waits on its charge.
+    // first holder still waits on its payment.
     let app = spawn_app_with(|s| {
         s.simulated_gateway.latency = Duration::from_millis(2500);
         s.lease_timeout = Duration::from_secs(1);
@@ -81,13 +81,7 @@ async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_charge_i
     };
     let (first, second) = tokio::join!(first, second);
 
-    // The first holder's commit is fenced off; the taker finishes.
-    first.assert_problem(503, "service-unavailable");
-    assert_eq!(second.status, 201);
-    assert_eq!(app.key_state("takeover")["lease_epoch"], 2);
-    assert_eq!(app.counts(), (1, 1, 1));
-    let replay = app.post_ride("takeover", RIDE).await;
-    assert_eq!(replay.body, second.body);
+    assert_takeover_fenced(&app, "takeover", first, second).await;
 }
 
 #[tokio::test]

@@ -122,7 +122,7 @@ async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Opti
         keys
     );
     assert_eq!(
-        app.count("rides r JOIN simulated_charges c ON c.id = r.charge_id WHERE c.amount_cents = r.amount_cents"),
+        app.count("rides r JOIN simulated_payment_intents p ON p.id = r.payment_intent_id WHERE p.amount_received_cents = r.amount_cents"),
         keys
     );
 }

@@ -53,7 +53,7 @@ fn every_registered_endpoint_has_its_recovery_points_in_the_database() {
 #[tokio::test]
 async fn a_key_names_its_endpoint_and_cannot_reach_another_endpoints_point() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     app.post_refund(ride_id, "refund", "{}")
         .await
         .assert_status(201);

@@ -1,31 +1,38 @@
-//! The fake gateway's wire format, seen by a plain HTTP client: Stripe's
-//! idempotency, charge and list objects, and error objects.
+//! The fake gateway's wire behaviour, seen by a plain HTTP client: Stripe's
+//! idempotency, refunds listed per payment, keys and unknown routes.
 
 use reqwest::Client;
 use serde_json::Value;
 
 use crate::helpers::{spawn_fake_gateway, Answer, FAKE_API_KEY};
 
-async fn create_charge(client: &Client, base: &str, key: &str, amount: &str) -> Answer {
+async fn post(client: &Client, url: &str, key: &str, form: &[(&str, &str)]) -> Answer {
     let response = client
-        .post(format!("{base}/v1/charges"))
+        .post(url)
         .bearer_auth(FAKE_API_KEY)
         .header("Idempotency-Key", key)
-        .form(&[
-            ("amount", amount),
-            ("currency", "usd"),
-            ("source", "tok_visa"),
-            ("metadata[ride_id]", "7"),
-        ])
+        .form(form)
         .send()
         .await
         .unwrap();
     Answer::read(response).await
 }
 
-async fn get(client: &Client, base: &str, path: &str) -> Answer {
+async fn pay(client: &Client, base: &str, key: &str, amount: &str) -> Answer {
+    let form = [
+        ("amount", amount),
+        ("currency", "usd"),
+        ("confirm", "true"),
+        ("capture_method", "automatic"),
+        ("payment_method", "pm_card_visa"),
+        ("metadata[ride_id]", "7"),
+    ];
+    post(client, &format!("{base}/v1/payment_intents"), key, &form).await
+}
+
+async fn get(client: &Client, url: &str) -> Answer {
     let response = client
-        .get(format!("{base}{path}"))
+        .get(url)
         .bearer_auth(FAKE_API_KEY)
         .send()
         .await
@@ -34,79 +41,84 @@ async fn get(client: &Client, base: &str, path: &str) -> Answer {
 }
 
 #[tokio::test]
-async fn a_keyed_charge_is_replayed_and_refused_with_other_parameters() {
+async fn a_keyed_payment_is_replayed_and_refused_with_other_parameters() {
     let (fake, _ledger) = spawn_fake_gateway(|_| {});
     let (client, base) = (Client::new(), fake.url());
 
-    let first = create_charge(&client, &base, "key-1", "2000").await;
-    let again = create_charge(&client, &base, "key-1", "2000").await;
-    let other = create_charge(&client, &base, "key-1", "2500").await;
+    let first = pay(&client, &base, "key-1", "2000").await;
+    let again = pay(&client, &base, "key-1", "2000").await;
+    let other = pay(&client, &base, "key-1", "2500").await;
 
     assert_eq!(first.status, 200);
-    let charge = first.json();
+    let intent = first.json();
     assert_eq!(
-        (&charge["object"], &charge["amount"], &charge["status"]),
+        (&intent["object"], &intent["amount"], &intent["status"]),
         (
-            &Value::from("charge"),
+            &Value::from("payment_intent"),
             &Value::from(2000),
             &Value::from("succeeded")
         )
     );
-    assert_eq!(charge["metadata"]["ride_id"], "7");
-    assert_eq!(first.header("idempotent-replayed"), None);
+    assert_eq!(intent["metadata"]["ride_id"], "7");
     assert_eq!(again.status, 200);
-    assert_eq!(again.body, first.body);
-    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.json()["id"], intent["id"]);
     assert_eq!(other.status, 400);
     assert_eq!(other.json()["error"]["type"], "idempotency_error");
     let anonymous = client
-        .get(format!("{base}/v1/charges"))
+        .get(format!("{base}/v1/refunds"))
         .send()
         .await
         .unwrap();
     assert_eq!(anonymous.status(), 401);
+    let charges = get(&client, &format!("{base}/v1/charges")).await;
+    assert_eq!(charges.status, 404);
+    assert_eq!(charges.json()["error"]["code"], "resource_missing");
 }
 
 #[tokio::test]
-async fn charges_are_retrieved_and_listed_newest_first_in_pages() {
+async fn a_payments_refunds_are_listed_newest_first_and_its_charge_expanded_on_request() {
     let (fake, _ledger) = spawn_fake_gateway(|_| {});
     let (client, base) = (Client::new(), fake.url());
-    let mut ids = Vec::new();
-    for key in ["a", "b", "c"] {
-        let created = create_charge(&client, &base, key, "1000").await.json();
-        ids.push(created["id"].as_str().unwrap().to_owned());
+    let intent = pay(&client, &base, "paid", "3000").await.json();
+    let id = intent["id"].as_str().unwrap();
+    let mut refunds = Vec::new();
+    for (key, amount) in [("r1", "1000"), ("r2", "500")] {
+        let form = [("payment_intent", id), ("amount", amount)];
+        let made = post(&client, &format!("{base}/v1/refunds"), key, &form).await;
+        assert_eq!(made.status, 200);
+        refunds.push(made.json()["id"].as_str().unwrap().to_owned());
     }
-
-    let retrieved = get(&client, &base, &format!("/v1/charges/{}", ids[0])).await;
-    let first_page = get(&client, &base, "/v1/charges?limit=2").await.json();
-    let last = first_page["data"][1]["id"].as_str().unwrap();
-    let second_page = get(
+    let beyond = post(
         &client,
-        &base,
-        &format!("/v1/charges?limit=2&starting_after={last}"),
+        &format!("{base}/v1/refunds"),
+        "r3",
+        &[("payment_intent", id), ("amount", "1501")],
     )
-    .await
-    .json();
-    let missing = get(&client, &base, "/v1/charges/ch_nope").await;
+    .await;
 
-    assert_eq!(retrieved.status, 200);
-    assert_eq!(retrieved.json()["id"], ids[0]);
-    assert_eq!(first_page["object"], "list");
-    assert_eq!(first_page["url"], "/v1/charges");
-    assert_eq!(first_page["has_more"], true);
-    let page_ids = |page: &Value| -> Vec<String> {
-        page["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|charge| charge["id"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let mut listed = page_ids(&first_page);
-    listed.extend(page_ids(&second_page));
-    ids.reverse();
-    assert_eq!(listed, ids);
-    assert_eq!(second_page["has_more"], false);
-    assert_eq!(missing.status, 404);
-    assert_eq!(missing.json()["error"]["type"], "invalid_request_error");
+    let listed = get(&client, &format!("{base}/v1/refunds?payment_intent={id}")).await;
+    let plain = get(&client, &format!("{base}/v1/payment_intents/{id}")).await;
+    let expanded = get(
+        &client,
+        &format!("{base}/v1/payment_intents/{id}?expand[]=latest_charge"),
+    )
+    .await;
+
+    assert_eq!(beyond.json()["error"]["code"], "amount_too_large");
+    let listed = listed.json();
+    let ids: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|refund| refund["id"].as_str().unwrap())
+        .collect();
+    refunds.reverse();
+    assert_eq!(ids, refunds);
+    assert_eq!((&listed["object"], &listed["url"]), (&Value::from("list"), &Value::from("/v1/refunds")));
+    assert!(plain.json()["latest_charge"].is_string());
+    let charge = &expanded.json()["latest_charge"];
+    assert_eq!(
+        (&charge["object"], &charge["id"], &charge["disputed"]),
+        (&Value::from("charge"), &plain.json()["latest_charge"], &Value::from(false))
+    );
 }

@@ -2,36 +2,34 @@
 //! gateway, and the Stripe client talking HTTP to the fake gateway on
 //! loopback. Both must answer each scenario the same way.
 
-use diesel::{Connection, PgConnection};
+use std::time::Duration;
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
-use ridepay::doubles::{store, SimulatedGateway};
+use ridepay::doubles::{intents, SimulatedGateway};
 use ridepay::payments::{
-    CancelIntent, CaptureMethod, ChargeRequest, CreateIntent, GatewayError, IncrementIntent,
-    IntentGateway, IntentStatus, PaymentGateway, PaymentIntent, RefundRequest, StripeGateway,
+    CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
+    Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
 
 use crate::helpers::{
-    capture_request, count, create_test_database, intent_request, ledger_count, start_fake_gateway,
+    capture_request, count, create_test_database, intent_request, start_fake_gateway,
     stripe_settings,
 };
 
-/// A gateway with both APIs: the Charges one of rides made before
-/// PaymentIntents, and PaymentIntents.
-trait Gateway: PaymentGateway + IntentGateway {}
-
-impl<G: PaymentGateway + IntentGateway> Gateway for G {}
+type Gateway = dyn PaymentGateway;
 
 /// Gateways over one ledger, each with its own faults.
 trait GatewayUnderTest {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway>;
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway>;
     fn ledger_url(&self) -> &str;
 
-    fn healthy(&self) -> Box<dyn Gateway> {
+    fn healthy(&self) -> Box<Gateway> {
         self.gateway(SimulatedGatewaySettings::default())
     }
 
-    fn charges(&self) -> i64 {
-        ledger_count(self.ledger_url(), "")
+    fn ledger(&self) -> PgConnection {
+        PgConnection::establish(self.ledger_url()).unwrap()
     }
 }
 
@@ -40,7 +38,7 @@ struct Simulated {
 }
 
 impl GatewayUnderTest for Simulated {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway> {
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let settings = ridepay::config::Settings::for_database(&self.ledger_url);
         let pool = ridepay::db::build_pool(&self.ledger_url, &settings);
         Box::new(SimulatedGateway::new(pool, faults))
@@ -58,7 +56,7 @@ struct StripeOverHttp {
 }
 
 impl GatewayUnderTest for StripeOverHttp {
-    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<dyn Gateway> {
+    fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let fake = start_fake_gateway(&self.ledger_url, faults);
         Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap())
     }
@@ -68,104 +66,14 @@ impl GatewayUnderTest for StripeOverHttp {
     }
 }
 
-fn request(key: &str, source: &str) -> ChargeRequest {
-    ChargeRequest {
-        idempotency_key: key.to_owned(),
-        amount_cents: 2000,
-        currency: "usd".to_owned(),
-        source: source.to_owned(),
-        description: "ridepay ride 1".to_owned(),
-        metadata: vec![
-            ("ride_id".to_owned(), "1".to_owned()),
-            ("idempotency_key_id".to_owned(), "1".to_owned()),
-        ],
-    }
-}
-
-fn a_charge_succeeds(under_test: &impl GatewayUnderTest) {
-    for source in ["tok_visa", "cus_test"] {
-        let charge = under_test
-            .healthy()
-            .charge(&request(source, source))
-            .unwrap();
-        assert_eq!(
-            (charge.amount_cents, charge.currency.as_str()),
-            (2000, "usd")
-        );
-    }
-    assert_eq!(under_test.charges(), 2);
-}
-
-fn the_same_key_gives_the_same_charge(under_test: &impl GatewayUnderTest) {
-    let gateway = under_test.healthy();
-    let first = gateway.charge(&request("replayed", "tok_visa")).unwrap();
-    let again = gateway.charge(&request("replayed", "tok_visa")).unwrap();
-    assert_eq!(first, again);
-    assert_eq!(under_test.charges(), 1);
-}
-
-fn the_same_key_with_other_parameters_is_misconfigured(under_test: &impl GatewayUnderTest) {
-    let gateway = under_test.healthy();
-    gateway.charge(&request("reused", "tok_visa")).unwrap();
-    let mut other = request("reused", "tok_visa");
-    other.amount_cents = 2500;
-    let refused = gateway.charge(&other).unwrap_err();
-    assert!(
-        matches!(&refused, GatewayError::Misconfigured { reason } if reason.contains("idempotency_error")),
-        "{refused:?}"
-    );
-    assert_eq!(under_test.charges(), 1);
-}
-
-fn each_test_decline_is_a_decline_with_its_code(under_test: &impl GatewayUnderTest) {
-    let gateway = under_test.healthy();
-    for (source, decline_code) in [
-        ("tok_chargeDeclined", "generic_decline"),
-        ("tok_chargeDeclinedInsufficientFunds", "insufficient_funds"),
-    ] {
-        let declined = gateway.charge(&request(source, source)).unwrap_err();
-        assert_eq!(
-            declined,
-            GatewayError::Declined {
-                code: "card_declined".to_owned(),
-                decline_code: Some(decline_code.to_owned()),
-                message: "Your card was declined.".to_owned(),
-                payment_intent: None,
-            }
-        );
-        // Recorded, so the same key declines again.
-        assert_eq!(
-            gateway.charge(&request(source, source)).unwrap_err(),
-            declined
-        );
-    }
-    assert_eq!(
-        ledger_count(under_test.ledger_url(), "WHERE status = 'failed'"),
-        2
-    );
-}
-
-fn an_unknown_source_is_rejected_and_charges_nothing(under_test: &impl GatewayUnderTest) {
-    let rejected = under_test
-        .healthy()
-        .charge(&request("unknown", "src_not_a_token"))
-        .unwrap_err();
-    assert!(
-        matches!(&rejected, GatewayError::Rejected { message } if message.contains("No such token")),
-        "{rejected:?}"
-    );
-    assert_eq!(under_test.charges(), 0);
-}
-
-fn a_failure_before_charging_is_unavailable_and_charges_nothing(
-    under_test: &impl GatewayUnderTest,
-) {
+fn a_failure_before_acting_is_unavailable_and_holds_nothing(under_test: &impl GatewayUnderTest) {
     let failing = under_test.gateway(SimulatedGatewaySettings {
         fail_rate: 1.0,
         ..Default::default()
     });
-    let failed = failing.charge(&request("failing", "tok_visa")).unwrap_err();
-    // Over HTTP a 500 says nothing about whether it charged: the client may
+    let request = intent_request("failing", "pm_card_visa", CaptureMethod::Manual);
+    let failed = failing.create_intent(&request).unwrap_err();
+    // Over HTTP a 500 says nothing about whether it acted: the client may
     // only assume the worst; the simulated gateway knows.
     assert!(
         matches!(
@@ -174,44 +82,22 @@ fn a_failure_before_charging_is_unavailable_and_charges_nothing(
         ),
         "{failed:?}"
     );
-    assert_eq!(under_test.charges(), 0);
-    let retried = under_test.healthy().charge(&request("failing", "tok_visa"));
+    assert_eq!(intents_held(under_test), 0);
+    let retried = under_test.healthy().create_intent(&request);
     assert!(retried.is_ok(), "{retried:?}");
-    assert_eq!(under_test.charges(), 1);
+    assert_eq!(intents_held(under_test), 1);
 }
 
-fn a_lost_response_is_unknown_and_a_retry_gets_the_same_charge(under_test: &impl GatewayUnderTest) {
-    let lossy = under_test.gateway(SimulatedGatewaySettings {
-        lost_response_rate: 1.0,
-        ..Default::default()
-    });
-    let lost = lossy.charge(&request("lost", "tok_visa")).unwrap_err();
-    assert!(
-        matches!(lost, GatewayError::OutcomeUnknown { .. }),
-        "{lost:?}"
-    );
-    // It did charge.
-    assert_eq!(under_test.charges(), 1);
-
-    let retried = under_test
-        .healthy()
-        .charge(&request("lost", "tok_visa"))
-        .unwrap();
-
-    assert_eq!(under_test.charges(), 1);
-    assert_eq!(
-        ledger_count(
-            under_test.ledger_url(),
-            &format!("WHERE id = '{}' AND status = 'succeeded'", retried.id)
-        ),
-        1
-    );
+fn paid(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+    gateway
+        .create_intent(&intent_request(key, payment_method, CaptureMethod::Automatic))
+        .unwrap()
 }
 
-fn refund(key: &str, charge_id: &str, amount: Option<i64>) -> RefundRequest {
+fn refund(key: &str, intent: &str, amount: i64) -> RefundRequest {
     RefundRequest {
         idempotency_key: key.to_owned(),
-        charge_id: charge_id.to_owned(),
+        payment: Payment::Intent(intent.to_owned()),
         amount_cents: amount,
         reason: Some("requested_by_customer".to_owned()),
         metadata: vec![("refund_id".to_owned(), "1".to_owned())],
@@ -219,45 +105,39 @@ fn refund(key: &str, charge_id: &str, amount: Option<i64>) -> RefundRequest {
 }
 
 fn refunds(under_test: &impl GatewayUnderTest) -> i64 {
-    count(
-        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
-        "simulated_refunds",
-    )
+    count(&mut under_test.ledger(), "simulated_refunds")
 }
 
-fn partial_refunds_add_up_and_never_exceed_the_charge(under_test: &impl GatewayUnderTest) {
+fn partial_refunds_add_up_and_never_exceed_what_was_paid(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
-    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
+    let intent = paid(&*gateway, "paid", "pm_card_visa");
 
-    let part = gateway
-        .refund(&refund("r1", &charge.id, Some(500)))
-        .unwrap();
-    let rest = gateway.refund(&refund("r2", &charge.id, None)).unwrap();
-    let beyond = gateway
-        .refund(&refund("r3", &charge.id, Some(1)))
-        .unwrap_err();
+    let part = gateway.refund(&refund("r1", &intent.id, 500)).unwrap();
+    let rest = gateway.refund(&refund("r2", &intent.id, 1500)).unwrap();
+    let beyond = gateway.refund(&refund("r3", &intent.id, 1)).unwrap_err();
 
     assert_eq!((part.amount_cents, rest.amount_cents), (500, 1500));
     assert_eq!(
-        (part.charge_id.as_str(), part.currency.as_str()),
-        (charge.id.as_str(), "usd")
+        (
+            part.payment_intent.as_deref(),
+            part.currency.as_str(),
+            part.status
+        ),
+        (Some(intent.id.as_str()), "eur", RefundState::Succeeded)
     );
+    assert_eq!(part.charge, intent.latest_charge);
     assert!(
         matches!(beyond, GatewayError::Rejected { .. }),
         "{beyond:?}"
     );
-    let state = gateway.retrieve_charge(&charge.id).unwrap().unwrap();
-    assert_eq!(state.amount_refunded_cents, 2000);
-    assert_eq!(state.refunds.len(), 2);
+    let listed = gateway
+        .refunds_of(&Payment::Intent(intent.id.clone()))
+        .unwrap();
+    assert_eq!(listed.len(), 2);
     assert_eq!(
-        state.refunds[0]
-            .metadata
-            .get("refund_id")
-            .map(String::as_str),
+        listed[0].metadata.get("refund_id").map(String::as_str),
         Some("1")
     );
-    assert_eq!(state.metadata.get("ride_id").map(String::as_str), Some("1"));
-    assert!(state.succeeded && !state.disputed);
     assert_eq!(refunds(under_test), 2);
 }
 
@@ -265,17 +145,11 @@ fn the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused(
     under_test: &impl GatewayUnderTest,
 ) {
     let gateway = under_test.healthy();
-    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
+    let intent = paid(&*gateway, "paid", "pm_card_visa");
 
-    let first = gateway
-        .refund(&refund("once", &charge.id, Some(700)))
-        .unwrap();
-    let again = gateway
-        .refund(&refund("once", &charge.id, Some(700)))
-        .unwrap();
-    let other = gateway
-        .refund(&refund("once", &charge.id, Some(800)))
-        .unwrap_err();
+    let first = gateway.refund(&refund("once", &intent.id, 700)).unwrap();
+    let again = gateway.refund(&refund("once", &intent.id, 700)).unwrap();
+    let other = gateway.refund(&refund("once", &intent.id, 800)).unwrap_err();
 
     assert_eq!(first, again);
     assert!(
@@ -285,56 +159,33 @@ fn the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused(
     assert_eq!(refunds(under_test), 1);
 }
 
-fn refunds_of_unknown_or_failed_charges_are_rejected(under_test: &impl GatewayUnderTest) {
-    use diesel::prelude::*;
-    use ridepay::schema::simulated_charges;
+fn refunds_of_unknown_or_unpaid_intents_are_rejected(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
-    gateway
-        .charge(&request("declined", "tok_chargeDeclined"))
-        .unwrap_err();
-    let declined: String = simulated_charges::table
-        .select(simulated_charges::id)
-        .first(&mut PgConnection::establish(under_test.ledger_url()).unwrap())
-        .unwrap();
+    let held = hold(&*gateway, "held", "pm_card_visa");
 
-    for charge_id in [declined.as_str(), "ch_nope"] {
-        let refused = gateway
-            .refund(&refund(charge_id, charge_id, None))
-            .unwrap_err();
+    for intent in [held.id.as_str(), "pi_nope"] {
+        let refused = gateway.refund(&refund(intent, intent, 100)).unwrap_err();
         assert!(
             matches!(refused, GatewayError::Rejected { .. }),
             "{refused:?}"
         );
     }
-    assert_eq!(gateway.retrieve_charge("ch_nope").unwrap(), None);
-    assert!(
-        !gateway
-            .retrieve_charge(&declined)
-            .unwrap()
-            .unwrap()
-            .succeeded
-    );
     assert_eq!(refunds(under_test), 0);
 }
 
 fn a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund(
     under_test: &impl GatewayUnderTest,
 ) {
-    let charge = under_test
-        .healthy()
-        .charge(&request("paid", "tok_visa"))
-        .unwrap();
+    let intent = paid(&*under_test.healthy(), "paid", "pm_card_visa");
     let lossy = under_test.gateway(SimulatedGatewaySettings {
         lost_response_rate: 1.0,
         ..Default::default()
     });
 
-    let lost = lossy
-        .refund(&refund("lost", &charge.id, Some(300)))
-        .unwrap_err();
+    let lost = lossy.refund(&refund("lost", &intent.id, 300)).unwrap_err();
     let retried = under_test
         .healthy()
-        .refund(&refund("lost", &charge.id, Some(300)))
+        .refund(&refund("lost", &intent.id, 300))
         .unwrap();
 
     assert!(
@@ -345,31 +196,118 @@ fn a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund(
     assert_eq!(refunds(under_test), 1);
 }
 
-fn a_disputed_charge_says_so(under_test: &impl GatewayUnderTest) {
+/// Waits for the doubles' clock to settle what it settles later.
+fn after_settling() {
+    std::thread::sleep(ridepay::doubles::refunds::SETTLES_AFTER + Duration::from_millis(300));
+}
+
+fn refunds_that_settle_later_do_as_their_test_cards_say(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
-    let charge = gateway.charge(&request("paid", "tok_visa")).unwrap();
-    store::open_dispute(
-        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
-        &charge.id,
+    let cases = [
+        ("pm_card_pendingRefund", RefundState::Pending, RefundState::Succeeded),
+        ("pm_card_refundFail", RefundState::Succeeded, RefundState::Failed),
+        (
+            "pm_card_ridepay_pendingRefundFails",
+            RefundState::Pending,
+            RefundState::Failed,
+        ),
+    ];
+    let made: Vec<_> = cases
+        .iter()
+        .map(|(method, first, _)| {
+            let intent = paid(&*gateway, method, method);
+            let refund = gateway
+                .refund(&refund(&format!("r-{method}"), &intent.id, 2000))
+                .unwrap();
+            assert_eq!(refund.status, *first, "{method}");
+            intent
+        })
+        .collect();
+    after_settling();
+    for ((method, _, last), intent) in cases.iter().zip(&made) {
+        let listed = gateway
+            .refunds_of(&Payment::Intent(intent.id.clone()))
+            .unwrap();
+        assert_eq!(
+            listed.iter().map(|r| r.status).collect::<Vec<_>>(),
+            [*last],
+            "{method}"
+        );
+    }
+    // A refund that failed gives its amount back to refund again.
+    let failed = &made[1];
+    assert!(gateway.refund(&refund("again", &failed.id, 2000)).is_ok());
+}
+
+fn refunds_of_charges_made_before_payment_intents_are_made_on_the_charge(
+    under_test: &impl GatewayUnderTest,
+) {
+    diesel::sql_query(
+        "INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, source, status) \
+         VALUES ('ch_legacy', 'legacy-key', 2000, 'usd', 'tok_visa', 'succeeded')",
     )
+    .execute(&mut under_test.ledger())
     .unwrap();
-    assert!(
-        gateway
-            .retrieve_charge(&charge.id)
-            .unwrap()
-            .unwrap()
-            .disputed
+    let gateway = under_test.healthy();
+    let legacy = Payment::Charge("ch_legacy".to_owned());
+
+    let made = gateway
+        .refund(&RefundRequest {
+            payment: legacy.clone(),
+            ..refund("legacy", "", 1200)
+        })
+        .unwrap();
+
+    assert_eq!(
+        (made.charge.as_deref(), made.payment_intent.as_deref(), made.status),
+        (Some("ch_legacy"), None, RefundState::Succeeded)
+    );
+    assert_eq!(gateway.refunds_of(&legacy).unwrap(), [made]);
+}
+
+fn a_disputed_payment_says_so(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let intent = paid(&*gateway, "paid", "pm_card_visa");
+    assert!(!intent.disputed);
+    assert!(intents::open_dispute(&mut under_test.ledger(), &intent.id).unwrap());
+    assert!(gateway.retrieve_intent(&intent.id).unwrap().unwrap().disputed);
+}
+
+fn a_hold_lapses_and_is_canceled_automatically(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let held = hold(&*gateway, "held", "pm_card_visa");
+    intents::lapse_now(&mut under_test.ledger(), &held.id).unwrap();
+
+    let lapsed = gateway.retrieve_intent(&held.id).unwrap().unwrap();
+    let late = capture(&*gateway, "late", &held.id, 2000);
+
+    assert_eq!(
+        (lapsed.status, lapsed.cancellation_reason.as_deref()),
+        (IntentStatus::Canceled, Some("automatic"))
+    );
+    assert!(matches!(late, Err(GatewayError::Rejected { .. })), "{late:?}");
+}
+
+fn a_processing_payment_settles_later(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let held = hold(&*gateway, "held", "pm_card_ridepay_processing");
+    assert_eq!(held.status, IntentStatus::Processing);
+    std::thread::sleep(intents::PROCESSING_SETTLES_AFTER + Duration::from_millis(300));
+    let settled = gateway.retrieve_intent(&held.id).unwrap().unwrap();
+    assert_eq!(
+        (settled.status, settled.amount_capturable_cents),
+        (IntentStatus::RequiresCapture, 2000)
     );
 }
 
-fn hold(gateway: &dyn Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+fn hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
     gateway
         .create_intent(&intent_request(key, payment_method, CaptureMethod::Manual))
         .unwrap()
 }
 
 fn capture(
-    gateway: &dyn Gateway,
+    gateway: &Gateway,
     key: &str,
     id: &str,
     cents: i64,
@@ -595,18 +533,16 @@ macro_rules! every_scenario {
     ($kind:ident, $under_test:ident) => {
         gateway_contract!(
             $kind, $under_test:
-            a_charge_succeeds,
-            the_same_key_gives_the_same_charge,
-            the_same_key_with_other_parameters_is_misconfigured,
-            each_test_decline_is_a_decline_with_its_code,
-            an_unknown_source_is_rejected_and_charges_nothing,
-            a_failure_before_charging_is_unavailable_and_charges_nothing,
-            a_lost_response_is_unknown_and_a_retry_gets_the_same_charge,
-            partial_refunds_add_up_and_never_exceed_the_charge,
+            a_failure_before_acting_is_unavailable_and_holds_nothing,
+            partial_refunds_add_up_and_never_exceed_what_was_paid,
             the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused,
-            refunds_of_unknown_or_failed_charges_are_rejected,
+            refunds_of_unknown_or_unpaid_intents_are_rejected,
             a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund,
-            a_disputed_charge_says_so,
+            refunds_that_settle_later_do_as_their_test_cards_say,
+            refunds_of_charges_made_before_payment_intents_are_made_on_the_charge,
+            a_disputed_payment_says_so,
+            a_hold_lapses_and_is_canceled_automatically,
+            a_processing_payment_settles_later,
             a_hold_is_placed_then_captured_in_part,
             automatic_capture_pays_at_once,
             each_declining_payment_method_declines_with_its_code,

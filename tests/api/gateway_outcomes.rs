@@ -5,7 +5,7 @@ use crate::helpers::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
 #[tokio::test]
 async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
     let app = spawn_app().await;
-    let body = ride_with(json!({ "payment_source": "tok_chargeDeclined" }));
+    let body = ride_with(json!({ "payment_method": "pm_card_visa_chargeDeclined" }));
 
     let answer = app.post_ride("declined", &body).await;
 
@@ -15,13 +15,20 @@ async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
     let ride_id = problem["ride_id"].as_i64().unwrap();
     let ride = app.get(&format!("/api/rides/{ride_id}")).await.json();
     assert_eq!(ride["status"], "payment_declined");
-    assert_eq!(ride["charge_id"], json!(null));
+    // The PaymentIntent the decline left behind is the ride's.
+    let intent = ride["payment_intent_id"].as_str().unwrap();
     // Stored: a retry replays it and the gateway is not asked again.
     let replay = app.post_ride("declined", &body).await;
     assert_eq!(replay.status, 402);
     assert_eq!(replay.body, answer.body);
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
-    assert_eq!(app.count("simulated_charges WHERE status = 'failed'"), 1);
+    assert_eq!(
+        app.count(&format!(
+            "simulated_payment_intents WHERE id = '{intent}' AND status = 'requires_payment_method'"
+        )),
+        1
+    );
+    assert_eq!(app.count("simulated_payment_intents"), 1);
     assert_eq!(app.count("staged_jobs"), 0);
 }
 
@@ -32,7 +39,7 @@ async fn insufficient_funds_is_a_decline_with_its_own_code() {
     let answer = app
         .post_ride(
             "poor",
-            &ride_with(json!({ "payment_source": "tok_chargeDeclinedInsufficientFunds" })),
+            &ride_with(json!({ "payment_method": "pm_card_chargeDeclinedInsufficientFunds" })),
         )
         .await;
 
@@ -41,9 +48,9 @@ async fn insufficient_funds_is_a_decline_with_its_own_code() {
 }
 
 #[tokio::test]
-async fn a_source_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_failed() {
+async fn a_payment_method_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_failed() {
     let app = spawn_app().await;
-    let body = ride_with(json!({ "payment_source": "src_not_a_token" }));
+    let body = ride_with(json!({ "payment_method": "pm_no_such_method" }));
 
     let answer = app.post_ride("rejected", &body).await;
 
@@ -53,14 +60,15 @@ async fn a_source_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_fa
         .await
         .json();
     assert_eq!(ride["status"], "payment_failed");
+    assert_eq!(ride["payment_intent_id"], json!(null));
     let replay = app.post_ride("rejected", &body).await;
     assert_eq!(replay.body, answer.body);
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
-    assert_eq!(app.count("simulated_charges"), 0);
+    assert_eq!(app.count("simulated_payment_intents"), 0);
 }
 
 #[tokio::test]
-async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_charging_twice() {
+async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_paying_twice() {
     let failing = spawn_app_with(|s| s.simulated_gateway.fail_rate = 1.0).await;
     let healthy = spawn_server(&failing.database_url, |_| {}).await;
 
@@ -87,23 +95,25 @@ async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_charging_t
 }
 
 #[tokio::test]
-async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_charge() {
+async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_payment() {
     let lossy = spawn_app_with(|s| s.simulated_gateway.lost_response_rate = 1.0).await;
     let healthy = spawn_server(&lossy.database_url, |_| {}).await;
 
     let answer = lossy.post_ride("lost", RIDE).await;
 
     answer.assert_problem(503, "payment-gateway-unavailable");
-    // The gateway did charge.
+    // The gateway did pay.
     assert_eq!(lossy.counts(), (1, 1, 1));
     let retried = lossy
         .post_ride_to(&healthy, &lossy.user.api_key, "lost", RIDE)
         .await;
     assert_eq!(retried.status, 201);
     assert_eq!(lossy.counts(), (1, 1, 1));
-    let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
+    let intent = retried.json()["payment_intent_id"].as_str().unwrap().to_owned();
     assert_eq!(
-        lossy.count(&format!("simulated_charges WHERE id = '{charge_id}'")),
+        lossy.count(&format!(
+            "simulated_payment_intents WHERE id = '{intent}' AND status = 'succeeded'"
+        )),
         1
     );
 }

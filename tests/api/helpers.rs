@@ -15,7 +15,7 @@ use ridepay::idempotency::{
     self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
 };
 use ridepay::ids::UserId;
-use ridepay::payments::{self, Charge};
+use ridepay::payments::{self, PaymentIntent};
 use ridepay::rides::phases;
 use ridepay::rides::request::RideParams;
 use ridepay::rides::RecoveryPoint;
@@ -140,7 +140,13 @@ pub fn create_test_database() -> String {
     with_database(&server.maintenance_url, &name)
 }
 
-pub const RIDE: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_source": "tok_visa"}"#;
+/// A ride paid at once (`automatic`), so that it can be refunded.
+pub const RIDE: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000, "currency": "usd", "payment_method": "pm_card_visa", "capture_method": "automatic"}"#;
+
+/// A ride whose fare is held (`manual`, the default), named by its card.
+pub fn held_ride(payment_method: &str) -> String {
+    ride_with(json!({ "payment_method": payment_method, "capture_method": null }))
+}
 
 pub fn ride_with(changes: Value) -> String {
     let mut ride: Value = serde_json::from_str(RIDE).unwrap();
@@ -413,8 +419,8 @@ impl TestApp {
         self.post_idempotent(&url, api_key, key, body).await
     }
 
-    /// A ride, charged, through the API; returns its id.
-    pub async fn charged_ride(&self, key: &str) -> i64 {
+    /// A ride, paid, through the API; returns its id.
+    pub async fn paid_ride(&self, key: &str) -> i64 {
         let answer = self.post_ride(key, RIDE).await;
         answer.assert_status(201);
         answer.json()["id"].as_i64().unwrap()
@@ -472,12 +478,12 @@ impl TestApp {
         count(&mut self.db(), sql_from_where)
     }
 
-    /// Rows: rides, gateway charges, and idempotency keys.
+    /// Rows: rides, gateway PaymentIntents, and idempotency keys.
     pub fn counts(&self) -> (i64, i64, i64) {
         let mut conn = self.db();
         (
             count(&mut conn, "rides"),
-            count(&mut conn, "simulated_charges"),
+            count(&mut conn, "simulated_payment_intents"),
             count(&mut conn, "idempotency_keys"),
         )
     }
@@ -581,8 +587,8 @@ impl RideRequest {
 }
 
 /// Runs the real phases up to `point` and stops there, lease held, as a process
-/// killed at that moment would. Returns the charge made, if any.
-pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Charge> {
+/// killed at that moment would. Returns the PaymentIntent made, if any.
+pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<PaymentIntent> {
     let mut conn = app.db();
     let ride = RideRequest::new(app, key);
     let (request, params) = (ride.claimable(), &ride.params);
@@ -594,7 +600,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &lease, params)?;
+                phases::create_ride(conn, &lease, params, RETURN_URL)?;
                 lease.advance(conn, RecoveryPoint::RideCreated)?;
             }
             Ok::<_, ServiceError>(lease)
@@ -610,13 +616,32 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Ch
     );
     let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
     let installation = payments::installation_id(&mut conn).unwrap();
-    let charge = phases::charge(&gateway, installation, &lease, &ride).unwrap();
+    let intent = phases::pay(&gateway, installation, &lease, &ride).unwrap();
     idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
-        phases::record_charge(conn, &ride, &charge)?;
+        phases::record_payment(conn, &ride, &intent)?.unwrap();
         lease.advance(conn, RecoveryPoint::ChargeCompleted)
     })
     .unwrap();
-    Some(charge)
+    Some(intent)
+}
+
+/// What two holders of one key's lease, the second taking it over while the
+/// first waits on the gateway, must end with: the first's commit fenced off
+/// (503), and one ride and one payment once a retry finishes the key. The
+/// taker may be fenced off too, by the gateway's own event, which takes the
+/// lease of a ride whose holder looks gone to settle it.
+pub async fn assert_takeover_fenced(app: &TestApp, key: &str, first: Answer, second: Answer) {
+    first.assert_problem(503, "service-unavailable");
+    if second.status != 201 {
+        second.assert_problem(503, "service-unavailable");
+    }
+    let finished = app.post_ride(key, RIDE).await;
+    assert_eq!(finished.status, 201);
+    if second.status == 201 {
+        assert_eq!(finished.body, second.body);
+    }
+    assert!(app.key_state(key)["lease_epoch"].as_i64().unwrap() >= 2);
+    assert_eq!(app.counts(), (1, 1, 1));
 }
 
 /// Moves the lease back in time past its timeout, as waiting would.
@@ -668,11 +693,11 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
     }
 }
 
-/// The charges a gateway's ledger holds (`WHERE ...` optional).
+/// The PaymentIntents a gateway's ledger holds (`WHERE ...` optional).
 pub fn ledger_count(ledger_url: &str, filter: &str) -> i64 {
     count(
         &mut PgConnection::establish(ledger_url).unwrap(),
-        &format!("simulated_charges {filter}"),
+        &format!("simulated_payment_intents {filter}"),
     )
 }
 
@@ -700,10 +725,13 @@ pub fn intent_request(
         customer: None,
         payment_method: payment_method.to_owned(),
         capture_method,
-        return_url: "http://127.0.0.1:8080/payments/return".to_owned(),
+        return_url: RETURN_URL.to_owned(),
         metadata: vec![("ride_id".to_owned(), "7".to_owned())],
     }
 }
+
+/// The return URL of rides the tests make without a server.
+pub const RETURN_URL: &str = "http://127.0.0.1:8080/payments/return";
 
 /// The capture of `cents` of intent `id` under `key`.
 pub fn capture_request(key: &str, id: &str, cents: i64) -> ridepay::payments::CaptureIntent {

@@ -92,7 +92,7 @@ async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_re
     }
     assert_eq!(app.counts(), (1000, 1000, 1000));
     assert_eq!(
-        app.count("rides r JOIN simulated_charges c ON c.id = r.charge_id WHERE c.amount_cents = r.amount_cents"),
+        app.count("rides r JOIN simulated_payment_intents p ON p.id = r.payment_intent_id WHERE p.amount_received_cents = r.amount_cents"),
         1000
     );
     // Both drainers ran side by side: every receipt exactly once.

@@ -16,6 +16,7 @@ use crate::helpers::{capture_request, create_test_database, intent_request};
 
 fn settings() -> IntentSettings {
     IntentSettings {
+        double: ridepay::doubles::events::Double::Simulated,
         authentication_page: "http://127.0.0.1:8080/simulated-gateway/authenticate".to_owned(),
         authorization_ttl: Duration::from_secs(7 * 24 * 3600),
     }
@@ -396,7 +397,7 @@ fn concurrent_calls_under_one_key_make_one_intent() {
 fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_intent_it_made() {
     use ridepay::config::{Settings, SimulatedGatewaySettings};
     use ridepay::doubles::SimulatedGateway;
-    use ridepay::payments::IntentGateway;
+    use ridepay::payments::PaymentGateway;
     let url = create_test_database();
     let pool = ridepay::db::build_pool(&url, &Settings::for_database(&url));
     let with = |faults: SimulatedGatewaySettings| SimulatedGateway::new(pool.clone(), faults);

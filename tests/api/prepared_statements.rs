@@ -53,6 +53,7 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
         pool,
         key_policy: POLICY,
         installation_id,
+        return_url: crate::helpers::RETURN_URL.to_owned(),
     }
 }
 
@@ -76,7 +77,7 @@ fn a_second_ride_and_a_replay_prepare_no_new_statement() {
         r#"UPDATE "idempotency_keys" SET "recovery_point""#,
         r#"UPDATE "rides" SET "status""#,
         r#"INSERT INTO "rides""#,
-        r#"INSERT INTO "simulated_charges""#,
+        r#"INSERT INTO "simulated_payment_intents""#,
     ] {
         assert!(
             after_first.iter().any(|s| s.starts_with(statement)),

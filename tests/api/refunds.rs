@@ -13,7 +13,7 @@ const REFUND: &str = r#"{"amount_cents": 500, "reason": "requested_by_customer"}
 #[tokio::test]
 async fn a_refund_is_201_with_its_location_and_replays_byte_for_byte() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
 
     let first = app.post_refund(ride_id, "refund-1", REFUND).await;
 
@@ -49,7 +49,7 @@ async fn a_refund_is_201_with_its_location_and_replays_byte_for_byte() {
             ride["amount_refunded_cents"].as_i64(),
             ride["status"].as_str()
         ),
-        (Some(500), Some("charged"))
+        (Some(500), Some("captured"))
     );
     let location = first.header("location").unwrap();
     assert_eq!(app.get(location).await.body, first.body);
@@ -58,7 +58,7 @@ async fn a_refund_is_201_with_its_location_and_replays_byte_for_byte() {
 #[tokio::test]
 async fn partial_refunds_add_up_and_the_last_one_makes_the_ride_refunded() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
 
     let part = app
         .post_refund(ride_id, "part", r#"{"amount_cents": 1500}"#)
@@ -90,11 +90,11 @@ async fn partial_refunds_add_up_and_the_last_one_makes_the_ride_refunded() {
 #[tokio::test]
 async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let declined = app
         .post_ride(
             "declined",
-            &crate::helpers::ride_with(serde_json::json!({"payment_source": "tok_chargeDeclined"})),
+            &crate::helpers::ride_with(serde_json::json!({"payment_method": "pm_card_visa_chargeDeclined"})),
         )
         .await
         .json()["ride_id"]
@@ -127,7 +127,7 @@ async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() 
 #[tokio::test]
 async fn another_users_ride_is_404_and_nothing_is_written() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let stranger = crate::helpers::create_user(&app.database_url, None);
     let keys = app.count("idempotency_keys");
 
@@ -150,8 +150,8 @@ async fn another_users_ride_is_404_and_nothing_is_written() {
 #[tokio::test]
 async fn the_same_key_for_another_amount_or_another_ride_is_422_reused() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
-    let other_ride = app.charged_ride("other").await;
+    let ride_id = app.paid_ride("ride").await;
+    let other_ride = app.paid_ride("other").await;
     assert_eq!(app.post_refund(ride_id, "once", REFUND).await.status, 201);
 
     app.post_refund(ride_id, "once", r#"{"amount_cents": 600}"#)
@@ -170,7 +170,7 @@ async fn the_same_key_for_another_amount_or_another_ride_is_422_reused() {
 #[tokio::test]
 async fn invalid_bodies_are_400_and_write_nothing() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let keys = app.count("idempotency_keys");
 
     for (body, field) in [
@@ -191,7 +191,7 @@ async fn invalid_bodies_are_400_and_write_nothing() {
 #[tokio::test]
 async fn a_request_in_flight_makes_a_retry_get_409() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let slow = spawn_server(&app.database_url, |s| {
         s.simulated_gateway.latency = Duration::from_millis(1500)
     })
@@ -217,7 +217,7 @@ async fn parallel_refunds_with_different_keys_never_exceed_the_charge() {
         s.pool_size = 20;
     })
     .await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let other = spawn_server(&app.database_url, |s| s.pool_size = 20).await;
 
     let app = &app;
@@ -261,7 +261,7 @@ async fn parallel_refunds_with_different_keys_never_exceed_the_charge() {
 #[tokio::test]
 async fn a_lost_gateway_response_is_503_and_the_retry_refunds_once() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let lossy = spawn_server(&app.database_url, |s| {
         s.simulated_gateway.lost_response_rate = 1.0
     })
@@ -285,7 +285,7 @@ async fn a_lost_gateway_response_is_503_and_the_retry_refunds_once() {
 #[tokio::test]
 async fn the_completer_finishes_a_refund_left_after_a_gateway_failure() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let failing = spawn_server(&app.database_url, |s| s.simulated_gateway.fail_rate = 1.0).await;
     app.post_refund_to(&failing, &app.user.api_key, ride_id, "abandoned", REFUND)
         .await
@@ -347,7 +347,7 @@ async fn the_openapi_document_lists_every_answer_of_the_new_routes() {
 #[tokio::test]
 async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_refund_is_made() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     // The gateway outlasts the lease: a retry takes the lease over while the
     // first holder still waits on its refund.
     let slow = spawn_server(&app.database_url, |s| {

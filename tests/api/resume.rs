@@ -1,5 +1,5 @@
 //! A key left mid-way, the way a crash leaves it (lease still held), is
-//! finished by a retry once the lease has expired: one ride, one charge.
+//! finished by a retry once the lease has expired: one ride, one payment.
 
 use ridepay::idempotency::{self, Claim, Lease};
 use ridepay::rides::phases;
@@ -9,7 +9,7 @@ use ridepay::service_error::ServiceError;
 use crate::helpers::{expire_leases, leave_key_at, spawn_app, RideRequest, TestApp, POLICY, RIDE};
 
 async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
-    let charge = leave_key_at(app, key, point);
+    let intent = leave_key_at(app, key, point);
     // While the crashed holder's lease is young, it is respected.
     app.post_ride(key, RIDE)
         .await
@@ -25,8 +25,8 @@ async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
         String::from_utf8_lossy(&answer.body)
     );
     assert_eq!(app.counts(), (1, 1, 1));
-    if let Some(charge) = charge {
-        assert_eq!(answer.json()["charge_id"], charge.id);
+    if let Some(intent) = intent {
+        assert_eq!(answer.json()["payment_intent_id"], intent.id);
     }
     assert_eq!(app.key_state(key)["lease_epoch"], 2);
     let replay = app.post_ride(key, RIDE).await;
@@ -47,7 +47,7 @@ async fn a_key_left_at_ride_created_is_finished_by_a_retry() {
 }
 
 #[tokio::test]
-async fn a_key_left_at_charge_completed_is_finished_by_a_retry_without_a_new_charge() {
+async fn a_key_left_at_charge_completed_is_finished_by_a_retry_without_a_new_payment() {
     let app = spawn_app().await;
     assert_retry_finishes(&app, "at-charge-completed", RecoveryPoint::ChargeCompleted).await;
 }
@@ -71,7 +71,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
 
     // The phase's work, then its fenced commit, as the flow runs them.
     let refused = idempotency::in_transaction(&mut conn, &mut stale, |conn, lease| {
-        phases::create_ride(conn, lease, params)?;
+        phases::create_ride(conn, lease, params, crate::helpers::RETURN_URL)?;
         lease.advance(conn, RecoveryPoint::RideCreated)
     });
 

@@ -326,7 +326,7 @@ fn plain_http_to_another_host_is_refused_at_start_up() {
 #[tokio::test]
 async fn a_path_too_long_for_its_column_is_a_404_and_writes_nothing() {
     let app = spawn_app().await;
-    let ride_id = app.charged_ride("ride").await;
+    let ride_id = app.paid_ride("ride").await;
     let padded = format!("{}{ride_id}", "0".repeat(2100));
 
     let answer = Answer::read(

@@ -7,24 +7,21 @@ use std::thread;
 use std::time::Duration;
 
 use ridepay::config::{ApiKey, StripeSettings};
-use ridepay::payments::{Charge, ChargeRequest, GatewayError, PaymentGateway, StripeGateway};
+use ridepay::payments::{
+    CaptureMethod, CreateIntent, GatewayError, PaymentGateway, PaymentIntent, StripeGateway,
+};
 
-use crate::helpers::{ledger_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY};
+use crate::helpers::{
+    intent_request, ledger_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY,
+};
 
-fn request(key: &str) -> ChargeRequest {
-    ChargeRequest {
-        idempotency_key: key.to_owned(),
-        amount_cents: 2000,
-        currency: "usd".to_owned(),
-        source: "tok_visa".to_owned(),
-        description: "ridepay ride 1".to_owned(),
-        metadata: vec![("ride_id".to_owned(), "1".to_owned())],
-    }
+fn request(key: &str) -> CreateIntent {
+    intent_request(key, "pm_card_visa", CaptureMethod::Automatic)
 }
 
-/// One charge by a client made for it.
-fn charge_once(settings: &StripeSettings, key: &str) -> Result<Charge, GatewayError> {
-    StripeGateway::new(settings).unwrap().charge(&request(key))
+/// One payment by a client made for it.
+fn pay_once(settings: &StripeSettings, key: &str) -> Result<PaymentIntent, GatewayError> {
+    StripeGateway::new(settings).unwrap().create_intent(&request(key))
 }
 
 #[test]
@@ -32,7 +29,7 @@ fn a_rate_limit_is_unavailable_with_the_retry_after_of_the_answer() {
     let (fake, ledger) = spawn_fake_gateway(|faults| faults.rate_limit_rate = 1.0);
     let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
 
-    let limited = client.charge(&request("limited")).unwrap_err();
+    let limited = client.create_intent(&request("limited")).unwrap_err();
 
     assert!(
         matches!(
@@ -45,14 +42,14 @@ fn a_rate_limit_is_unavailable_with_the_retry_after_of_the_answer() {
 }
 
 #[test]
-fn a_key_in_use_by_a_slower_request_is_unavailable_and_charges_once() {
+fn a_key_in_use_by_a_slower_request_is_unavailable_and_pays_once() {
     let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(1500));
     let client = StripeGateway::new(&stripe_settings(&slow)).unwrap();
 
     let (first, second) = thread::scope(|scope| {
-        let first = scope.spawn(|| client.charge(&request("busy")));
+        let first = scope.spawn(|| client.create_intent(&request("busy")));
         thread::sleep(Duration::from_millis(300));
-        let second = client.charge(&request("busy"));
+        let second = client.create_intent(&request("busy"));
         (first.join().unwrap(), second)
     });
 
@@ -71,7 +68,7 @@ fn a_refused_api_key_is_misconfigured_and_never_shown() {
     settings.api_key = Some(ApiKey::new("sk_test_WrongKey999"));
     let client = StripeGateway::new(&settings).unwrap();
 
-    let refused = client.charge(&request("bad-key")).unwrap_err();
+    let refused = client.create_intent(&request("bad-key")).unwrap_err();
 
     assert!(
         matches!(&refused, GatewayError::Misconfigured { reason } if reason.contains("401")),
@@ -86,28 +83,28 @@ fn a_refused_api_key_is_misconfigured_and_never_shown() {
 }
 
 #[test]
-fn a_timeout_shorter_than_the_gateway_is_unknown_and_a_retry_gets_the_charge_made() {
+fn a_timeout_shorter_than_the_gateway_is_unknown_and_a_retry_gets_the_payment_made() {
     let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
     let mut impatient = stripe_settings(&slow);
     impatient.timeout = Duration::from_millis(200);
 
-    let timed_out = charge_once(&impatient, "slow").unwrap_err();
+    let timed_out = pay_once(&impatient, "slow").unwrap_err();
 
     assert!(
         matches!(timed_out, GatewayError::OutcomeUnknown { .. }),
         "{timed_out:?}"
     );
-    // The gateway goes on and charges; the patient retry, once the first
-    // request is done, gets that charge.
+    // The gateway goes on and pays; the patient retry, once the first
+    // request is done, gets that payment.
     let patient = StripeGateway::new(&stripe_settings(&slow)).unwrap();
-    let charge = loop {
-        match patient.charge(&request("slow")) {
+    let paid = loop {
+        match patient.create_intent(&request("slow")) {
             Err(GatewayError::Unavailable { .. }) => thread::sleep(Duration::from_millis(200)),
             other => break other.unwrap(),
         }
     };
     assert_eq!(
-        ledger_count(&ledger, &format!("WHERE id = '{}'", charge.id)),
+        ledger_count(&ledger, &format!("WHERE id = '{}'", paid.id)),
         1
     );
     assert_eq!(ledger_count(&ledger, ""), 1);
@@ -125,7 +122,7 @@ fn a_closed_port_is_unavailable() {
         ..StripeSettings::default()
     };
 
-    let refused = charge_once(&settings, "nobody-home").unwrap_err();
+    let refused = pay_once(&settings, "nobody-home").unwrap_err();
 
     assert!(
         matches!(refused, GatewayError::Unavailable { .. }),
@@ -135,10 +132,9 @@ fn a_closed_port_is_unavailable() {
 
 #[test]
 fn a_500_stripe_saved_under_the_key_goes_to_an_operator_and_each_failure_names_its_request() {
-    use ridepay::payments::{CaptureMethod, IntentGateway};
     let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 1.0);
     let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
-    let hold = crate::helpers::intent_request("saved", "pm_card_visa", CaptureMethod::Manual);
+    let hold = intent_request("saved", "pm_card_visa", CaptureMethod::Manual);
 
     let first = client.create_intent(&hold).unwrap_err();
     let retried = client.create_intent(&hold).unwrap_err();
@@ -154,11 +150,5 @@ fn a_500_stripe_saved_under_the_key_goes_to_an_operator_and_each_failure_names_i
             if reason.contains("saved under this key") && reason.contains("Stripe request req_")),
         "{retried:?}"
     );
-    assert_eq!(
-        crate::helpers::count(
-            &mut diesel::Connection::establish(&ledger).unwrap(),
-            "simulated_payment_intents"
-        ),
-        0
-    );
+    assert_eq!(ledger_count(&ledger, ""), 0);
 }

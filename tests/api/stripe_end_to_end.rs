@@ -1,5 +1,5 @@
 //! `POST /api/rides` with `GATEWAY=stripe`, through the fake gateway on
-//! loopback with its faults switched on: retries settle on exactly one charge
+//! loopback with its faults switched on: retries settle on exactly one payment
 //! per ride. And the whole loop with the fake's signed webhooks.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use diesel::Connection;
 use ridepay::config::{ApiKey, GatewayKind, Settings};
 use ridepay::doubles::fake_stripe::{FakeGateway, WebhookTarget};
-use ridepay::payments::{PaymentGateway, RefundRequest, StripeGateway};
+use ridepay::payments::{Payment, PaymentGateway, RefundRequest, StripeGateway};
 use serde_json::json;
 
 use crate::helpers::{
@@ -37,7 +37,7 @@ async fn post_until_final(app: &TestApp, address: &str, key: &str, body: &str) -
 }
 
 #[tokio::test]
-async fn retried_rides_through_a_failing_and_lossy_stripe_are_charged_exactly_once() {
+async fn retried_rides_through_a_failing_and_lossy_stripe_are_paid_exactly_once() {
     let (fake, ledger) = spawn_fake_gateway(|faults| {
         faults.fail_rate = 0.3;
         faults.lost_response_rate = 0.3;
@@ -46,19 +46,19 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_charged_exactly_on
     let rides: Vec<(String, i64, &str)> = (0..10)
         .map(|i| {
             let source = if i == 7 {
-                "tok_chargeDeclined"
+                "pm_card_visa_chargeDeclined"
             } else {
-                "tok_visa"
+                "pm_card_visa"
             };
             (format!("flaky-{i}"), 1000 + i, source)
         })
         .collect();
 
     for (key, amount, source) in &rides {
-        let body = ride_with(json!({ "amount_cents": amount, "payment_source": source }));
+        let body = ride_with(json!({ "amount_cents": amount, "payment_method": source }));
         let answer = post_until_final(&app, &app.address, key, &body).await;
 
-        if *source == "tok_chargeDeclined" {
+        if *source == "pm_card_visa_chargeDeclined" {
             let problem = answer.assert_problem(402, "card-declined");
             assert_eq!(problem["decline_code"], "generic_decline");
             continue;
@@ -66,28 +66,31 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_charged_exactly_on
         answer.assert_status(201);
         let ride = answer.json();
         assert_eq!(ride["amount_cents"], *amount);
-        let charge_id = ride["charge_id"].as_str().unwrap();
+        let intent = ride["payment_intent_id"].as_str().unwrap();
         assert_eq!(
             ledger_count(
                 &ledger,
                 &format!(
-                    "WHERE id = '{charge_id}' AND amount_cents = {amount} AND status = 'succeeded'"
+                    "WHERE id = '{intent}' AND amount_received_cents = {amount} AND status = 'succeeded'"
                 )
             ),
             1,
-            "charge {charge_id} of {key}"
+            "PaymentIntent {intent} of {key}"
         );
     }
 
-    // One ride and one gateway charge (the decline recorded as failed) per key.
+    // One ride and one PaymentIntent (the decline's left unpaid) per key.
     assert_eq!(app.count("rides"), 10);
     assert_eq!(ledger_count(&ledger, ""), 10);
-    assert_eq!(ledger_count(&ledger, "WHERE status = 'failed'"), 1);
-    assert_eq!(app.count("rides WHERE status = 'charged'"), 9);
+    assert_eq!(
+        ledger_count(&ledger, "WHERE status = 'requires_payment_method'"),
+        1
+    );
+    assert_eq!(app.count("rides WHERE status = 'captured'"), 9);
 }
 
 #[tokio::test]
-async fn a_stripe_timeout_is_a_503_and_the_retry_charges_no_second_time() {
+async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
     let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
     let app = spawn_app_with(|settings| {
         use_stripe(settings, &slow);
@@ -103,12 +106,9 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_charges_no_second_time() {
     assert!(answer.header("retry-after").is_some());
     let retried = post_until_final(&app, &patient, "slow", &body).await;
     retried.assert_status(201);
-    let charge_id = retried.json()["charge_id"].as_str().unwrap().to_owned();
+    let intent = retried.json()["payment_intent_id"].as_str().unwrap().to_owned();
     assert_eq!(ledger_count(&ledger, ""), 1);
-    assert_eq!(
-        ledger_count(&ledger, &format!("WHERE id = '{charge_id}'")),
-        1
-    );
+    assert_eq!(ledger_count(&ledger, &format!("WHERE id = '{intent}'")), 1);
     assert_eq!(app.count("rides"), 1);
 }
 
@@ -128,7 +128,7 @@ async fn stripe_with_webhooks(fake: &FakeGateway) -> TestApp {
 }
 
 #[tokio::test]
-async fn the_fakes_webhook_settles_a_lost_charge_and_the_completer_finishes_it_without_charging_again(
+async fn the_fakes_webhook_settles_a_lost_payment_and_the_completer_finishes_it_without_paying_again(
 ) {
     let (fake, ledger) = spawn_fake_gateway(|faults| faults.lost_response_rate = 1.0);
     let app = stripe_with_webhooks(&fake).await;
@@ -138,15 +138,15 @@ async fn the_fakes_webhook_settles_a_lost_charge_and_the_completer_finishes_it_w
         .await
         .assert_problem(503, "payment-gateway-unavailable");
 
-    // The charge.succeeded event, redelivered while the request held the
-    // key, settles the ride from the charge the fake reports.
+    // The payment_intent.succeeded event, redelivered while the request
+    // held the key, settles the ride from the intent the fake reports.
     let settled = eventually(Duration::from_secs(10), || {
         app.key_state("lost")["recovery_point"] == "charge_completed"
     })
     .await;
     assert!(settled, "{}", app.key_state("lost"));
     // Every answer of the fake is still lost: the completer can only finish
-    // the key without asking it for the charge again.
+    // the key without asking it for the payment again.
     spawn_server(&app.database_url, |settings| {
         use_stripe(settings, &fake);
         settings.completer.enabled = true;
@@ -160,7 +160,7 @@ async fn the_fakes_webhook_settles_a_lost_charge_and_the_completer_finishes_it_w
     assert_eq!(ledger_count(&ledger, ""), 1);
     let replay = app.post_ride("lost", &body).await;
     assert_eq!(replay.status, 201);
-    assert_eq!(replay.json()["status"], "charged");
+    assert_eq!(replay.json()["status"], "captured");
 }
 
 #[tokio::test]
@@ -180,14 +180,14 @@ async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_
         .unwrap()
         .refund(&RefundRequest {
             idempotency_key: "dashboard".to_owned(),
-            charge_id: ride["charge_id"].as_str().unwrap().to_owned(),
-            amount_cents: Some(300),
+            payment: Payment::Intent(ride["payment_intent_id"].as_str().unwrap().to_owned()),
+            amount_cents: 300,
             reason: None,
             metadata: vec![],
         })
         .unwrap();
 
-    // charge.succeeded, and charge.refunded twice.
+    // payment_intent.succeeded, and charge.refunded twice.
     let delivered = eventually(Duration::from_secs(10), || {
         app.count("stripe_events WHERE result = 'applied'") == 3
     })

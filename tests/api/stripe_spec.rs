@@ -558,6 +558,36 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
             "{path}: {form:?}"
         );
     }
+    // Refunds, of a PaymentIntent and of a charge made before them.
+    use ridepay::payments::stripe::refunds::{list_query, refund_form};
+    use ridepay::payments::{Payment, RefundRequest};
+    for payment in [
+        Payment::Intent("pi_1".to_owned()),
+        Payment::Charge("ch_1".to_owned()),
+    ] {
+        let form = refund_form(&RefundRequest {
+            idempotency_key: "k".to_owned(),
+            payment: payment.clone(),
+            amount_cents: 500,
+            reason: Some("requested_by_customer".to_owned()),
+            metadata: vec![("refund_id".to_owned(), "3".to_owned())],
+        });
+        assert_eq!(
+            spec.check_form("POST", "/v1/refunds", &form, &[]),
+            Vec::<String>::new(),
+            "{form:?}"
+        );
+        let query: Vec<(String, String)> = list_query(&payment)
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        assert_eq!(
+            spec.check_query("GET", "/v1/refunds", &query),
+            Vec::<String>::new()
+        );
+    }
+    let expand = [("expand[]".to_owned(), "latest_charge".to_owned())];
+    assert_eq!(spec.check_query("GET", intent, &expand), Vec::<String>::new());
     // The one exception is needed, and is all that is needed.
     let (_, hold) = &forms[0];
     assert_eq!(

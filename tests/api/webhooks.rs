@@ -1,13 +1,14 @@
-//! `POST /webhooks/stripe`: signatures, events recorded once, and charges
+//! `POST /webhooks/stripe`: signatures, events recorded once, and payments
 //! reconciled from what the gateway says, never from the payload.
 
 use std::time::Duration;
 
 use diesel::Connection;
 use ridepay::config::ApiKey;
-use ridepay::doubles::store;
+use ridepay::doubles::events::Double;
+use ridepay::doubles::{intents, refunds};
 use ridepay::payments::stripe::signature::sign;
-use ridepay::payments::RefundRequest;
+use ridepay::payments::{Payment, RefundRequest};
 use serde_json::json;
 
 use crate::helpers::{
@@ -19,12 +20,12 @@ async fn app() -> TestApp {
     spawn_app_with(|s| s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET))).await
 }
 
-fn charge_id_of(app: &TestApp, ride_id: i64) -> String {
+fn intent_of(app: &TestApp, ride_id: i64) -> String {
     use diesel::prelude::*;
     use ridepay::schema::rides;
     rides::table
         .find(ride_id)
-        .select(rides::charge_id)
+        .select(rides::payment_intent_id)
         .first::<Option<String>>(&mut app.db())
         .unwrap()
         .unwrap()
@@ -44,17 +45,19 @@ fn assert_received(answer: &Answer, result: &str) {
     assert_eq!(answer.json()["result"], result);
 }
 
-/// A refund made at the gateway by someone other than ridepay.
-fn refund_at_the_gateway(app: &TestApp, charge_id: &str, amount: i64) {
-    store::record_refund(
+/// A refund made at the gateway by someone other than ridepay. Its events
+/// are the fake's, which nobody sends here: the test delivers its own.
+fn refund_at_the_gateway(app: &TestApp, intent: &str, amount: i64) {
+    refunds::refund(
         &mut diesel::PgConnection::establish(&app.database_url).unwrap(),
         &RefundRequest {
             idempotency_key: format!("dashboard-{}", uuid::Uuid::new_v4()),
-            charge_id: charge_id.to_owned(),
-            amount_cents: Some(amount),
+            payment: Payment::Intent(intent.to_owned()),
+            amount_cents: amount,
             reason: Some("requested_by_customer".to_owned()),
             metadata: vec![],
         },
+        Double::Fake,
     )
     .unwrap();
 }
@@ -62,15 +65,15 @@ fn refund_at_the_gateway(app: &TestApp, charge_id: &str, amount: i64) {
 #[tokio::test]
 async fn a_signed_event_is_applied_once_and_its_redelivery_changes_nothing() {
     let app = app().await;
-    let ride_id = app.charged_ride("ride").await;
-    let charge = charge_id_of(&app, ride_id);
-    refund_at_the_gateway(&app, &charge, 700);
+    let ride_id = app.paid_ride("ride").await;
+    let intent = intent_of(&app, ride_id);
+    refund_at_the_gateway(&app, &intent, 700);
     // The payload claims more than the gateway says; the gateway wins.
     let event = stripe_event(
         "evt_1",
         "charge.refunded",
         now(),
-        json!({"id": charge, "amount_refunded": 2000}),
+        json!({"id": "ch_x", "payment_intent": intent, "amount_refunded": 2000}),
     );
 
     let first = app.post_signed_webhook(&event).await;
@@ -85,7 +88,7 @@ async fn a_signed_event_is_applied_once_and_its_redelivery_changes_nothing() {
             ride["amount_refunded_cents"].as_i64(),
             ride["status"].as_str()
         ),
-        (Some(700), Some("charged"))
+        (Some(700), Some("captured"))
     );
     let refunds = app
         .get(&format!("/api/rides/{ride_id}/refunds"))
@@ -94,12 +97,12 @@ async fn a_signed_event_is_applied_once_and_its_redelivery_changes_nothing() {
     assert_eq!(refunds["data"].as_array().unwrap().len(), 1);
     assert_eq!(refunds["data"][0]["status"], "succeeded");
 
-    // Another event about the same charge does not count the refund twice.
+    // Another event about the same payment does not count the refund twice.
     let later = stripe_event(
         "evt_2",
-        "charge.refund.updated",
+        "refund.updated",
         now(),
-        json!({"id": "re_x", "charge": charge}),
+        json!({"id": "re_x", "charge": "ch_x", "payment_intent": intent}),
     );
     assert_received(&app.post_signed_webhook(&later).await, "applied");
     assert_eq!(app.ride(ride_id).await["amount_refunded_cents"], 700);
@@ -109,9 +112,14 @@ async fn a_signed_event_is_applied_once_and_its_redelivery_changes_nothing() {
 #[tokio::test]
 async fn bad_stale_and_missing_signatures_are_400_and_write_nothing() {
     let app = app().await;
-    let ride_id = app.charged_ride("ride").await;
-    let charge = charge_id_of(&app, ride_id);
-    let event = stripe_event("evt_sig", "charge.succeeded", now(), json!({"id": charge}));
+    let ride_id = app.paid_ride("ride").await;
+    let intent = intent_of(&app, ride_id);
+    let event = stripe_event(
+        "evt_sig",
+        "payment_intent.succeeded",
+        now(),
+        json!({"id": intent}),
+    );
     let altered = event.replace("evt_sig", "evt_sih");
 
     for signature in [
@@ -142,9 +150,9 @@ async fn a_body_over_256_kib_is_413() {
     let padding = "x".repeat(257 * 1024);
     let event = stripe_event(
         "evt_big",
-        "charge.succeeded",
+        "payment_intent.succeeded",
         now(),
-        json!({"id": "ch_1", "pad": padding}),
+        json!({"id": "pi_1", "pad": padding}),
     );
     app.post_signed_webhook(&event)
         .await
@@ -152,13 +160,13 @@ async fn a_body_over_256_kib_is_413() {
 }
 
 #[tokio::test]
-async fn unknown_charges_and_other_event_types_are_acknowledged_and_ignored() {
+async fn unknown_payments_and_other_event_types_are_acknowledged_and_ignored() {
     let app = app().await;
     let unknown = stripe_event(
         "evt_u",
-        "charge.succeeded",
+        "payment_intent.succeeded",
         now(),
-        json!({"id": "ch_nowhere"}),
+        json!({"id": "pi_nowhere"}),
     );
     let other = stripe_event("evt_o", "customer.created", now(), json!({"id": "cus_1"}));
 
@@ -171,24 +179,24 @@ async fn unknown_charges_and_other_event_types_are_acknowledged_and_ignored() {
 #[tokio::test]
 async fn a_dispute_marks_the_ride_and_an_older_event_never_undoes_it() {
     let app = app().await;
-    let ride_id = app.charged_ride("ride").await;
-    let charge = charge_id_of(&app, ride_id);
-    store::open_dispute(&mut app.db(), &charge).unwrap();
+    let ride_id = app.paid_ride("ride").await;
+    let intent = intent_of(&app, ride_id);
+    intents::open_dispute(&mut app.db(), &intent).unwrap();
     let disputed = stripe_event(
         "evt_new",
         "charge.dispute.created",
         now(),
-        json!({"id": "dp_1", "charge": charge}),
+        json!({"id": "dp_1", "charge": "ch_x", "payment_intent": intent}),
     );
     let older = stripe_event(
         "evt_old",
-        "charge.succeeded",
+        "payment_intent.succeeded",
         now() - 60,
-        json!({"id": charge}),
+        json!({"id": intent}),
     );
 
     assert_received(&app.post_signed_webhook(&disputed).await, "applied");
-    assert_received(&app.post_signed_webhook(&older).await, "superseded");
+    assert_received(&app.post_signed_webhook(&older).await, "applied");
 
     assert_eq!(app.ride(ride_id).await["status"], "disputed");
     app.post_refund(ride_id, "too-late", "{}")
@@ -197,9 +205,11 @@ async fn a_dispute_marks_the_ride_and_an_older_event_never_undoes_it() {
 }
 
 #[tokio::test]
-async fn a_key_with_an_unknown_charge_outcome_is_settled_by_a_webhook_and_finished_without_a_second_charge(
+async fn a_key_with_an_unknown_payment_outcome_is_settled_by_an_event_and_finished_without_a_second_payment(
 ) {
-    // Every gateway answer is lost: the charge is made, the ride stays pending.
+    // Every gateway answer is lost: the payment is made, the ride stays
+    // pending, and the gateway's own event (in-process) or a webhook
+    // settles it.
     let app = spawn_app_with(|s| {
         s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
         s.simulated_gateway.lost_response_rate = 1.0;
@@ -208,27 +218,27 @@ async fn a_key_with_an_unknown_charge_outcome_is_settled_by_a_webhook_and_finish
     app.post_ride("unknown", RIDE)
         .await
         .assert_problem(503, "payment-gateway-unavailable");
-    assert_eq!(app.key_state("unknown")["recovery_point"], "ride_created");
-    let charge: String = {
+    let intent: String = {
         use diesel::prelude::*;
-        ridepay::schema::simulated_charges::table
-            .select(ridepay::schema::simulated_charges::id)
+        ridepay::schema::simulated_payment_intents::table
+            .select(ridepay::schema::simulated_payment_intents::id)
             .first(&mut app.db())
             .unwrap()
     };
 
     let event = stripe_event(
         "evt_settle",
-        "charge.succeeded",
+        "payment_intent.succeeded",
         now(),
-        json!({"id": charge}),
+        json!({"id": intent}),
     );
     assert_received(&app.post_signed_webhook(&event).await, "applied");
 
-    assert_eq!(
-        app.key_state("unknown")["recovery_point"],
-        "charge_completed"
-    );
+    let settled = eventually(Duration::from_secs(5), || {
+        app.key_state("unknown")["recovery_point"] == "charge_completed"
+    })
+    .await;
+    assert!(settled, "{}", app.key_state("unknown"));
     assert_eq!(app.key_state("unknown")["locked"], false);
     // The completer's gateway still loses every answer: it can only finish
     // the key without calling it.
@@ -245,6 +255,43 @@ async fn a_key_with_an_unknown_charge_outcome_is_settled_by_a_webhook_and_finish
     assert_eq!(app.counts(), (1, 1, 1));
     let replay = app.post_ride("unknown", RIDE).await;
     assert_eq!(replay.status, 201);
-    assert_eq!(replay.json()["charge_id"], charge.as_str());
-    assert_eq!(replay.json()["status"], "charged");
+    assert_eq!(replay.json()["payment_intent_id"], intent.as_str());
+    assert_eq!(replay.json()["status"], "captured");
+}
+
+/// A refund Stripe accepts, then fails: the ride gets its amount back.
+#[tokio::test]
+async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
+    let app = app().await;
+    let paid = app
+        .post_ride("ride", &crate::helpers::ride_with(json!({"payment_method": "pm_card_refundFail"})))
+        .await;
+    let ride_id = paid.json()["id"].as_i64().unwrap();
+    let intent = intent_of(&app, ride_id);
+
+    let refunded = app.post_refund(ride_id, "refund", r#"{"amount_cents": 2000}"#).await;
+    refunded.assert_status(201);
+    assert_eq!(refunded.json()["status"], "succeeded");
+    assert_eq!(app.ride(ride_id).await["status"], "refunded");
+
+    std::thread::sleep(refunds::SETTLES_AFTER);
+    let event = stripe_event(
+        "evt_failed",
+        "charge.refund.updated",
+        now(),
+        json!({"id": "re_x", "charge": "ch_x", "payment_intent": intent}),
+    );
+    assert_received(&app.post_signed_webhook(&event).await, "applied");
+
+    let ride = app.ride(ride_id).await;
+    assert_eq!(
+        (ride["status"].as_str(), ride["amount_refunded_cents"].as_i64()),
+        (Some("captured"), Some(0))
+    );
+    let listed = app.get(&format!("/api/rides/{ride_id}/refunds")).await.json();
+    assert_eq!(listed["data"][0]["status"], "failed");
+    // Its amount can be refunded again.
+    app.post_refund(ride_id, "again", r#"{"amount_cents": 2000}"#)
+        .await
+        .assert_status(201);
 }

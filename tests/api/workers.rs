@@ -45,6 +45,7 @@ fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContex
         pool,
         key_policy: POLICY,
         installation_id,
+        return_url: crate::helpers::RETURN_URL.to_owned(),
     })
 }
 
@@ -117,7 +118,7 @@ async fn the_completer_finishes_keys_left_at_every_recovery_point_with_one_charg
     assert_eq!(app.counts(), (3, 3, 3));
     let made = charges.into_iter().flatten().next().unwrap();
     assert_eq!(
-        app.count(&format!("rides WHERE charge_id = '{}'", made.id)),
+        app.count(&format!("rides WHERE payment_intent_id = '{}'", made.id)),
         1
     );
     assert_eq!(
@@ -175,11 +176,11 @@ async fn no_charge_is_retried_past_the_deadline() {
     assert_eq!((report.finished, report.needs_attention), (1, 1));
     assert_eq!(app.key_state("stale")["recovery_point"], "ride_created");
     assert_eq!(app.key_state("recorded")["recovery_point"], "finished");
-    assert_eq!(app.count("simulated_charges"), 1);
+    assert_eq!(app.count("simulated_payment_intents"), 1);
     app.post_ride("stale", RIDE)
         .await
         .assert_problem(500, "internal-error");
-    assert_eq!(app.count("simulated_charges"), 1);
+    assert_eq!(app.count("simulated_payment_intents"), 1);
 }
 
 #[tokio::test]
