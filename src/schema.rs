@@ -134,6 +134,7 @@ diesel::table! {
 diesel::table! {
     simulated_events (id) {
         id -> Text,
+        seq -> Int8,
         gateway -> Text,
         event_type -> Text,
         object_kind -> Text,

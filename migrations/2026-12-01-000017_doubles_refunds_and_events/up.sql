@@ -38,6 +38,8 @@ CREATE INDEX simulated_payment_intents_due ON simulated_payment_intents (authori
 -- marks each sent.
 CREATE TABLE simulated_events (
     id TEXT PRIMARY KEY,
+    -- The order the changes were made in, within a transaction too.
+    seq BIGSERIAL NOT NULL UNIQUE,
     gateway TEXT NOT NULL CHECK (gateway IN ('simulated', 'fake')),
     event_type TEXT NOT NULL,
     -- The object the event is about (pi_..., re_..., or the dispute's
@@ -49,5 +51,5 @@ CREATE TABLE simulated_events (
     sent_at TIMESTAMPTZ
 );
 
-CREATE INDEX simulated_events_unsent ON simulated_events (gateway, created_at)
+CREATE INDEX simulated_events_unsent ON simulated_events (gateway, seq)
     WHERE sent_at IS NULL;

@@ -35,6 +35,7 @@ crate::text_enum! {
 #[diesel(table_name = simulated_events, check_for_backend(diesel::pg::Pg))]
 pub struct SimulatedEvent {
     pub id: String,
+    pub seq: i64,
     pub event_type: String,
     pub object_kind: ObjectKind,
     pub object_id: String,
@@ -45,9 +46,8 @@ pub struct SimulatedEvent {
 /// does not keep them all.
 pub fn forget_sent(conn: &mut PgConnection) -> QueryResult<usize> {
     diesel::delete(
-        simulated_events::table.filter(
-            simulated_events::sent_at.lt(chrono::Utc::now() - chrono::Duration::hours(1)),
-        ),
+        simulated_events::table
+            .filter(simulated_events::sent_at.lt(chrono::Utc::now() - chrono::Duration::hours(1))),
     )
     .execute(conn)
 }
@@ -73,7 +73,8 @@ pub fn record(
 }
 
 /// Takes up to `limit` unsent events of `double`, oldest first, for
-/// `hold`: no other sender takes them meanwhile.
+/// `hold`, in the order they were recorded: no other sender takes them
+/// meanwhile.
 pub fn take(
     conn: &mut PgConnection,
     double: Double,
@@ -86,14 +87,14 @@ pub fn take(
          WHERE id IN (SELECT id FROM simulated_events \
              WHERE gateway = $1 AND sent_at IS NULL \
                  AND (sending_until IS NULL OR sending_until < now()) \
-             ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, event_type, object_kind, object_id, created_at",
+             ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING id, seq, event_type, object_kind, object_id, created_at",
     )
     .bind::<Text, _>(double.as_str())
     .bind::<BigInt, _>(limit)
     .bind::<Double8, _>(hold.as_secs_f64())
     .load(conn)?;
-    events.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    events.sort_by_key(|event| event.seq);
     Ok(events)
 }
 

@@ -57,10 +57,7 @@ pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
         "pm_card_pendingRefund",
         "pays; a refund is pending, then succeeds",
     ),
-    (
-        "pm_card_refundFail",
-        "pays; a refund succeeds, then fails",
-    ),
+    ("pm_card_refundFail", "pays; a refund succeeds, then fails"),
     (
         "pm_card_ridepay_pendingRefundFails",
         "ridepay's: pays; a refund is pending, then fails",
@@ -820,8 +817,14 @@ pub fn open_dispute(conn: &mut PgConnection, id: &str) -> Result<bool, GatewayEr
         let Some(double) = disputed else {
             return Ok(false);
         };
-        events::record(conn, double, "charge.dispute.created", ObjectKind::Dispute, id)
-            .map_err(storage)?;
+        events::record(
+            conn,
+            double,
+            "charge.dispute.created",
+            ObjectKind::Dispute,
+            id,
+        )
+        .map_err(storage)?;
         Ok(true)
     })
 }

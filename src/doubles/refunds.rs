@@ -114,66 +114,74 @@ pub fn refund(
     double: Double,
 ) -> Result<Refund, GatewayError> {
     let parameters = serde_json::to_value(request).expect("requests serialise");
-    once_per_key(conn, &request.idempotency_key, "refund", parameters, |conn| {
-        let paid = paid(conn, &request.payment)?;
-        let kept: i64 = refunds(conn, &request.payment)?
-            .iter()
-            .filter(|refund| !refund.status.undone())
-            .map(|refund| refund.amount_cents)
-            .sum();
-        let remaining = paid.received_cents - kept;
-        if request.amount_cents > remaining {
-            return Err(GatewayError::Rejected {
-                message: format!(
-                    "amount_too_large: Refund amount ({}) is greater than the {remaining} \
+    once_per_key(
+        conn,
+        &request.idempotency_key,
+        "refund",
+        parameters,
+        |conn| {
+            let paid = paid(conn, &request.payment)?;
+            let kept: i64 = refunds(conn, &request.payment)?
+                .iter()
+                .filter(|refund| !refund.status.undone())
+                .map(|refund| refund.amount_cents)
+                .sum();
+            let remaining = paid.received_cents - kept;
+            if request.amount_cents > remaining {
+                return Err(GatewayError::Rejected {
+                    message: format!(
+                        "amount_too_large: Refund amount ({}) is greater than the {remaining} \
                      that remains of the payment",
-                    request.amount_cents
-                ),
-            });
-        }
-        let (status, settles_as) = match paid.payment_method.as_deref() {
-            Some("pm_card_pendingRefund") => (RefundState::Pending, Some(RefundState::Succeeded)),
-            Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
-            Some("pm_card_ridepay_pendingRefundFails") => {
-                (RefundState::Pending, Some(RefundState::Failed))
+                        request.amount_cents
+                    ),
+                });
             }
-            _ => (RefundState::Succeeded, None),
-        };
-        let (payment_intent, charge_id) = match &request.payment {
-            Payment::Intent(id) => (Some(id.as_str()), paid.charge.as_deref()),
-            Payment::Charge(id) => (None, Some(id.as_str())),
-        };
-        let metadata: serde_json::Map<String, serde_json::Value> = request
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        let stored: StoredRefund = diesel::insert_into(simulated_refunds::table)
-            .values((
-                simulated_refunds::id.eq(random_id("re_sim_")),
-                simulated_refunds::idempotency_key.eq(&request.idempotency_key),
-                simulated_refunds::payment_intent.eq(payment_intent),
-                simulated_refunds::charge_id.eq(charge_id),
-                simulated_refunds::amount_cents.eq(request.amount_cents),
-                simulated_refunds::currency.eq(&paid.currency),
-                simulated_refunds::reason.eq(&request.reason),
-                simulated_refunds::metadata.eq(serde_json::Value::Object(metadata)),
-                simulated_refunds::status.eq(status),
-                simulated_refunds::gateway.eq(double),
-                simulated_refunds::settles_at
-                    .eq(settles_as.map(|_| intents::after(SETTLES_AFTER))),
-                simulated_refunds::settles_as.eq(settles_as),
-            ))
-            .returning(StoredRefund::as_returning())
-            .get_result(conn)
-            .map_err(storage)?;
-        if status == RefundState::Succeeded {
-            stored.announce(conn, &["charge.refunded"])?;
-        } else {
-            stored.announce(conn, &["refund.created"])?;
-        }
-        Ok(stored.refund())
-    })
+            let (status, settles_as) = match paid.payment_method.as_deref() {
+                Some("pm_card_pendingRefund") => {
+                    (RefundState::Pending, Some(RefundState::Succeeded))
+                }
+                Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
+                Some("pm_card_ridepay_pendingRefundFails") => {
+                    (RefundState::Pending, Some(RefundState::Failed))
+                }
+                _ => (RefundState::Succeeded, None),
+            };
+            let (payment_intent, charge_id) = match &request.payment {
+                Payment::Intent(id) => (Some(id.as_str()), paid.charge.as_deref()),
+                Payment::Charge(id) => (None, Some(id.as_str())),
+            };
+            let metadata: serde_json::Map<String, serde_json::Value> = request
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            let stored: StoredRefund = diesel::insert_into(simulated_refunds::table)
+                .values((
+                    simulated_refunds::id.eq(random_id("re_sim_")),
+                    simulated_refunds::idempotency_key.eq(&request.idempotency_key),
+                    simulated_refunds::payment_intent.eq(payment_intent),
+                    simulated_refunds::charge_id.eq(charge_id),
+                    simulated_refunds::amount_cents.eq(request.amount_cents),
+                    simulated_refunds::currency.eq(&paid.currency),
+                    simulated_refunds::reason.eq(&request.reason),
+                    simulated_refunds::metadata.eq(serde_json::Value::Object(metadata)),
+                    simulated_refunds::status.eq(status),
+                    simulated_refunds::gateway.eq(double),
+                    simulated_refunds::settles_at
+                        .eq(settles_as.map(|_| intents::after(SETTLES_AFTER))),
+                    simulated_refunds::settles_as.eq(settles_as),
+                ))
+                .returning(StoredRefund::as_returning())
+                .get_result(conn)
+                .map_err(storage)?;
+            if status == RefundState::Succeeded {
+                stored.announce(conn, &["charge.refunded"])?;
+            } else {
+                stored.announce(conn, &["refund.created"])?;
+            }
+            Ok(stored.refund())
+        },
+    )
 }
 
 type RefundFilter = Box<
@@ -193,16 +201,20 @@ fn of_payment(payment: Option<&Payment>) -> RefundFilter {
                 .eq(id.clone())
                 .and(simulated_refunds::payment_intent.is_null()),
         ),
-        None => Box::new(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Bool>>(
-            "true",
-        )),
+        None => Box::new(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Bool>,
+        >("true")),
     }
 }
 
 /// Settles the refunds whose time came (of one payment, or any), with the
 /// events Stripe sends: `refund.updated` and `charge.refund.updated` for
 /// every change, and `charge.refunded` when one succeeds.
-fn settle_due(conn: &mut PgConnection, payment: Option<&Payment>, limit: i64) -> Result<usize, GatewayError> {
+fn settle_due(
+    conn: &mut PgConnection,
+    payment: Option<&Payment>,
+    limit: i64,
+) -> Result<usize, GatewayError> {
     let due: Vec<String> = simulated_refunds::table
         .filter(simulated_refunds::settles_at.le(diesel::dsl::now))
         .filter(of_payment(payment))
@@ -215,9 +227,8 @@ fn settle_due(conn: &mut PgConnection, payment: Option<&Payment>, limit: i64) ->
     for id in &due {
         let settled: StoredRefund = diesel::update(simulated_refunds::table.find(id))
             .set((
-                simulated_refunds::status.eq(diesel::dsl::sql::<diesel::sql_types::Text>(
-                    "settles_as",
-                )),
+                simulated_refunds::status
+                    .eq(diesel::dsl::sql::<diesel::sql_types::Text>("settles_as")),
                 simulated_refunds::settles_at.eq(None::<DateTime<Utc>>),
                 simulated_refunds::settles_as.eq(None::<RefundState>),
             ))
@@ -237,7 +248,10 @@ fn refunds(conn: &mut PgConnection, payment: &Payment) -> Result<Vec<Refund>, Ga
     settle_due(conn, Some(payment), i64::MAX)?;
     Ok(simulated_refunds::table
         .filter(of_payment(Some(payment)))
-        .order((simulated_refunds::created_at.desc(), simulated_refunds::id.desc()))
+        .order((
+            simulated_refunds::created_at.desc(),
+            simulated_refunds::id.desc(),
+        ))
         .select(StoredRefund::as_select())
         .load(conn)
         .map_err(storage)?

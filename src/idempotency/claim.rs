@@ -6,7 +6,7 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::canonical::CanonicalRequest;
-use super::fingerprint::Fingerprint;
+use super::fingerprint::{EarlierForm, Fingerprint};
 use super::key::IdempotencyKey;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
@@ -20,7 +20,7 @@ use crate::service_error::ServiceError;
 
 /// An idempotent request, as the claim sees it: whose, under which key, and
 /// what was asked, in canonical form.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IdempotentRequest<'a> {
     pub user_id: UserId,
     pub key: &'a IdempotencyKey,
@@ -30,6 +30,21 @@ pub struct IdempotentRequest<'a> {
     /// The validated request with defaults applied: the fingerprint and every
     /// check against a stored one hash these bytes.
     pub params: &'a CanonicalRequest,
+    /// Its canonical form under earlier fingerprint versions, for keys
+    /// stored before the form changed.
+    pub earlier: EarlierForm<'a>,
+}
+
+impl std::fmt::Debug for IdempotentRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdempotentRequest")
+            .field("user_id", &self.user_id)
+            .field("key", &self.key)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> IdempotentRequest<'a> {
@@ -39,6 +54,7 @@ impl<'a> IdempotentRequest<'a> {
         key: &'a IdempotencyKey,
         path: &'a str,
         params: &'a CanonicalRequest,
+        earlier: EarlierForm<'a>,
     ) -> Self {
         IdempotentRequest {
             user_id,
@@ -46,6 +62,7 @@ impl<'a> IdempotentRequest<'a> {
             method: "POST",
             path,
             params,
+            earlier,
         }
     }
 
@@ -58,6 +75,7 @@ impl<'a> IdempotentRequest<'a> {
             self.method,
             self.path,
             self.params.as_bytes(),
+            self.earlier,
             &record.request_fingerprint,
         )
     }

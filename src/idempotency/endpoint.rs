@@ -36,6 +36,14 @@ pub trait Endpoint: 'static {
     /// The phases for one request.
     fn phases<'a>(context: &'a Self::Context, params: &'a Self::Params) -> Self::Phases<'a>;
 
+    /// The request's canonical form under an earlier fingerprint `version`,
+    /// which keys stored by an earlier release are compared with; `None`
+    /// when no request of that version could have been this one. By default
+    /// the form never changed.
+    fn canonical_under(params: &Self::Params, _version: u32) -> Option<Vec<u8>> {
+        Some(CanonicalRequest::of(params).as_bytes().to_vec())
+    }
+
     /// What is checked before the key is even looked at (nothing, unless an
     /// endpoint says): another user's resource is a 404 whatever the key, so
     /// a key's state reveals nothing about it.
@@ -60,7 +68,8 @@ pub fn run<E: Endpoint>(
 ) -> Result<Outcome, ServiceError> {
     E::admit(&mut conn, user, params)?;
     let canonical = CanonicalRequest::of(params);
-    let request = IdempotentRequest::post(user, key, path, &canonical);
+    let earlier = |version| E::canonical_under(params, version);
+    let request = IdempotentRequest::post(user, key, path, &canonical, &earlier);
     let phases = E::phases(context, params);
     flow::run(
         context.pool(),

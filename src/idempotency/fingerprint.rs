@@ -5,8 +5,14 @@ use sha2::{Digest, Sha256};
 
 /// The version of the canonical form. A later release that changes the
 /// canonical form adds a version and keeps computing the older ones, so keys
-/// stored before the upgrade still match their retries.
-const CURRENT_VERSION: u32 = 1;
+/// stored before the upgrade still match their retries. Version 2: rides pay
+/// through PaymentIntents (`payment_method` and `capture_method` where
+/// version 1 had `payment_source`).
+pub const CURRENT_VERSION: u32 = 2;
+
+/// A request's canonical form under an earlier version; `None` when no
+/// request of that version could have been this one.
+pub type EarlierForm<'a> = &'a dyn Fn(u32) -> Option<Vec<u8>>;
 
 /// `v<version>:<hex sha-256>` over the version, method, path as sent, and the
 /// canonical (validated, defaults applied) request.
@@ -20,9 +26,17 @@ impl Fingerprint {
     }
 
     /// Whether `stored` (a fingerprint of an earlier request) names this same
-    /// request, computed the way `stored` was. Every retry asks, so the digest
-    /// is compared in a stack buffer rather than as a new string.
-    pub fn matches_stored(method: &str, path: &str, canonical: &[u8], stored: &str) -> bool {
+    /// request, computed the way `stored` was: over `canonical`, or for a
+    /// fingerprint of an earlier version over the form `earlier` gives. Every
+    /// retry asks, so the digest is compared in a stack buffer rather than as
+    /// a new string.
+    pub fn matches_stored(
+        method: &str,
+        path: &str,
+        canonical: &[u8],
+        earlier: EarlierForm<'_>,
+        stored: &str,
+    ) -> bool {
         let Some((version, stored_hex)) = stored
             .strip_prefix('v')
             .and_then(|rest| rest.split_once(':'))
@@ -33,6 +47,18 @@ impl Fingerprint {
         if !(1..=CURRENT_VERSION).contains(&version) {
             return false;
         }
+        let earlier_form;
+        let canonical = if version == CURRENT_VERSION {
+            canonical
+        } else {
+            match earlier(version) {
+                Some(form) => {
+                    earlier_form = form;
+                    &earlier_form[..]
+                }
+                None => return false,
+            }
+        };
         let mut computed = [0u8; 64];
         hex::encode_to_slice(digest(version, method, path, canonical), &mut computed)
             .expect("64 hex digits hold a SHA-256");
@@ -67,7 +93,7 @@ mod tests {
     #[test]
     fn is_versioned_hex_sha256() {
         let fingerprint = Fingerprint::compute("POST", "/api/rides", b"{}");
-        assert!(fingerprint.as_str().starts_with("v1:"));
+        assert!(fingerprint.as_str().starts_with("v2:"));
         assert_eq!(fingerprint.as_str().len(), 3 + 64);
     }
 
@@ -93,32 +119,35 @@ mod tests {
         );
     }
 
+    fn never(_: u32) -> Option<Vec<u8>> {
+        None
+    }
+
     #[test]
     fn stored_fingerprints_match_by_their_own_version() {
         let stored = Fingerprint::compute("POST", "/api/rides", b"{}");
-        assert!(Fingerprint::matches_stored(
-            "POST",
-            "/api/rides",
-            b"{}",
-            stored.as_str()
+        let matches = |canonical: &[u8], earlier: EarlierForm<'_>, stored: &str| {
+            Fingerprint::matches_stored("POST", "/api/rides", canonical, earlier, stored)
+        };
+        assert!(matches(b"{}", &never, stored.as_str()));
+        assert!(!matches(b"{ }", &never, stored.as_str()));
+        assert!(!matches(b"{}", &never, "v9:00"));
+        assert!(!matches(b"{}", &never, "garbage"));
+        // A version 1 fingerprint is compared with the request's version 1 form.
+        let old = format!(
+            "v1:{}",
+            hex::encode(digest(1, "POST", "/api/rides", b"old"))
+        );
+        assert!(matches(
+            b"new",
+            &|v| (v == 1).then(|| b"old".to_vec()),
+            &old
         ));
-        assert!(!Fingerprint::matches_stored(
-            "POST",
-            "/api/rides",
-            b"{ }",
-            stored.as_str()
+        assert!(!matches(
+            b"new",
+            &|v| (v == 1).then(|| b"new".to_vec()),
+            &old
         ));
-        assert!(!Fingerprint::matches_stored(
-            "POST",
-            "/api/rides",
-            b"{}",
-            "v9:00"
-        ));
-        assert!(!Fingerprint::matches_stored(
-            "POST",
-            "/api/rides",
-            b"{}",
-            "garbage"
-        ));
+        assert!(!matches(b"old", &never, &old));
     }
 }

@@ -249,14 +249,26 @@ pub fn follow(
     let next = RefundStatus::of(state);
     if next == refund.status {
         if refund.gateway_refund_id.is_none() {
-            settle(conn, refund.id, refund.status, next, Some(gateway_refund_id))?;
+            settle(
+                conn,
+                refund.id,
+                refund.status,
+                next,
+                Some(gateway_refund_id),
+            )?;
         }
         return Ok(());
     }
     if !refund.status.may_become(next) {
         return Ok(());
     }
-    settle(conn, refund.id, refund.status, next, Some(gateway_refund_id))?;
+    settle(
+        conn,
+        refund.id,
+        refund.status,
+        next,
+        Some(gateway_refund_id),
+    )?;
     match (refund.status, next) {
         (RefundStatus::Pending, RefundStatus::Succeeded) => {
             add_refunded(conn, refund.ride_id, refund.amount_cents)?;

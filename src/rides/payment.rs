@@ -41,7 +41,8 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
         // A hold Stripe released on its own lapsed; any other cancel of an
         // intent ridepay did not cancel itself cancels the ride.
         IntentStatus::Canceled
-            if current == Authorized && intent.cancellation_reason.as_deref() == Some("automatic") =>
+            if current == Authorized
+                && intent.cancellation_reason.as_deref() == Some("automatic") =>
         {
             Expired
         }
@@ -91,8 +92,16 @@ mod tests {
             id: "pi_1".to_owned(),
             status,
             amount_cents: 2000,
-            amount_capturable_cents: if status == IntentStatus::RequiresCapture { 2000 } else { 0 },
-            amount_received_cents: if status == IntentStatus::Succeeded { 2000 } else { 0 },
+            amount_capturable_cents: if status == IntentStatus::RequiresCapture {
+                2000
+            } else {
+                0
+            },
+            amount_received_cents: if status == IntentStatus::Succeeded {
+                2000
+            } else {
+                0
+            },
             currency: "eur".to_owned(),
             capture_method: CaptureMethod::Manual,
             client_secret: Some("pi_1_secret_x".to_owned()),
@@ -131,12 +140,24 @@ mod tests {
 
     #[test]
     fn nothing_goes_back_and_a_lapsed_hold_expires() {
-        assert_eq!(settlement(Authorized, &intent(IntentStatus::RequiresAction)), None);
-        assert_eq!(settlement(Captured, &intent(IntentStatus::RequiresCapture)), None);
-        assert_eq!(settlement(Authorized, &intent(IntentStatus::RequiresCapture)), None);
+        assert_eq!(
+            settlement(Authorized, &intent(IntentStatus::RequiresAction)),
+            None
+        );
+        assert_eq!(
+            settlement(Captured, &intent(IntentStatus::RequiresCapture)),
+            None
+        );
+        assert_eq!(
+            settlement(Authorized, &intent(IntentStatus::RequiresCapture)),
+            None
+        );
         let mut lapsed = intent(IntentStatus::Canceled);
         lapsed.cancellation_reason = Some("automatic".to_owned());
-        assert_eq!(settlement(Authorized, &lapsed).map(|s| s.status), Some(Expired));
+        assert_eq!(
+            settlement(Authorized, &lapsed).map(|s| s.status),
+            Some(Expired)
+        );
         assert_eq!(settlement(Expired, &lapsed), None);
     }
 
@@ -150,6 +171,9 @@ mod tests {
                 "return_url": "https://ridepay.example/payments/return"}}))
         );
         let held = settlement(RequiresAction, &intent(IntentStatus::RequiresCapture)).unwrap();
-        assert_eq!((held.next_action, held.amount_authorized_cents), (None, 2000));
+        assert_eq!(
+            (held.next_action, held.amount_authorized_cents),
+            (None, 2000)
+        );
     }
 }

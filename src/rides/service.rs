@@ -29,6 +29,13 @@ impl Endpoint for RideEndpoint {
     fn phases<'a>(context: &'a ServiceContext, params: &'a RideParams) -> RidePhases<'a> {
         RidePhases::new(context, params)
     }
+
+    fn canonical_under(params: &RideParams, version: u32) -> Option<Vec<u8>> {
+        match version {
+            1 => params.version_1_form(),
+            _ => None,
+        }
+    }
 }
 
 /// The endpoint's phases, for one request.

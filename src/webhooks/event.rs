@@ -116,7 +116,10 @@ impl Event {
         } else {
             None
         };
-        if subject.as_ref().is_some_and(|subject| !storable(subject.id())) {
+        if subject
+            .as_ref()
+            .is_some_and(|subject| !storable(subject.id()))
+        {
             return None;
         }
         Some(Event {
@@ -201,19 +204,27 @@ mod tests {
         let subject = |body: &str| Event::parse(body.as_bytes()).map(|event| event.subject);
         let intent = |id: &str| Payment::Intent(id.to_owned());
         assert_eq!(
-            subject(r#"{"id": "evt_1", "type": "payment_intent.succeeded", "created": 10, "data": {"object": {"id": "pi_1"}}}"#),
+            subject(
+                r#"{"id": "evt_1", "type": "payment_intent.succeeded", "created": 10, "data": {"object": {"id": "pi_1"}}}"#
+            ),
             Some(Some(Subject::Intent("pi_1".to_owned())))
         );
         assert_eq!(
-            subject(r#"{"id": "evt_2", "type": "charge.refunded", "created": 10, "data": {"object": {"id": "ch_1", "payment_intent": "pi_1"}}}"#),
+            subject(
+                r#"{"id": "evt_2", "type": "charge.refunded", "created": 10, "data": {"object": {"id": "ch_1", "payment_intent": "pi_1"}}}"#
+            ),
             Some(Some(Subject::Refunds(intent("pi_1"))))
         );
         assert_eq!(
-            subject(r#"{"id": "evt_3", "type": "refund.updated", "created": 10, "data": {"object": {"id": "re_1", "charge": "ch_1", "payment_intent": null}}}"#),
+            subject(
+                r#"{"id": "evt_3", "type": "refund.updated", "created": 10, "data": {"object": {"id": "re_1", "charge": "ch_1", "payment_intent": null}}}"#
+            ),
             Some(Some(Subject::Refunds(Payment::Charge("ch_1".to_owned()))))
         );
         assert_eq!(
-            subject(r#"{"id": "evt_4", "type": "charge.dispute.created", "created": 10, "data": {"object": {"id": "dp_1", "charge": "ch_1", "payment_intent": "pi_1"}}}"#),
+            subject(
+                r#"{"id": "evt_4", "type": "charge.dispute.created", "created": 10, "data": {"object": {"id": "dp_1", "charge": "ch_1", "payment_intent": "pi_1"}}}"#
+            ),
             Some(Some(Subject::Dispute(intent("pi_1"))))
         );
         let other = Event::parse(br#"{"id": "evt_5", "type": "customer.created", "created": 10, "data": {"object": {"id": "cus_1"}}}"#).unwrap();

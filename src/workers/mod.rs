@@ -101,15 +101,13 @@ impl Workers {
             );
         }
         if settings.gateway == GatewayKind::Simulated {
-            workers.spawn(
-                "simulated-events",
-                SIMULATED_EVENTS_INTERVAL,
-                move || match simulated_events::run_once(&context) {
+            workers.spawn("simulated-events", SIMULATED_EVENTS_INTERVAL, move || {
+                match simulated_events::run_once(&context) {
                     Ok(0) => {}
                     Ok(sent) => log::debug!("simulated gateway sent {sent} events"),
                     Err(err) => log::warn!("simulated gateway events: {err:#}"),
-                },
-            );
+                }
+            });
         }
         Ok(workers)
     }

@@ -5,7 +5,9 @@
 
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::doubles::SimulatedGateway;
-use ridepay::payments::{CaptureMethod, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway};
+use ridepay::payments::{
+    CaptureMethod, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway,
+};
 
 use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
 

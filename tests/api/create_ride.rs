@@ -20,7 +20,10 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
     assert_eq!(ride["capture_method"], "automatic");
     assert_eq!(ride["amount_cents"], 2000);
     assert_eq!(
-        (ride["amount_authorized_cents"].as_i64(), ride["amount_captured_cents"].as_i64()),
+        (
+            ride["amount_authorized_cents"].as_i64(),
+            ride["amount_captured_cents"].as_i64()
+        ),
         (Some(2000), Some(2000))
     );
     assert_eq!(ride["amount_refunded_cents"], 0);
@@ -38,15 +41,31 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
         1
     );
     // Exactly the fields of the contract.
-    let mut fields: Vec<&str> = ride.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut fields: Vec<&str> = ride
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     fields.sort_unstable();
     assert_eq!(
         fields,
         [
-            "amount_authorized_cents", "amount_captured_cents", "amount_cents",
-            "amount_refunded_cents", "capture_method", "created_at", "currency", "id",
-            "next_action", "origin_lat", "origin_lon", "payment_intent_id", "status",
-            "target_lat", "target_lon"
+            "amount_authorized_cents",
+            "amount_captured_cents",
+            "amount_cents",
+            "amount_refunded_cents",
+            "capture_method",
+            "created_at",
+            "currency",
+            "id",
+            "next_action",
+            "origin_lat",
+            "origin_lon",
+            "payment_intent_id",
+            "status",
+            "target_lat",
+            "target_lon"
         ]
     );
     assert_eq!(app.counts(), (1, 1, 1));
@@ -152,7 +171,10 @@ async fn a_ride_without_a_payment_method_pays_with_the_saved_card() {
         .await;
 
     assert_eq!(answer.status, 201);
-    let intent = answer.json()["payment_intent_id"].as_str().unwrap().to_owned();
+    let intent = answer.json()["payment_intent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         app.count(&format!(
             "simulated_payment_intents WHERE id = '{intent}' AND customer = 'cus_test' \
@@ -237,9 +259,16 @@ async fn a_card_that_needs_authentication_is_a_stored_202_with_the_next_action()
         Some(format!("{}/payments/return", app.address).as_str())
     );
     let secret = action["client_secret"].as_str().unwrap();
-    assert!(secret.starts_with(ride["payment_intent_id"].as_str().unwrap()), "{secret}");
+    assert!(
+        secret.starts_with(ride["payment_intent_id"].as_str().unwrap()),
+        "{secret}"
+    );
     assert_eq!(
-        (replay.status, &replay.body, replay.header("idempotent-replayed")),
+        (
+            replay.status,
+            &replay.body,
+            replay.header("idempotent-replayed")
+        ),
         (202, &answer.body, Some("true"))
     );
     // Nothing held yet, and no receipt for what is not paid.
@@ -257,21 +286,32 @@ async fn a_payment_that_settles_later_is_a_stored_202_processing_and_an_event_au
 
     answer.assert_status(202);
     let ride = answer.json();
-    assert_eq!((ride["status"].as_str(), &ride["next_action"]), (Some("processing"), &json!(null)));
+    assert_eq!(
+        (ride["status"].as_str(), &ride["next_action"]),
+        (Some("processing"), &json!(null))
+    );
     // The simulated gateway's event, delivered in-process, settles it.
     let path = format!("/api/rides/{}", ride["id"]);
     let mut status = String::new();
     for _ in 0..50 {
-        status = app.get(&path).await.json()["status"].as_str().unwrap().to_owned();
+        status = app.get(&path).await.json()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         if status != "processing" {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(status, "authorized");
-    assert_eq!(app.ride(ride["id"].as_i64().unwrap()).await["amount_authorized_cents"], 2000);
+    assert_eq!(
+        app.ride(ride["id"].as_i64().unwrap()).await["amount_authorized_cents"],
+        2000
+    );
     // The key's answer stays what it was.
-    let replay = app.post_ride("slow-bank", &held_ride("pm_card_ridepay_processing")).await;
+    let replay = app
+        .post_ride("slow-bank", &held_ride("pm_card_ridepay_processing"))
+        .await;
     assert_eq!((replay.status, replay.body), (202, answer.body));
 }
 
@@ -287,12 +327,21 @@ async fn a_payment_method_that_is_not_a_pm_id_is_a_400_and_reaches_no_gateway() 
         assert_eq!(problem["errors"][0]["field"], "payment_method", "{method}");
     }
     let old = app
-        .post_ride("old", &ride_with(json!({ "payment_method": null, "payment_source": "tok_visa" })))
+        .post_ride(
+            "old",
+            &ride_with(json!({ "payment_method": null, "payment_source": "tok_visa" })),
+        )
         .await;
-    assert_eq!(old.assert_problem(400, "invalid-request")["errors"][0]["field"], "payment_source");
+    assert_eq!(
+        old.assert_problem(400, "invalid-request")["errors"][0]["field"],
+        "payment_source"
+    );
     let capture = app
         .post_ride("capture", &ride_with(json!({ "capture_method": "later" })))
         .await;
-    assert_eq!(capture.assert_problem(400, "invalid-request")["errors"][0]["field"], "capture_method");
+    assert_eq!(
+        capture.assert_problem(400, "invalid-request")["errors"][0]["field"],
+        "capture_method"
+    );
     assert_eq!(app.counts(), (0, 0, 0));
 }

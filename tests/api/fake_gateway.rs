@@ -114,11 +114,18 @@ async fn a_payments_refunds_are_listed_newest_first_and_its_charge_expanded_on_r
         .collect();
     refunds.reverse();
     assert_eq!(ids, refunds);
-    assert_eq!((&listed["object"], &listed["url"]), (&Value::from("list"), &Value::from("/v1/refunds")));
+    assert_eq!(
+        (&listed["object"], &listed["url"]),
+        (&Value::from("list"), &Value::from("/v1/refunds"))
+    );
     assert!(plain.json()["latest_charge"].is_string());
     let charge = &expanded.json()["latest_charge"];
     assert_eq!(
         (&charge["object"], &charge["id"], &charge["disputed"]),
-        (&Value::from("charge"), &plain.json()["latest_charge"], &Value::from(false))
+        (
+            &Value::from("charge"),
+            &plain.json()["latest_charge"],
+            &Value::from(false)
+        )
     );
 }

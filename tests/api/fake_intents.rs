@@ -163,3 +163,133 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
     );
     assert_eq!(canceled.1["cancellation_reason"], "requested_by_customer");
 }
+
+/// Event bodies as a webhook endpoint receives them, over HTTP on loopback.
+fn receive_events() -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/webhooks/stripe", listener.local_addr().unwrap());
+    let (sender, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = sender.send(serde_json::from_slice(&body).unwrap());
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (url, received)
+}
+
+#[tokio::test]
+async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_describes() {
+    let (gateway, ledger) = spawn_fake_gateway(|_| {});
+    let (url, received) = receive_events();
+    gateway.send_webhooks_to(ridepay::doubles::fake_stripe::WebhookTarget {
+        url,
+        secret: "whsec_test".to_owned(),
+    });
+    let fake = Fake {
+        url: gateway.url(),
+        client: reqwest::Client::new(),
+    };
+    let create = "/v1/payment_intents";
+    let paid = fake
+        .post(
+            create,
+            "paid",
+            &create_form("pm_card_pendingRefund", "automatic"),
+        )
+        .await;
+    let id = paid.1["id"].as_str().unwrap().to_owned();
+
+    let refunded = fake
+        .post(
+            "/v1/refunds",
+            "refund",
+            &[("payment_intent", &id), ("amount", "500")],
+        )
+        .await;
+    let too_much = fake
+        .post(
+            "/v1/refunds",
+            "greedy",
+            &[("payment_intent", &id), ("amount", "5000")],
+        )
+        .await;
+    let listed = fake.get(&format!("/v1/refunds?payment_intent={id}")).await;
+    ridepay::doubles::intents::open_dispute(
+        &mut diesel::Connection::establish(&ledger).unwrap(),
+        &id,
+    )
+    .unwrap();
+    let expanded = fake
+        .get(&format!("{create}/{id}?expand[]=latest_charge"))
+        .await;
+
+    assert_eq!(
+        (refunded.0, too_much.0, listed.0, expanded.0),
+        (200, 400, 200, 200)
+    );
+    conforms("POST", "/v1/refunds", &refunded);
+    conforms("POST", "/v1/refunds", &too_much);
+    conforms("GET", "/v1/refunds", &listed);
+    conforms("GET", "/v1/payment_intents/{intent}", &expanded);
+    assert_eq!(refunded.1["status"], "pending");
+    assert_eq!(expanded.1["latest_charge"]["disputed"], true);
+
+    // The intent paid, the refund created, then settled, and the dispute.
+    let mut events = Vec::new();
+    while let Ok(event) = received.recv_timeout(std::time::Duration::from_secs(5)) {
+        events.push(event);
+        if events.len() == 6 {
+            break;
+        }
+    }
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "payment_intent.succeeded",
+            "refund.created",
+            "charge.dispute.created",
+            "refund.updated",
+            "charge.refund.updated",
+            "charge.refunded"
+        ]
+    );
+    let kinds = [
+        "payment_intent",
+        "refund",
+        "dispute",
+        "refund",
+        "refund",
+        "charge",
+    ];
+    for (event, kind) in events.iter().zip(kinds) {
+        let mut errors = spec().check_object("event", event);
+        errors.extend(spec().check_object(kind, &event["data"]["object"]));
+        assert!(
+            errors.is_empty(),
+            "{}: {errors:#?}\n{event:#}",
+            event["type"]
+        );
+    }
+    assert_eq!(events[5]["data"]["object"]["amount_refunded"], 500);
+}

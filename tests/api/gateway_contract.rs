@@ -90,7 +90,11 @@ fn a_failure_before_acting_is_unavailable_and_holds_nothing(under_test: &impl Ga
 
 fn paid(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
     gateway
-        .create_intent(&intent_request(key, payment_method, CaptureMethod::Automatic))
+        .create_intent(&intent_request(
+            key,
+            payment_method,
+            CaptureMethod::Automatic,
+        ))
         .unwrap()
 }
 
@@ -149,7 +153,9 @@ fn the_same_refund_key_gives_the_same_refund_and_other_parameters_are_refused(
 
     let first = gateway.refund(&refund("once", &intent.id, 700)).unwrap();
     let again = gateway.refund(&refund("once", &intent.id, 700)).unwrap();
-    let other = gateway.refund(&refund("once", &intent.id, 800)).unwrap_err();
+    let other = gateway
+        .refund(&refund("once", &intent.id, 800))
+        .unwrap_err();
 
     assert_eq!(first, again);
     assert!(
@@ -204,8 +210,16 @@ fn after_settling() {
 fn refunds_that_settle_later_do_as_their_test_cards_say(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let cases = [
-        ("pm_card_pendingRefund", RefundState::Pending, RefundState::Succeeded),
-        ("pm_card_refundFail", RefundState::Succeeded, RefundState::Failed),
+        (
+            "pm_card_pendingRefund",
+            RefundState::Pending,
+            RefundState::Succeeded,
+        ),
+        (
+            "pm_card_refundFail",
+            RefundState::Succeeded,
+            RefundState::Failed,
+        ),
         (
             "pm_card_ridepay_pendingRefundFails",
             RefundState::Pending,
@@ -259,7 +273,11 @@ fn refunds_of_charges_made_before_payment_intents_are_made_on_the_charge(
         .unwrap();
 
     assert_eq!(
-        (made.charge.as_deref(), made.payment_intent.as_deref(), made.status),
+        (
+            made.charge.as_deref(),
+            made.payment_intent.as_deref(),
+            made.status
+        ),
         (Some("ch_legacy"), None, RefundState::Succeeded)
     );
     assert_eq!(gateway.refunds_of(&legacy).unwrap(), [made]);
@@ -270,7 +288,13 @@ fn a_disputed_payment_says_so(under_test: &impl GatewayUnderTest) {
     let intent = paid(&*gateway, "paid", "pm_card_visa");
     assert!(!intent.disputed);
     assert!(intents::open_dispute(&mut under_test.ledger(), &intent.id).unwrap());
-    assert!(gateway.retrieve_intent(&intent.id).unwrap().unwrap().disputed);
+    assert!(
+        gateway
+            .retrieve_intent(&intent.id)
+            .unwrap()
+            .unwrap()
+            .disputed
+    );
 }
 
 fn a_hold_lapses_and_is_canceled_automatically(under_test: &impl GatewayUnderTest) {
@@ -285,7 +309,10 @@ fn a_hold_lapses_and_is_canceled_automatically(under_test: &impl GatewayUnderTes
         (lapsed.status, lapsed.cancellation_reason.as_deref()),
         (IntentStatus::Canceled, Some("automatic"))
     );
-    assert!(matches!(late, Err(GatewayError::Rejected { .. })), "{late:?}");
+    assert!(
+        matches!(late, Err(GatewayError::Rejected { .. })),
+        "{late:?}"
+    );
 }
 
 fn a_processing_payment_settles_later(under_test: &impl GatewayUnderTest) {

@@ -109,7 +109,10 @@ async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_payment() 
         .await;
     assert_eq!(retried.status, 201);
     assert_eq!(lossy.counts(), (1, 1, 1));
-    let intent = retried.json()["payment_intent_id"].as_str().unwrap().to_owned();
+    let intent = retried.json()["payment_intent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         lossy.count(&format!(
             "simulated_payment_intents WHERE id = '{intent}' AND status = 'succeeded'"

@@ -582,6 +582,7 @@ impl RideRequest {
             &self.key,
             "/api/rides",
             &self.canonical,
+            &|_| None,
         )
     }
 }

@@ -94,7 +94,9 @@ async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() 
     let declined = app
         .post_ride(
             "declined",
-            &crate::helpers::ride_with(serde_json::json!({"payment_method": "pm_card_visa_chargeDeclined"})),
+            &crate::helpers::ride_with(
+                serde_json::json!({"payment_method": "pm_card_visa_chargeDeclined"}),
+            ),
         )
         .await
         .json()["ride_id"]

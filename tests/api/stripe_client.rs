@@ -21,7 +21,9 @@ fn request(key: &str) -> CreateIntent {
 
 /// One payment by a client made for it.
 fn pay_once(settings: &StripeSettings, key: &str) -> Result<PaymentIntent, GatewayError> {
-    StripeGateway::new(settings).unwrap().create_intent(&request(key))
+    StripeGateway::new(settings)
+        .unwrap()
+        .create_intent(&request(key))
 }
 
 #[test]

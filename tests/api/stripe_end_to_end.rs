@@ -106,7 +106,10 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
     assert!(answer.header("retry-after").is_some());
     let retried = post_until_final(&app, &patient, "slow", &body).await;
     retried.assert_status(201);
-    let intent = retried.json()["payment_intent_id"].as_str().unwrap().to_owned();
+    let intent = retried.json()["payment_intent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(ledger_count(&ledger, ""), 1);
     assert_eq!(ledger_count(&ledger, &format!("WHERE id = '{intent}'")), 1);
     assert_eq!(app.count("rides"), 1);

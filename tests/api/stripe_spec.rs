@@ -587,7 +587,10 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
         );
     }
     let expand = [("expand[]".to_owned(), "latest_charge".to_owned())];
-    assert_eq!(spec.check_query("GET", intent, &expand), Vec::<String>::new());
+    assert_eq!(
+        spec.check_query("GET", intent, &expand),
+        Vec::<String>::new()
+    );
     // The one exception is needed, and is all that is needed.
     let (_, hold) = &forms[0];
     assert_eq!(

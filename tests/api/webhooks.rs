@@ -264,12 +264,17 @@ async fn a_key_with_an_unknown_payment_outcome_is_settled_by_an_event_and_finish
 async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
     let app = app().await;
     let paid = app
-        .post_ride("ride", &crate::helpers::ride_with(json!({"payment_method": "pm_card_refundFail"})))
+        .post_ride(
+            "ride",
+            &crate::helpers::ride_with(json!({"payment_method": "pm_card_refundFail"})),
+        )
         .await;
     let ride_id = paid.json()["id"].as_i64().unwrap();
     let intent = intent_of(&app, ride_id);
 
-    let refunded = app.post_refund(ride_id, "refund", r#"{"amount_cents": 2000}"#).await;
+    let refunded = app
+        .post_refund(ride_id, "refund", r#"{"amount_cents": 2000}"#)
+        .await;
     refunded.assert_status(201);
     assert_eq!(refunded.json()["status"], "succeeded");
     assert_eq!(app.ride(ride_id).await["status"], "refunded");
@@ -285,10 +290,16 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
 
     let ride = app.ride(ride_id).await;
     assert_eq!(
-        (ride["status"].as_str(), ride["amount_refunded_cents"].as_i64()),
+        (
+            ride["status"].as_str(),
+            ride["amount_refunded_cents"].as_i64()
+        ),
         (Some("captured"), Some(0))
     );
-    let listed = app.get(&format!("/api/rides/{ride_id}/refunds")).await.json();
+    let listed = app
+        .get(&format!("/api/rides/{ride_id}/refunds"))
+        .await
+        .json();
     assert_eq!(listed["data"][0]["status"], "failed");
     // Its amount can be refunded again.
     app.post_refund(ride_id, "again", r#"{"amount_cents": 2000}"#)

@@ -8,10 +8,10 @@ use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{self, intent_object, invalid_request};
-use crate::doubles::intents;
+use crate::doubles::{intents, refunds};
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    PaymentIntent,
+    Payment, PaymentIntent,
 };
 
 /// What the doubles answered, as Stripe answers it: a decline carries the
@@ -22,7 +22,7 @@ fn answer(
     result: Result<PaymentIntent, GatewayError>,
 ) -> Result<Response, Response> {
     match result {
-        Ok(intent) => Ok(Response::json(200, &intent_object(&intent, false))),
+        Ok(intent) => Ok(Response::json(200, &intent_object(&intent, None))),
         Err(GatewayError::Declined {
             code,
             decline_code,
@@ -31,7 +31,7 @@ fn answer(
         }) => {
             let intent = payment_intent
                 .and_then(|id| intents::retrieve(conn, &id, &state.intents).ok().flatten())
-                .map(|intent| intent_object(&intent, false));
+                .map(|intent| intent_object(&intent, None));
             Err(Response::json(
                 402,
                 &json!({ "error": {
@@ -156,11 +156,19 @@ pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
         .iter()
         .any(|(name, value)| name == "expand[]" && value == "latest_charge");
     let found = connection(state).and_then(|mut conn| {
-        intents::retrieve(&mut conn, id, &state.intents)
-            .map_err(|err| wire::api_error(err.to_string()))
+        let intent = intents::retrieve(&mut conn, id, &state.intents).map_err(wire::refusal)?;
+        let refunded = match &intent {
+            Some(intent) if expand_charge => {
+                let payment = Payment::Intent(intent.id.clone());
+                let made = refunds::refunds_of(&mut conn, &payment).map_err(wire::refusal)?;
+                Some(wire::refunded(&made))
+            }
+            _ => None,
+        };
+        Ok(intent.map(|intent| (intent, refunded)))
     });
     match found {
-        Ok(Some(intent)) => Response::json(200, &intent_object(&intent, expand_charge)),
+        Ok(Some((intent, refunded))) => Response::json(200, &intent_object(&intent, refunded)),
         Ok(None) => invalid_request(
             404,
             "resource_missing",

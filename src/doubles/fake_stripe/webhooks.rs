@@ -15,6 +15,7 @@ use super::wire;
 use crate::doubles::events::{self, Double, ObjectKind, SimulatedEvent};
 use crate::doubles::{intents, refunds};
 use crate::payments::stripe::signature;
+use crate::payments::{Payment, Refund};
 
 /// Where events go, and the secret that signs them.
 #[derive(Clone)]
@@ -77,11 +78,16 @@ fn render(
 ) -> anyhow::Result<Option<Vec<u8>>> {
     let object: Option<Value> = match event.object_kind {
         ObjectKind::PaymentIntent => intents::retrieve(conn, &event.object_id, &state.intents)?
-            .map(|intent| serde_json::to_value(wire::intent_object(&intent, false))),
+            .map(|intent| serde_json::to_value(wire::intent_object(&intent, None))),
         ObjectKind::Dispute => intents::retrieve(conn, &event.object_id, &state.intents)?
             .map(|intent| Ok(wire::dispute_object(&intent))),
-        ObjectKind::Refund => refunds::find(conn, &event.object_id)?
-            .map(|refund| Ok(wire::refund_object(&refund))),
+        // `charge.refunded` carries the charge, the others the refund.
+        ObjectKind::Refund => match refunds::find(conn, &event.object_id)? {
+            Some(refund) if event.event_type == "charge.refunded" => {
+                refunded_charge(conn, state, &refund)?.map(Ok)
+            }
+            refund => refund.map(|refund| Ok(wire::refund_object(&refund))),
+        },
     }
     .transpose()?;
     Ok(object.map(|object| {
@@ -92,6 +98,26 @@ fn render(
             object,
         );
         serde_json::to_vec(&event).expect("events serialise")
+    }))
+}
+
+fn refunded_charge(
+    conn: &mut PgConnection,
+    state: &State,
+    refund: &Refund,
+) -> anyhow::Result<Option<Value>> {
+    let Some(charge) = &refund.charge else {
+        return Ok(None);
+    };
+    Ok(Some(match &refund.payment_intent {
+        Some(id) => match intents::retrieve(conn, id, &state.intents)? {
+            Some(intent) => {
+                let refunds = refunds::refunds_of(conn, &Payment::Intent(id.clone()))?;
+                wire::charge_object(charge, &intent, wire::refunded(&refunds))
+            }
+            None => return Ok(None),
+        },
+        None => wire::legacy_charge_object(charge, refund),
     }))
 }
 

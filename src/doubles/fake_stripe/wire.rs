@@ -34,13 +34,12 @@ pub struct IntentObject {
     status: &'static str,
 }
 
-pub fn intent_object(intent: &PaymentIntent, expand_charge: bool) -> IntentObject {
-    let latest_charge = intent.latest_charge.as_ref().map(|id| {
-        if expand_charge {
-            charge_object(id, intent)
-        } else {
-            json!(id)
-        }
+/// The intent, its charge's id or (`refunded`: what its refunds gave back)
+/// the charge itself.
+pub fn intent_object(intent: &PaymentIntent, expanded: Option<i64>) -> IntentObject {
+    let latest_charge = intent.latest_charge.as_ref().map(|id| match expanded {
+        Some(refunded) => charge_object(id, intent, refunded),
+        None => json!(id),
     });
     IntentObject {
         id: intent.id.clone(),
@@ -76,15 +75,16 @@ pub fn intent_object(intent: &PaymentIntent, expand_charge: bool) -> IntentObjec
     }
 }
 
-/// The charge of a PaymentIntent that took money, as `expand[]` shows it.
-fn charge_object(id: &str, intent: &PaymentIntent) -> Value {
+/// The charge of a PaymentIntent that took money, as `expand[]` shows it
+/// and `charge.refunded` carries it.
+pub fn charge_object(id: &str, intent: &PaymentIntent, refunded: i64) -> Value {
     let captured = intent.amount_received_cents > 0;
     json!({
         "id": id,
         "object": "charge",
         "amount": intent.amount_cents,
         "amount_captured": intent.amount_received_cents,
-        "amount_refunded": 0,
+        "amount_refunded": refunded,
         "billing_details": { "address": null, "email": null, "name": null, "phone": null },
         "captured": captured,
         "created": chrono::Utc::now().timestamp(),
@@ -94,7 +94,7 @@ fn charge_object(id: &str, intent: &PaymentIntent) -> Value {
         "metadata": intent.metadata,
         "paid": true,
         "payment_intent": intent.id,
-        "refunded": false,
+        "refunded": captured && refunded == intent.amount_received_cents,
         "status": "succeeded",
     })
 }
@@ -112,6 +112,37 @@ pub fn refund_object(refund: &Refund) -> Value {
         "reason": refund.reason,
         "status": refund.status.as_str(),
     })
+}
+
+/// A charge made before PaymentIntents, as `charge.refunded` carries it.
+pub fn legacy_charge_object(id: &str, refund: &Refund) -> Value {
+    json!({
+        "id": id,
+        "object": "charge",
+        "amount": refund.amount_cents,
+        "amount_captured": refund.amount_cents,
+        "amount_refunded": refund.amount_cents,
+        "billing_details": { "address": null, "email": null, "name": null, "phone": null },
+        "captured": true,
+        "created": chrono::Utc::now().timestamp(),
+        "currency": refund.currency,
+        "disputed": false,
+        "livemode": false,
+        "metadata": {},
+        "paid": true,
+        "payment_intent": null,
+        "refunded": false,
+        "status": "succeeded",
+    })
+}
+
+/// What a payment's refunds gave back: those not failed or canceled.
+pub fn refunded(refunds: &[Refund]) -> i64 {
+    refunds
+        .iter()
+        .filter(|refund| !refund.status.undone())
+        .map(|refund| refund.amount_cents)
+        .sum()
 }
 
 pub fn refund_list(refunds: &[Refund]) -> Value {

@@ -296,7 +296,10 @@ mod tests {
         assert!(matches!(retry, Err(GatewayError::OutcomeUnknown { .. })));
     }
 
-    fn failed(should_retry: Option<bool>, replayed: bool) -> Result<serde_json::Value, GatewayError> {
+    fn failed(
+        should_retry: Option<bool>,
+        replayed: bool,
+    ) -> Result<serde_json::Value, GatewayError> {
         classify(
             &Answer {
                 status: 500,
