@@ -87,7 +87,7 @@ impl ProblemKind {
             CardDeclined => ("card-declined", "The card was declined", 402),
             PaymentGatewayRejected => (
                 "payment-gateway-rejected",
-                "The payment gateway rejected the charge",
+                "The payment gateway rejected the payment",
                 502,
             ),
             PaymentGatewayUnavailable => (

@@ -78,6 +78,16 @@ fn field_error(
     }
 }
 
+/// A payment method id as Stripe makes them (`pm_` and a few dozen
+/// letters and digits; test ids such as `pm_card_visa` have `_` too). The
+/// same rule as the CHECK on `users.stripe_payment_method_id`.
+pub fn is_payment_method_id(text: &str) -> bool {
+    text.strip_prefix("pm_").is_some_and(|rest| {
+        (1..=252).contains(&rest.len())
+            && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,14 +132,4 @@ mod tests {
             );
         }
     }
-}
-
-/// A payment method id as Stripe makes them (`pm_` and a few dozen
-/// letters and digits; test ids such as `pm_card_visa` have `_` too). The
-/// same rule as the CHECK on `users.stripe_payment_method_id`.
-pub fn is_payment_method_id(text: &str) -> bool {
-    text.strip_prefix("pm_").is_some_and(|rest| {
-        (1..=252).contains(&rest.len())
-            && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    })
 }

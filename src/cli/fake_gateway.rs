@@ -12,25 +12,25 @@ pub struct FakeGatewayArgs {
     #[arg(long, default_value = "127.0.0.1:12111")]
     bind: String,
     /// PostgreSQL holding the ledger (migrated on start). Default: the
-    /// embedded cluster of RIDEPAY_DATA_DIR, whose `simulated_charges` it
+    /// embedded cluster of RIDEPAY_DATA_DIR, whose `simulated_*` tables it
     /// then shares with `GATEWAY=simulated`.
     #[arg(long)]
     database_url: Option<String>,
     /// The API key clients must send as `Authorization: Bearer`; default: any.
     #[arg(long, env = "FAKE_GATEWAY_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// Delay of every charge, in milliseconds [env: SIMULATED_GATEWAY_LATENCY_MS].
+    /// Delay of every call, in milliseconds [env: SIMULATED_GATEWAY_LATENCY_MS].
     #[arg(long)]
     latency_ms: Option<u64>,
-    /// Share of charges answered 500 `api_error` before charging
+    /// Share of calls answered 500 `api_error` before acting
     /// [env: SIMULATED_GATEWAY_FAIL_RATE].
     #[arg(long, value_parser = parse_rate)]
     fail_rate: Option<f64>,
-    /// Share of charges made, then the connection closed without an answer
+    /// Share of calls that act, then close the connection without an answer
     /// [env: SIMULATED_GATEWAY_LOST_RESPONSE_RATE].
     #[arg(long, value_parser = parse_rate)]
     lost_response_rate: Option<f64>,
-    /// Share of charges answered 429 with `Retry-After` before charging
+    /// Share of calls answered 429 with `Retry-After` before acting
     /// [env: SIMULATED_GATEWAY_RATE_LIMIT_RATE].
     #[arg(long, value_parser = parse_rate)]
     rate_limit_rate: Option<f64>,
@@ -38,9 +38,9 @@ pub struct FakeGatewayArgs {
     /// every retry [env: SIMULATED_GATEWAY_SAVED_ERROR_RATE].
     #[arg(long, value_parser = parse_rate)]
     saved_error_rate: Option<f64>,
-    /// Send signed Stripe events (`charge.succeeded`, `charge.failed`,
-    /// `charge.refunded`) for new charges and refunds to this URL, e.g.
-    /// `http://127.0.0.1:8080/webhooks/stripe`.
+    /// Send signed Stripe events (`payment_intent.*`, `charge.refunded`,
+    /// `refund.*`, `charge.refund.updated`, `charge.dispute.created`) to this
+    /// URL, e.g. `http://127.0.0.1:8080/webhooks/stripe`.
     #[arg(long, requires = "webhook_secret")]
     webhook_url: Option<String>,
     /// The secret that signs them (ridepay's STRIPE_WEBHOOK_SECRET).

@@ -55,9 +55,10 @@ enum Command {
     /// Inspect idempotency keys.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
-    /// Serve a Stripe-compatible fake of the Charges and Refunds APIs, backed
-    /// by the simulated gateway's ledger, with fault knobs and optional signed
-    /// webhooks. Prints the address it bound.
+    /// Serve a Stripe-compatible fake of the PaymentIntents and Refunds APIs,
+    /// backed by the simulated gateway's tables, with its own authentication
+    /// page, fault knobs and optional signed webhooks. Prints the address it
+    /// bound.
     FakeGateway(fake_gateway::FakeGatewayArgs),
     /// The embedded PostgreSQL of the data folder (`RIDEPAY_DATA_DIR`).
     #[command(subcommand)]

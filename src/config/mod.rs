@@ -39,7 +39,7 @@ pub struct SimulatedGatewaySettings {
     pub latency: Duration,
     /// Share of calls that fail before charging.
     pub fail_rate: f64,
-    /// Share of calls that charge, then report a timeout.
+    /// Share of calls that act, then report a timeout.
     pub lost_response_rate: f64,
     /// Share of calls refused as rate-limited before charging.
     pub rate_limit_rate: f64,
@@ -135,7 +135,7 @@ pub struct CompleterConfig {
     pub enabled: bool,
     pub interval: Duration,
     pub max_attempts: i32,
-    /// No charge is retried for a key older than this.
+    /// No gateway call is resent for a key older than this.
     pub charge_deadline: Duration,
 }
 

@@ -17,7 +17,7 @@ use crate::telemetry::metrics;
 use crate::webhooks::event::Event;
 use crate::webhooks::reconcile::{self, NotYet};
 
-/// Stripe's events are small; this leaves room for any charge object.
+/// Stripe's events are small; this leaves room for any object they carry.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
 
 /// How far a signature's timestamp may be from now, as Stripe's libraries
@@ -31,9 +31,10 @@ pub struct WebhookSettings {
 }
 
 /// A Stripe event, verified by its `Stripe-Signature` and recorded once per
-/// event id. A redelivery answers 200 and changes nothing. For charge events
-/// the charge is fetched from the gateway and what it says is applied, never
-/// the payload. No API key: the signature is the authentication.
+/// event id. A redelivery answers 200 and changes nothing. For the events
+/// ridepay acts on, the PaymentIntent (or the payment's refunds) is fetched
+/// from the gateway and what it says is applied, never the payload. No API
+/// key: the signature is the authentication.
 #[utoipa::path(
     post,
     path = "/webhooks/stripe",

@@ -247,19 +247,8 @@ pub fn follow(
     gateway_refund_id: &str,
 ) -> QueryResult<()> {
     let next = RefundStatus::of(state);
-    if next == refund.status {
-        if refund.gateway_refund_id.is_none() {
-            settle(
-                conn,
-                refund.id,
-                refund.status,
-                next,
-                Some(gateway_refund_id),
-            )?;
-        }
-        return Ok(());
-    }
-    if !refund.status.may_become(next) {
+    let unrecorded = next == refund.status && refund.gateway_refund_id.is_none();
+    if !(unrecorded || refund.status.may_become(next)) {
         return Ok(());
     }
     settle(

@@ -23,9 +23,9 @@ pub struct Metrics {
     pub reaper_deleted: IntCounter,
     /// Outbox deliveries: delivered, failed.
     pub outbox: IntCounterVec,
-    /// Stripe webhook events by type (the five charge events, or `other`, or
-    /// `unverified`) and result: applied, ignored, superseded, duplicate,
-    /// retry, failed, invalid_signature, invalid_event.
+    /// Stripe webhook events by type (the types ridepay acts on, or `other`,
+    /// or `unverified`) and result: applied, ignored, duplicate, retry,
+    /// failed, invalid_signature, invalid_event.
     pub webhook_events: IntCounterVec,
     pub pool_wait: Histogram,
     pub pool_timeouts: IntCounter,

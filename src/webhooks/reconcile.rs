@@ -38,7 +38,7 @@ impl From<diesel::result::Error> for NotYet {
 
 /// What the gateway holds of an event's subject now.
 enum Fetched {
-    Intent(PaymentIntent),
+    Intent(Box<PaymentIntent>),
     Refunds(Payment, Vec<GatewayRefund>),
 }
 
@@ -90,9 +90,9 @@ fn fetch(
     let gateway = context.gateway.as_ref();
     Ok(match subject {
         None => None,
-        Some(Subject::Intent(id) | Subject::Dispute(Payment::Intent(id))) => {
-            gateway.retrieve_intent(id)?.map(Fetched::Intent)
-        }
+        Some(Subject::Intent(id) | Subject::Dispute(Payment::Intent(id))) => gateway
+            .retrieve_intent(id)?
+            .map(|intent| Fetched::Intent(Box::new(intent))),
         Some(Subject::Refunds(payment)) => Some(Fetched::Refunds(
             payment.clone(),
             gateway.refunds_of(payment)?,

@@ -13,10 +13,14 @@ use crate::rides::model::RideJson;
 use crate::rides::request::{RideParams, RideRequest};
 use crate::rides::service::RideEndpoint;
 
-/// Create a ride and charge it, exactly once per `Idempotency-Key`.
+/// Create a ride and pay for it through a PaymentIntent, exactly once per
+/// `Idempotency-Key`: the fare held (`capture_method` `manual`, the default)
+/// or charged at once (`automatic`).
 ///
 /// A retry with the same key and request finishes or replays the first one; a
-/// replay carries `Idempotent-Replayed: true`.
+/// replay carries `Idempotent-Replayed: true`. A 202 is the key's final
+/// answer too: the ride moves on by itself (the rider's authentication, the
+/// gateway's events); read it with `GET /api/rides/{id}`.
 #[utoipa::path(
     post,
     path = "/api/rides",
@@ -25,14 +29,19 @@ use crate::rides::service::RideEndpoint;
     params(IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
-        (status = 201, description = "The ride, created and charged (or the replay of it)", body = RideJson,
+        (status = 201, description = "The ride, its fare held (`authorized`) or paid (`captured`), or the replay of it", body = RideJson,
+            headers(
+                ("Location" = String, description = "`/api/rides/{id}`"),
+                ("Idempotent-Replayed" = String, description = "`true` on a replay"),
+            )),
+        (status = 202, description = "The ride, waiting for the rider to authenticate the card (`requires_action`, with `next_action`) or for the bank (`processing`) (stored, replayed)", body = RideJson,
             headers(
                 ("Location" = String, description = "`/api/rides/{id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),
             )),
         (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway rejected the charge for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway rejected the payment for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )
