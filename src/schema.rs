@@ -111,6 +111,7 @@ diesel::table! {
         next_action -> Nullable<Jsonb>,
         amount_authorized_cents -> Int8,
         amount_captured_cents -> Int8,
+        settling_key_id -> Nullable<Int8>,
     }
 }
 
@@ -245,7 +246,6 @@ diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
-diesel::joinable!(rides -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(rides -> users (user_id));
 diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 

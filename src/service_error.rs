@@ -19,6 +19,12 @@ pub enum ServiceError {
     /// remains).
     #[error("refund not allowed: {0}")]
     RefundNotAllowed(String),
+    /// Completing or cancelling a ride its status does not allow.
+    #[error("invalid ride state: {0}")]
+    InvalidRideState(String),
+    /// Completing a ride whose hold lapsed.
+    #[error("authorization expired: {0}")]
+    AuthorizationExpired(String),
     #[error("the idempotency key is in use by another request")]
     KeyInUse,
     #[error("the idempotency key was used for a different request")]

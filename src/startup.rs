@@ -21,10 +21,11 @@ use crate::http::authentication_page::{self, AuthenticationPage};
 use crate::http::json_body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
-use crate::http::{health, metrics, openapi, rate_limit, registry, request_id, routing, webhooks};
+use crate::http::{
+    health, metrics, openapi, payment_return, rate_limit, registry, request_id, routing, webhooks,
+};
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
-use crate::rides::payment::RETURN_PATH;
 use crate::workers::Workers;
 
 pub struct Application {
@@ -86,7 +87,7 @@ impl Application {
                 effect_deadline: settings.completer.charge_deadline,
             },
             installation_id,
-            return_url: format!("{public_base}{RETURN_PATH}"),
+            return_url: format!("{public_base}{}", payment_return::PATH),
         });
         let limits = &settings.rate_limit;
         let gatekeeper = web::Data::new(Gatekeeper::new(
@@ -136,6 +137,10 @@ impl Application {
                         );
                     }
                 })
+                .service(
+                    routing::get_only(payment_return::PATH, payment_return::payment_return)
+                        .wrap(from_fn(rate_limit::per_address)),
+                )
                 .service(
                     routing::get_only("/readyz", health::readyz)
                         .wrap(from_fn(rate_limit::per_address)),

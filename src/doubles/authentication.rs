@@ -4,15 +4,8 @@
 //! the browser goes back to where the payment was made.
 
 use super::intents::Authenticating;
+use crate::html::{escape, money, page};
 use crate::payments::IntentStatus;
-
-/// A page: a title and a body of HTML.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>{title}</title></head>\n<body><main>\n<h1>{title}</h1>\n{body}\n</main></body></html>\n"
-    )
-}
 
 /// The answer to a link that names no intent, or the wrong secret.
 pub fn not_valid() -> String {
@@ -30,25 +23,11 @@ pub fn unavailable() -> String {
     )
 }
 
-/// Text for HTML: the page shows only values of its own making, escaped all
-/// the same.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// What the bank asks the rider, with a form that posts the answer to
 /// `action` (the page's own path).
 pub fn question(found: &Authenticating, client_secret: &str, action: &str) -> String {
     let intent = &found.intent;
-    let amount = format!(
-        "{}.{:02} {}",
-        intent.amount_cents / 100,
-        intent.amount_cents % 100,
-        intent.currency.to_uppercase()
-    );
+    let amount = money(intent.amount_cents, &intent.currency);
     page(
         "Confirm your payment",
         &format!(

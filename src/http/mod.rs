@@ -10,6 +10,7 @@ pub mod idempotent;
 pub mod json_body;
 pub mod metrics;
 pub mod openapi;
+pub mod payment_return;
 pub mod problem;
 pub mod rate_limit;
 pub mod refunds;

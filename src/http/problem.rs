@@ -45,6 +45,14 @@ pub fn from_service_error(err: ServiceError) -> Problem {
                 metrics::idempotency_outcome("refund_not_allowed");
                 Problem::new(ProblemKind::RefundNotAllowed, detail)
             }
+            ServiceError::InvalidRideState(detail) => {
+                metrics::idempotency_outcome("invalid_ride_state");
+                Problem::new(ProblemKind::InvalidRideState, detail)
+            }
+            ServiceError::AuthorizationExpired(detail) => {
+                metrics::idempotency_outcome("authorization_expired");
+                Problem::new(ProblemKind::AuthorizationExpired, detail)
+            }
             ServiceError::KeyInUse => {
                 metrics::idempotency_outcome("in_use");
                 Problem::new(

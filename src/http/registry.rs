@@ -72,6 +72,22 @@ pub fn endpoints() -> Vec<Registered> {
             super::refunds::configure,
             super::refunds::Api::openapi,
         ),
+        Registered::of::<rides::complete::RecoveryPoint>(
+            |context| {
+                Box::new(Keys::<rides::complete::service::CompleteEndpoint>::new(
+                    context,
+                ))
+            },
+            Vec::new,
+            super::rides::complete::configure,
+            super::rides::complete::Api::openapi,
+        ),
+        Registered::of::<rides::cancel::RecoveryPoint>(
+            |context| Box::new(Keys::<rides::cancel::service::CancelEndpoint>::new(context)),
+            Vec::new,
+            super::rides::cancel::configure,
+            super::rides::cancel::Api::openapi,
+        ),
     ]
 }
 

@@ -38,6 +38,18 @@ impl StoredResponse {
         }
     }
 
+    /// A 200 with a JSON body.
+    pub fn ok(body: Vec<u8>) -> Self {
+        StoredResponse {
+            status: 200,
+            headers: StoredHeaders(vec![(
+                "Content-Type".to_owned(),
+                "application/json".to_owned(),
+            )]),
+            body,
+        }
+    }
+
     /// A 201 with a JSON body and the `Location` of what was created.
     pub fn created(location: String, body: Vec<u8>) -> Self {
         Self::located(201, location, body)

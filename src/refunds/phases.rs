@@ -40,9 +40,12 @@ pub fn create_refund(
         .optional()?
         .filter(|ride| ride.user_id == lease.user_id())
         .ok_or(ServiceError::NotFound)?;
-    if ride.status != RideStatus::Captured {
+    // A captured ride, or a cancelled one whose fee was captured.
+    let paid = ride.status == RideStatus::Captured
+        || (ride.status == RideStatus::Canceled && ride.amount_captured_cents > 0);
+    if !paid {
         return Err(ServiceError::RefundNotAllowed(format!(
-            "ride {} is {}; only what a captured ride paid can be refunded",
+            "ride {} is {}; only what was captured can be refunded",
             ride.id, ride.status
         )));
     }

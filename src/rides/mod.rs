@@ -1,6 +1,10 @@
-//! Rides: the `POST /api/rides` endpoint's recovery points, phases and routes,
-//! and the read routes.
+//! Rides: the `POST /api/rides` endpoint's request, recovery points and
+//! phases, the ride's model and the transitions its payment makes, and the
+//! endpoints that complete and cancel a ride.
 
+pub mod cancel;
+pub mod complete;
+mod lifecycle;
 pub mod model;
 pub mod payment;
 pub mod phases;

@@ -67,6 +67,8 @@ pub struct Ride {
     pub next_action: Option<Value>,
     pub amount_authorized_cents: i64,
     pub amount_captured_cents: i64,
+    /// The key completing or cancelling the ride, while it does.
+    pub settling_key_id: Option<KeyId>,
 }
 
 /// The ride JSON of the contract.
@@ -229,10 +231,12 @@ pub fn list_for_user(
 }
 
 /// What a PaymentIntent makes of a ride: its status, the intent, and what
-/// it holds or took (`payment::settlement` says which).
+/// it holds or took (`payment::settlement` says which). A settlement ends a
+/// completion or cancellation in progress.
 #[derive(Debug, Clone, PartialEq, AsChangeset)]
 #[diesel(table_name = rides)]
-// A `None` writes NULL: a ride leaving `requires_action` loses its next action.
+// A `None` writes NULL: a ride leaving `requires_action` loses its next
+// action, and a settled ride its settling key.
 #[diesel(treat_none_as_null = true)]
 pub struct Settlement {
     pub status: RideStatus,
@@ -241,10 +245,12 @@ pub struct Settlement {
     pub next_action: Option<Value>,
     pub amount_authorized_cents: i64,
     pub amount_captured_cents: i64,
+    pub settling_key_id: Option<KeyId>,
 }
 
 /// Applies `settlement` to the ride if it is still in one of `from`, the
-/// statuses the new one may follow; `None` when it has moved on.
+/// statuses the new one may follow, and no key is completing or cancelling
+/// it; `None` when it has moved on (or is being moved on).
 pub fn settle(
     conn: &mut PgConnection,
     ride_id: RideId,
@@ -256,7 +262,8 @@ pub fn settle(
     diesel::update(
         rides::table
             .filter(rides::id.eq(ride_id))
-            .filter(rides::status.eq_any(from)),
+            .filter(rides::status.eq_any(from))
+            .filter(rides::settling_key_id.is_null()),
     )
     .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
     .returning(Ride::as_returning())

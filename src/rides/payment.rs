@@ -23,7 +23,7 @@ pub fn may_follow(to: RideStatus) -> &'static [RideStatus] {
         Expired => &[Authorized],
         Canceled => &[Pending, RequiresAction, Processing, Authorized],
         Refunded => &[Captured],
-        Disputed => &[Captured, Refunded],
+        Disputed => &[Captured, Refunded, Canceled],
         Pending | PaymentFailed => &[Pending],
     }
 }
@@ -66,6 +66,7 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
             _ => 0,
         },
         amount_captured_cents: intent.amount_received_cents,
+        settling_key_id: None,
     })
 }
 

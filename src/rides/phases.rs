@@ -145,10 +145,10 @@ pub fn record_payment(
     Ok(Ok(ride))
 }
 
-/// ChargeCompleted -> Finished: the answer stored, and for a ride held or
-/// paid its receipt staged in the same transaction. A 202 for a payment
-/// still waiting for the rider or the bank is the key's final answer too:
-/// the ride moves on by itself.
+/// ChargeCompleted -> Finished: the answer stored, and for a ride paid at
+/// once its receipt staged in the same transaction (a held fare's receipt
+/// comes with its capture). A 202 for a payment still waiting for the rider
+/// or the bank is the key's final answer too: the ride moves on by itself.
 pub fn finish_answered(
     conn: &mut PgConnection,
     ride: &Ride,
@@ -160,7 +160,9 @@ pub fn finish_answered(
     if waiting {
         return Ok(StoredResponse::accepted(ride.location(), ride.to_json()));
     }
-    receipt::stage(conn, ride)?;
+    if ride.status == RideStatus::Captured {
+        receipt::stage(conn, ride)?;
+    }
     Ok(StoredResponse::created(ride.location(), ride.to_json()))
 }
 
@@ -206,6 +208,7 @@ pub fn finish_unpaid(
         next_action: None,
         amount_authorized_cents: 0,
         amount_captured_cents: 0,
+        settling_key_id: None,
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;

@@ -1,5 +1,8 @@
-//! `POST /webhooks/stripe`: Stripe's events, verified by signature, recorded
-//! once per event id, and applied only as the gateway confirms them.
+//! The gateway calling ridepay back: Stripe's events (`POST /webhooks/stripe`),
+//! verified by signature, recorded once per event id, and the rider's return
+//! after authenticating (`GET /payments/return`); both applied only as the
+//! gateway confirms them.
 
+pub mod callback;
 pub mod event;
 pub mod reconcile;

@@ -5,8 +5,10 @@
 //! delivered late, twice or out of order cannot take a ride back.
 
 use diesel::prelude::*;
+use serde_json::json;
 
 use super::event::{self, Disposition, Event, Subject};
+use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency::flow;
 use crate::ids::{KeyId, RideId};
@@ -157,7 +159,10 @@ fn ride_of_payment(conn: &mut PgConnection, payment: &Payment) -> QueryResult<Op
     }
 }
 
-fn apply_intent(
+/// What the PaymentIntent, as the gateway holds it, makes of its ride: the
+/// one forward-only transition, whoever learnt of it (an event, the return
+/// page).
+pub fn apply_intent(
     conn: &mut PgConnection,
     context: &ServiceContext,
     ride: &Ride,
@@ -172,8 +177,19 @@ fn apply_intent(
             settle_pending(conn, context, ride, intent)?;
         }
     } else if let Some(settled) = settlement(ride.status, intent) {
-        if rides::settle(conn, ride.id, may_follow(settled.status), &settled)?.is_some() {
-            log::info!("ride {} is {} (event)", ride.id, settled.status);
+        // A ride being completed or cancelled is left to the key doing it,
+        // which records what it did (a cancellation fee's capture must not
+        // make the ride `captured`): `settle` passes it by.
+        if let Some(moved) = rides::settle(conn, ride.id, may_follow(settled.status), &settled)? {
+            log::info!("ride {} is {}", moved.id, moved.status);
+            audit::record(
+                conn,
+                moved.user_id,
+                &format!("ride.{}", moved.status),
+                "ride",
+                moved.id.0,
+                json!({ "payment_intent_id": intent.id }),
+            )?;
         }
     }
     if intent.disputed {
@@ -227,6 +243,7 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
         next_action: None,
         amount_authorized_cents: ride.amount_authorized_cents,
         amount_captured_cents: ride.amount_captured_cents,
+        settling_key_id: ride.settling_key_id,
     };
     if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
         log::warn!("ride {ride_id} is disputed");

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "backoff",
             "crash",
             "outbound",
+            "html",
         ],
     ),
     ("storage", &["db", "users", "audit", "embedded_postgres"]),

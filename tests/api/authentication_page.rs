@@ -99,7 +99,7 @@ async fn the_rider_confirms_once_and_is_sent_back_with_stripes_parameters() {
         assert!(page_url.starts_with(&under_test.page), "{page_url}");
         assert!(content_type.starts_with("text/html"), "{content_type}");
         assert!(
-            html.contains("20.00 EUR") && html.contains("Confirm"),
+            html.contains("€20.00") && html.contains("Confirm"),
             "{html}"
         );
         assert_eq!(confirmed.status(), 303);

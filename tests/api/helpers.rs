@@ -419,6 +419,24 @@ impl TestApp {
         self.post_idempotent(&url, api_key, key, body).await
     }
 
+    /// `POST /api/rides/{ride_id}/{action}` (`complete`, `cancel`) as the
+    /// test's user.
+    pub async fn post_on_ride(&self, ride_id: i64, action: &str, key: &str, body: &str) -> Answer {
+        let url = format!("{}/api/rides/{ride_id}/{action}", self.address);
+        self.post_idempotent(&url, &self.user.api_key, key, body)
+            .await
+            .expect("the server answers")
+    }
+
+    /// A ride whose fare is held on `payment_method`, through the API;
+    /// returns its id.
+    pub async fn held_ride(&self, key: &str, payment_method: &str) -> i64 {
+        let answer = self.post_ride(key, &held_ride(payment_method)).await;
+        answer.assert_status(201);
+        assert_eq!(answer.json()["status"], "authorized");
+        answer.json()["id"].as_i64().unwrap()
+    }
+
     /// A ride, paid, through the API; returns its id.
     pub async fn paid_ride(&self, key: &str) -> i64 {
         let answer = self.post_ride(key, RIDE).await;

@@ -20,6 +20,7 @@ mod helpers;
 mod hostile;
 mod instances;
 mod intents;
+mod lifecycle;
 mod migrations;
 mod operations;
 mod prepared_statements;

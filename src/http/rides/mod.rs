@@ -1,5 +1,7 @@
 //! The rides routes, one file each.
 
+pub(crate) mod cancel;
+pub(crate) mod complete;
 pub(crate) mod create;
 pub(crate) mod get;
 pub(crate) mod list;

@@ -1,0 +1,63 @@
+//! `POST /api/rides/{id}/cancel`
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::context::ServiceContext;
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
+use crate::http::routing::method_not_allowed;
+use crate::ids::RideId;
+use crate::problem::Problem;
+use crate::rides::cancel::request::{CancelParams, CancelRideRequest};
+use crate::rides::cancel::service::CancelEndpoint;
+use crate::rides::model::RideJson;
+
+/// Cancel an `authorized` or `requires_action` ride, exactly once per
+/// `Idempotency-Key`: the hold released, or a cancellation fee captured from
+/// it.
+#[utoipa::path(
+    post,
+    path = "/api/rides/{id}/cancel",
+    tag = "rides",
+    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    request_body(content = CancelRideRequest, content_type = "application/json"),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The ride, `canceled` (or the replay of it)", body = RideJson),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "`invalid-ride-state`: the ride cannot be cancelled (nothing written), or the gateway refused (stored); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the fee's capture for good (stored)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn cancel_ride(
+    caller: Caller,
+    ride_id: web::Path<RideId>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let ride_id = ride_id.into_inner();
+    idempotent::post::<CancelEndpoint>(&request, payload, caller, context, move |body| {
+        CancelParams::parse(ride_id, body)
+    })
+    .await
+}
+
+/// The route's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(cancel_ride))]
+pub struct Api;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/rides/{id}/cancel")
+            .route(web::post().to(cancel_ride))
+            .default_service(method_not_allowed("POST")),
+    );
+}

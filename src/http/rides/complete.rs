@@ -1,0 +1,68 @@
+//! `POST /api/rides/{id}/complete`
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::context::ServiceContext;
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
+use crate::http::routing::method_not_allowed;
+use crate::ids::RideId;
+use crate::problem::Problem;
+use crate::rides::complete::request::{CompleteParams, CompleteRideRequest};
+use crate::rides::complete::service::CompleteEndpoint;
+use crate::rides::model::RideJson;
+
+/// Complete an `authorized` ride: capture its final fare, exactly once per
+/// `Idempotency-Key`.
+///
+/// Up to what the hold covers, the fare is captured and the rest of the hold
+/// released. Above it, the hold is raised first; if the gateway will not,
+/// the answer is a stored 402 and the ride stays `authorized`, so a
+/// completion under another key may capture what the hold covers.
+#[utoipa::path(
+    post,
+    path = "/api/rides/{id}/complete",
+    tag = "rides",
+    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    request_body(content = CompleteRideRequest, content_type = "application/json"),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The ride, `captured` (or the replay of it)", body = RideJson),
+        (status = 402, description = "The hold could not be raised to the final fare (stored); the ride stays `authorized`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "`invalid-ride-state`: the ride is not `authorized` (nothing written); `authorization-expired`: the hold lapsed, the ride is `expired` (stored); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the capture for good (stored)", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn complete_ride(
+    caller: Caller,
+    ride_id: web::Path<RideId>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let ride_id = ride_id.into_inner();
+    idempotent::post::<CompleteEndpoint>(&request, payload, caller, context, move |body| {
+        CompleteParams::parse(ride_id, body)
+    })
+    .await
+}
+
+/// The route's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(complete_ride))]
+pub struct Api;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/rides/{id}/complete")
+            .route(web::post().to(complete_ride))
+            .default_service(method_not_allowed("POST")),
+    );
+}

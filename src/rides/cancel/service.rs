@@ -1,0 +1,98 @@
+//! `POST /api/rides/{id}/cancel` on the idempotency flow.
+
+use std::cell::RefCell;
+
+use diesel::PgConnection;
+
+use super::phases::{self, CancelLease};
+use super::recovery_point::RecoveryPoint;
+use super::request::CancelParams;
+use crate::context::ServiceContext;
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Phases, Transition};
+use crate::ids::UserId;
+use crate::rides::lifecycle::{self, Answer};
+use crate::rides::model::Ride;
+use crate::service_error::ServiceError;
+
+pub struct CancelEndpoint;
+
+impl Endpoint for CancelEndpoint {
+    type Point = RecoveryPoint;
+    type Params = CancelParams;
+    type Context = ServiceContext;
+    type Phases<'a> = CancelPhases<'a>;
+
+    fn phases<'a>(context: &'a ServiceContext, params: &'a CancelParams) -> CancelPhases<'a> {
+        CancelPhases {
+            context,
+            params,
+            ride: RefCell::new(None),
+            answer: RefCell::new(None),
+        }
+    }
+
+    fn admit(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &CancelParams,
+    ) -> Result<(), ServiceError> {
+        lifecycle::admit(conn, user, params.ride_id)
+    }
+}
+
+/// The endpoint's phases, for one request.
+pub struct CancelPhases<'a> {
+    context: &'a ServiceContext,
+    params: &'a CancelParams,
+    /// The ride the first phase took; None when resuming.
+    ride: RefCell<Option<Ride>>,
+    answer: RefCell<Option<Answer>>,
+}
+
+impl Phases for CancelPhases<'_> {
+    type Point = RecoveryPoint;
+
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &CancelLease,
+        point: RecoveryPoint,
+    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        match point {
+            RecoveryPoint::Started => {
+                *self.ride.borrow_mut() = Some(phases::begin(conn, lease, self.params)?);
+                Ok(Transition::Advance(RecoveryPoint::CancellationStarted))
+            }
+            RecoveryPoint::CancellationStarted => {
+                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                let answer = self.answer.take().expect("the gateway is asked first");
+                Ok(Transition::Finish(phases::finish_canceled(
+                    conn, &ride, lease, &answer,
+                )?))
+            }
+            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
+        }
+    }
+
+    fn call(&self, lease: &CancelLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+        // No pooled connection is held while the gateway works.
+        let ride = match self.ride.take() {
+            Some(ride) => ride,
+            None => lifecycle::taken(
+                &mut *self.context.pool.get()?,
+                self.params.ride_id,
+                lease.key_id(),
+            )?,
+        };
+        let answer = phases::cancel(
+            self.context.gateway.as_ref(),
+            self.context.installation_id,
+            lease,
+            &ride,
+            self.params,
+        )?;
+        *self.answer.borrow_mut() = Some(answer);
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! `POST /api/rides/{id}/complete` on the idempotency flow: which phase runs
+//! from which recovery point, and what the phases hand each other in memory.
+//! A retry, or the completer, resumes from the recovery point the key
+//! reached.
+
+use std::cell::RefCell;
+
+use diesel::PgConnection;
+
+use super::phases::{self, CompleteLease, Raised, CAPTURE_KEY_PURPOSE};
+use super::recovery_point::RecoveryPoint;
+use super::request::CompleteParams;
+use crate::context::ServiceContext;
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Phases, Transition};
+use crate::ids::UserId;
+use crate::rides::lifecycle::{self, Answer};
+use crate::rides::model::Ride;
+use crate::service_error::ServiceError;
+
+pub struct CompleteEndpoint;
+
+impl Endpoint for CompleteEndpoint {
+    type Point = RecoveryPoint;
+    type Params = CompleteParams;
+    type Context = ServiceContext;
+    type Phases<'a> = CompletePhases<'a>;
+
+    fn phases<'a>(context: &'a ServiceContext, params: &'a CompleteParams) -> CompletePhases<'a> {
+        CompletePhases {
+            context,
+            params,
+            ride: RefCell::new(None),
+            raised: RefCell::new(None),
+            captured: RefCell::new(None),
+        }
+    }
+
+    fn admit(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &CompleteParams,
+    ) -> Result<(), ServiceError> {
+        lifecycle::admit(conn, user, params.ride_id)
+    }
+}
+
+/// The endpoint's phases, for one request.
+pub struct CompletePhases<'a> {
+    context: &'a ServiceContext,
+    params: &'a CompleteParams,
+    /// The ride as the last phase left it; None when resuming.
+    ride: RefCell<Option<Ride>>,
+    raised: RefCell<Option<Raised>>,
+    captured: RefCell<Option<Answer>>,
+}
+
+impl CompletePhases<'_> {
+    /// The ride, taken by the key: from memory, or read again.
+    fn ride(&self, lease: &CompleteLease) -> Result<Ride, ServiceError> {
+        match self.ride.take() {
+            Some(ride) => Ok(ride),
+            None => lifecycle::taken(
+                &mut *self.context.pool.get()?,
+                self.params.ride_id,
+                lease.key_id(),
+            ),
+        }
+    }
+}
+
+impl Phases for CompletePhases<'_> {
+    type Point = RecoveryPoint;
+
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &CompleteLease,
+        point: RecoveryPoint,
+    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        match point {
+            RecoveryPoint::Started => {
+                *self.ride.borrow_mut() = Some(phases::begin(conn, lease, self.params)?);
+                Ok(Transition::Advance(RecoveryPoint::CompletionStarted))
+            }
+            RecoveryPoint::CompletionStarted => {
+                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                match self.raised.take().expect("the hold is raised first") {
+                    Ok(raised) => {
+                        let ride = match raised {
+                            Some(raised) => phases::record_raise(conn, &ride, &raised)?,
+                            None => ride,
+                        };
+                        *self.ride.borrow_mut() = Some(ride);
+                        Ok(Transition::Advance(RecoveryPoint::HoldCovers))
+                    }
+                    Err(refused) => Ok(Transition::Finish(phases::finish_raise_refused(
+                        conn, &ride, lease, &refused,
+                    )?)),
+                }
+            }
+            RecoveryPoint::HoldCovers => {
+                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                let captured = self.captured.take().expect("the capture is made first");
+                Ok(Transition::Finish(phases::finish_captured(
+                    conn, &ride, lease, &captured,
+                )?))
+            }
+            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
+        }
+    }
+
+    fn call(&self, lease: &CompleteLease, point: RecoveryPoint) -> Result<(), ServiceError> {
+        // No pooled connection is held while the gateway works.
+        let ride = self.ride(lease)?;
+        let gateway = self.context.gateway.as_ref();
+        match point {
+            RecoveryPoint::CompletionStarted => {
+                let raised = phases::raise(
+                    gateway,
+                    self.context.installation_id,
+                    lease,
+                    &ride,
+                    self.params,
+                )?;
+                *self.raised.borrow_mut() = Some(raised);
+            }
+            _ => {
+                let captured = lifecycle::capture(
+                    gateway,
+                    self.context.installation_id,
+                    CAPTURE_KEY_PURPOSE,
+                    lease.key_id(),
+                    &ride,
+                    self.params.final_amount_cents,
+                )?;
+                *self.captured.borrow_mut() = Some(captured);
+            }
+        }
+        Ok(())
+    }
+}

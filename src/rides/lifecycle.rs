@@ -1,0 +1,271 @@
+//! What completing and cancelling a ride share: the ride taken for one key
+//! at a time, the capture that learns a lapsed hold from the gateway, and
+//! the answers they store.
+
+use diesel::prelude::*;
+use serde_json::json;
+
+use super::model::{Ride, RideStatus, Settlement};
+use super::receipt;
+use crate::audit;
+use crate::idempotency::StoredResponse;
+use crate::ids::{KeyId, RideId, UserId};
+use crate::payments::{
+    self, derived_key, CaptureIntent, GatewayError, IntentStatus, PaymentGateway, PaymentIntent,
+};
+use crate::problem::{Problem, ProblemKind};
+use crate::schema::rides;
+use crate::service_error::ServiceError;
+
+/// Another user's ride, or none: 404 before the key is even looked at, so a
+/// key's state reveals nothing about it.
+pub fn admit(conn: &mut PgConnection, user: UserId, ride_id: RideId) -> Result<(), ServiceError> {
+    super::model::find_for_user(conn, user, ride_id)?
+        .map(drop)
+        .ok_or(ServiceError::NotFound)
+}
+
+/// What a key takes a ride for.
+pub struct Taking {
+    /// In the refusal: "only a ride authorized can be `done`".
+    pub done: &'static str,
+    /// The audit record of the taking.
+    pub audit_action: &'static str,
+    pub allowed: &'static [RideStatus],
+}
+
+/// The ride, locked, for `key` to complete or cancel: it must be in one of
+/// the allowed statuses and taken by no other key. Taken, the gateway's
+/// events about its PaymentIntent wait for the key to record what it did.
+/// Refused here, in the claim's transaction: nothing is written, the key
+/// not consumed.
+pub fn take(
+    conn: &mut PgConnection,
+    ride_id: RideId,
+    key: KeyId,
+    taking: &Taking,
+) -> Result<Ride, ServiceError> {
+    let allowed = taking.allowed;
+    let ride: Ride = rides::table
+        .find(ride_id)
+        .select(Ride::as_select())
+        .for_update()
+        .first(conn)?;
+    if !allowed.contains(&ride.status) {
+        return Err(ServiceError::InvalidRideState(format!(
+            "ride {} is {}; only a ride {} can be {}",
+            ride.id,
+            ride.status,
+            allowed
+                .iter()
+                .map(|status| status.as_str())
+                .collect::<Vec<_>>()
+                .join(" or "),
+            taking.done
+        )));
+    }
+    if ride.settling_key_id.is_some_and(|taken| taken != key) {
+        return Err(ServiceError::InvalidRideState(format!(
+            "ride {} is being completed or cancelled by another request",
+            ride.id
+        )));
+    }
+    let ride = diesel::update(rides::table.find(ride_id))
+        .set(rides::settling_key_id.eq(key))
+        .returning(Ride::as_returning())
+        .get_result(conn)?;
+    audit::record(
+        conn,
+        ride.user_id,
+        taking.audit_action,
+        "ride",
+        ride.id.0,
+        json!({ "idempotency_key_id": key }),
+    )?;
+    Ok(ride)
+}
+
+/// Gives the ride back, unchanged, when the key ends without settling it.
+pub fn release(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> QueryResult<()> {
+    diesel::update(
+        rides::table
+            .filter(rides::id.eq(ride_id))
+            .filter(rides::settling_key_id.eq(key)),
+    )
+    .set(rides::settling_key_id.eq(None::<KeyId>))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// The ride, as the key's later phases find it (taken by the key).
+pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Ride, ServiceError> {
+    let ride: Ride = rides::table
+        .find(ride_id)
+        .select(Ride::as_select())
+        .for_update()
+        .first(conn)?;
+    if ride.settling_key_id != Some(key) {
+        // Only the key's own lease holder releases it.
+        return Err(ServiceError::LeaseLost);
+    }
+    Ok(ride)
+}
+
+/// What a capture or a cancellation came to.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Made(PaymentIntent),
+    /// The gateway refused it, and the PaymentIntent says the hold lapsed
+    /// (canceled, `cancellation_reason` automatic).
+    Lapsed(PaymentIntent),
+    /// Refused for good otherwise; the PaymentIntent as it is, if known.
+    Refused(GatewayError, Option<PaymentIntent>),
+}
+
+/// Sorts a call's answer: a refusal is looked into, the gateway asked for
+/// the PaymentIntent, so that a hold that lapsed is told from other
+/// refusals. Holds no connection.
+pub fn looked_into(
+    gateway: &dyn PaymentGateway,
+    intent_id: &str,
+    answer: Result<PaymentIntent, GatewayError>,
+) -> Result<Answer, ServiceError> {
+    match payments::final_outcome(answer)? {
+        Ok(intent) => Ok(Answer::Made(intent)),
+        Err(refusal) => {
+            let now = gateway
+                .retrieve_intent(intent_id)
+                .map_err(GatewayError::into_unavailable)?;
+            Ok(match now {
+                Some(intent)
+                    if intent.status == IntentStatus::Canceled
+                        && intent.cancellation_reason.as_deref() == Some("automatic") =>
+                {
+                    Answer::Lapsed(intent)
+                }
+                now => Answer::Refused(refusal, now),
+            })
+        }
+    }
+}
+
+/// Captures `amount` of the ride's hold under a key derived for `purpose`.
+pub fn capture(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    purpose: &str,
+    key: KeyId,
+    ride: &Ride,
+    amount_cents: i64,
+) -> Result<Answer, ServiceError> {
+    let intent_id = intent_of(ride)?;
+    let answer = gateway.capture_intent(&CaptureIntent {
+        idempotency_key: derived_key(installation_id, purpose, key),
+        intent_id: intent_id.clone(),
+        amount_to_capture_cents: amount_cents,
+    });
+    looked_into(gateway, &intent_id, answer)
+}
+
+/// The ride's PaymentIntent; a ride that can be completed or cancelled has one.
+pub fn intent_of(ride: &Ride) -> Result<String, ServiceError> {
+    ride.payment_intent_id.clone().ok_or_else(|| {
+        ServiceError::Internal(anyhow::anyhow!(
+            "ride {} is {} without a PaymentIntent",
+            ride.id,
+            ride.status
+        ))
+    })
+}
+
+/// Records `status` with what the intent holds and took, ends the key's
+/// hold on the ride, and answers the ride (200). A ride whose money moved
+/// gets its receipt.
+pub fn finish_settled(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    status: RideStatus,
+    intent: &PaymentIntent,
+) -> Result<StoredResponse, ServiceError> {
+    let settled: Ride = diesel::update(rides::table.find(ride.id))
+        .set((
+            &Settlement {
+                status,
+                payment_intent_id: Some(intent.id.clone()),
+                client_secret: ride.client_secret.clone(),
+                next_action: None,
+                amount_authorized_cents: ride.amount_authorized_cents,
+                amount_captured_cents: intent.amount_received_cents,
+                settling_key_id: None,
+            },
+            rides::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Ride::as_returning())
+        .get_result(conn)?;
+    if settled.amount_captured_cents > 0 {
+        receipt::stage(conn, &settled)?;
+    }
+    audit::record(
+        conn,
+        settled.user_id,
+        &format!("ride.{status}"),
+        "ride",
+        settled.id.0,
+        json!({ "payment_intent_id": intent.id, "amount_captured_cents": settled.amount_captured_cents }),
+    )?;
+    Ok(StoredResponse::ok(settled.to_json()))
+}
+
+/// The hold lapsed at the gateway: the ride is `expired`, the key's hold on
+/// it ended.
+pub fn expire(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    intent: &PaymentIntent,
+) -> Result<(), ServiceError> {
+    diesel::update(rides::table.find(ride.id))
+        .set((
+            &Settlement {
+                status: RideStatus::Expired,
+                payment_intent_id: Some(intent.id.clone()),
+                client_secret: ride.client_secret.clone(),
+                next_action: None,
+                amount_authorized_cents: ride.amount_authorized_cents,
+                amount_captured_cents: 0,
+                settling_key_id: None,
+            },
+            rides::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)?;
+    log::info!("the hold of ride {} lapsed at the gateway", ride.id);
+    audit::record(
+        conn,
+        ride.user_id,
+        "ride.expired",
+        "ride",
+        ride.id.0,
+        json!({ "payment_intent_id": intent.id }),
+    )?;
+    Ok(())
+}
+
+/// Ends the key's hold on the ride and stores `problem` (with the ride's id)
+/// as the key's answer.
+pub fn finish_refused(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    key: KeyId,
+    problem: Problem,
+) -> Result<StoredResponse, ServiceError> {
+    release(conn, ride.id, key)?;
+    Ok(StoredResponse::problem(
+        &problem.with_extension("ride_id", ride.id),
+    ))
+}
+
+/// The stored answer to a refusal the gateway gave for good (a hold that
+/// lapsed is answered by the caller).
+pub fn refused_problem(refusal: &GatewayError) -> Problem {
+    log::warn!("payment gateway refused a ride's capture or cancellation: {refusal}");
+    Problem::new(ProblemKind::PaymentGatewayRejected, refusal.to_string())
+}
