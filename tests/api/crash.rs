@@ -211,6 +211,168 @@ mod refunds {
     }
 }
 
+/// The same for completing and cancelling a ride: a held ride (made by a
+/// server that does not crash), then the request to a server armed to abort
+/// at the point, and the key ends with one capture at the gateway and the
+/// ride as the request asked.
+mod lifecycle {
+    use super::*;
+
+    /// One of the endpoints under test: what is sent, and what it ends with.
+    struct Action {
+        path: &'static str,
+        body: &'static str,
+        status: &'static str,
+        captured: i64,
+    }
+
+    /// Above the hold: the hold is raised, then captured.
+    const COMPLETE: Action = Action {
+        path: "complete",
+        body: r#"{"final_amount_cents": 2600}"#,
+        status: "captured",
+        captured: 2600,
+    };
+
+    /// With a fee: the fee is captured, the rest released.
+    const CANCEL: Action = Action {
+        path: "cancel",
+        body: r#"{"cancellation_fee_cents": 500}"#,
+        status: "canceled",
+        captured: 500,
+    };
+
+    async fn send(
+        app: &TestApp,
+        address: &str,
+        ride_id: i64,
+        action: &Action,
+    ) -> Result<Answer, reqwest::Error> {
+        let url = format!("{address}/api/rides/{ride_id}/{}", action.path);
+        app.post_idempotent(&url, &app.user.api_key, KEY, action.body)
+            .await
+    }
+
+    async fn crash_at(app: &mut TestApp, point: &str, action: &Action) -> i64 {
+        let plain = ServerProcess::start(&app.database_url, &[]);
+        app.address = plain.address.clone();
+        let ride_id = app.held_ride("ride", "pm_card_visa").await;
+        drop(plain);
+        let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
+        let first = send(app, &server.address, ride_id, action).await;
+        assert_crashed(&mut server, point, first);
+        ride_id
+    }
+
+    async fn until_final(app: &TestApp, address: &str, ride_id: i64, action: &Action) -> Answer {
+        for _ in 0..200 {
+            match send(app, address, ride_id, action).await {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        panic!("the {} never reached a final answer", action.path);
+    }
+
+    async fn assert_done_once(
+        app: &TestApp,
+        address: &str,
+        ride_id: i64,
+        action: &Action,
+        point: &str,
+    ) {
+        let answer = until_final(app, address, ride_id, action).await;
+        answer.assert_status(200);
+        let ride = answer.json();
+        assert_eq!(
+            (
+                ride["status"].as_str(),
+                ride["amount_captured_cents"].as_i64()
+            ),
+            (Some(action.status), Some(action.captured)),
+            "{point}"
+        );
+        assert_eq!(
+            app.count(&format!(
+                "simulated_payment_intents WHERE status = 'succeeded' AND amount_received_cents = {}",
+                action.captured
+            )),
+            1,
+            "{point}"
+        );
+        assert_eq!(
+            app.count("simulated_intent_calls WHERE operation = 'capture'"),
+            1,
+            "{point}"
+        );
+        assert_eq!(
+            app.count("rides WHERE settling_key_id IS NOT NULL"),
+            0,
+            "{point}"
+        );
+        for _ in 0..2 {
+            let replay = until_final(app, address, ride_id, action).await;
+            assert_eq!(replay.body, answer.body);
+            assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+        }
+    }
+
+    async fn a_client_retry_finishes_after_a_crash_at(point: &str, action: &Action) {
+        let mut app = database_only();
+        let ride_id = crash_at(&mut app, point, action).await;
+        let restarted = ServerProcess::start(&app.database_url, &[]);
+        assert_done_once(&app, &restarted.address, ride_id, action, point).await;
+    }
+
+    async fn the_completer_alone_finishes_after_a_crash_at(point: &str, action: &Action) {
+        let mut app = database_only();
+        let ride_id = crash_at(&mut app, point, action).await;
+        let restarted = ServerProcess::start(&app.database_url, &[("COMPLETER_ENABLED", "true")]);
+        let finished = eventually(Duration::from_secs(20), || {
+            app.key_state(KEY)["recovery_point"] == "finished"
+        })
+        .await;
+        assert!(finished, "{point}: {}", app.key_state(KEY));
+        assert_done_once(&app, &restarted.address, ride_id, action, point).await;
+    }
+
+    /// A test per crash point of one action, by a client retry and by the
+    /// completer alone.
+    macro_rules! action_crash_tests {
+        ($module:ident, $action:expr, $($name:ident => $point:expr),* $(,)?) => {
+            mod $module {
+                use super::*;
+                mod client_retry {
+                    use super::*;
+                    $(#[tokio::test] async fn $name() { a_client_retry_finishes_after_a_crash_at($point, &$action).await; })*
+                }
+                mod completer_alone {
+                    use super::*;
+                    $(#[tokio::test] async fn $name() { the_completer_alone_finishes_after_a_crash_at($point, &$action).await; })*
+                }
+            }
+        };
+    }
+
+    action_crash_tests! {
+        complete, COMPLETE,
+        after_completion_started => "after-completion-started",
+        gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
+        after_increment => "after-increment",
+        after_hold_covers => "after-hold-covers",
+        after_capture => "after-capture",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    action_crash_tests! {
+        cancel, CANCEL,
+        after_cancellation_started => "after-cancellation-started",
+        gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
+        after_cancel => "after-cancel",
+        after_finished => crash::AFTER_FINISHED,
+    }
+}
+
 /// A new endpoint's recovery points and calls are crash points of their own:
 /// this fails until each has its crash tests above.
 #[test]
@@ -225,6 +387,12 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-refund-created",
         "after-refund",
         "after-refund-completed",
+        "after-completion-started",
+        "after-increment",
+        "after-hold-covers",
+        "after-capture",
+        "after-cancellation-started",
+        "after-cancel",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::http::registry::crash_points();

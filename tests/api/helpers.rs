@@ -360,7 +360,7 @@ impl TestApp {
     }
 
     /// An idempotent JSON POST to `url`.
-    async fn post_idempotent(
+    pub async fn post_idempotent(
         &self,
         url: &str,
         api_key: &str,

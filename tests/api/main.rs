@@ -3,6 +3,7 @@
 mod architecture;
 mod auth_and_routing;
 mod authentication_page;
+mod browser;
 mod cli;
 mod concurrency;
 mod crash;
@@ -23,6 +24,7 @@ mod intents;
 mod lifecycle;
 mod migrations;
 mod operations;
+mod payment_return;
 mod prepared_statements;
 mod read_rides;
 mod refunds;
