@@ -1,12 +1,16 @@
--- What one new-key POST /api/rides sends to PostgreSQL, as pure SQL, with the
--- same transaction boundaries (src/http/auth.rs, src/idempotency/claim.rs,
+-- What one new-key POST /api/rides (pm_card_visa, capture_method automatic)
+-- sends to PostgreSQL with the simulated gateway, as pure SQL, with the same
+-- transaction boundaries (src/http/auth.rs, src/idempotency/claim.rs,
 -- src/idempotency/flow.rs, src/rides/service.rs, src/rides/phases.rs,
--- src/doubles/store.rs). The extractor's own check of the API key is left
--- out: a key verified in the last minute passes from memory.
--- The benchmark passes first_user, riders, key_hash (hex), installation and
--- fingerprint with -D; client i acts as rider i % riders, as the HTTP load
--- does. `SELECT 1` is r2d2's check of a connection taken from the pool
--- (test_on_check_out, on by default), which the server pays at every
+-- src/doubles/intents.rs, src/doubles/events.rs). The extractor's own check of
+-- the API key is left out: a key verified in the last minute passes from
+-- memory. The event the simulated gateway records here is applied after the
+-- answer by the running server's worker, as the HTTP scenario's are: both
+-- sides of the comparison carry that work.
+-- The benchmark passes first_user, riders, key_hash (hex), installation,
+-- fingerprint and return_url with -D; client i acts as rider i % riders, as
+-- the HTTP load does. `SELECT 1` is r2d2's check of a connection taken from
+-- the pool (test_on_check_out, on by default), which the server pays at every
 -- pool.get(). pgbench reads a colon as the start of a variable even inside a
 -- string, so literals holding one are built with jsonb_build_object instead.
 \set n random(1, 9223372036854775806)
@@ -15,7 +19,7 @@
 -- Authentication, then the lock-free lookup of the key, on one checkout (which
 -- the claim's transaction uses too).
 SELECT 1;
-SELECT id, email, stripe_customer_id, created_at
+SELECT id, email, stripe_customer_id, created_at, stripe_payment_method_id
   FROM users WHERE api_key_hash = decode(:key_hash, 'hex') LIMIT 1;
 SELECT id, user_id, request_fingerprint, lease_epoch, locked_at, recovery_point,
        response_status, response_headers, response_body, created_at,
@@ -28,45 +32,96 @@ INSERT INTO idempotency_keys (user_id, key, request_method, request_path,
         request_fingerprint, request_params, lease_epoch, locked_at, recovery_point, endpoint)
   VALUES (:user_id, 'pgbench-' || :n::text, 'POST', '/api/rides',
         :fingerprint,
-        jsonb_build_object('amount_cents', 2000, 'currency', 'usd', 'origin_lat', 37.77,
-            'origin_lon', -122.42, 'payment_source', 'tok_visa', 'target_lat', 37.8,
-            'target_lon', -122.27),
+        jsonb_build_object('amount_cents', 2000, 'capture_method', 'automatic',
+            'currency', 'usd', 'origin_lat', 37.77, 'origin_lon', -122.42,
+            'payment_method', 'pm_card_visa', 'target_lat', 37.8, 'target_lon', -122.27),
         1, now(), 'started', 'rides.create')
   ON CONFLICT (user_id, key) DO NOTHING RETURNING id AS key_id
 \gset
 INSERT INTO rides (user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
-        target_lon, amount_cents, currency, payment_source)
-  VALUES (:user_id, :key_id, 37.77, -122.42, 37.8, -122.27, 2000, 'usd', 'tok_visa')
-  RETURNING id AS ride_id, created_at AS ride_created_at
+        target_lon, amount_cents, currency, payment_method, capture_method, customer,
+        return_url)
+  VALUES (:user_id, :key_id, 37.77, -122.42, 37.8, -122.27, 2000, 'usd', 'pm_card_visa',
+        'automatic', NULL, :return_url)
+  RETURNING id AS ride_id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
+       target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status,
+       charge_id, created_at AS ride_created_at, capture_method, customer, return_url,
+       payment_intent_id, client_secret, next_action, amount_authorized_cents,
+       amount_captured_cents
 \gset
 INSERT INTO audit_records (user_id, action, resource_type, resource_id, data)
   VALUES (:user_id, 'ride.created', 'ride', :ride_id,
-        jsonb_build_object('idempotency_key_id', :key_id::bigint, 'amount_cents', 2000));
+        jsonb_build_object('amount_cents', 2000, 'idempotency_key_id', :key_id::bigint));
 UPDATE idempotency_keys SET recovery_point = 'ride_created', last_run_at = now(), updated_at = now()
   WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'started'
   RETURNING id;
 COMMIT;
 
--- Transaction 2: the simulated gateway records the charge, as an external
--- system would, on its own checkout (one statement, its own transaction).
-SELECT 1;
-INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, source,
-        description, metadata, status, failure_code, decline_code)
-  VALUES ('ch_sim_pgbench_' || :key_id::text,
-        'ridepay-' || :installation || '-ride-charge-' || :key_id::text,
-        2000, 'usd', 'tok_visa', 'ridepay ride ' || :ride_id::text,
-        jsonb_build_object('ride_id', :ride_id::text, 'idempotency_key_id', :key_id::text),
-        'succeeded', NULL, NULL)
-  ON CONFLICT (idempotency_key) DO NOTHING RETURNING *;
-
--- Transaction 3: ChargeCompleted and Finished, with one write of the key.
+-- Transaction 2: the simulated gateway creates the PaymentIntent, as an
+-- external system would, on its own checkout: under its lock on the derived
+-- key, the lookup of an earlier call with that key, the intent, its event,
+-- and the call's answer kept for a retry.
 SELECT 1;
 BEGIN;
-UPDATE rides SET status = 'charged', charge_id = 'ch_sim_pgbench_' || :key_id::text, updated_at = now()
-  WHERE id = :ride_id AND status = 'pending'
+SELECT pg_advisory_xact_lock(hashtextextended(
+        'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text, 0));
+SELECT operation, parameters, answer FROM simulated_intent_calls
+  WHERE idempotency_key = 'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text
+  LIMIT 1;
+INSERT INTO simulated_payment_intents (id, client_secret, amount_cents,
+        amount_capturable_cents, amount_received_cents, currency, customer, payment_method,
+        capture_method, return_url, status, latest_charge, last_error_code,
+        last_error_decline_code, last_error_message, authorization_expires_at, settles_at,
+        metadata, gateway)
+  VALUES ('pi_sim_pgbench_' || :key_id::text,
+        'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench', 2000, 0, 2000, 'usd', NULL,
+        'pm_card_visa', 'automatic', :return_url, 'succeeded',
+        'ch_sim_pgbench_' || :key_id::text, NULL, NULL, NULL, NULL, NULL,
+        jsonb_build_object('ride_id', :ride_id::text, 'idempotency_key_id', :key_id::text),
+        'simulated')
+  RETURNING id, client_secret, amount_cents, amount_capturable_cents, amount_received_cents,
+       currency, capture_method, return_url, status, latest_charge, last_error_code,
+       last_error_decline_code, last_error_message, cancellation_reason, payment_method,
+       increments, metadata, gateway, disputed;
+INSERT INTO simulated_events (id, gateway, event_type, object_kind, object_id)
+  VALUES ('evt_sim_pgbench_' || :key_id::text, 'simulated', 'payment_intent.succeeded',
+        'payment_intent', 'pi_sim_pgbench_' || :key_id::text);
+INSERT INTO simulated_intent_calls (idempotency_key, operation, parameters, answer)
+  VALUES ('ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text, 'create',
+        jsonb_build_object('currency', 'usd', 'customer', NULL,
+            'metadata', jsonb_build_array(jsonb_build_array('ride_id', :ride_id::text),
+                jsonb_build_array('idempotency_key_id', :key_id::text)),
+            'return_url', :return_url::text, 'amount_cents', 2000,
+            'capture_method', 'automatic', 'payment_method', 'pm_card_visa',
+            'idempotency_key',
+            'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text),
+        jsonb_build_object('made', jsonb_build_object(
+            'id', 'pi_sim_pgbench_' || :key_id::text, 'status', 'succeeded',
+            'currency', 'usd', 'disputed', false,
+            'metadata', jsonb_build_object('ride_id', :ride_id::text,
+                'idempotency_key_id', :key_id::text),
+            'next_action', NULL, 'amount_cents', 2000,
+            'client_secret', 'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench',
+            'latest_charge', 'ch_sim_pgbench_' || :key_id::text,
+            'capture_method', 'automatic', 'last_payment_error', NULL,
+            'cancellation_reason', NULL, 'amount_received_cents', 2000,
+            'amount_capturable_cents', 0)));
+COMMIT;
+
+-- Transaction 3: ChargeCompleted (the ride captured) and Finished, with one
+-- write of the key.
+SELECT 1;
+BEGIN;
+UPDATE rides SET status = 'captured', payment_intent_id = 'pi_sim_pgbench_' || :key_id::text,
+        client_secret = 'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench',
+        next_action = NULL, amount_authorized_cents = 2000, amount_captured_cents = 2000,
+        updated_at = now()
+  WHERE id = :ride_id
+    AND status = ANY(ARRAY['pending', 'requires_action', 'processing', 'authorized'])
   RETURNING id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat, target_lon,
-       amount_cents, amount_refunded_cents, currency, payment_source, status, charge_id,
-       created_at, updated_at;
+       amount_cents, amount_refunded_cents, currency, payment_method, status, charge_id,
+       created_at, capture_method, customer, return_url, payment_intent_id, client_secret,
+       next_action, amount_authorized_cents, amount_captured_cents;
 INSERT INTO staged_jobs (job_type, payload)
   VALUES ('ride_receipt', jsonb_build_object('ride_id', :ride_id::bigint, 'user_id', :user_id::bigint));
 UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
@@ -74,8 +129,10 @@ UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
                                              jsonb_build_array('Location', '/api/rides/' || :ride_id::text)),
         response_body = convert_to(jsonb_build_object('id', :ride_id::bigint, 'origin_lat', 37.77,
             'origin_lon', -122.42, 'target_lat', 37.8, 'target_lon', -122.27, 'amount_cents', 2000,
-            'amount_refunded_cents', 0, 'currency', 'usd', 'status', 'charged',
-            'charge_id', 'ch_sim_pgbench_' || :key_id::text, 'created_at', now())::text, 'UTF8'),
+            'currency', 'usd', 'capture_method', 'automatic', 'status', 'captured',
+            'payment_intent_id', 'pi_sim_pgbench_' || :key_id::text,
+            'amount_authorized_cents', 2000, 'amount_captured_cents', 2000,
+            'amount_refunded_cents', 0, 'next_action', NULL, 'created_at', now())::text, 'UTF8'),
         locked_at = NULL, last_run_at = now(), updated_at = now()
   WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'ride_created'
   RETURNING id;

@@ -12,14 +12,16 @@ pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// A ride request body; `amount_cents` and `source` vary per campaign key.
-/// Shared, not copied, by every request that sends it.
-pub fn ride_body(amount_cents: i64, source: &str) -> Bytes {
+/// A ride request body, paid at once (`automatic` capture, so a paid ride
+/// ends `captured`); `amount_cents` and `payment_method` vary per campaign
+/// key. Shared, not copied, by every request that sends it.
+pub fn ride_body(amount_cents: i64, payment_method: &str) -> Bytes {
     Bytes::from(
         json!({
             "origin_lat": 37.77, "origin_lon": -122.42,
             "target_lat": 37.80, "target_lon": -122.27,
-            "amount_cents": amount_cents, "payment_source": source
+            "amount_cents": amount_cents, "payment_method": payment_method,
+            "capture_method": "automatic"
         })
         .to_string(),
     )
@@ -40,10 +42,11 @@ impl Answer {
         Some(kind.rsplit('/').next()?.to_owned())
     }
 
-    /// The `id` of a ride JSON answer.
+    /// The ride an answer names: the `id` of a ride JSON answer, or the
+    /// `ride_id` of a problem about one (a decline's).
     pub fn ride_id(&self) -> Option<i64> {
         let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        value.get("id")?.as_i64()
+        value.get("id").or_else(|| value.get("ride_id"))?.as_i64()
     }
 }
 

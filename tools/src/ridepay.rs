@@ -59,6 +59,11 @@ impl LogCounts {
     }
 }
 
+/// One variable of a ridepay process's environment.
+pub fn var(name: &str, value: impl ToString) -> (String, String) {
+    (name.to_owned(), value.to_string())
+}
+
 #[derive(Debug, Clone)]
 pub struct Ridepay {
     pub binary: PathBuf,
@@ -115,13 +120,19 @@ impl Ridepay {
         spawn_counting(command, logs)
     }
 
-    /// `ridepay fake-gateway`: the simulated gateway behind Stripe's HTTP API,
-    /// keeping its ledger in the same database.
-    pub fn fake_gateway(&self, env: &[(String, String)]) -> anyhow::Result<Announced> {
+    /// `ridepay fake-gateway` on a free loopback port: Stripe's HTTP API,
+    /// keeping its ledger in `ledger_url`, with more of its flags in `args`.
+    pub fn fake_gateway(
+        &self,
+        ledger_url: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> anyhow::Result<Announced> {
         let mut command = self.command();
         command
             .args(["fake-gateway", "--bind", "127.0.0.1:0", "--database-url"])
-            .arg(&self.database_url)
+            .arg(ledger_url)
+            .args(args)
             .envs(env.iter().cloned());
         spawn_counting(command, None)
     }

@@ -18,7 +18,7 @@ use super::pgbench::{self, Pgbench, Script, NEW_KEY_SQL, ONE_INSERT};
 use super::plot;
 use super::report::Results;
 use crate::client::ride_body;
-use crate::ridepay::{ApiUser, Ridepay};
+use crate::ridepay::{var, ApiUser, Ridepay};
 use crate::stage::Stage;
 
 /// Not measured: fills the server's connection pool and PostgreSQL's caches,
@@ -65,7 +65,7 @@ fn round_order(round: u32) -> [usize; 6] {
     }
 }
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
-const FINGERPRINT: &str = "v1:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+const FINGERPRINT: &str = "v2:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
 #[derive(QueryableByName)]
 struct Setting {
@@ -89,12 +89,12 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     conn.batch_execute(pgbench::SETUP)?;
     let server = ridepay.serve(
         &[
-            ("COMPLETER_ENABLED".to_owned(), "false".to_owned()),
-            ("OUTBOX_ENABLED".to_owned(), "false".to_owned()),
-            ("REAPER_ENABLED".to_owned(), "false".to_owned()),
+            var("COMPLETER_ENABLED", false),
+            var("OUTBOX_ENABLED", false),
+            var("REAPER_ENABLED", false),
             // One rider sends thousands of requests a second here.
-            ("RATE_LIMIT_PER_SECOND".to_owned(), "0".to_owned()),
-            ("RATE_LIMIT_ADDRESS_PER_SECOND".to_owned(), "0".to_owned()),
+            var("RATE_LIMIT_PER_SECOND", 0),
+            var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
         ],
         None,
     )?;
@@ -102,7 +102,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let target = Arc::new(Target {
         address: server.address.clone(),
         api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-        body: ride_body(2000, "tok_visa"),
+        body: ride_body(2000, "pm_card_visa"),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)
@@ -116,7 +116,10 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         WARM_UP,
     ))?;
     let mut finished = Arc::new(warm_up.created);
-    let pgbench = Pgbench::new(&database.url, pgbench_variables(&mut conn, &riders)?)?;
+    let pgbench = Pgbench::new(
+        &database.url,
+        pgbench_variables(&mut conn, &riders, &server.address)?,
+    )?;
 
     let postmaster = database
         .cluster()
@@ -233,10 +236,12 @@ fn riders(ridepay: &Ridepay, first: ApiUser, count: usize) -> anyhow::Result<Vec
 
 /// The `-D` variables of `new_key_post.sql`: the riders' ids, the first
 /// rider's key hash as stored (every rider's authentication reads the same
-/// index the same way), and the installation id of derived gateway keys.
+/// index the same way), the installation id of derived gateway keys, and
+/// the return URL the server at `address` gives its rides.
 fn pgbench_variables(
     conn: &mut PgConnection,
     riders: &[ApiUser],
+    address: &str,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let user_id = riders[0].user_id;
     let key_hash =
@@ -255,6 +260,10 @@ fn pgbench_variables(
         ("key_hash".to_owned(), key_hash),
         ("installation".to_owned(), installation),
         ("fingerprint".to_owned(), FINGERPRINT.to_owned()),
+        (
+            "return_url".to_owned(),
+            format!("http://{address}/payments/return"),
+        ),
     ])
 }
 

@@ -9,11 +9,12 @@ use rand::Rng;
 
 use super::audit::{self, CHECKS};
 use super::fleet::Fleet;
+use super::gateway::Gateway;
 use super::history::{Counters, KeyHistory};
-use super::options::{GatewayChoice, Options};
+use super::options::Options;
 use super::retrying_client::run_client;
 use super::summary::{Summary, SERVER_EVENTS};
-use crate::ridepay::LogCounts;
+use crate::ridepay::{var, LogCounts};
 use crate::stage::Stage;
 
 const INSTANCES: usize = 2;
@@ -25,36 +26,16 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         ridepay,
         user,
         mut conn,
-        database: _database,
+        database,
     } = Stage::set("chaos", options.ridepay_bin.as_deref())?;
     let started = ridepay::db::now(&mut conn)?;
 
-    let mut env = instance_env();
-    let _gateway = match options.gateway {
-        GatewayChoice::Simulated => {
-            env.extend(gateway_faults(&options));
-            None
-        }
-        GatewayChoice::Fake => {
-            let mut faults = gateway_faults(&options);
-            faults.push(pair(
-                "SIMULATED_GATEWAY_RATE_LIMIT_RATE",
-                options.rate_limit_rate,
-            ));
-            let gateway = ridepay.fake_gateway(&faults)?;
-            env.extend([
-                pair("GATEWAY", "stripe"),
-                pair("STRIPE_API_BASE", format!("http://{}", gateway.address)),
-                pair("STRIPE_API_KEY", "sk_test_chaos"),
-                // Twice their sum must fit in the lease (config validation).
-                pair("STRIPE_TIMEOUT_MS", 1000),
-                pair("STRIPE_CONNECT_TIMEOUT_MS", 300),
-            ]);
-            Some(gateway)
-        }
-    };
+    let gateway = Gateway::start(&options, &ridepay, &database)?;
+    let envs = (0..INSTANCES)
+        .map(|index| [instance_env(), gateway.instance_env(index)].concat())
+        .collect();
     let logs = LogCounts::new(&SERVER_EVENTS);
-    let fleet = Arc::new(Fleet::start(ridepay, env, logs.clone(), INSTANCES)?);
+    let fleet = Arc::new(Fleet::start(ridepay, envs, logs.clone())?);
     let counters = Arc::new(Counters::default());
     eprintln!(
         "chaos: {} clients for {:?} (at most {} requests), {INSTANCES} instances, {:?} gateway",
@@ -82,7 +63,13 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         std::thread::sleep(Duration::from_millis(500));
     }
     let settle = settle_began.elapsed();
-    let report = audit::audit(&mut conn, user.user_id, started, &histories)?;
+    let report = audit::audit(
+        &mut conn,
+        &mut gateway.ledger()?,
+        user.user_id,
+        started,
+        &histories,
+    )?;
     fleet.stop_all();
 
     let summary = Summary {
@@ -186,30 +173,15 @@ async fn kill_at_random(
 /// the campaign tests).
 fn instance_env() -> Vec<(String, String)> {
     vec![
-        pair("HTTP_WORKERS", 2),
-        pair("DATABASE_POOL_SIZE", 8),
-        pair("IDEMPOTENCY_LEASE_SECS", 3),
-        pair("RATE_LIMIT_PER_SECOND", 0),
-        pair("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
-        pair("COMPLETER_ENABLED", true),
-        pair("COMPLETER_INTERVAL_SECS", 1),
-        pair("OUTBOX_ENABLED", true),
-        pair("OUTBOX_INTERVAL_SECS", 1),
-        pair("REAPER_ENABLED", false),
+        var("HTTP_WORKERS", 2),
+        var("DATABASE_POOL_SIZE", 8),
+        var("IDEMPOTENCY_LEASE_SECS", 3),
+        var("RATE_LIMIT_PER_SECOND", 0),
+        var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
+        var("COMPLETER_ENABLED", true),
+        var("COMPLETER_INTERVAL_SECS", 1),
+        var("OUTBOX_ENABLED", true),
+        var("OUTBOX_INTERVAL_SECS", 1),
+        var("REAPER_ENABLED", false),
     ]
-}
-
-fn gateway_faults(options: &Options) -> Vec<(String, String)> {
-    vec![
-        pair("SIMULATED_GATEWAY_LATENCY_MS", options.gateway_latency_ms),
-        pair("SIMULATED_GATEWAY_FAIL_RATE", options.fail_rate),
-        pair(
-            "SIMULATED_GATEWAY_LOST_RESPONSE_RATE",
-            options.lost_response_rate,
-        ),
-    ]
-}
-
-fn pair(name: &str, value: impl ToString) -> (String, String) {
-    (name.to_owned(), value.to_string())
 }

@@ -10,22 +10,24 @@ use crate::ridepay::{LogCounts, Ridepay};
 
 pub struct Fleet {
     ridepay: Ridepay,
-    env: Vec<(String, String)>,
+    /// Each instance's environment, the same at every restart.
+    envs: Vec<Vec<(String, String)>>,
     logs: Arc<LogCounts>,
     processes: Vec<Mutex<Option<Announced>>>,
     addresses: RwLock<Vec<Option<String>>>,
 }
 
 impl Fleet {
+    /// One instance per environment in `envs`.
     pub fn start(
         ridepay: Ridepay,
-        env: Vec<(String, String)>,
+        envs: Vec<Vec<(String, String)>>,
         logs: Arc<LogCounts>,
-        instances: usize,
     ) -> anyhow::Result<Fleet> {
+        let instances = envs.len();
         let fleet = Fleet {
             ridepay,
-            env,
+            envs,
             logs,
             processes: (0..instances).map(|_| Mutex::new(None)).collect(),
             addresses: RwLock::new(vec![None; instances]),
@@ -55,13 +57,16 @@ impl Fleet {
         }
     }
 
-    /// Starts the instance (again) on a new port, unless it runs.
+    /// Starts the instance (again), unless it runs: on a new port, unless
+    /// its environment names one (`BIND_ADDR`).
     pub fn restart(&self, index: usize) -> anyhow::Result<()> {
         let mut slot = self.processes[index].lock().unwrap();
         if slot.is_some() {
             return Ok(());
         }
-        let process = self.ridepay.serve(&self.env, Some(self.logs.clone()))?;
+        let process = self
+            .ridepay
+            .serve(&self.envs[index], Some(self.logs.clone()))?;
         self.addresses.write().unwrap()[index] = Some(process.address.clone());
         *slot = Some(process);
         Ok(())

@@ -6,25 +6,35 @@ use std::sync::Mutex;
 
 use crate::client::Answer;
 
-/// What a key's payment source should lead to.
+/// What a key's payment method should lead to, paid at once (automatic
+/// capture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expected {
-    Charged,
+    Captured,
     Declined,
 }
 
 impl Expected {
-    pub fn source(self) -> &'static str {
+    /// One of Stripe's test payment methods.
+    pub fn payment_method(self) -> &'static str {
         match self {
-            Expected::Charged => "tok_visa",
-            Expected::Declined => "tok_chargeDeclined",
+            Expected::Captured => "pm_card_visa",
+            Expected::Declined => "pm_card_visa_chargeDeclined",
         }
     }
 
     pub fn status(self) -> u16 {
         match self {
-            Expected::Charged => 201,
+            Expected::Captured => 201,
             Expected::Declined => 402,
+        }
+    }
+
+    /// The ride's status once its key is finished.
+    pub fn ride_status(self) -> &'static str {
+        match self {
+            Expected::Captured => "captured",
+            Expected::Declined => "payment_declined",
         }
     }
 }

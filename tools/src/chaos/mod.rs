@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod campaign;
 pub mod fleet;
+pub mod gateway;
 pub mod history;
 pub mod options;
 pub mod retrying_client;

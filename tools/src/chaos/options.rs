@@ -7,16 +7,18 @@ use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GatewayChoice {
-    /// `ridepay fake-gateway` over Stripe's HTTP API, ridepay on `GATEWAY=stripe`.
-    Fake,
     /// The in-process simulated gateway of each instance.
     Simulated,
+    /// ridepay's Stripe client (`GATEWAY=stripe`) against `ridepay
+    /// fake-gateway`, which keeps its ledger in a database of its own and
+    /// sends signed webhooks.
+    Stripe,
 }
 
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "chaos",
-    about = "Kill ridepay instances at random under retrying clients, then audit every charge"
+    about = "Kill ridepay instances at random under retrying clients, then audit every payment"
 )]
 pub struct Options {
     /// How long clients start new keys and instances get killed.
@@ -28,24 +30,31 @@ pub struct Options {
     /// Concurrent clients, each sending one key at a time.
     #[arg(long, default_value_t = 24)]
     pub clients: usize,
-    #[arg(long, value_enum, default_value_t = GatewayChoice::Fake)]
+    /// What the instances pay through.
+    #[arg(long, value_enum, default_value_t = GatewayChoice::Simulated)]
     pub gateway: GatewayChoice,
     /// Mean time between two SIGKILLs (uniform between half and one and a half of it).
     #[arg(long, default_value = "1500ms", value_parser = humantime::parse_duration)]
     pub kill_interval: Duration,
-    /// Share of gateway calls failing before charging.
+    /// Share of gateway calls failing before acting.
     #[arg(long, default_value_t = 0.05)]
     pub fail_rate: f64,
-    /// Share of gateway calls that charge, then lose the response.
+    /// Share of gateway calls that act, then lose the response.
     #[arg(long, default_value_t = 0.05)]
     pub lost_response_rate: f64,
-    /// Share of gateway calls answered 429 (fake gateway only).
+    /// Share of gateway calls answered with a rate limit (429 from the fake).
     #[arg(long, default_value_t = 0.02)]
     pub rate_limit_rate: f64,
+    /// Share of calls the fake answers 500 and saves that answer under the
+    /// key (`--gateway stripe` only). ridepay leaves such a key to an
+    /// operator, as no retry can learn what Stripe did, so the audit reports
+    /// each one as a key not finished: off by default.
+    #[arg(long, default_value_t = 0.0)]
+    pub saved_error_rate: f64,
     /// Delay of every gateway call.
     #[arg(long, default_value_t = 10)]
     pub gateway_latency_ms: u64,
-    /// Share of keys charged with a card that declines.
+    /// Share of keys paid with a card that declines.
     #[arg(long, default_value_t = 0.1)]
     pub decline_share: f64,
     /// Share of finished keys sent once more, to check the replay.

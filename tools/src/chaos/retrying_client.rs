@@ -34,7 +34,7 @@ pub async fn run_client(
             let expected = if rng.gen_bool(options.decline_share) {
                 Expected::Declined
             } else {
-                Expected::Charged
+                Expected::Captured
             };
             let attempts = if rng.gen_bool(options.abandon_share) {
                 1
@@ -44,7 +44,7 @@ pub async fn run_client(
             (expected, rng.gen_range(50..=100_000), attempts)
         };
         let key = format!("chaos-{}", uuid::Uuid::new_v4().simple());
-        let body = ride_body(amount_cents, expected.source());
+        let body = ride_body(amount_cents, expected.payment_method());
         let first_final = send_until_final(&client, fleet, counters, &key, &body, attempts).await;
         match &first_final {
             None if attempts == 1 => counters.outcomes.add("walked away after a failure"),

@@ -14,21 +14,26 @@ const ANSWERED_503: &str = "payment gateway unavailable: ";
 
 /// Server log lines counted during the campaign, by what they mean, in the
 /// words of the simulated gateway and of the Stripe client (against the fake).
-pub const SERVER_EVENTS: [LogEvent; 6] = [
+pub const SERVER_EVENTS: [LogEvent; 7] = [
     (
-        "503 logged: gateway failed before charging (5xx)",
+        "503 logged: gateway failed before acting (5xx)",
         ANSWERED_503,
-        &["simulated failure before charging", "Stripe failed"],
+        &["simulated failure before acting", "Stripe failed"],
     ),
     (
-        "503 logged: gateway response lost after charging",
+        "503 logged: gateway response lost after acting",
         ANSWERED_503,
         &["simulated lost response", "no answer from Stripe"],
     ),
     (
         "503 logged: gateway rate-limited (429)",
         ANSWERED_503,
-        &["Stripe rate-limited"],
+        &["simulated rate limit", "Stripe rate-limited"],
+    ),
+    (
+        "503 logged: a failure the gateway saved under the key",
+        ANSWERED_503,
+        &["Stripe answers a failure it saved"],
     ),
     (
         "503 logged: gateway unavailable, all kinds",
@@ -91,8 +96,16 @@ impl Summary<'_> {
         );
         row("rides in the database", self.audit.rides.to_string());
         row(
-            "succeeded charges at the gateway",
-            self.audit.succeeded_charges.to_string(),
+            "succeeded PaymentIntents at the gateway",
+            self.audit.succeeded_payments.to_string(),
+        );
+        row(
+            "declined PaymentIntents at the gateway",
+            self.audit.declined_payments.to_string(),
+        );
+        row(
+            "gateway events applied to rides",
+            self.audit.events_applied.to_string(),
         );
         for check in CHECKS {
             row(
