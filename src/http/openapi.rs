@@ -114,6 +114,7 @@ impl Modify for BearerAuth {
     ),
     paths(
         crate::http::webhooks::stripe_webhook,
+        crate::http::payment_return::payment_return,
         crate::http::health::healthz,
         crate::http::health::readyz,
         crate::http::metrics::serve,

@@ -111,6 +111,27 @@ fn outcome(ride: &Ride) -> String {
     )
 }
 
+/// Where the rider's browser lands after authenticating a payment.
+///
+/// The ride is found by `payment_intent` and the client secret checked; the
+/// PaymentIntent is fetched from the gateway and applied once; the page says
+/// what became of the payment. `redirect_status` is never trusted.
+#[utoipa::path(
+    get,
+    path = "/payments/return",
+    tag = "webhooks",
+    params(
+        ("payment_intent" = String, Query, description = "The PaymentIntent (`pi_...`)"),
+        ("payment_intent_client_secret" = String, Query, description = "Its client secret"),
+        ("redirect_status" = Option<String>, Query, description = "Sent by the gateway; ignored"),
+    ),
+    responses(
+        (status = 200, description = "What became of the payment, for the rider", content_type = "text/html"),
+        (status = 404, description = "No payment of ridepay's with that PaymentIntent and secret", content_type = "text/html"),
+        (status = 429, description = "Too many requests from the address", body = crate::http::openapi::ProblemDocument, content_type = "application/problem+json"),
+        (status = 503, description = "The gateway cannot be asked yet; nothing changed (`Retry-After`)", content_type = "text/html"),
+    )
+)]
 pub async fn payment_return(
     request: HttpRequest,
     context: web::Data<ServiceContext>,
