@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
+use crate::problem::ProblemKind;
 use crate::validation::FieldError;
 
 #[derive(Debug, thiserror::Error)]
@@ -15,16 +16,13 @@ pub enum ServiceError {
     NotFound,
     #[error("invalid request")]
     Invalid(Vec<FieldError>),
-    /// A refund the ride's state forbids (not charged, or beyond what
-    /// remains).
-    #[error("refund not allowed: {0}")]
-    RefundNotAllowed(String),
-    /// Completing or cancelling a ride its status does not allow.
-    #[error("invalid ride state: {0}")]
-    InvalidRideState(String),
-    /// Completing a ride whose hold lapsed.
-    #[error("authorization expired: {0}")]
-    AuthorizationExpired(String),
+    /// What an endpoint refuses for a reason of its own domain (a refund
+    /// beyond what remains, a ride in the wrong state), as the contract's
+    /// problem `kind` (a 4xx) says it: refused in the claim's transaction,
+    /// nothing is written and the key is not consumed. An endpoint needs no
+    /// variant of its own for its refusals.
+    #[error("{}: {detail}", kind.slug())]
+    Refused { kind: ProblemKind, detail: String },
     #[error("the idempotency key is in use by another request")]
     KeyInUse,
     #[error("the idempotency key was used for a different request")]
@@ -44,6 +42,15 @@ pub enum ServiceError {
     DatabaseUnavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+}
+
+impl ServiceError {
+    pub fn refused(kind: ProblemKind, detail: impl Into<String>) -> Self {
+        ServiceError::Refused {
+            kind,
+            detail: detail.into(),
+        }
+    }
 }
 
 impl From<DieselError> for ServiceError {

@@ -41,17 +41,9 @@ pub fn from_service_error(err: ServiceError) -> Problem {
             ServiceError::Unauthorized => super::auth::unauthorized("the API key is not valid"),
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
-            ServiceError::RefundNotAllowed(detail) => {
-                metrics::idempotency_outcome("refund_not_allowed");
-                Problem::new(ProblemKind::RefundNotAllowed, detail)
-            }
-            ServiceError::InvalidRideState(detail) => {
-                metrics::idempotency_outcome("invalid_ride_state");
-                Problem::new(ProblemKind::InvalidRideState, detail)
-            }
-            ServiceError::AuthorizationExpired(detail) => {
-                metrics::idempotency_outcome("authorization_expired");
-                Problem::new(ProblemKind::AuthorizationExpired, detail)
+            ServiceError::Refused { kind, detail } => {
+                metrics::idempotency_outcome(kind.slug());
+                Problem::new(kind, detail)
             }
             ServiceError::KeyInUse => {
                 metrics::idempotency_outcome("in_use");

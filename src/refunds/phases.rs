@@ -44,19 +44,25 @@ pub fn create_refund(
     let paid = ride.status == RideStatus::Captured
         || (ride.status == RideStatus::Canceled && ride.amount_captured_cents > 0);
     if !paid {
-        return Err(ServiceError::RefundNotAllowed(format!(
-            "ride {} is {}; only what was captured can be refunded",
-            ride.id, ride.status
-        )));
+        return Err(ServiceError::refused(
+            ProblemKind::RefundNotAllowed,
+            format!(
+                "ride {} is {}; only what was captured can be refunded",
+                ride.id, ride.status
+            ),
+        ));
     }
     let remaining = model::remaining_cents(conn, &ride)?;
     let amount = params.amount_cents.unwrap_or(remaining);
     if remaining <= 0 || amount > remaining {
-        return Err(ServiceError::RefundNotAllowed(format!(
-            "{amount} is more than the {remaining} that remains to refund of ride {} \
+        return Err(ServiceError::refused(
+            ProblemKind::RefundNotAllowed,
+            format!(
+                "{amount} is more than the {remaining} that remains to refund of ride {} \
              (refunds in progress count against it)",
-            ride.id
-        )));
+                ride.id
+            ),
+        ));
     }
     let refund = model::insert(
         conn,

@@ -52,23 +52,29 @@ pub fn take(
         .for_update()
         .first(conn)?;
     if !allowed.contains(&ride.status) {
-        return Err(ServiceError::InvalidRideState(format!(
-            "ride {} is {}; only a ride {} can be {}",
-            ride.id,
-            ride.status,
-            allowed
-                .iter()
-                .map(|status| status.as_str())
-                .collect::<Vec<_>>()
-                .join(" or "),
-            taking.done
-        )));
+        return Err(ServiceError::refused(
+            ProblemKind::InvalidRideState,
+            format!(
+                "ride {} is {}; only a ride {} can be {}",
+                ride.id,
+                ride.status,
+                allowed
+                    .iter()
+                    .map(|status| status.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                taking.done
+            ),
+        ));
     }
     if ride.settling_key_id.is_some_and(|taken| taken != key) {
-        return Err(ServiceError::InvalidRideState(format!(
-            "ride {} is being completed or cancelled by another request",
-            ride.id
-        )));
+        return Err(ServiceError::refused(
+            ProblemKind::InvalidRideState,
+            format!(
+                "ride {} is being completed or cancelled by another request",
+                ride.id
+            ),
+        ));
     }
     let ride = diesel::update(rides::table.find(ride_id))
         .set(rides::settling_key_id.eq(key))

@@ -14,9 +14,10 @@ pub struct Metrics {
     registry: Registry,
     http_requests: IntCounterVec,
     http_duration: HistogramVec,
-    /// How idempotent requests (rides and refunds) ended: created, replayed,
-    /// in_use, reused, declined, rejected, refund_not_allowed, transient,
-    /// lease_takeover, fencing_refused.
+    /// How idempotent requests (every endpoint's) ended: created, replayed,
+    /// in_use, reused, declined, rejected, transient, lease_takeover,
+    /// fencing_refused, or the slug of an endpoint's refusal
+    /// (`refund-not-allowed`, `invalid-ride-state`, `authorization-expired`).
     pub idempotency: IntCounterVec,
     /// Completer results per key: finished, failed, needs_attention, lease_lost.
     pub completer: IntCounterVec,

@@ -47,7 +47,11 @@ fn database_before_payment_intents() -> TestApp {
     let mut conn = PgConnection::establish(&url).unwrap();
     let newest = |conn: &mut PgConnection| {
         let applied = conn.applied_migrations().unwrap();
-        applied.iter().map(|version| version.to_string()).max().unwrap()
+        applied
+            .iter()
+            .map(|version| version.to_string())
+            .max()
+            .unwrap()
     };
     while newest(&mut conn).as_str() > BEFORE_PAYMENT_INTENTS {
         conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();

@@ -33,10 +33,13 @@ pub fn begin(
     let expired =
         crate::rides::model::find_ride(conn, params.ride_id)?.status == RideStatus::Expired;
     if expired {
-        return Err(ServiceError::AuthorizationExpired(format!(
-            "the card's authorization for ride {} lapsed; nothing was charged",
-            params.ride_id
-        )));
+        return Err(ServiceError::refused(
+            ProblemKind::AuthorizationExpired,
+            format!(
+                "the card's authorization for ride {} lapsed; nothing was charged",
+                params.ride_id
+            ),
+        ));
     }
     lifecycle::take(
         conn,
