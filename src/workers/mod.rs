@@ -132,12 +132,25 @@ impl Workers {
     }
 
     /// Signals every worker and waits for its current pass to end.
-    pub fn stop(self) {
+    pub fn stop(mut self) {
+        self.signal_stop();
+        for thread in std::mem::take(&mut self.threads) {
+            let _ = thread.join();
+        }
+    }
+
+    fn signal_stop(&self) {
         let (stopped, wake) = &*self.stop;
         *stopped.lock().expect("worker stop flag") = true;
         wake.notify_all();
-        for thread in self.threads {
-            let _ = thread.join();
-        }
+    }
+}
+
+/// Workers dropped without `stop` (a server future dropped unfinished, as
+/// tests leave theirs) stop after their current pass, so no thread keeps
+/// its pool's connections.
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.signal_stop();
     }
 }
