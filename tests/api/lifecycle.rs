@@ -349,3 +349,50 @@ async fn two_completions_at_once_capture_once() {
     );
     assert_eq!(app.count("audit_records WHERE action = 'ride.captured'"), 1);
 }
+
+/// Through the Stripe client, with no events to tell ridepay the hold
+/// lapsed: the refused capture (or cancellation) is looked into, the ride is
+/// `expired`, and the answer is stored.
+#[tokio::test]
+async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_expired() {
+    use crate::helpers::{spawn_app_with, spawn_fake_gateway, stripe_settings};
+    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let app = spawn_app_with(|s| {
+        s.gateway = ridepay::config::GatewayKind::Stripe;
+        s.stripe = stripe_settings(&fake);
+    })
+    .await;
+    let completed = app.held_ride("to-complete", "pm_card_visa").await;
+    let cancelled = app.held_ride("to-cancel", "pm_card_visa").await;
+    let mut gateway = diesel::Connection::establish(&ledger).unwrap();
+    for ride_id in [completed, cancelled] {
+        intents::lapse_now(&mut gateway, &intent_of(&app.ride(ride_id).await)).unwrap();
+    }
+    let complete = r#"{"final_amount_cents": 1800}"#;
+
+    let expired = app
+        .post_on_ride(completed, "complete", "late", complete)
+        .await;
+    let replay = app
+        .post_on_ride(completed, "complete", "late", complete)
+        .await;
+    let refused = app
+        .post_on_ride(cancelled, "cancel", "late-cancel", "{}")
+        .await;
+
+    expired.assert_problem(422, "authorization-expired");
+    assert_eq!((replay.status, &replay.body), (422, &expired.body));
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    refused.assert_problem(422, "invalid-ride-state");
+    for ride_id in [completed, cancelled] {
+        let ride = app.ride(ride_id).await;
+        assert_eq!(
+            (
+                ride["status"].as_str(),
+                ride["amount_captured_cents"].as_i64()
+            ),
+            (Some("expired"), Some(0))
+        );
+    }
+    assert_eq!(app.count("rides WHERE settling_key_id IS NOT NULL"), 0);
+}
