@@ -12,16 +12,17 @@ pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// A ride request body, paid at once (`automatic` capture, so a paid ride
-/// ends `captured`); `amount_cents` and `payment_method` vary per campaign
-/// key. Shared, not copied, by every request that sends it.
-pub fn ride_body(amount_cents: i64, payment_method: &str) -> Bytes {
+/// A ride request body: `automatic` capture pays at once (a paid ride ends
+/// `captured`), `manual` holds the fare (`authorized`) until the ride is
+/// completed or cancelled. Shared, not copied, by every request that sends
+/// it.
+pub fn ride_body(amount_cents: i64, payment_method: &str, capture_method: &str) -> Bytes {
     Bytes::from(
         json!({
             "origin_lat": 37.77, "origin_lon": -122.42,
             "target_lat": 37.80, "target_lon": -122.27,
             "amount_cents": amount_cents, "payment_method": payment_method,
-            "capture_method": "automatic"
+            "capture_method": capture_method
         })
         .to_string(),
     )
@@ -37,16 +38,23 @@ pub struct Answer {
 impl Answer {
     /// The `type` slug of a problem+json answer (`idempotency-key-in-use`).
     pub fn problem_slug(&self) -> Option<String> {
-        let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        let kind = value.get("type")?.as_str()?;
-        Some(kind.rsplit('/').next()?.to_owned())
+        Some(self.text("type")?.rsplit('/').next()?.to_owned())
+    }
+
+    /// A text field of a JSON answer (a ride's `status`).
+    pub fn text(&self, field: &str) -> Option<String> {
+        Some(self.json()?.get(field)?.as_str()?.to_owned())
     }
 
     /// The ride an answer names: the `id` of a ride JSON answer, or the
     /// `ride_id` of a problem about one (a decline's).
     pub fn ride_id(&self) -> Option<i64> {
-        let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        let value = self.json()?;
         value.get("id").or_else(|| value.get("ride_id"))?.as_i64()
+    }
+
+    fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
     }
 }
 
@@ -85,9 +93,20 @@ impl RideClient {
         key: &str,
         body: Bytes,
     ) -> reqwest::Result<Answer> {
+        self.post(address, "/api/rides", key, body).await
+    }
+
+    /// An idempotent `POST` of a JSON body to `path` on `address`.
+    pub async fn post(
+        &self,
+        address: &str,
+        path: &str,
+        key: &str,
+        body: Bytes,
+    ) -> reqwest::Result<Answer> {
         let response = self
             .http
-            .post(format!("http://{address}/api/rides"))
+            .post(format!("http://{address}{path}"))
             .header(AUTHORIZATION, self.authorization.clone())
             .header(IDEMPOTENCY_KEY, key)
             .header(CONTENT_TYPE, JSON)

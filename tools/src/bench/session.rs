@@ -102,7 +102,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let target = Arc::new(Target {
         address: server.address.clone(),
         api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-        body: ride_body(2000, "pm_card_visa"),
+        body: ride_body(2000, "pm_card_visa", "automatic"),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)

@@ -74,7 +74,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
 
     let summary = Summary {
         elapsed,
-        keys: histories.len(),
+        histories: &histories,
         counters: &counters,
         logs: &logs,
         settle,

@@ -4,37 +4,156 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::client::Answer;
+use bytes::Bytes;
+use serde_json::json;
 
-/// What a key's payment method should lead to, paid at once (automatic
-/// capture).
+use crate::client::{ride_body, Answer};
+
+/// What a ride key's payment method and capture method should lead to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expected {
+    /// Paid at once (automatic capture).
     Captured,
+    /// The fare held (manual capture) until the ride is completed or
+    /// cancelled.
+    Authorized,
+    /// Held, on a card that declines any raise of the hold.
+    AuthorizedNoRaise,
     Declined,
 }
 
 impl Expected {
-    /// One of Stripe's test payment methods.
+    /// One of Stripe's test payment methods, or ridepay's.
     pub fn payment_method(self) -> &'static str {
         match self {
-            Expected::Captured => "pm_card_visa",
+            Expected::Captured | Expected::Authorized => "pm_card_visa",
+            Expected::AuthorizedNoRaise => "pm_card_ridepay_incrementDeclined",
             Expected::Declined => "pm_card_visa_chargeDeclined",
+        }
+    }
+
+    pub fn capture_method(self) -> &'static str {
+        match self {
+            Expected::Captured => "automatic",
+            _ => "manual",
         }
     }
 
     pub fn status(self) -> u16 {
         match self {
-            Expected::Captured => 201,
             Expected::Declined => 402,
+            _ => 201,
         }
     }
 
-    /// The ride's status once its key is finished.
-    pub fn ride_status(self) -> &'static str {
+    /// The statuses the ride may be in once its key is finished, whatever
+    /// its client did with it next.
+    pub fn ride_statuses(self) -> &'static [&'static str] {
         match self {
-            Expected::Captured => "captured",
-            Expected::Declined => "payment_declined",
+            Expected::Captured => &["captured", "refunded"],
+            Expected::Authorized | Expected::AuthorizedNoRaise => {
+                &["authorized", "captured", "canceled", "refunded"]
+            }
+            Expected::Declined => &["payment_declined"],
+        }
+    }
+}
+
+/// What a key asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    Ride {
+        amount_cents: i64,
+        expected: Expected,
+    },
+    Complete {
+        ride_id: i64,
+        final_amount_cents: i64,
+        /// The fare is above the hold and the card declines the raise.
+        raise_declines: bool,
+    },
+    Cancel {
+        ride_id: i64,
+        fee_cents: i64,
+    },
+    Refund {
+        ride_id: i64,
+        amount_cents: i64,
+    },
+}
+
+impl Request {
+    /// What the summary counts its answers under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Request::Ride { .. } => "ride",
+            Request::Complete { .. } => "complete",
+            Request::Cancel { .. } => "cancel",
+            Request::Refund { .. } => "refund",
+        }
+    }
+
+    pub fn path(self) -> String {
+        match self {
+            Request::Ride { .. } => "/api/rides".to_owned(),
+            Request::Complete { ride_id, .. } => format!("/api/rides/{ride_id}/complete"),
+            Request::Cancel { ride_id, .. } => format!("/api/rides/{ride_id}/cancel"),
+            Request::Refund { ride_id, .. } => format!("/api/rides/{ride_id}/refunds"),
+        }
+    }
+
+    pub fn body(self) -> Bytes {
+        let body = match self {
+            Request::Ride {
+                amount_cents,
+                expected,
+            } => {
+                return ride_body(
+                    amount_cents,
+                    expected.payment_method(),
+                    expected.capture_method(),
+                )
+            }
+            Request::Complete {
+                final_amount_cents, ..
+            } => json!({ "final_amount_cents": final_amount_cents }),
+            Request::Cancel { fee_cents, .. } => json!({ "cancellation_fee_cents": fee_cents }),
+            Request::Refund { amount_cents, .. } => json!({ "amount_cents": amount_cents }),
+        };
+        Bytes::from(body.to_string())
+    }
+
+    /// The final answer the request should get.
+    pub fn expected_status(self) -> u16 {
+        match self {
+            Request::Ride { expected, .. } => expected.status(),
+            Request::Complete {
+                raise_declines: true,
+                ..
+            } => 402,
+            Request::Complete { .. } | Request::Cancel { .. } => 200,
+            Request::Refund { .. } => 201,
+        }
+    }
+
+    /// The ride it is about, once the ride exists.
+    pub fn ride_id(self) -> Option<i64> {
+        match self {
+            Request::Ride { .. } => None,
+            Request::Complete { ride_id, .. }
+            | Request::Cancel { ride_id, .. }
+            | Request::Refund { ride_id, .. } => Some(ride_id),
+        }
+    }
+
+    /// What a 200 answer to it says was captured.
+    pub fn captured_cents(self) -> Option<i64> {
+        match self {
+            Request::Complete {
+                final_amount_cents, ..
+            } => Some(final_amount_cents),
+            Request::Cancel { fee_cents, .. } => Some(fee_cents),
+            _ => None,
         }
     }
 }
@@ -43,8 +162,7 @@ impl Expected {
 #[derive(Debug, Clone)]
 pub struct KeyHistory {
     pub key: String,
-    pub amount_cents: i64,
-    pub expected: Expected,
+    pub request: Request,
     /// The first final answer; None when the client gave up.
     pub first_final: Option<Answer>,
     /// A later request with the same key got another answer.

@@ -9,6 +9,7 @@ pub mod gateway;
 pub mod history;
 pub mod options;
 pub mod retrying_client;
+pub mod ride_life;
 pub mod summary;
 
 pub use campaign::run;

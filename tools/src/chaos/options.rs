@@ -27,7 +27,8 @@ pub struct Options {
     /// Upper bound on HTTP requests; clients start no new key past it.
     #[arg(long, default_value_t = 200_000)]
     pub max_requests: u64,
-    /// Concurrent clients, each sending one key at a time.
+    /// Concurrent clients, each walking one ride through its life at a time,
+    /// one key after another.
     #[arg(long, default_value_t = 24)]
     pub clients: usize,
     /// What the instances pay through.
@@ -54,9 +55,25 @@ pub struct Options {
     /// Delay of every gateway call.
     #[arg(long, default_value_t = 10)]
     pub gateway_latency_ms: u64,
-    /// Share of keys paid with a card that declines.
+    /// Share of rides paid with a card that declines.
     #[arg(long, default_value_t = 0.1)]
     pub decline_share: f64,
+    /// Share of rides asked for with automatic capture (paid at once); the
+    /// others are held, then completed or cancelled.
+    #[arg(long, default_value_t = 0.2)]
+    pub automatic_share: f64,
+    /// Share of held rides on a card that declines raising the hold.
+    #[arg(long, default_value_t = 0.1)]
+    pub no_raise_share: f64,
+    /// Share of held rides completed; the others are cancelled.
+    #[arg(long, default_value_t = 0.7)]
+    pub complete_share: f64,
+    /// Share of cancellations that capture a fee from the hold.
+    #[arg(long, default_value_t = 0.5)]
+    pub fee_share: f64,
+    /// Share of paid rides (or captured fees) partly refunded.
+    #[arg(long, default_value_t = 0.3)]
+    pub refund_share: f64,
     /// Share of finished keys sent once more, to check the replay.
     #[arg(long, default_value_t = 0.25)]
     pub replay_share: f64,

@@ -1,6 +1,7 @@
-//! A client as real ones behave: a fresh key per ride, and on a timeout, a lost
-//! connection, a 409, a 429 or a transient 5xx, the same request again with the same
-//! key, with capped exponential backoff and jitter, a bounded number of times.
+//! A client as real ones behave: a fresh key per request, and on a timeout,
+//! a lost connection, a 409, a 429 or a transient 5xx, the same request again
+//! with the same key, with capped exponential backoff and jitter, a bounded
+//! number of times.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -8,9 +9,10 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use super::fleet::Fleet;
-use super::history::{Counters, Expected, KeyHistory};
+use super::history::{Counters, KeyHistory, Request};
 use super::options::Options;
-use crate::client::{ride_body, Answer, RideClient};
+use super::ride_life;
+use crate::client::{Answer, RideClient};
 
 /// Enough to outlast a lease left by a killed instance (2 s) several times.
 const MAX_ATTEMPTS: u32 = 40;
@@ -26,44 +28,77 @@ pub async fn run_client(
     api_key: &str,
     deadline: Instant,
 ) -> anyhow::Result<Vec<KeyHistory>> {
-    let client = RideClient::new(api_key, options.request_timeout)?;
+    let sender = Sender {
+        client: RideClient::new(api_key, options.request_timeout)?,
+        fleet,
+        counters,
+        options,
+        deadline,
+    };
     let mut histories = Vec::new();
-    while Instant::now() < deadline && counters.requests() < options.max_requests {
-        let (expected, amount_cents, attempts) = {
-            let mut rng = rand::thread_rng();
-            let expected = if rng.gen_bool(options.decline_share) {
-                Expected::Declined
-            } else {
-                Expected::Captured
-            };
-            let attempts = if rng.gen_bool(options.abandon_share) {
-                1
-            } else {
-                MAX_ATTEMPTS
-            };
-            (expected, rng.gen_range(50..=100_000), attempts)
+    while sender.may_start_key() {
+        ride_life::walk(&sender, &mut histories).await;
+    }
+    Ok(histories)
+}
+
+/// What a client sends its keys with.
+pub struct Sender<'a> {
+    client: RideClient,
+    fleet: &'a Fleet,
+    counters: &'a Counters,
+    pub options: &'a Options,
+    deadline: Instant,
+}
+
+impl Sender<'_> {
+    /// Whether the campaign's time and request budget leave room for a new key.
+    pub fn may_start_key(&self) -> bool {
+        Instant::now() < self.deadline && self.counters.requests() < self.options.max_requests
+    }
+
+    /// `request` under a fresh key, retried until a final answer (or, for
+    /// the share of clients that walk away, not retried), then maybe sent
+    /// once more to check the replay.
+    pub async fn send(&self, request: Request) -> KeyHistory {
+        let counters = self.counters;
+        let attempts = if rand::thread_rng().gen_bool(self.options.abandon_share) {
+            1
+        } else {
+            MAX_ATTEMPTS
         };
         let key = format!("chaos-{}", uuid::Uuid::new_v4().simple());
-        let body = ride_body(amount_cents, expected.payment_method());
-        let first_final = send_until_final(&client, fleet, counters, &key, &body, attempts).await;
+        let (path, body) = (request.path(), request.body());
+        let first_final = self.send_until_final(&key, &path, &body, attempts).await;
+        let name = request.name();
         match &first_final {
-            None if attempts == 1 => counters.outcomes.add("walked away after a failure"),
-            None => counters.outcomes.add("gave up after every attempt"),
+            None if attempts == 1 => counters
+                .outcomes
+                .add(format!("{name} walked away after a failure")),
+            None => counters
+                .outcomes
+                .add(format!("{name} gave up after every attempt")),
             Some(answer) if answer.replayed => counters
                 .outcomes
-                .add(format!("{} replayed on a retry", answer.status)),
-            Some(answer) => counters.outcomes.add(format!("{}", answer.status)),
+                .add(format!("{name} {} replayed on a retry", answer.status)),
+            Some(answer) => counters.outcomes.add(format!("{name} {}", answer.status)),
         }
         let mut replay_mismatch = None;
-        if let Some(first) = &first_final {
-            if rand::thread_rng().gen_bool(options.replay_share) {
-                match send_until_final(&client, fleet, counters, &key, &body, MAX_ATTEMPTS).await {
+        // A 422 may be a refusal that wrote nothing (the key not consumed),
+        // which a replay would only ask again.
+        let replayable = first_final.as_ref().filter(|first| first.status != 422);
+        if let Some(first) = replayable {
+            if rand::thread_rng().gen_bool(self.options.replay_share) {
+                match self
+                    .send_until_final(&key, &path, &body, MAX_ATTEMPTS)
+                    .await
+                {
                     Some(again)
                         if again.replayed
                             && again.status == first.status
                             && again.body == first.body =>
                     {
-                        counters.outcomes.add("identical replay");
+                        counters.outcomes.add(format!("{name} identical replay"));
                     }
                     Some(again) => {
                         replay_mismatch = Some(format!(
@@ -73,54 +108,52 @@ pub async fn run_client(
                             String::from_utf8_lossy(&again.body)
                         ));
                     }
-                    None => counters.outcomes.add("replay gave up"),
+                    None => counters.outcomes.add(format!("{name} replay gave up")),
                 }
             }
         }
-        histories.push(KeyHistory {
+        KeyHistory {
             key,
-            amount_cents,
-            expected,
+            request,
             first_final,
             replay_mismatch,
-        });
+        }
     }
-    Ok(histories)
-}
 
-/// The first final answer for the key, or None once the attempts run out.
-async fn send_until_final(
-    client: &RideClient,
-    fleet: &Fleet,
-    counters: &Counters,
-    key: &str,
-    body: &bytes::Bytes,
-    max_attempts: u32,
-) -> Option<Answer> {
-    for attempt in 0..max_attempts {
-        if attempt > 0 {
-            tokio::time::sleep(backoff(attempt)).await;
+    /// The first final answer for the key, or None once the attempts run out.
+    async fn send_until_final(
+        &self,
+        key: &str,
+        path: &str,
+        body: &bytes::Bytes,
+        max_attempts: u32,
+    ) -> Option<Answer> {
+        let counters = self.counters;
+        for attempt in 0..max_attempts {
+            if attempt > 0 {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            let Some(address) = self.fleet.pick() else {
+                counters.faults.add("no instance up");
+                continue;
+            };
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            if attempt > 0 {
+                counters.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            match self.client.post(&address, path, key, body.clone()).await {
+                Err(err) if err.is_timeout() => counters.faults.add("client timeout"),
+                Err(_) => counters.faults.add("connection refused or reset"),
+                Ok(answer) if is_transient(answer.status) => counters.faults.add(format!(
+                    "{} {}",
+                    answer.status,
+                    answer.problem_slug().unwrap_or_default()
+                )),
+                Ok(answer) => return Some(answer),
+            }
         }
-        let Some(address) = fleet.pick() else {
-            counters.faults.add("no instance up");
-            continue;
-        };
-        counters.requests.fetch_add(1, Ordering::Relaxed);
-        if attempt > 0 {
-            counters.retries.fetch_add(1, Ordering::Relaxed);
-        }
-        match client.post_ride(&address, key, body.clone()).await {
-            Err(err) if err.is_timeout() => counters.faults.add("client timeout"),
-            Err(_) => counters.faults.add("connection refused or reset"),
-            Ok(answer) if is_transient(answer.status) => counters.faults.add(format!(
-                "{} {}",
-                answer.status,
-                answer.problem_slug().unwrap_or_default()
-            )),
-            Ok(answer) => return Some(answer),
-        }
+        None
     }
-    None
 }
 
 /// 409, 429 and every 5xx but 502: a 502 `payment-gateway-rejected` is a

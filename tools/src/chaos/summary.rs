@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::audit::{AuditReport, CHECKS};
-use super::history::Counters;
+use super::history::{Counters, KeyHistory};
 use crate::ridepay::{LogCounts, LogEvent};
 use crate::table::Table;
 
@@ -54,7 +54,7 @@ pub const SERVER_EVENTS: [LogEvent; 7] = [
 
 pub struct Summary<'a> {
     pub elapsed: Duration,
-    pub keys: usize,
+    pub histories: &'a [KeyHistory],
     pub counters: &'a Counters,
     pub logs: &'a LogCounts,
     pub settle: Duration,
@@ -67,7 +67,15 @@ impl Summary<'_> {
         let mut row = |name: &str, value: String| table.row(vec![name.to_owned(), value]);
         let counters = self.counters;
         row("duration (s)", format!("{:.1}", self.elapsed.as_secs_f64()));
-        row("keys (rides asked for)", self.keys.to_string());
+        for (name, label) in [
+            ("ride", "keys (rides asked for)"),
+            ("complete", "keys completing a ride"),
+            ("cancel", "keys cancelling a ride"),
+            ("refund", "keys refunding a ride"),
+        ] {
+            let keys = self.histories.iter().filter(|h| h.request.name() == name);
+            row(label, keys.count().to_string());
+        }
         row("HTTP requests", counters.requests().to_string());
         row(
             "retries (same key again)",
@@ -106,6 +114,14 @@ impl Summary<'_> {
         row(
             "gateway events applied to rides",
             self.audit.events_applied.to_string(),
+        );
+        row(
+            "capture calls at the gateway",
+            self.audit.capture_calls.to_string(),
+        );
+        row(
+            "refunds at the gateway (not failed or cancelled)",
+            self.audit.gateway_refunds.to_string(),
         );
         for check in CHECKS {
             row(

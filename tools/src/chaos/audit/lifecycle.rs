@@ -1,0 +1,326 @@
+//! The checks of a ride's life past its request: each ride captured at most
+//! once and never for more than was authorized, no hold left once it is
+//! completed or cancelled, what the clients were told done exactly, refunds
+//! within what was captured, no ride left taken, each transition applied
+//! once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use diesel::sql_types::{BigInt, Text, Timestamptz};
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+
+use super::{AuditReport, Ledger, Records, RideRow, CHECKS, SUCCEEDED};
+use crate::chaos::history::{KeyHistory, Request};
+
+/// A count and a sum of cents, per PaymentIntent.
+#[derive(QueryableByName)]
+pub(super) struct IntentTotal {
+    #[diesel(sql_type = Text)]
+    pub(super) intent_id: String,
+    #[diesel(sql_type = BigInt)]
+    pub(super) count: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(super) cents: i64,
+}
+
+/// A sum of cents, per ride.
+#[derive(QueryableByName)]
+pub(super) struct RideTotal {
+    #[diesel(sql_type = BigInt)]
+    pub(super) ride_id: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(super) cents: i64,
+}
+
+/// How many audit records of an action a ride has.
+#[derive(QueryableByName)]
+pub(super) struct ActionCount {
+    #[diesel(sql_type = BigInt)]
+    pub(super) ride_id: i64,
+    #[diesel(sql_type = Text)]
+    pub(super) action: String,
+    #[diesel(sql_type = BigInt)]
+    pub(super) count: i64,
+}
+
+/// The ride statuses, whose audit records (`ride.<status>`) are transitions;
+/// a key taking a ride (`ride.completion_started`) may happen more than once.
+const STATUSES: [&str; 11] = [
+    "pending",
+    "requires_action",
+    "processing",
+    "authorized",
+    "captured",
+    "canceled",
+    "expired",
+    "payment_declined",
+    "payment_failed",
+    "refunded",
+    "disputed",
+];
+
+/// The records of the calls that end a ride's hold with money taken.
+const FINISHING: [&str; 2] = ["ride.captured", "ride.canceled"];
+
+/// Refunds that still count: not failed, not cancelled.
+const UNDONE_REFUNDS: &str = "('failed', 'canceled')";
+
+/// Every capture call the gateway kept (refused ones too: ridepay should
+/// never ask twice), per PaymentIntent of the campaign.
+pub(super) fn capture_calls(
+    ledger: &mut Ledger,
+    started: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Vec<IntentTotal>> {
+    Ok(diesel::sql_query(
+        "SELECT i.id AS intent_id, count(*) AS count, \
+         coalesce(sum((c.parameters->>'amount_to_capture_cents')::bigint), 0)::bigint AS cents \
+         FROM simulated_intent_calls c \
+         JOIN simulated_payment_intents i ON i.id = c.parameters->>'intent_id' \
+         WHERE c.operation = 'capture' AND i.gateway = $1 AND i.created_at >= $2 \
+         GROUP BY i.id",
+    )
+    .bind::<Text, _>(ledger.gateway)
+    .bind::<Timestamptz, _>(started)
+    .load(&mut ledger.conn)?)
+}
+
+pub(super) fn gateway_refunds(
+    ledger: &mut Ledger,
+    started: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Vec<IntentTotal>> {
+    Ok(diesel::sql_query(format!(
+        "SELECT payment_intent AS intent_id, count(*) AS count, \
+         sum(amount_cents)::bigint AS cents FROM simulated_refunds \
+         WHERE gateway = $1 AND created_at >= $2 AND payment_intent IS NOT NULL \
+         AND status NOT IN {UNDONE_REFUNDS} GROUP BY payment_intent"
+    ))
+    .bind::<Text, _>(ledger.gateway)
+    .bind::<Timestamptz, _>(started)
+    .load(&mut ledger.conn)?)
+}
+
+pub(super) fn refunds(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<Vec<RideTotal>> {
+    Ok(diesel::sql_query(format!(
+        "SELECT ride_id, sum(amount_cents)::bigint AS cents FROM refunds \
+         WHERE user_id = $1 AND status NOT IN {UNDONE_REFUNDS} GROUP BY ride_id"
+    ))
+    .bind::<BigInt, _>(user_id)
+    .load(conn)?)
+}
+
+pub(super) fn ride_records(
+    conn: &mut PgConnection,
+    user_id: i64,
+) -> anyhow::Result<Vec<ActionCount>> {
+    Ok(diesel::sql_query(
+        "SELECT resource_id AS ride_id, action, count(*) AS count FROM audit_records \
+         WHERE user_id = $1 AND resource_type = 'ride' GROUP BY resource_id, action",
+    )
+    .bind::<BigInt, _>(user_id)
+    .load(conn)?)
+}
+
+/// From the records alone: captures, holds, amounts, refunds, takings and
+/// transitions of every ride.
+pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
+    let index = records.index();
+    let key_by_id = records.key_by_id();
+    let refunded: HashMap<i64, i64> = records
+        .refunds
+        .iter()
+        .map(|total| (total.ride_id, total.cents))
+        .collect();
+    for ride in &records.rides {
+        let intent = index.intent_of(ride);
+        if ride.amount_captured_cents > ride.amount_authorized_cents {
+            report.flag(
+                CHECKS[10],
+                format!(
+                    "ride {} captured {} of {} authorized",
+                    ride.id, ride.amount_captured_cents, ride.amount_authorized_cents
+                ),
+            );
+        }
+        if let Some(intent) = intent {
+            if intent.amount_received_cents != ride.amount_captured_cents {
+                report.flag(
+                    CHECKS[12],
+                    format!(
+                        "ride {} ({}) captured {}, PaymentIntent {} received {}",
+                        ride.id,
+                        ride.status,
+                        ride.amount_captured_cents,
+                        intent.id,
+                        intent.amount_received_cents
+                    ),
+                );
+            }
+            let settled = matches!(ride.status.as_str(), "captured" | "canceled" | "refunded");
+            let released = intent.amount_capturable_cents == 0
+                && (intent.status == SUCCEEDED || intent.status == "canceled");
+            if settled && !released {
+                report.flag(
+                    CHECKS[11],
+                    format!(
+                        "ride {} is {}, PaymentIntent {} is {} with {} capturable",
+                        ride.id,
+                        ride.status,
+                        intent.id,
+                        intent.status,
+                        intent.amount_capturable_cents
+                    ),
+                );
+            }
+        }
+        let refunds = refunded.get(&ride.id).copied().unwrap_or(0);
+        if refunds.max(ride.amount_refunded_cents) > ride.amount_captured_cents {
+            report.flag(
+                CHECKS[15],
+                format!(
+                    "ride {} captured {}, refunded {} (refunds {refunds})",
+                    ride.id, ride.amount_captured_cents, ride.amount_refunded_cents
+                ),
+            );
+        }
+        check_taken(report, ride, &key_by_id);
+    }
+    check_gateway(report, records);
+    check_transitions(report, records);
+}
+
+/// A ride still taken once its key is finished (or gone) is stuck: no
+/// other key may complete or cancel it, and its events wait for good.
+fn check_taken(report: &mut AuditReport, ride: &RideRow, key_by_id: &HashMap<i64, &super::KeyRow>) {
+    let Some(key_id) = ride.settling_key_id else {
+        return;
+    };
+    let key = key_by_id.get(&key_id);
+    if key.is_none_or(|key| key.recovery_point == "finished") {
+        report.flag(
+            CHECKS[16],
+            format!(
+                "ride {} ({}) taken by key row {key_id}, {}",
+                ride.id,
+                ride.status,
+                key.map_or("not in the database", |key| key.key.as_str())
+            ),
+        );
+    }
+}
+
+/// From the gateway's side: one capture per PaymentIntent, never more
+/// received than authorized, never more refunded than received.
+fn check_gateway(report: &mut AuditReport, records: &Records) {
+    for capture in records.captures.iter().filter(|capture| capture.count > 1) {
+        report.flag(
+            CHECKS[9],
+            format!(
+                "PaymentIntent {}: {} capture calls for {} in all",
+                capture.intent_id, capture.count, capture.cents
+            ),
+        );
+    }
+    let refunded: HashMap<&str, &IntentTotal> = records
+        .gateway_refunds
+        .iter()
+        .map(|total| (total.intent_id.as_str(), total))
+        .collect();
+    for intent in &records.intents {
+        if intent.amount_received_cents > intent.amount_cents {
+            report.flag(
+                CHECKS[10],
+                format!(
+                    "PaymentIntent {} received {} of {} authorized",
+                    intent.id, intent.amount_received_cents, intent.amount_cents
+                ),
+            );
+        }
+        if let Some(refunds) = refunded.get(intent.id.as_str()) {
+            if refunds.cents > intent.amount_received_cents {
+                report.flag(
+                    CHECKS[15],
+                    format!(
+                        "PaymentIntent {} received {}, {} refunds for {}",
+                        intent.id, intent.amount_received_cents, refunds.count, refunds.cents
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// From ridepay's audit trail: at most one record finishing a ride with its
+/// money settled, and each transition recorded once.
+fn check_transitions(report: &mut AuditReport, records: &Records) {
+    let mut finishing: BTreeMap<i64, i64> = BTreeMap::new();
+    for record in &records.ride_records {
+        if FINISHING.contains(&record.action.as_str()) {
+            *finishing.entry(record.ride_id).or_default() += record.count;
+        }
+        let transition = record
+            .action
+            .strip_prefix("ride.")
+            .is_some_and(|status| STATUSES.contains(&status));
+        if transition && record.count > 1 {
+            report.flag(
+                CHECKS[17],
+                format!(
+                    "ride {}: {} records {}",
+                    record.ride_id, record.count, record.action
+                ),
+            );
+        }
+    }
+    for (ride_id, count) in finishing.into_iter().filter(|(_, count)| *count > 1) {
+        report.flag(
+            CHECKS[9],
+            format!("ride {ride_id}: {count} records of {FINISHING:?}"),
+        );
+    }
+}
+
+/// Against what the clients were told: a ride acknowledged completed is
+/// captured for exactly the final fare sent, one acknowledged cancelled is
+/// cancelled with exactly the fee, at ridepay and at the gateway.
+pub(super) fn check_acknowledged(
+    report: &mut AuditReport,
+    records: &Records,
+    histories: &[KeyHistory],
+) {
+    let index = records.index();
+    for history in histories {
+        let acknowledged = history
+            .first_final
+            .as_ref()
+            .is_some_and(|first| first.status == 200);
+        let (Some(ride_id), Some(captured), true) = (
+            history.request.ride_id(),
+            history.request.captured_cents(),
+            acknowledged,
+        ) else {
+            continue;
+        };
+        let (check, statuses): (_, &[&str]) = match history.request {
+            Request::Complete { .. } => (CHECKS[13], &["captured", "refunded"]),
+            _ => (CHECKS[14], &["canceled"]),
+        };
+        let ride = index.ride_by_id.get(&ride_id);
+        let intent = ride.and_then(|ride| index.intent_of(ride));
+        let done = ride.is_some_and(|ride| {
+            statuses.contains(&ride.status.as_str()) && ride.amount_captured_cents == captured
+        }) && intent.is_some_and(|intent| intent.amount_received_cents == captured);
+        if !done {
+            report.flag(
+                check,
+                format!(
+                    "{}: sent {captured} for ride {ride_id}, which is {:?} with {:?} captured, \
+                     PaymentIntent received {:?}",
+                    history.key,
+                    ride.map(|ride| &ride.status),
+                    ride.map(|ride| ride.amount_captured_cents),
+                    intent.map(|intent| intent.amount_received_cents)
+                ),
+            );
+        }
+    }
+}
