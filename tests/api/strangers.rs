@@ -174,6 +174,7 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
         ("GET", "/metrics"),
         ("POST", "/webhooks/stripe"),
         ("GET", "/simulated-gateway/authenticate"),
+        ("GET", "/payments/return"),
     ] {
         let app = spawn_app_with(|s| {
             s.rate_limit.address_per_second = 1;

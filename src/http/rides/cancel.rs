@@ -29,8 +29,7 @@ use crate::rides::model::RideJson;
     responses(
         (status = 200, description = "The ride, `canceled` (or the replay of it)", body = RideJson),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 422, description = "`invalid-ride-state`: the ride cannot be cancelled (nothing written), or the gateway refused (stored); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway refused the fee's capture for good (stored)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "`invalid-ride-state`: the ride cannot be cancelled (nothing written), or the gateway refused the cancellation or the fee's capture (stored; the ride takes the state the gateway holds); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )
