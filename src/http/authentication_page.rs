@@ -10,6 +10,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::request_id;
+use super::routing::html;
 use crate::db::DbPool;
 use crate::doubles::authentication;
 use crate::doubles::intents::{self, Authentication, IntentSettings};
@@ -34,13 +35,6 @@ pub struct Answered {
     client_secret: String,
     /// `complete` or `fail`.
     outcome: String,
-}
-
-fn html(status: StatusCode, body: String) -> HttpResponse {
-    HttpResponse::build(status)
-        .content_type("text/html; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(body)
 }
 
 fn not_found() -> HttpResponse {

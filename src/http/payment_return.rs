@@ -12,6 +12,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::request_id;
+use super::routing::html;
 use crate::context::ServiceContext;
 use crate::html::{money, page};
 use crate::rides::model::{Ride, RideStatus};
@@ -28,13 +29,6 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 struct Query {
     payment_intent: Option<String>,
     payment_intent_client_secret: Option<String>,
-}
-
-fn html(status: StatusCode, body: String) -> HttpResponse {
-    HttpResponse::build(status)
-        .content_type("text/html; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(body)
 }
 
 fn not_found() -> HttpResponse {

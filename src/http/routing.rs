@@ -39,6 +39,26 @@ where
         .default_service(method_not_allowed("GET"))
 }
 
+/// A resource answering POST, and 405 to every other method.
+pub fn post_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    web::resource(path)
+        .route(web::post().to(handler))
+        .default_service(method_not_allowed("POST"))
+}
+
+/// A page for a rider's browser, never cached (it shows a payment's state).
+pub fn html(status: actix_web::http::StatusCode, body: String) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+        .body(body)
+}
+
 /// A path segment that does not parse (`/api/rides/abc`) names no resource.
 pub fn path_config() -> web::PathConfig {
     web::PathConfig::default().error_handler(|err: PathError, request: &HttpRequest| {

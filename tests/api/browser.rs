@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
-use crate::helpers::{held_ride, skip, spawn_app, TestApp};
+use crate::helpers::{skip, spawn_app};
 
 const CHROMEDRIVER: &str = "chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -77,15 +77,6 @@ impl Driver {
     }
 }
 
-/// A ride whose card needs the rider's authentication.
-async fn waiting_ride(app: &TestApp, key: &str) -> Value {
-    let answer = app
-        .post_ride(key, &held_ride("pm_card_authenticationRequired"))
-        .await;
-    answer.assert_status(202);
-    answer.json()
-}
-
 /// Opens the ride's `next_action`, answers with the button `answer`, and
 /// returns the text of the page the browser lands on.
 async fn authenticate(browser: &Client, ride: &Value, answer: &str) -> String {
@@ -124,13 +115,6 @@ async fn landed(browser: &Client) -> String {
     outcome.text().await.unwrap()
 }
 
-fn transitions(app: &TestApp, ride: &Value, action: &str) -> i64 {
-    app.count(&format!(
-        "audit_records WHERE resource_id = {} AND action = '{action}'",
-        ride["id"]
-    ))
-}
-
 #[tokio::test]
 async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_held() {
     let Some(driver) = Driver::start() else {
@@ -142,7 +126,7 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
     let app = spawn_app().await;
     let browser = driver.browser().await;
 
-    let confirmed = waiting_ride(&app, "confirms").await;
+    let confirmed = app.waiting_ride("confirms").await;
     let shown = authenticate(&browser, &confirmed, "complete").await;
     assert!(
         shown.contains("Your card is authorized for $20.00"),
@@ -157,7 +141,7 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
         (Some("authorized"), Some(2000))
     );
 
-    let refused = waiting_ride(&app, "refuses").await;
+    let refused = app.waiting_ride("refuses").await;
     let shown = authenticate(&browser, &refused, "fail").await;
     assert!(shown.contains("you have not been charged"), "{shown}");
     browser.refresh().await.unwrap();
@@ -166,7 +150,7 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
     assert_eq!(ride["status"], "payment_declined");
     // The reload, and the gateway's own event, applied nothing twice.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(transitions(&app, &refused, "ride.payment_declined"), 1);
-    assert_eq!(transitions(&app, &confirmed, "ride.authorized"), 1);
+    assert_eq!(app.transitions(&refused, "ride.payment_declined"), 1);
+    assert_eq!(app.transitions(&confirmed, "ride.authorized"), 1);
     browser.close().await.unwrap();
 }

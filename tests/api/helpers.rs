@@ -437,6 +437,25 @@ impl TestApp {
         answer.json()["id"].as_i64().unwrap()
     }
 
+    /// A ride whose card needs the rider's authentication (202
+    /// `requires_action`), through the API; returns its JSON.
+    pub async fn waiting_ride(&self, key: &str) -> Value {
+        let answer = self
+            .post_ride(key, &held_ride("pm_card_authenticationRequired"))
+            .await;
+        answer.assert_status(202);
+        answer.json()
+    }
+
+    /// How many times `ride` took a status (`ride.authorized`, ...): the
+    /// audit record each transition writes.
+    pub fn transitions(&self, ride: &Value, action: &str) -> i64 {
+        self.count(&format!(
+            "audit_records WHERE resource_type = 'ride' AND resource_id = {} AND action = '{action}'",
+            ride["id"]
+        ))
+    }
+
     /// A ride, paid, through the API; returns its id.
     pub async fn paid_ride(&self, key: &str) -> i64 {
         let answer = self.post_ride(key, RIDE).await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ridepay::doubles::intents;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_user, held_ride, spawn_app, TestApp};
+use crate::helpers::{create_user, spawn_app, TestApp};
 use crate::workers::eventually;
 
 fn intent_of(ride: &Value) -> String {
@@ -163,12 +163,7 @@ async fn a_raise_the_card_refuses_is_a_stored_402_and_the_hold_can_still_be_capt
 async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_nothing() {
     let app = spawn_app().await;
     let paid = app.paid_ride("paid").await;
-    let waiting = app
-        .post_ride("3ds", &held_ride("pm_card_authenticationRequired"))
-        .await
-        .json()["id"]
-        .as_i64()
-        .unwrap();
+    let waiting = app.waiting_ride("3ds").await["id"].as_i64().unwrap();
     let before = (app.count("idempotency_keys"), app.count("audit_records"));
 
     for (ride_id, action, body) in [
@@ -273,10 +268,7 @@ async fn cancelling_releases_the_hold_or_captures_only_the_fee() {
 #[tokio::test]
 async fn a_ride_waiting_for_authentication_can_be_cancelled_without_a_fee() {
     let app = spawn_app().await;
-    let waiting = app
-        .post_ride("3ds", &held_ride("pm_card_authenticationRequired"))
-        .await
-        .json();
+    let waiting = app.waiting_ride("3ds").await;
     let ride_id = waiting["id"].as_i64().unwrap();
 
     app.post_on_ride(

@@ -10,7 +10,7 @@ use ridepay::config::{ApiKey, GatewayKind, StripeSettings};
 use ridepay::doubles::intents::{self, Authentication, IntentSettings};
 use serde_json::Value;
 
-use crate::helpers::{held_ride, spawn_app, spawn_server, Answer, TestApp};
+use crate::helpers::{spawn_app, spawn_server, Answer, TestApp};
 
 fn settings() -> IntentSettings {
     IntentSettings {
@@ -18,15 +18,6 @@ fn settings() -> IntentSettings {
         authentication_page: "http://127.0.0.1/unused".to_owned(),
         authorization_ttl: Duration::from_secs(3600),
     }
-}
-
-/// A ride waiting for the rider to authenticate, and its next action.
-async fn waiting_ride(app: &TestApp, key: &str) -> Value {
-    let answer = app
-        .post_ride(key, &held_ride("pm_card_authenticationRequired"))
-        .await;
-    answer.assert_status(202);
-    answer.json()
 }
 
 fn secret(ride: &Value) -> String {
@@ -72,17 +63,10 @@ fn text(answer: &Answer) -> String {
     String::from_utf8(answer.body.clone()).unwrap()
 }
 
-fn transitions(app: &TestApp, ride: &Value, action: &str) -> i64 {
-    app.count(&format!(
-        "audit_records WHERE resource_id = {} AND action = '{action}'",
-        ride["id"]
-    ))
-}
-
 #[tokio::test]
 async fn the_return_page_verifies_with_the_gateway_and_applies_the_authentication_once() {
     let app = spawn_app().await;
-    let ride = waiting_ride(&app, "3ds").await;
+    let ride = app.waiting_ride("3ds").await;
     authenticate(&app, &ride, Authentication::Completed);
 
     let first = visit(&app, &app.address, &ride, &secret(&ride), "succeeded").await;
@@ -111,13 +95,13 @@ async fn the_return_page_verifies_with_the_gateway_and_applies_the_authenticatio
     assert_eq!(now["next_action"], Value::Null);
     // The gateway's own event comes too, and changes nothing more.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(transitions(&app, &ride, "ride.authorized"), 1);
+    assert_eq!(app.transitions(&ride, "ride.authorized"), 1);
 }
 
 #[tokio::test]
 async fn concurrent_callbacks_leave_one_transition() {
     let app = spawn_app().await;
-    let ride = waiting_ride(&app, "3ds").await;
+    let ride = app.waiting_ride("3ds").await;
     authenticate(&app, &ride, Authentication::Completed);
     let secret = secret(&ride);
 
@@ -128,13 +112,13 @@ async fn concurrent_callbacks_leave_one_transition() {
 
     assert!(answers.iter().all(|answer| answer.status == 200));
     assert!(answers.iter().all(|answer| answer.body == answers[0].body));
-    assert_eq!(transitions(&app, &ride, "ride.authorized"), 1);
+    assert_eq!(app.transitions(&ride, "ride.authorized"), 1);
 }
 
 #[tokio::test]
 async fn the_query_is_never_trusted() {
     let app = spawn_app().await;
-    let ride = waiting_ride(&app, "3ds").await;
+    let ride = app.waiting_ride("3ds").await;
 
     // Not authenticated yet, whatever redirect_status claims.
     let claimed = visit(&app, &app.address, &ride, &secret(&ride), "succeeded").await;
@@ -179,7 +163,7 @@ async fn the_query_is_never_trusted() {
 #[tokio::test]
 async fn a_gateway_that_cannot_be_asked_gets_a_503_page_and_nothing_changes() {
     let app = spawn_app().await;
-    let ride = waiting_ride(&app, "3ds").await;
+    let ride = app.waiting_ride("3ds").await;
     // An instance whose gateway is down: Stripe at a closed port.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();

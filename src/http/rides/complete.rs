@@ -9,7 +9,7 @@ use crate::http::idempotent;
 use crate::http::openapi::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::http::routing::method_not_allowed;
+use crate::http::routing::post_only;
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::complete::request::{CompleteParams, CompleteRideRequest};
@@ -60,9 +60,5 @@ pub async fn complete_ride(
 pub struct Api;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/rides/{id}/complete")
-            .route(web::post().to(complete_ride))
-            .default_service(method_not_allowed("POST")),
-    );
+    cfg.service(post_only("/rides/{id}/complete", complete_ride));
 }
