@@ -365,6 +365,13 @@ fn init_cluster(
         "\n# ridepay's embedded cluster\nlisten_addresses = '127.0.0.1'\n\
          unix_socket_directories = ''\nmax_connections = 300\n"
     )?;
+    // What each statement costs, from PostgreSQL's own view (the statements
+    // clients send, not those triggers run), where the server packages
+    // ship the module (Debian's postgresql does).
+    let statements = bin_dir.join("../lib/pg_stat_statements.so");
+    if statements.exists() {
+        writeln!(conf, "shared_preload_libraries = 'pg_stat_statements'\n")?;
+    }
     Ok(cluster.record)
 }
 

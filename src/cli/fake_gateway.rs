@@ -62,7 +62,7 @@ impl FakeGatewayArgs {
                 .unwrap_or(settings.lost_response_rate),
             rate_limit_rate: self.rate_limit_rate.unwrap_or(settings.rate_limit_rate),
             saved_error_rate: self.saved_error_rate.unwrap_or(settings.saved_error_rate),
-            authorization_ttl: settings.authorization_ttl,
+            ..settings.clone()
         }
     }
 }

@@ -48,6 +48,9 @@ pub struct SimulatedGatewaySettings {
     pub saved_error_rate: f64,
     /// How long a hold lasts before it lapses (Stripe's: seven days).
     pub authorization_ttl: Duration,
+    /// Whether its clock ticks and its events reach ridepay in-process
+    /// (off only to measure a request's own statements).
+    pub events_enabled: bool,
 }
 
 impl Default for SimulatedGatewaySettings {
@@ -59,6 +62,7 @@ impl Default for SimulatedGatewaySettings {
             rate_limit_rate: 0.0,
             saved_error_rate: 0.0,
             authorization_ttl: Duration::from_secs(7 * 24 * 3600),
+            events_enabled: true,
         }
     }
 }
@@ -331,6 +335,10 @@ impl Settings {
                 authorization_ttl: source.secs(
                     "SIMULATED_GATEWAY_AUTHORIZATION_TTL_SECS",
                     d.simulated_gateway.authorization_ttl,
+                )?,
+                events_enabled: source.var(
+                    "SIMULATED_GATEWAY_EVENTS_ENABLED",
+                    d.simulated_gateway.events_enabled,
                 )?,
             },
             public_base_url: source.text("PUBLIC_BASE_URL")?,

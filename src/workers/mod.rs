@@ -100,7 +100,7 @@ impl Workers {
                 },
             );
         }
-        if settings.gateway == GatewayKind::Simulated {
+        if settings.gateway == GatewayKind::Simulated && settings.simulated_gateway.events_enabled {
             workers.spawn("simulated-events", SIMULATED_EVENTS_INTERVAL, move || {
                 match simulated_events::run_once(&context) {
                     Ok(0) => {}

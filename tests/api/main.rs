@@ -30,6 +30,7 @@ mod read_rides;
 mod refunds;
 mod resume;
 mod server_process;
+mod statements;
 mod strangers;
 mod stripe_client;
 mod stripe_end_to_end;

@@ -1,0 +1,125 @@
+//! How many statements a request costs, as PostgreSQL counts them
+//! (`pg_stat_statements`, which the suite's own cluster preloads): every
+//! round trip on the request's path, the pool's checks, `BEGIN` and
+//! `COMMIT` and the simulated gateway's own included. A statement count is
+//! not a timing: the budgets below are exact ceilings, and a change that
+//! adds a statement to a request fails here.
+
+use diesel::sql_types::BigInt;
+use diesel::{QueryableByName, RunQueryDsl};
+
+use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
+
+/// Statements per request today. Lower them as round trips go; never raise
+/// them without saying why in the commit. A new ride: three transactions
+/// (`BEGIN`, `COMMIT` and the pool's `SELECT 1` each), the API key and the
+/// idempotency key looked up apart, the key inserted at `started` and moved
+/// on in the same transaction, and the simulated gateway's five (its lock,
+/// its kept answer looked up, the PaymentIntent, its event, the answer
+/// kept).
+const NEW_RIDE: i64 = 23;
+const REPLAY: i64 = 3;
+const GET: i64 = 3;
+const COMPLETION: i64 = 36;
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+/// Whether this database's cluster counts statements (the suite's own
+/// cluster does; a server of one's own may not preload the module).
+fn counting(app: &TestApp) -> bool {
+    diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(&mut app.db())
+        .is_ok()
+        && diesel::sql_query("SELECT count(*) AS count FROM pg_stat_statements")
+            .get_result::<Count>(&mut app.db())
+            .is_ok()
+}
+
+/// The statements clients sent to this database while `request` ran (the
+/// test's own, on a connection opened before, left out).
+async fn statements_of<F: std::future::Future>(app: &TestApp, request: F) -> i64 {
+    let this_database = "(SELECT oid FROM pg_database WHERE datname = current_database())";
+    let mut conn = app.db();
+    diesel::sql_query(format!(
+        "SELECT pg_stat_statements_reset(0, {this_database}, 0)"
+    ))
+    .execute(&mut conn)
+    .unwrap();
+    request.await;
+    diesel::sql_query(format!(
+        "SELECT COALESCE(sum(calls), 0)::bigint AS count FROM pg_stat_statements \
+         WHERE dbid = {this_database} AND query NOT LIKE '%pg_stat_statements%'"
+    ))
+    .get_result::<Count>(&mut conn)
+    .unwrap()
+    .count
+}
+
+#[tokio::test]
+async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_budgets() {
+    // Nothing in the background: the gateway's clock and events are off,
+    // as are the workers (`Settings::for_database`).
+    let app = spawn_app_with(|s| s.simulated_gateway.events_enabled = false).await;
+    if !counting(&app) {
+        return skip(
+            "statements::a_new_ride_...",
+            "the database server does not preload pg_stat_statements",
+        );
+    }
+    // The pool's connections are open, and every statement prepared.
+    for key in ["warm-1", "warm-2", "warm-3"] {
+        app.post_ride(key, RIDE).await.assert_status(201);
+        app.get("/api/rides/1").await.assert_status(200);
+    }
+    let warm = app.held_ride("warm-held", "pm_card_visa").await;
+    app.post_on_ride(
+        warm,
+        "complete",
+        "warm-complete",
+        r#"{"final_amount_cents": 1500}"#,
+    )
+    .await
+    .assert_status(200);
+    let held = app.held_ride("held", "pm_card_visa").await;
+
+    let new_ride = statements_of(&app, async {
+        app.post_ride("measured", RIDE).await.assert_status(201);
+    })
+    .await;
+    let replay = statements_of(&app, async {
+        app.post_ride("measured", RIDE).await.assert_status(201);
+    })
+    .await;
+    let get = statements_of(&app, async {
+        app.get("/api/rides/1").await.assert_status(200);
+    })
+    .await;
+    let completion = statements_of(&app, async {
+        app.post_on_ride(
+            held,
+            "complete",
+            "measured-complete",
+            r#"{"final_amount_cents": 1500}"#,
+        )
+        .await
+        .assert_status(200);
+    })
+    .await;
+
+    let counted = [new_ride, replay, get, completion];
+    eprintln!(
+        "statements: new ride {new_ride}, replay {replay}, GET {get}, completion {completion}"
+    );
+    assert!(
+        counted
+            .iter()
+            .zip([NEW_RIDE, REPLAY, GET, COMPLETION])
+            .all(|(n, budget)| *n <= budget),
+        "statements (new ride, replay, GET, completion): {counted:?}, budgets {:?}",
+        [NEW_RIDE, REPLAY, GET, COMPLETION]
+    );
+}
