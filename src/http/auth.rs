@@ -42,6 +42,11 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The SHA-256 of the API key the caller sent.
+    pub fn key_hash(&self) -> &[u8] {
+        &self.key_hash
+    }
+
     /// The user the API key belongs to, or `ServiceError::Unauthorized`.
     pub fn authenticate(&self, conn: &mut PgConnection) -> Result<User, ServiceError> {
         users::find_by_api_key_hash(conn, &self.key_hash)?.ok_or(ServiceError::Unauthorized)

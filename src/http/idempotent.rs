@@ -90,11 +90,23 @@ pub async fn post<E: Endpoint<Context = ServiceContext>>(
     // the verdict on the body waits until the caller is known.
     let parsed = parse_request(request, payload, parse).await;
     let outcome = request_id::block(move || -> Result<Outcome, Problem> {
-        let mut conn = context.pool.get().map_err(ServiceError::from)?;
-        let user = caller.authenticate(&mut conn)?;
-        let (key, params) = parsed?;
+        let conn = context.pool.get().map_err(ServiceError::from)?;
+        let (key, params) = match parsed {
+            Ok(parsed) => parsed,
+            // Who asked comes before what was wrong with the request.
+            Err(problem) => {
+                let mut conn = conn;
+                caller.authenticate(&mut conn)?;
+                return Err(problem);
+            }
+        };
         Ok(endpoint::run::<E>(
-            &context, conn, user.id, &key, &path, &params,
+            &context,
+            conn,
+            caller.key_hash(),
+            &key,
+            &path,
+            &params,
         )?)
     })
     .await??;

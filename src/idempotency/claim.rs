@@ -103,20 +103,39 @@ pub enum Claim<P> {
     NeedsAttention,
 }
 
-/// Reads the key without a lock or a write, so replays of finished keys and
-/// 409s for held leases cost one plain SELECT. The claim re-checks under the row
-/// lock, so a stale read here can only send a request on to the claim.
-pub fn lookup<P: RecoveryPoints>(
+/// A key row as read with the database's clock.
+pub type FoundKey = Option<(KeyState, DateTime<Utc>)>;
+
+/// The caller whose API key hashes to `api_key_hash`, and their key row,
+/// in one plain SELECT (no lock, no write): the authentication and the
+/// lookup of every idempotent request, so that a replay or a 409 costs that
+/// one statement. `None`: no such caller.
+pub fn find_caller_key(
     conn: &mut PgConnection,
+    api_key_hash: &[u8],
+    key: &IdempotencyKey,
+) -> Result<Option<(UserId, FoundKey)>, ServiceError> {
+    use crate::schema::users;
+    let found: Option<(UserId, Option<KeyState>, DateTime<Utc>)> = users::table
+        .left_join(
+            keys::idempotency_keys.on(keys::user_id.eq(users::id).and(keys::key.eq(key.as_str()))),
+        )
+        .filter(users::api_key_hash.eq(api_key_hash))
+        .select((users::id, Option::<KeyState>::as_select(), database_now()))
+        .cached_as(find_caller_key)
+        .get_result(conn)
+        .optional()?;
+    Ok(found.map(|(user, state, db_now)| (user, state.map(|state| (state, db_now)))))
+}
+
+/// What may be done with the key, as `find_caller_key` read it. The claim
+/// re-checks under the row lock, so a stale read here can only send a
+/// request on to the claim.
+pub fn judge_found<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
+    found: FoundKey,
     policy: &KeyPolicy,
 ) -> Result<Lookup, ServiceError> {
-    let found = keys::idempotency_keys
-        .filter(keys::user_id.eq(request.user_id))
-        .filter(keys::key.eq(request.key.as_str()))
-        .select((KeyState::as_select(), database_now()))
-        .first::<(KeyState, DateTime<Utc>)>(conn)
-        .optional()?;
     Ok(match found {
         None => Lookup::Claimable,
         Some((mut record, db_now)) => match judge::<P>(request, &mut record, db_now, policy)? {

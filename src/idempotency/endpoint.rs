@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::canonical::CanonicalRequest;
-use super::claim::{parse_point, IdempotentRequest};
+use super::claim::{self, parse_point, IdempotentRequest};
 use super::completer::{ClaimedKey, Resumable};
 use super::flow::{self, Outcome, Phases};
 use super::key::IdempotencyKey;
@@ -56,26 +56,32 @@ pub trait Endpoint: 'static {
     }
 }
 
-/// Serves one request of endpoint `E`, starting on `conn`, the connection its
-/// caller was authenticated on: `path` as sent, `params` as validated.
+/// Serves one request of endpoint `E` for the caller whose API key hashes
+/// to `api_key_hash` (`Unauthorized` for none), on `conn`: `path` as sent,
+/// `params` as validated. The caller and their key row are read in one
+/// statement.
 pub fn run<E: Endpoint>(
     context: &E::Context,
     mut conn: DbConn,
-    user: UserId,
+    api_key_hash: &[u8],
     key: &IdempotencyKey,
     path: &str,
     params: &E::Params,
 ) -> Result<Outcome, ServiceError> {
+    let (user, found) =
+        claim::find_caller_key(&mut conn, api_key_hash, key)?.ok_or(ServiceError::Unauthorized)?;
     E::admit(&mut conn, user, params)?;
     let canonical = CanonicalRequest::of(params);
     let earlier = |version| E::canonical_under(params, version);
     let request = IdempotentRequest::post(user, key, path, &canonical, &earlier);
+    let lookup = claim::judge_found::<E::Point>(&request, found, context.key_policy())?;
     let phases = E::phases(context, params);
     flow::run(
         context.pool(),
         conn,
         context.key_policy(),
         &request,
+        lookup,
         &phases,
     )
 }

@@ -77,9 +77,10 @@ pub fn run<E: Phases>(
     mut conn: DbConn,
     policy: &KeyPolicy,
     request: &IdempotentRequest<'_>,
+    lookup: Lookup,
     phases: &E,
 ) -> Result<Outcome, ServiceError> {
-    match claim::lookup::<E::Point>(&mut conn, request, policy)? {
+    match lookup {
         Lookup::Replay(response) => return Ok(Outcome::replayed(response)),
         Lookup::InUse => return Err(ServiceError::KeyInUse),
         Lookup::Reused => return Err(ServiceError::KeyReused),

@@ -19,7 +19,7 @@ mod recovery_point;
 mod stored_response;
 
 pub use canonical::CanonicalRequest;
-pub use claim::{claim, lookup, Claim, IdempotentRequest, Lookup};
+pub use claim::{claim, find_caller_key, judge_found, Claim, FoundKey, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
 pub use flow::{Outcome, Phases, Transition};
 pub use key::{IdempotencyKey, KeyError};

@@ -210,6 +210,24 @@ pub fn find_for_user(
         .optional()
 }
 
+/// The caller whose API key hashes to `api_key_hash` and their ride `id`, in
+/// one statement (a GET's authentication and read): `None` for no such
+/// caller, `Some(None)` for a ride that is not theirs.
+pub fn find_for_api_key(
+    conn: &mut PgConnection,
+    api_key_hash: &[u8],
+    id: RideId,
+) -> QueryResult<Option<Option<Ride>>> {
+    use crate::schema::users;
+    users::table
+        .left_join(rides::table.on(rides::user_id.eq(users::id).and(rides::id.eq(id))))
+        .filter(users::api_key_hash.eq(api_key_hash))
+        .select(Option::<Ride>::as_select())
+        .cached_as(find_for_api_key)
+        .get_result(conn)
+        .optional()
+}
+
 /// Up to `limit + 1` of the user's rides, newest first, older than `before_id`;
 /// the extra row tells the caller whether there are more.
 pub fn list_for_user(

@@ -57,19 +57,20 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
     }
 }
 
-fn post_ride(context: &ServiceContext, user_id: i64, key: &str) -> Outcome {
-    let mut conn = context.pool.get().unwrap();
-    let user = users::find(&mut conn, ridepay::ids::UserId(user_id)).unwrap();
+fn post_ride(context: &ServiceContext, api_key: &str, key: &str) -> Outcome {
+    let conn = context.pool.get().unwrap();
     let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
-    endpoint::run::<RideEndpoint>(context, conn, user.id, &key, "/api/rides", &params).unwrap()
+    let api_key_hash = users::hash_api_key(api_key);
+    endpoint::run::<RideEndpoint>(context, conn, &api_key_hash, &key, "/api/rides", &params)
+        .unwrap()
 }
 
 #[test]
 fn a_second_ride_and_a_replay_prepare_no_new_statement() {
     let app = database_only();
     let context = one_connection_context(&app.database_url);
-    let first = post_ride(&context, app.user.id, "first");
+    let first = post_ride(&context, &app.user.api_key, "first");
     assert_eq!(first.response.status, 201);
     assert!(!first.replayed);
     let after_first = prepared(&mut context.pool.get().unwrap());
@@ -85,8 +86,8 @@ fn a_second_ride_and_a_replay_prepare_no_new_statement() {
         );
     }
 
-    let second = post_ride(&context, app.user.id, "second");
-    let replay = post_ride(&context, app.user.id, "second");
+    let second = post_ride(&context, &app.user.api_key, "second");
+    let replay = post_ride(&context, &app.user.api_key, "second");
     assert_eq!((second.response.status, second.replayed), (201, false));
     assert_eq!((replay.response.status, replay.replayed), (201, true));
     assert_eq!(prepared(&mut context.pool.get().unwrap()), after_first);

@@ -4,9 +4,9 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
 use crate::context::ServiceContext;
-use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::http::request_id;
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::model::{self, RideJson};
@@ -32,10 +32,13 @@ pub async fn get_ride(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    let ride = as_caller(context, caller, move |conn, user| {
-        model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)
+    let ride = request_id::block(move || -> Result<_, ServiceError> {
+        let mut conn = context.pool.get()?;
+        model::find_for_api_key(&mut conn, caller.key_hash(), ride_id)?
+            .ok_or(ServiceError::Unauthorized)?
+            .ok_or(ServiceError::NotFound)
     })
-    .await?;
+    .await??;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/json"))
         .body(ride.to_json()))
