@@ -156,6 +156,30 @@ pub fn claim<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     policy: &KeyPolicy,
 ) -> Result<Claim<P>, ServiceError> {
+    claim_at(conn, request, policy, P::STARTED)
+}
+
+/// The claim of the flow, whose first phase runs in the claim's own
+/// transaction: a new key is inserted already at the point that phase
+/// reaches (the one after `started`; `recovery_points!` declares at least
+/// one), so the key row is written once in that transaction. A refusal in
+/// the phase rolls the row back with it; the lease must not outlive the
+/// transaction before the phase has run.
+pub(crate) fn claim_with_first_phase<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    request: &IdempotentRequest<'_>,
+    policy: &KeyPolicy,
+) -> Result<Claim<P>, ServiceError> {
+    claim_at(conn, request, policy, P::ALL[1])
+}
+
+/// A new key is inserted at `insert_at`.
+fn claim_at<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    request: &IdempotentRequest<'_>,
+    policy: &KeyPolicy,
+    insert_at: P,
+) -> Result<Claim<P>, ServiceError> {
     let inserted = diesel::insert_into(keys::idempotency_keys)
         .values((
             keys::user_id.eq(request.user_id),
@@ -166,7 +190,7 @@ pub fn claim<P: RecoveryPoints>(
             keys::request_params.eq(request.params),
             keys::lease_epoch.eq(1),
             keys::locked_at.eq(now),
-            keys::recovery_point.eq(P::STARTED.as_str()),
+            keys::recovery_point.eq(insert_at.as_str()),
             keys::endpoint.eq(P::ENDPOINT),
         ))
         .on_conflict((keys::user_id, keys::key))
@@ -175,11 +199,10 @@ pub fn claim<P: RecoveryPoints>(
         .get_result::<KeyId>(conn)
         .optional()?;
     if let Some(key_id) = inserted {
-        return Ok(Claim::Acquired(Lease::new(
+        return Ok(Claim::Acquired(Lease::inserted_at(
             key_id,
             request.user_id,
-            1,
-            P::STARTED,
+            insert_at,
         )));
     }
 

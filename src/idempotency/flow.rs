@@ -88,7 +88,7 @@ pub fn run<E: Phases>(
         Lookup::Claimable => {}
     }
     let (claimed, finished) = conn.transaction(|conn| {
-        let mut claimed = claim::claim::<E::Point>(conn, request, policy)?;
+        let mut claimed = claim::claim_with_first_phase::<E::Point>(conn, request, policy)?;
         let mut finished = None;
         if let Claim::Acquired(lease) = &mut claimed {
             if lease.recovery_point() == E::Point::STARTED {

@@ -24,7 +24,11 @@ pub struct Lease<P> {
     key_id: KeyId,
     user_id: UserId,
     epoch: i64,
+    /// Where the request is.
     point: P,
+    /// Where the key row says it is: ahead of `point` only for a key
+    /// inserted in this transaction at the point its first phase reaches.
+    stored: P,
 }
 
 impl<P: RecoveryPoints> Lease<P> {
@@ -34,6 +38,17 @@ impl<P: RecoveryPoints> Lease<P> {
             user_id,
             epoch,
             point,
+            stored: point,
+        }
+    }
+
+    /// The lease of a key the claim inserted at `stored` (in the flow, the
+    /// point its first phase reaches, in the same transaction): reaching it
+    /// writes nothing more, so a new key is written once per transaction.
+    pub(crate) fn inserted_at(key_id: KeyId, user_id: UserId, stored: P) -> Self {
+        Lease {
+            stored,
+            ..Lease::new(key_id, user_id, 1, P::STARTED)
         }
     }
 
@@ -55,6 +70,11 @@ impl<P: RecoveryPoints> Lease<P> {
 
     /// Records that the phase in the caller's transaction reached `next`.
     pub fn advance(&mut self, conn: &mut PgConnection, next: P) -> Result<(), ServiceError> {
+        if next == self.stored {
+            // The row was inserted there, in this transaction.
+            self.point = next;
+            return Ok(());
+        }
         let updated = diesel::update(self.fenced())
             .set((
                 keys::recovery_point.eq(next.as_str()),
@@ -66,6 +86,7 @@ impl<P: RecoveryPoints> Lease<P> {
             .get_result::<i64>(conn)
             .optional()?;
         self.point = self.checked(updated.is_some(), next)?;
+        self.stored = next;
         Ok(())
     }
 
@@ -91,6 +112,7 @@ impl<P: RecoveryPoints> Lease<P> {
             .get_result::<i64>(conn)
             .optional()?;
         self.point = self.checked(updated.is_some(), P::FINISHED)?;
+        self.stored = P::FINISHED;
         Ok(())
     }
 
@@ -116,7 +138,7 @@ impl<P: RecoveryPoints> Lease<P> {
         keys::idempotency_keys
             .filter(keys::id.eq(self.key_id))
             .filter(keys::lease_epoch.eq(self.epoch))
-            .filter(keys::recovery_point.eq(self.point.as_str()))
+            .filter(keys::recovery_point.eq(self.stored.as_str()))
     }
 
     fn checked(&self, updated: bool, next: P) -> Result<P, ServiceError> {
