@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod create_ride;
 mod database_faults;
+mod docs;
 mod embedded_default;
 mod embedded_security;
 mod endpoints;
