@@ -16,17 +16,18 @@
 \set n random(1, 9223372036854775806)
 \set user_id :first_user + :client_id % :riders
 
--- Authentication, then the lock-free lookup of the key, on one checkout (which
--- the claim's transaction uses too).
+-- The caller and the lock-free lookup of their key in one SELECT, on one
+-- checkout (which the claim's transaction uses too).
 SELECT 1;
-SELECT id, email, stripe_customer_id, created_at, stripe_payment_method_id
-  FROM users WHERE api_key_hash = decode(:key_hash, 'hex') LIMIT 1;
-SELECT id, user_id, request_fingerprint, lease_epoch, locked_at, recovery_point,
-       response_status, response_headers, response_body, created_at,
-       needs_attention_at, now()
-  FROM idempotency_keys WHERE user_id = :user_id AND key = 'pgbench-' || :n::text LIMIT 1;
+SELECT users.id, k.id, k.user_id, k.request_fingerprint, k.lease_epoch, k.locked_at,
+       k.recovery_point, k.response_status, k.response_headers, k.response_body,
+       k.created_at, k.needs_attention_at, now()
+  FROM users LEFT JOIN idempotency_keys k
+    ON k.user_id = users.id AND k.key = 'pgbench-' || :n::text
+  WHERE users.api_key_hash = decode(:key_hash, 'hex');
 
--- Transaction 1: the claim of a new key and RideCreated.
+-- Transaction 1: the claim of a new key, inserted at the point RideCreated
+-- reaches, and RideCreated.
 BEGIN;
 INSERT INTO idempotency_keys (user_id, key, request_method, request_path,
         request_fingerprint, request_params, lease_epoch, locked_at, recovery_point, endpoint)
@@ -35,7 +36,7 @@ INSERT INTO idempotency_keys (user_id, key, request_method, request_path,
         jsonb_build_object('amount_cents', 2000, 'capture_method', 'automatic',
             'currency', 'usd', 'origin_lat', 37.77, 'origin_lon', -122.42,
             'payment_method', 'pm_card_visa', 'target_lat', 37.8, 'target_lon', -122.27),
-        1, now(), 'started', 'rides.create')
+        1, now(), 'ride_created', 'rides.create')
   ON CONFLICT (user_id, key) DO NOTHING RETURNING id AS key_id
 \gset
 INSERT INTO rides (user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
@@ -52,9 +53,6 @@ INSERT INTO rides (user_id, idempotency_key_id, origin_lat, origin_lon, target_l
 INSERT INTO audit_records (user_id, action, resource_type, resource_id, data)
   VALUES (:user_id, 'ride.created', 'ride', :ride_id,
         jsonb_build_object('amount_cents', 2000, 'idempotency_key_id', :key_id::bigint));
-UPDATE idempotency_keys SET recovery_point = 'ride_created', last_run_at = now(), updated_at = now()
-  WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'started'
-  RETURNING id;
 COMMIT;
 
 -- Transaction 2: the simulated gateway creates the PaymentIntent, as an

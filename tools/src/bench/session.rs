@@ -58,7 +58,7 @@ const STEPS: [Step; 6] = [
 /// and each pair swaps its order every other round, so that a load that
 /// rises or falls through a round favours neither side.
 fn round_order(round: u32) -> [usize; 6] {
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         [0, 5, 1, 3, 2, 4]
     } else {
         [5, 0, 3, 1, 2, 4]
