@@ -5,8 +5,8 @@
 -- src/doubles/intents.rs, src/doubles/events.rs). The extractor's own check of
 -- the API key is left out: a key verified in the last minute passes from
 -- memory. The event the simulated gateway records here is applied after the
--- answer by the running server's worker, as the HTTP scenario's are: both
--- sides of the comparison carry that work.
+-- answer by a worker, which the benchmark switches off on the server
+-- (SIMULATED_GATEWAY_EVENTS_ENABLED=false): neither side carries that work.
 -- The benchmark passes first_user, riders, key_hash (hex), installation,
 -- fingerprint and return_url with -D; client i acts as rider i % riders, as
 -- the HTTP load does. `SELECT 1` is r2d2's check of a connection taken from

@@ -92,6 +92,9 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             var("COMPLETER_ENABLED", false),
             var("OUTBOX_ENABLED", false),
             var("REAPER_ENABLED", false),
+            // The gateway's events are applied after the answer, by a worker:
+            // work of the gateway's, not of the request measured.
+            var("SIMULATED_GATEWAY_EVENTS_ENABLED", false),
             // One rider sends thousands of requests a second here.
             var("RATE_LIMIT_PER_SECOND", 0),
             var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
