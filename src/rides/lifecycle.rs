@@ -32,6 +32,8 @@ pub struct Taking {
     /// The audit record of the taking.
     pub audit_action: &'static str,
     pub allowed: &'static [RideStatus],
+    /// How a ride whose hold lapsed is refused.
+    pub expired: ProblemKind,
 }
 
 /// The ride, locked, for `key` to complete or cancel: it must be in one of
@@ -51,6 +53,15 @@ pub fn take(
         .select(Ride::as_select())
         .for_update()
         .first(conn)?;
+    if ride.status == RideStatus::Expired {
+        return Err(ServiceError::refused(
+            taking.expired,
+            format!(
+                "the card's authorization for ride {} lapsed; nothing was charged",
+                ride.id
+            ),
+        ));
+    }
     if !allowed.contains(&ride.status) {
         return Err(ServiceError::refused(
             ProblemKind::InvalidRideState,

@@ -22,7 +22,7 @@ use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
 const NEW_RIDE: i64 = 21;
 const REPLAY: i64 = 2;
 const GET: i64 = 2;
-const COMPLETION: i64 = 34;
+const COMPLETION: i64 = 33;
 
 #[derive(QueryableByName)]
 struct Count {

@@ -38,6 +38,7 @@ pub fn begin(
             done: "cancelled",
             audit_action: "ride.cancellation_started",
             allowed: &[RideStatus::Authorized, RideStatus::RequiresAction],
+            expired: ProblemKind::InvalidRideState,
         },
     )?;
     let fee = params.cancellation_fee_cents;

@@ -30,17 +30,6 @@ pub fn begin(
     lease: &CompleteLease,
     params: &CompleteParams,
 ) -> Result<Ride, ServiceError> {
-    let expired =
-        crate::rides::model::find_ride(conn, params.ride_id)?.status == RideStatus::Expired;
-    if expired {
-        return Err(ServiceError::refused(
-            ProblemKind::AuthorizationExpired,
-            format!(
-                "the card's authorization for ride {} lapsed; nothing was charged",
-                params.ride_id
-            ),
-        ));
-    }
     lifecycle::take(
         conn,
         params.ride_id,
@@ -49,6 +38,7 @@ pub fn begin(
             done: "completed",
             audit_action: "ride.completion_started",
             allowed: &[RideStatus::Authorized],
+            expired: ProblemKind::AuthorizationExpired,
         },
     )
 }
