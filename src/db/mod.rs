@@ -10,7 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::migration::MigrationVersion;
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{
+    ConnectionManager, CustomizeConnection, ManageConnection, Pool, PooledConnection,
+};
 use diesel::sql_types::Text;
 use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -18,8 +20,8 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use crate::config::Settings;
 use crate::telemetry::log_throttle::LogThrottle;
 
-pub type DbPool = Pool<ConnectionManager<PgConnection>>;
-pub type DbConn = PooledConnection<ConnectionManager<PgConnection>>;
+pub type DbPool = Pool<Connections>;
+pub type DbConn = PooledConnection<Connections>;
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -72,6 +74,45 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for ConnectErrors {
     }
 }
 
+/// Opens connections as Diesel's manager does, and checks an idle one
+/// without a round trip before it is handed out.
+///
+/// r2d2's own check is a `SELECT 1` at every checkout: a round trip per
+/// transaction. But a connection the server closed while it sat idle (a
+/// terminated backend, a restart) has already told the client so: the
+/// server's FATAL message and the end of the stream wait in the socket.
+/// Reading what is there, without waiting, finds them (libpq's
+/// `PQconsumeInput`, which Diesel calls to collect notifications; nothing
+/// here LISTENs, so there is never a notification to lose). A connection
+/// that breaks mid-request is marked broken by Diesel and dropped when it
+/// returns to the pool.
+#[derive(Debug)]
+pub struct Connections(ConnectionManager<PgConnection>);
+
+impl ManageConnection for Connections {
+    type Connection = PgConnection;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<PgConnection, Self::Error> {
+        self.0.connect()
+    }
+
+    fn is_valid(&self, conn: &mut PgConnection) -> Result<(), Self::Error> {
+        // The first read takes in what the server sent before it closed;
+        // the second meets the end of the stream.
+        for _ in 0..2 {
+            if let Some(Err(err)) = conn.notifications_iter().next() {
+                return Err(diesel::r2d2::Error::QueryError(err));
+            }
+        }
+        Ok(())
+    }
+
+    fn has_broken(&self, conn: &mut PgConnection) -> bool {
+        self.0.has_broken(conn)
+    }
+}
+
 /// Builds the pool without connecting: connections open on first use, so a
 /// server can start while the database is briefly away.
 pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
@@ -79,10 +120,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(5))
-        // r2d2's `SELECT 1` at each checkout stays on: Diesel does not mark a
-        // connection the server has closed as broken, so without the check a
-        // pool would keep handing out dead connections after a database
-        // restart (`database_faults::*` fail with it off).
+        // The check at checkout is `Connections::is_valid`: no round trip.
         .test_on_check_out(true)
         .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
         .error_handler(Box::new(ConnectErrors))
@@ -91,7 +129,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
             lock_timeout: settings.lock_timeout,
             idle_in_transaction_timeout: settings.idle_in_transaction_timeout,
         }))
-        .build_unchecked(ConnectionManager::new(database_url))
+        .build_unchecked(Connections(ConnectionManager::new(database_url)))
 }
 
 /// Applies pending migrations under a session advisory lock, so instances

@@ -181,3 +181,94 @@ async fn an_immediate_postgres_restart_under_load_gets_503s_and_every_key_finish
 
     assert_recovered(&app, &server.address, first).await;
 }
+
+/// Sends `count` new rides, 8 at a time, and returns the statuses that are
+/// not 201 (a broken connection as 0).
+async fn failures_of_rides(app: &TestApp, address: &str, prefix: &str, count: usize) -> Vec<u16> {
+    stream::iter(0..count)
+        .map(|i| async move {
+            let key = format!("{prefix}-{i}");
+            let answer = app
+                .try_post_ride_to(address, &app.user.api_key, &key, &body_for("fault-1"))
+                .await;
+            answer.map(|answer| answer.status).unwrap_or(0)
+        })
+        .buffer_unordered(8)
+        .filter(|status| std::future::ready(*status != 201))
+        .collect()
+        .await
+}
+
+/// The pool checks an idle connection without a round trip, yet a backend
+/// that was terminated while its connection sat idle costs no request: the
+/// pool finds it closed at checkout and opens another.
+#[tokio::test]
+async fn idle_connections_whose_sessions_were_terminated_cost_no_request() {
+    let app = database_only();
+    let server = ServerProcess::start(&app.database_url, &[]);
+    let database = app.database_url.rsplit('/').next().unwrap().to_owned();
+    // Every pooled connection opened and left idle.
+    assert_eq!(
+        failures_of_rides(&app, &server.address, "warm", 40).await,
+        Vec::<u16>::new()
+    );
+    let terminated: Vec<bool> = diesel::sql_query(
+        "SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity \
+         WHERE datname = $1 AND application_name = 'ridepay' AND state = 'idle'",
+    )
+    .bind::<diesel::sql_types::Text, _>(&database)
+    .load::<Terminated>(&mut app.db())
+    .unwrap()
+    .into_iter()
+    .map(|row| row.terminated)
+    .collect();
+    assert!(terminated.len() >= 4, "{terminated:?}");
+    assert!(terminated.iter().all(|t| *t));
+    // The backends' exit reaches the sockets.
+    std::thread::sleep(Duration::from_millis(200));
+
+    assert_eq!(
+        failures_of_rides(&app, &server.address, "after", 40).await,
+        Vec::<u16>::new()
+    );
+}
+
+#[derive(diesel::QueryableByName)]
+struct Terminated {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    terminated: bool,
+}
+
+/// Likewise after PostgreSQL restarted (immediately, as after a crash) while
+/// the server was idle: once it is back, no request fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_from_before_a_postgres_restart_cost_no_request() {
+    let dir = std::env::temp_dir().join(format!(
+        "ridepay-test-restart-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
+    cluster.stop_when_process_exits(&dir).unwrap();
+    let database_url = cluster.database_url("ridepay");
+    ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
+    let app = on_database(database_url.clone());
+    let server = ServerProcess::start(&database_url, &[]);
+    assert_eq!(
+        failures_of_rides(&app, &server.address, "warm", 40).await,
+        Vec::<u16>::new()
+    );
+
+    tokio::task::block_in_place(|| {
+        cluster.stop(StopMode::Immediate).unwrap();
+        EmbeddedPostgres::ensure_running(&dir)
+            .unwrap()
+            .stop_when_process_exits(&dir)
+            .unwrap();
+    });
+    connect_with_retry(&database_url).unwrap();
+
+    assert_eq!(
+        failures_of_rides(&app, &server.address, "after", 40).await,
+        Vec::<u16>::new()
+    );
+}

@@ -9,16 +9,14 @@
 -- (SIMULATED_GATEWAY_EVENTS_ENABLED=false): neither side carries that work.
 -- The benchmark passes first_user, riders, key_hash (hex), installation,
 -- fingerprint and return_url with -D; client i acts as rider i % riders, as
--- the HTTP load does. `SELECT 1` is r2d2's check of a connection taken from
--- the pool (test_on_check_out, on by default), which the server pays at every
--- pool.get(). pgbench reads a colon as the start of a variable even inside a
+-- the HTTP load does. The pool checks a connection at checkout without a
+-- round trip (src/db/mod.rs), so no statement stands for it. pgbench reads a colon as the start of a variable even inside a
 -- string, so literals holding one are built with jsonb_build_object instead.
 \set n random(1, 9223372036854775806)
 \set user_id :first_user + :client_id % :riders
 
 -- The caller and the lock-free lookup of their key in one SELECT, on one
 -- checkout (which the claim's transaction uses too).
-SELECT 1;
 SELECT users.id, k.id, k.user_id, k.request_fingerprint, k.lease_epoch, k.locked_at,
        k.recovery_point, k.response_status, k.response_headers, k.response_body,
        k.created_at, k.needs_attention_at, now()
@@ -59,7 +57,6 @@ COMMIT;
 -- external system would, on its own checkout: under its lock on the derived
 -- key, the lookup of an earlier call with that key, the intent, its event,
 -- and the call's answer kept for a retry.
-SELECT 1;
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtextextended(
         'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text, 0));
@@ -108,7 +105,6 @@ COMMIT;
 
 -- Transaction 3: ChargeCompleted (the ride captured) and Finished, with one
 -- write of the key.
-SELECT 1;
 BEGIN;
 UPDATE rides SET status = 'captured', payment_intent_id = 'pi_sim_pgbench_' || :key_id::text,
         client_secret = 'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench',
