@@ -1,9 +1,11 @@
 //! The connection pool and the embedded migrations.
 
 mod cached;
+mod recorded;
 mod text_enum;
 
 pub use cached::CacheStatement;
+pub use recorded::{recorded, Recorded};
 
 use std::time::Duration;
 

@@ -45,6 +45,19 @@ pub enum Transition<P> {
     Finish(StoredResponse),
 }
 
+/// What a call came to.
+#[derive(Debug)]
+pub enum Called<P> {
+    /// The call was made: the atomic phase from the same point records what
+    /// it answered.
+    Made,
+    /// Nothing needed calling from this point (a hold that already covers
+    /// the fare needs no raising), so there is nothing to record: the flow
+    /// goes straight on to this point's step, with no transaction and the
+    /// key left where it is. A resume from there decides the same.
+    NotNeeded(P),
+}
+
 /// An endpoint's phases, one per recovery point, as the flow runs them: what
 /// runs from each point is the point's [`Step`].
 pub trait Phases {
@@ -65,7 +78,11 @@ pub trait Phases {
     /// (what it made, or a refusal for good) is kept for `atomic` from the
     /// same point; an error leaves the key at `point`, for a retry that makes
     /// the same call under the same derived key.
-    fn call(&self, lease: &Lease<Self::Point>, point: Self::Point) -> Result<(), ServiceError>;
+    fn call(
+        &self,
+        lease: &Lease<Self::Point>,
+        point: Self::Point,
+    ) -> Result<Called<Self::Point>, ServiceError>;
 }
 
 /// Runs `request`, on `conn` until the claim commits: replays, 409s and 422s
@@ -132,8 +149,12 @@ pub fn drive<E: Phases>(
             return stored_response(&mut *pool.get()?, lease.key_id());
         }
         if let Step::Call(call) = point.step() {
-            phases.call(lease, point)?;
+            let called = phases.call(lease, point)?;
             crash::after(call);
+            if let Called::NotNeeded(next) = called {
+                lease.pass_to(next);
+                continue;
+            }
         }
         let finished = in_transaction(&mut *pool.get()?, lease, |conn, lease| {
             atomic_phases(conn, lease, phases)

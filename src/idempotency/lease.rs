@@ -68,6 +68,13 @@ impl<P: RecoveryPoints> Lease<P> {
         self.point
     }
 
+    /// Goes on to `next` in memory only: nothing from the point before
+    /// needed recording (`flow::Called::NotNeeded`). The row stays where it
+    /// is, and the next write is fenced on it.
+    pub(crate) fn pass_to(&mut self, next: P) {
+        self.point = next;
+    }
+
     /// Records that the phase in the caller's transaction reached `next`.
     pub fn advance(&mut self, conn: &mut PgConnection, next: P) -> Result<(), ServiceError> {
         if next == self.stored {

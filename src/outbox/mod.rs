@@ -5,10 +5,11 @@
 pub mod drainer;
 mod webhook;
 
+use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::query_builder::{AstPass, QueryFragment};
+use diesel::sql_types::Text;
 use serde_json::Value;
-
-use crate::schema::staged_jobs;
 
 /// What a job of one type delivers. The endpoint that stages the job owns
 /// it, so the outbox never names an endpoint; the application hands the
@@ -32,12 +33,25 @@ pub trait JobHandler: Send + Sync {
     ) -> anyhow::Result<()>;
 }
 
-pub fn stage(conn: &mut PgConnection, job_type: &str, payload: Value) -> QueryResult<()> {
-    diesel::insert_into(staged_jobs::table)
-        .values((
-            staged_jobs::job_type.eq(job_type),
-            staged_jobs::payload.eq(payload),
-        ))
-        .execute(conn)?;
-    Ok(())
+/// A job staged with the row a statement changes (`db::recorded`), when
+/// `when` holds of it. `payload` and `when` are SQL over `changed`, the
+/// row as the statement returns it, and fixed in the code: they name the
+/// row's columns and hold no value.
+pub struct StagedWith {
+    pub job_type: &'static str,
+    /// A `jsonb` expression: what the job names of the row.
+    pub payload: &'static str,
+    pub when: &'static str,
+}
+
+impl QueryFragment<Pg> for StagedWith {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO staged_jobs (job_type, payload) SELECT ");
+        out.push_bind_param::<Text, _>(self.job_type)?;
+        out.push_sql(", ");
+        out.push_sql(self.payload);
+        out.push_sql(" FROM changed WHERE ");
+        out.push_sql(self.when);
+        Ok(())
+    }
 }

@@ -13,7 +13,7 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RefundParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Phases, Transition};
+use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::ids::UserId;
 use crate::payments::{self, GatewayError};
 use crate::rides;
@@ -102,7 +102,11 @@ impl Phases for RefundPhases<'_> {
         }
     }
 
-    fn call(&self, lease: &RefundLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+    fn call(
+        &self,
+        lease: &RefundLease,
+        _point: RecoveryPoint,
+    ) -> Result<Called<RecoveryPoint>, ServiceError> {
         let (ride, refund) = {
             let mut conn = self.context.pool.get()?;
             let refund = model::find_by_key(&mut conn, lease.key_id())?;
@@ -118,6 +122,6 @@ impl Phases for RefundPhases<'_> {
         );
         *self.refund.borrow_mut() = Some(refund);
         *self.refunded.borrow_mut() = Some(payments::final_outcome(answer)?);
-        Ok(())
+        Ok(Called::Made)
     }
 }

@@ -2,12 +2,15 @@
 //! at a time, the capture that learns a lapsed hold from the gateway, and
 //! the answers they store.
 
+use std::cell::RefCell;
+
 use diesel::prelude::*;
 use serde_json::json;
 
 use super::model::{Ride, RideStatus, Settlement};
 use super::receipt;
 use crate::audit;
+use crate::db::{recorded, CacheStatement, DbPool};
 use crate::idempotency::StoredResponse;
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
@@ -16,14 +19,6 @@ use crate::payments::{
 use crate::problem::{Problem, ProblemKind};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
-
-/// Another user's ride, or none: 404 before the key is even looked at, so a
-/// key's state reveals nothing about it.
-pub fn admit(conn: &mut PgConnection, user: UserId, ride_id: RideId) -> Result<(), ServiceError> {
-    super::model::find_for_user(conn, user, ride_id)?
-        .map(drop)
-        .ok_or(ServiceError::NotFound)
-}
 
 /// What a key takes a ride for.
 pub struct Taking {
@@ -36,25 +31,67 @@ pub struct Taking {
     pub expired: ProblemKind,
 }
 
-/// The ride, locked, for `key` to complete or cancel: it must be in one of
-/// the allowed statuses and taken by no other key. Taken, the gateway's
-/// events about its PaymentIntent wait for the key to record what it did.
-/// Refused here, in the claim's transaction: nothing is written, the key
-/// not consumed.
+/// The ride, the caller's, for `key` to complete or cancel: it must be in
+/// one of the allowed statuses and taken by no other key. Taken, the
+/// gateway's events about its PaymentIntent wait for the key to record what
+/// it did. Refused here, in the claim's transaction: nothing is written,
+/// the key not consumed. Another user's ride is not found, as a ride that
+/// does not exist is.
 pub fn take(
     conn: &mut PgConnection,
+    user: UserId,
     ride_id: RideId,
     key: KeyId,
     taking: &Taking,
 ) -> Result<Ride, ServiceError> {
-    let allowed = taking.allowed;
-    let ride: Ride = rides::table
-        .find(ride_id)
-        .select(Ride::as_select())
-        .for_update()
-        .first(conn)?;
+    // One array parameter (`= ANY`) whatever the statuses: one SQL text.
+    let allowed: Vec<&str> = taking
+        .allowed
+        .iter()
+        .map(|status| status.as_str())
+        .collect();
+    let taken = recorded(
+        diesel::update(
+            rides::table
+                .filter(rides::id.eq(ride_id))
+                .filter(rides::user_id.eq(user))
+                .filter(rides::status.eq_any(allowed))
+                .filter(
+                    rides::settling_key_id
+                        .is_null()
+                        .or(rides::settling_key_id.eq(key)),
+                ),
+        )
+        .set(rides::settling_key_id.eq(key))
+        .returning(Ride::as_returning()),
+    )
+    .with(audit::of_changed(
+        user,
+        taking.audit_action,
+        "ride",
+        json!({ "idempotency_key_id": key }),
+    ))
+    .cached_as(take)
+    .get_result::<Ride>(conn)
+    .optional()?;
+    match taken {
+        Some(ride) => Ok(ride),
+        None => Err(not_taken(conn, user, ride_id, taking)?),
+    }
+}
+
+/// Why `take` found no ride to take.
+fn not_taken(
+    conn: &mut PgConnection,
+    user: UserId,
+    ride_id: RideId,
+    taking: &Taking,
+) -> Result<ServiceError, ServiceError> {
+    let Some(ride) = super::model::find_for_user(conn, user, ride_id)? else {
+        return Ok(ServiceError::NotFound);
+    };
     if ride.status == RideStatus::Expired {
-        return Err(ServiceError::refused(
+        return Ok(ServiceError::refused(
             taking.expired,
             format!(
                 "the card's authorization for ride {} lapsed; nothing was charged",
@@ -62,14 +99,15 @@ pub fn take(
             ),
         ));
     }
-    if !allowed.contains(&ride.status) {
-        return Err(ServiceError::refused(
+    if !taking.allowed.contains(&ride.status) {
+        return Ok(ServiceError::refused(
             ProblemKind::InvalidRideState,
             format!(
                 "ride {} is {}; only a ride {} can be {}",
                 ride.id,
                 ride.status,
-                allowed
+                taking
+                    .allowed
                     .iter()
                     .map(|status| status.as_str())
                     .collect::<Vec<_>>()
@@ -78,28 +116,13 @@ pub fn take(
             ),
         ));
     }
-    if ride.settling_key_id.is_some_and(|taken| taken != key) {
-        return Err(ServiceError::refused(
-            ProblemKind::InvalidRideState,
-            format!(
-                "ride {} is being completed or cancelled by another request",
-                ride.id
-            ),
-        ));
-    }
-    let ride = diesel::update(rides::table.find(ride_id))
-        .set(rides::settling_key_id.eq(key))
-        .returning(Ride::as_returning())
-        .get_result(conn)?;
-    audit::record(
-        conn,
-        ride.user_id,
-        taking.audit_action,
-        "ride",
-        ride.id.0,
-        json!({ "idempotency_key_id": key }),
-    )?;
-    Ok(ride)
+    Ok(ServiceError::refused(
+        ProblemKind::InvalidRideState,
+        format!(
+            "ride {} is being completed or cancelled by another request",
+            ride.id
+        ),
+    ))
 }
 
 /// Gives the ride back, unchanged, when the key ends without settling it.
@@ -126,6 +149,43 @@ pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Rid
         return Err(ServiceError::LeaseLost);
     }
     Ok(ride)
+}
+
+/// The ride a key has taken, as the key's last phase or call left it, for
+/// the next one. Nothing else changes a ride while a key has it taken, and
+/// the key's own row is written fenced at the end of every transaction, so
+/// what memory holds is what the row holds. Resuming, memory is empty and
+/// the ride is read.
+pub struct TakenRide<'a> {
+    ride_id: RideId,
+    pool: &'a DbPool,
+    memory: RefCell<Option<Ride>>,
+}
+
+impl<'a> TakenRide<'a> {
+    pub fn new(ride_id: RideId, pool: &'a DbPool) -> Self {
+        TakenRide {
+            ride_id,
+            pool,
+            memory: RefCell::new(None),
+        }
+    }
+
+    pub fn keep(&self, ride: Ride) {
+        *self.memory.borrow_mut() = Some(ride);
+    }
+
+    /// The ride taken by `key`: from memory, or read on `conn` (else on a
+    /// connection of the pool).
+    pub fn get(&self, conn: Option<&mut PgConnection>, key: KeyId) -> Result<Ride, ServiceError> {
+        if let Some(ride) = self.memory.take() {
+            return Ok(ride);
+        }
+        match conn {
+            Some(conn) => taken(conn, self.ride_id, key),
+            None => taken(&mut *self.pool.get()?, self.ride_id, key),
+        }
+    }
 }
 
 /// What a capture or a cancellation came to.
@@ -195,16 +255,22 @@ pub fn intent_of(ride: &Ride) -> Result<String, ServiceError> {
     })
 }
 
-/// Records `status` with what the intent holds and took, ends the key's
-/// hold on the ride, and answers the ride (200). A ride whose money moved
-/// gets its receipt.
+/// Records `status` with what the intent holds and took, ends `key`'s hold
+/// on the ride, and answers the ride (200). A ride whose money moved gets
+/// its receipt. One statement, with its audit record.
 pub fn finish_settled(
     conn: &mut PgConnection,
     ride: &Ride,
+    key: KeyId,
     status: RideStatus,
     intent: &PaymentIntent,
 ) -> Result<StoredResponse, ServiceError> {
-    let settled: Ride = diesel::update(rides::table.find(ride.id))
+    let settled: Ride = recorded(
+        diesel::update(
+            rides::table
+                .filter(rides::id.eq(ride.id))
+                .filter(rides::settling_key_id.eq(key)),
+        )
         .set((
             &Settlement {
                 status,
@@ -217,19 +283,20 @@ pub fn finish_settled(
             },
             rides::updated_at.eq(diesel::dsl::now),
         ))
-        .returning(Ride::as_returning())
-        .get_result(conn)?;
-    if settled.amount_captured_cents > 0 {
-        receipt::stage(conn, &settled)?;
-    }
-    audit::record(
-        conn,
-        settled.user_id,
-        &format!("ride.{status}"),
+        .returning(Ride::as_returning()),
+    )
+    .with(receipt::OF_CHANGED)
+    .with(audit::of_changed(
+        ride.user_id,
+        format!("ride.{status}"),
         "ride",
-        settled.id.0,
-        json!({ "payment_intent_id": intent.id, "amount_captured_cents": settled.amount_captured_cents }),
-    )?;
+        json!({ "payment_intent_id": intent.id, "amount_captured_cents": intent.amount_received_cents }),
+    ))
+    .cached_as(finish_settled)
+    .get_result(conn)
+    .optional()?
+    // Only the key's own lease holder settles a ride it took.
+    .ok_or(ServiceError::LeaseLost)?;
     Ok(StoredResponse::ok(settled.to_json()))
 }
 
@@ -240,29 +307,31 @@ pub fn expire(
     ride: &Ride,
     intent: &PaymentIntent,
 ) -> Result<(), ServiceError> {
-    diesel::update(rides::table.find(ride.id))
-        .set((
-            &Settlement {
-                status: RideStatus::Expired,
-                payment_intent_id: Some(intent.id.clone()),
-                client_secret: ride.client_secret.clone(),
-                next_action: None,
-                amount_authorized_cents: ride.amount_authorized_cents,
-                amount_captured_cents: 0,
-                settling_key_id: None,
-            },
-            rides::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(conn)?;
-    log::info!("the hold of ride {} lapsed at the gateway", ride.id);
-    audit::record(
-        conn,
+    recorded(
+        diesel::update(rides::table.find(ride.id))
+            .set((
+                &Settlement {
+                    status: RideStatus::Expired,
+                    payment_intent_id: Some(intent.id.clone()),
+                    client_secret: ride.client_secret.clone(),
+                    next_action: None,
+                    amount_authorized_cents: ride.amount_authorized_cents,
+                    amount_captured_cents: 0,
+                    settling_key_id: None,
+                },
+                rides::updated_at.eq(diesel::dsl::now),
+            ))
+            .returning(rides::id),
+    )
+    .with(audit::of_changed(
         ride.user_id,
         "ride.expired",
         "ride",
-        ride.id.0,
         json!({ "payment_intent_id": intent.id }),
-    )?;
+    ))
+    .cached_as(expire)
+    .get_result::<RideId>(conn)?;
+    log::info!("the hold of ride {} lapsed at the gateway", ride.id);
     Ok(())
 }
 

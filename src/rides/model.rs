@@ -1,13 +1,15 @@
 //! The `rides` table: the read model, the insert model and the queries.
 
 use chrono::{DateTime, Utc};
+use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::query_builder::QueryFragment;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use crate::db::CacheStatement;
+use crate::db::{recorded, CacheStatement};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
@@ -176,12 +178,20 @@ pub struct NewRide<'a> {
     pub return_url: &'a str,
 }
 
-pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Ride> {
-    diesel::insert_into(rides::table)
-        .values(ride)
-        .returning(Ride::as_returning())
-        .cached_as(insert)
-        .get_result(conn)
+/// Inserts the ride, with `record` (its audit record) in the same statement.
+pub fn insert<R: QueryFragment<Pg> + Send + 'static>(
+    conn: &mut PgConnection,
+    ride: &NewRide<'_>,
+    record: R,
+) -> QueryResult<Ride> {
+    recorded(
+        diesel::insert_into(rides::table)
+            .values(ride)
+            .returning(Ride::as_returning()),
+    )
+    .with(record)
+    .cached_as(insert::<R>)
+    .get_result(conn)
 }
 
 /// The ride created under an idempotency key row.
@@ -266,6 +276,23 @@ pub struct Settlement {
     pub settling_key_id: Option<KeyId>,
 }
 
+/// The UPDATE that applies a settlement to a ride still in one of `from`
+/// that no key is completing or cancelling.
+macro_rules! settling {
+    ($ride_id:expr, $from:expr, $settlement:expr) => {{
+        // One array parameter (`= ANY($2)`) whatever the statuses: one SQL text.
+        let from: Vec<&str> = $from.iter().map(|status| status.as_str()).collect();
+        diesel::update(
+            rides::table
+                .filter(rides::id.eq($ride_id))
+                .filter(rides::status.eq_any(from))
+                .filter(rides::settling_key_id.is_null()),
+        )
+        .set(($settlement, rides::updated_at.eq(diesel::dsl::now)))
+        .returning(Ride::as_returning())
+    }};
+}
+
 /// Applies `settlement` to the ride if it is still in one of `from`, the
 /// statuses the new one may follow, and no key is completing or cancelling
 /// it; `None` when it has moved on (or is being moved on).
@@ -275,17 +302,23 @@ pub fn settle(
     from: &[RideStatus],
     settlement: &Settlement,
 ) -> QueryResult<Option<Ride>> {
-    // One array parameter (`= ANY($2)`) whatever the statuses: one SQL text.
-    let from: Vec<&str> = from.iter().map(|status| status.as_str()).collect();
-    diesel::update(
-        rides::table
-            .filter(rides::id.eq(ride_id))
-            .filter(rides::status.eq_any(from))
-            .filter(rides::settling_key_id.is_null()),
-    )
-    .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
-    .returning(Ride::as_returning())
-    .cached_as(settle)
-    .get_result(conn)
-    .optional()
+    settling!(ride_id, from, settlement)
+        .cached_as(settle)
+        .get_result(conn)
+        .optional()
+}
+
+/// `settle`, with `record` written in the same statement if it applies.
+pub fn settle_recorded<R: QueryFragment<Pg> + Send + 'static>(
+    conn: &mut PgConnection,
+    ride_id: RideId,
+    from: &[RideStatus],
+    settlement: &Settlement,
+    record: R,
+) -> QueryResult<Option<Ride>> {
+    recorded(settling!(ride_id, from, settlement))
+        .with(record)
+        .cached_as(settle_recorded::<R>)
+        .get_result(conn)
+        .optional()
 }

@@ -64,14 +64,12 @@ pub fn create_ride(
             customer: customer.as_deref(),
             return_url,
         },
-    )?;
-    audit::record(
-        conn,
-        lease.user_id(),
-        "ride.created",
-        "ride",
-        ride.id.0,
-        json!({ "idempotency_key_id": lease.key_id(), "amount_cents": ride.amount_cents }),
+        audit::of_changed(
+            lease.user_id(),
+            "ride.created",
+            "ride",
+            json!({ "idempotency_key_id": lease.key_id(), "amount_cents": params.amount_cents }),
+        ),
     )?;
     Ok(ride)
 }
@@ -102,7 +100,9 @@ pub fn pay(
 }
 
 /// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
-/// the ride (`authorized`, `captured`, `requires_action` or `processing`).
+/// the ride (`authorized`, `captured`, `requires_action` or `processing`),
+/// and for a ride paid at once its receipt staged in the same statement (a
+/// held fare's receipt comes with its capture).
 /// An intent in any other state is a rejection, recorded as such. Only a
 /// holder of the key's lease moves a pending ride on, so a ride found moved
 /// on means the lease was taken over (by the gateway's event, say).
@@ -140,30 +140,29 @@ pub fn record_payment(
             ),
         }));
     };
-    let ride = model::settle(conn, ride.id, may_follow(settled.status), &settled)?
-        .ok_or(ServiceError::LeaseLost)?;
+    let ride = model::settle_recorded(
+        conn,
+        ride.id,
+        may_follow(settled.status),
+        &settled,
+        receipt::OF_CHANGED,
+    )?
+    .ok_or(ServiceError::LeaseLost)?;
     Ok(Ok(ride))
 }
 
-/// ChargeCompleted -> Finished: the answer stored, and for a ride paid at
-/// once its receipt staged in the same transaction (a held fare's receipt
-/// comes with its capture). A 202 for a payment still waiting for the rider
-/// or the bank is the key's final answer too: the ride moves on by itself.
-pub fn finish_answered(
-    conn: &mut PgConnection,
-    ride: &Ride,
-) -> Result<StoredResponse, ServiceError> {
+/// ChargeCompleted -> Finished: the answer stored. A 202 for a payment
+/// still waiting for the rider or the bank is the key's final answer too:
+/// the ride moves on by itself.
+pub fn finish_answered(ride: &Ride) -> StoredResponse {
     let waiting = matches!(
         ride.status,
         RideStatus::RequiresAction | RideStatus::Processing
     );
     if waiting {
-        return Ok(StoredResponse::accepted(ride.location(), ride.to_json()));
+        return StoredResponse::accepted(ride.location(), ride.to_json());
     }
-    if ride.status == RideStatus::Captured {
-        receipt::stage(conn, ride)?;
-    }
-    Ok(StoredResponse::created(ride.location(), ride.to_json()))
+    StoredResponse::created(ride.location(), ride.to_json())
 }
 
 /// RideCreated -> Finished for a payment that failed for good: a decline

@@ -4,21 +4,21 @@
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use super::model::{find_ride, Ride};
+use super::model::find_ride;
 use crate::ids::RideId;
-use crate::outbox::{self, JobHandler};
+use crate::outbox::{JobHandler, StagedWith};
 use crate::schema::receipts;
 
 const JOB_TYPE: &str = "ride_receipt";
 
-/// Stages the receipt of `ride`, in the caller's transaction.
-pub fn stage(conn: &mut PgConnection, ride: &Ride) -> QueryResult<()> {
-    outbox::stage(
-        conn,
-        JOB_TYPE,
-        json!({ "ride_id": ride.id, "user_id": ride.user_id }),
-    )
-}
+/// The receipt of the ride a statement changes, staged with it
+/// (`db::recorded`) when the ride's money moved: a ride captured, or a
+/// cancellation's fee.
+pub const OF_CHANGED: StagedWith = StagedWith {
+    job_type: JOB_TYPE,
+    payload: "jsonb_build_object('ride_id', changed.id, 'user_id', changed.user_id)",
+    when: "changed.amount_captured_cents > 0",
+};
 
 pub struct RideReceipt;
 

@@ -12,7 +12,7 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Phases, Transition};
+use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::payments::{self, GatewayError, PaymentIntent};
 use crate::service_error::ServiceError;
 
@@ -111,13 +111,17 @@ impl Phases for RidePhases<'_> {
             }
             RecoveryPoint::ChargeCompleted => {
                 let ride = self.ride(conn, lease)?;
-                Ok(Transition::Finish(phases::finish_answered(conn, &ride)?))
+                Ok(Transition::Finish(phases::finish_answered(&ride)))
             }
             RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
     }
 
-    fn call(&self, lease: &RideLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+    fn call(
+        &self,
+        lease: &RideLease,
+        _point: RecoveryPoint,
+    ) -> Result<Called<RecoveryPoint>, ServiceError> {
         let ride = match self.ride.take() {
             Some(ride) => ride,
             None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
@@ -131,6 +135,6 @@ impl Phases for RidePhases<'_> {
         );
         self.keep(ride);
         *self.answered.borrow_mut() = Some(payments::final_outcome(answer)?);
-        Ok(())
+        Ok(Called::Made)
     }
 }

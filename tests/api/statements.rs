@@ -12,17 +12,25 @@ use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
 
 /// Statements per request today. Lower them as round trips go; never raise
 /// them without saying why in the commit. The pool checks a connection
-/// without a round trip (`db::Connections`). A replay: the caller with
-/// their key row in one SELECT; a GET likewise, with the ride. A new ride:
-/// three transactions (`BEGIN` and `COMMIT` each), the caller and their
-/// key, the key inserted at the point its first phase reaches, the ride, its
-/// audit record, the simulated gateway's five (its lock, its kept answer
-/// looked up, the PaymentIntent, its event, the answer kept), and the ride,
-/// its receipt job and the key written with the answer.
-const NEW_RIDE: i64 = 18;
+/// without a round trip (`db::Connections`), and a change is sent with its
+/// audit record and staged job as one statement (`db::recorded`).
+///
+/// - A replay: the caller with their key row in one SELECT; a GET likewise,
+///   with the ride.
+/// - A new ride: the caller and their key; the claim's transaction
+///   (`BEGIN`, the key inserted at the point its first phase reaches, the
+///   ride with its audit record, `COMMIT`); the simulated gateway's seven;
+///   and the answer's (`BEGIN`, the ride with its receipt job, the key,
+///   `COMMIT`).
+/// - A completion whose hold covers the fare: the caller and their key; the
+///   claim's transaction (`BEGIN`, the key, the ride taken with its audit
+///   record, `COMMIT`); the simulated gateway's ten for the capture; and
+///   the answer's (`BEGIN`, the ride with its receipt job and audit record,
+///   the key, `COMMIT`).
+const NEW_RIDE: i64 = 16;
 const REPLAY: i64 = 1;
 const GET: i64 = 1;
-const COMPLETION: i64 = 29;
+const COMPLETION: i64 = 19;
 
 #[derive(QueryableByName)]
 struct Count {

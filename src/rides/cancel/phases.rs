@@ -32,6 +32,7 @@ pub fn begin(
 ) -> Result<Ride, ServiceError> {
     let ride = lifecycle::take(
         conn,
+        lease.user_id(),
         params.ride_id,
         lease.key_id(),
         &Taking {
@@ -97,7 +98,9 @@ pub fn finish_canceled(
         Problem::new(ProblemKind::InvalidRideState, detail).with_extension("ride_id", ride.id)
     };
     match answer {
-        Answer::Made(intent) => lifecycle::finish_settled(conn, ride, RideStatus::Canceled, intent),
+        Answer::Made(intent) => {
+            lifecycle::finish_settled(conn, ride, lease.key_id(), RideStatus::Canceled, intent)
+        }
         Answer::Lapsed(intent) => {
             lifecycle::expire(conn, ride, intent)?;
             Ok(StoredResponse::problem(&refused(format!(

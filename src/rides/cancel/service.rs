@@ -9,10 +9,8 @@ use super::recovery_point::RecoveryPoint;
 use super::request::CancelParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Phases, Transition};
-use crate::ids::UserId;
+use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::rides::lifecycle::{self, Answer};
-use crate::rides::model::Ride;
 use crate::service_error::ServiceError;
 
 pub struct CancelEndpoint;
@@ -27,17 +25,9 @@ impl Endpoint for CancelEndpoint {
         CancelPhases {
             context,
             params,
-            ride: RefCell::new(None),
+            ride: lifecycle::TakenRide::new(params.ride_id, &context.pool),
             answer: RefCell::new(None),
         }
-    }
-
-    fn admit(
-        conn: &mut PgConnection,
-        user: UserId,
-        params: &CancelParams,
-    ) -> Result<(), ServiceError> {
-        lifecycle::admit(conn, user, params.ride_id)
     }
 }
 
@@ -45,8 +35,8 @@ impl Endpoint for CancelEndpoint {
 pub struct CancelPhases<'a> {
     context: &'a ServiceContext,
     params: &'a CancelParams,
-    /// The ride the first phase took; None when resuming.
-    ride: RefCell<Option<Ride>>,
+    /// The ride the first phase took.
+    ride: lifecycle::TakenRide<'a>,
     answer: RefCell<Option<Answer>>,
 }
 
@@ -61,11 +51,11 @@ impl Phases for CancelPhases<'_> {
     ) -> Result<Transition<RecoveryPoint>, ServiceError> {
         match point {
             RecoveryPoint::Started => {
-                *self.ride.borrow_mut() = Some(phases::begin(conn, lease, self.params)?);
+                self.ride.keep(phases::begin(conn, lease, self.params)?);
                 Ok(Transition::Advance(RecoveryPoint::CancellationStarted))
             }
             RecoveryPoint::CancellationStarted => {
-                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                let ride = self.ride.get(Some(conn), lease.key_id())?;
                 let answer = self.answer.take().expect("the gateway is asked first");
                 Ok(Transition::Finish(phases::finish_canceled(
                     conn, &ride, lease, &answer,
@@ -75,16 +65,13 @@ impl Phases for CancelPhases<'_> {
         }
     }
 
-    fn call(&self, lease: &CancelLease, _point: RecoveryPoint) -> Result<(), ServiceError> {
+    fn call(
+        &self,
+        lease: &CancelLease,
+        _point: RecoveryPoint,
+    ) -> Result<Called<RecoveryPoint>, ServiceError> {
         // No pooled connection is held while the gateway works.
-        let ride = match self.ride.take() {
-            Some(ride) => ride,
-            None => lifecycle::taken(
-                &mut *self.context.pool.get()?,
-                self.params.ride_id,
-                lease.key_id(),
-            )?,
-        };
+        let ride = self.ride.get(None, lease.key_id())?;
         let answer = phases::cancel(
             self.context.gateway.as_ref(),
             self.context.installation_id,
@@ -93,6 +80,7 @@ impl Phases for CancelPhases<'_> {
             self.params,
         )?;
         *self.answer.borrow_mut() = Some(answer);
-        Ok(())
+        self.ride.keep(ride);
+        Ok(Called::Made)
     }
 }

@@ -32,6 +32,7 @@ pub fn begin(
 ) -> Result<Ride, ServiceError> {
     lifecycle::take(
         conn,
+        lease.user_id(),
         params.ride_id,
         lease.key_id(),
         &Taking {
@@ -43,11 +44,16 @@ pub fn begin(
     )
 }
 
-/// The answer to raising the hold: the raised intent (`None`: the hold
-/// covers the fare already), or a refusal for good.
-pub type Raised = Result<Option<PaymentIntent>, GatewayError>;
+/// Whether the ride's hold covers the final fare as it is.
+pub fn covered(ride: &Ride, params: &CompleteParams) -> bool {
+    params.final_amount_cents <= ride.amount_authorized_cents
+}
 
-/// The hold raised to the final fare, when it covers less. Holds no
+/// The answer to raising the hold: the raised intent, or a refusal for
+/// good.
+pub type Raised = Result<PaymentIntent, GatewayError>;
+
+/// The hold raised to the final fare, which it does not cover. Holds no
 /// connection.
 pub fn raise(
     gateway: &dyn PaymentGateway,
@@ -56,15 +62,12 @@ pub fn raise(
     ride: &Ride,
     params: &CompleteParams,
 ) -> Result<Raised, ServiceError> {
-    if params.final_amount_cents <= ride.amount_authorized_cents {
-        return Ok(Ok(None));
-    }
     let answer = gateway.increment_intent(&IncrementIntent {
         idempotency_key: derived_key(installation_id, INCREMENT_KEY_PURPOSE, lease.key_id()),
         intent_id: lifecycle::intent_of(ride)?,
         amount_cents: params.final_amount_cents,
     });
-    Ok(payments::final_outcome(answer)?.map(Some))
+    payments::final_outcome(answer)
 }
 
 /// CompletionStarted -> HoldCovers: the raised hold recorded on the ride.
@@ -122,7 +125,9 @@ pub fn finish_captured(
     capture: &Answer,
 ) -> Result<StoredResponse, ServiceError> {
     match capture {
-        Answer::Made(intent) => lifecycle::finish_settled(conn, ride, RideStatus::Captured, intent),
+        Answer::Made(intent) => {
+            lifecycle::finish_settled(conn, ride, lease.key_id(), RideStatus::Captured, intent)
+        }
         Answer::Lapsed(intent) => {
             lifecycle::expire(conn, ride, intent)?;
             let problem = Problem::new(

@@ -12,10 +12,8 @@ use super::recovery_point::RecoveryPoint;
 use super::request::CompleteParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Phases, Transition};
-use crate::ids::UserId;
+use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::rides::lifecycle::{self, Answer};
-use crate::rides::model::Ride;
 use crate::service_error::ServiceError;
 
 pub struct CompleteEndpoint;
@@ -30,18 +28,10 @@ impl Endpoint for CompleteEndpoint {
         CompletePhases {
             context,
             params,
-            ride: RefCell::new(None),
+            ride: lifecycle::TakenRide::new(params.ride_id, &context.pool),
             raised: RefCell::new(None),
             captured: RefCell::new(None),
         }
-    }
-
-    fn admit(
-        conn: &mut PgConnection,
-        user: UserId,
-        params: &CompleteParams,
-    ) -> Result<(), ServiceError> {
-        lifecycle::admit(conn, user, params.ride_id)
     }
 }
 
@@ -49,24 +39,9 @@ impl Endpoint for CompleteEndpoint {
 pub struct CompletePhases<'a> {
     context: &'a ServiceContext,
     params: &'a CompleteParams,
-    /// The ride as the last phase left it; None when resuming.
-    ride: RefCell<Option<Ride>>,
+    ride: lifecycle::TakenRide<'a>,
     raised: RefCell<Option<Raised>>,
     captured: RefCell<Option<Answer>>,
-}
-
-impl CompletePhases<'_> {
-    /// The ride, taken by the key: from memory, or read again.
-    fn ride(&self, lease: &CompleteLease) -> Result<Ride, ServiceError> {
-        match self.ride.take() {
-            Some(ride) => Ok(ride),
-            None => lifecycle::taken(
-                &mut *self.context.pool.get()?,
-                self.params.ride_id,
-                lease.key_id(),
-            ),
-        }
-    }
 }
 
 impl Phases for CompletePhases<'_> {
@@ -80,18 +55,15 @@ impl Phases for CompletePhases<'_> {
     ) -> Result<Transition<RecoveryPoint>, ServiceError> {
         match point {
             RecoveryPoint::Started => {
-                *self.ride.borrow_mut() = Some(phases::begin(conn, lease, self.params)?);
+                self.ride.keep(phases::begin(conn, lease, self.params)?);
                 Ok(Transition::Advance(RecoveryPoint::CompletionStarted))
             }
             RecoveryPoint::CompletionStarted => {
-                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                let ride = self.ride.get(Some(conn), lease.key_id())?;
                 match self.raised.take().expect("the hold is raised first") {
                     Ok(raised) => {
-                        let ride = match raised {
-                            Some(raised) => phases::record_raise(conn, &ride, &raised)?,
-                            None => ride,
-                        };
-                        *self.ride.borrow_mut() = Some(ride);
+                        let ride = phases::record_raise(conn, &ride, &raised)?;
+                        self.ride.keep(ride);
                         Ok(Transition::Advance(RecoveryPoint::HoldCovers))
                     }
                     Err(refused) => Ok(Transition::Finish(phases::finish_raise_refused(
@@ -100,7 +72,7 @@ impl Phases for CompletePhases<'_> {
                 }
             }
             RecoveryPoint::HoldCovers => {
-                let ride = lifecycle::taken(conn, self.params.ride_id, lease.key_id())?;
+                let ride = self.ride.get(Some(conn), lease.key_id())?;
                 let captured = self.captured.take().expect("the capture is made first");
                 Ok(Transition::Finish(phases::finish_captured(
                     conn, &ride, lease, &captured,
@@ -110,11 +82,18 @@ impl Phases for CompletePhases<'_> {
         }
     }
 
-    fn call(&self, lease: &CompleteLease, point: RecoveryPoint) -> Result<(), ServiceError> {
+    fn call(
+        &self,
+        lease: &CompleteLease,
+        point: RecoveryPoint,
+    ) -> Result<Called<RecoveryPoint>, ServiceError> {
         // No pooled connection is held while the gateway works.
-        let ride = self.ride(lease)?;
+        let ride = self.ride.get(None, lease.key_id())?;
         let gateway = self.context.gateway.as_ref();
-        match point {
+        let called = match point {
+            RecoveryPoint::CompletionStarted if phases::covered(&ride, self.params) => {
+                Called::NotNeeded(RecoveryPoint::HoldCovers)
+            }
             RecoveryPoint::CompletionStarted => {
                 let raised = phases::raise(
                     gateway,
@@ -124,6 +103,7 @@ impl Phases for CompletePhases<'_> {
                     self.params,
                 )?;
                 *self.raised.borrow_mut() = Some(raised);
+                Called::Made
             }
             _ => {
                 let captured = lifecycle::capture(
@@ -135,8 +115,10 @@ impl Phases for CompletePhases<'_> {
                     self.params.final_amount_cents,
                 )?;
                 *self.captured.borrow_mut() = Some(captured);
+                Called::Made
             }
-        }
-        Ok(())
+        };
+        self.ride.keep(ride);
+        Ok(called)
     }
 }
