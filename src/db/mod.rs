@@ -5,7 +5,7 @@ mod recorded;
 mod text_enum;
 
 pub use cached::CacheStatement;
-pub use recorded::{recorded, Recorded};
+pub use recorded::{recorded, ChangeCtes, Recorded};
 
 use std::time::Duration;
 

@@ -44,9 +44,16 @@ impl<'a, S> Recorded<'a, S> {
     }
 }
 
-impl<S: QueryFragment<Pg>> QueryFragment<Pg> for Recorded<'_, S> {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        out.push_sql("WITH changed AS (");
+/// The change and its records as the CTEs of a statement that says what
+/// else it does (`changed AS (...), record_0 AS (...)`): the key's final
+/// write joins them there (`idempotency::Finishing`).
+pub trait ChangeCtes: Send {
+    fn walk_ctes<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()>;
+}
+
+impl<S: QueryFragment<Pg> + Send> ChangeCtes for Recorded<'_, S> {
+    fn walk_ctes<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("changed AS (");
         self.change.walk_ast(out.reborrow())?;
         out.push_sql(")");
         for (n, record) in self.records.iter().enumerate() {
@@ -54,6 +61,14 @@ impl<S: QueryFragment<Pg>> QueryFragment<Pg> for Recorded<'_, S> {
             record.walk_ast(out.reborrow())?;
             out.push_sql(")");
         }
+        Ok(())
+    }
+}
+
+impl<S: QueryFragment<Pg> + Send> QueryFragment<Pg> for Recorded<'_, S> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("WITH ");
+        self.walk_ctes(out.reborrow())?;
         out.push_sql(" SELECT * FROM changed");
         Ok(())
     }

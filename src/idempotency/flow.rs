@@ -8,6 +8,7 @@
 use diesel::{Connection, PgConnection};
 
 use super::claim::{self, Claim, IdempotentRequest, Lookup};
+use super::finishing::Finishing;
 use super::lease::{in_transaction, Lease};
 use super::policy::KeyPolicy;
 use super::record::{KeyRecord, KeyState};
@@ -83,6 +84,20 @@ pub trait Phases {
         lease: &Lease<Self::Point>,
         point: Self::Point,
     ) -> Result<Called<Self::Point>, ServiceError>;
+
+    /// The atomic phase from `point` after its call, when it finishes the
+    /// key with one change whose answer is known before the change is sent
+    /// (from what the call and the phases before it left in memory): the
+    /// flow sends the change with the key's final write as one statement,
+    /// with no transaction around it (`Finishing`). `None`, the default,
+    /// runs `atomic` in a transaction.
+    fn finishing(
+        &self,
+        _lease: &Lease<Self::Point>,
+        _point: Self::Point,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        Ok(None)
+    }
 }
 
 /// Runs `request`, on `conn` until the claim commits: replays, 409s and 422s
@@ -154,6 +169,22 @@ pub fn drive<E: Phases>(
             if let Called::NotNeeded(next) = called {
                 lease.pass_to(next);
                 continue;
+            }
+            if let Some(finishing) = phases.finishing(lease, point)? {
+                // The atomic points the statement passes through: a crash
+                // at one is a crash before the statement is sent, as it
+                // would be a rollback of their transaction.
+                for passed in E::Point::ALL
+                    .iter()
+                    .skip_while(|passed| **passed != point)
+                    .skip(1)
+                    .take_while(|passed| {
+                        **passed != E::Point::FINISHED && passed.step() == Step::Atomic
+                    })
+                {
+                    crash::after(passed.as_str());
+                }
+                return lease.finish_with(&mut *pool.get()?, finishing);
             }
         }
         let finished = in_transaction(&mut *pool.get()?, lease, |conn, lease| {

@@ -3,12 +3,28 @@
 use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
+use super::finishing::{self, Finishing, FinishingStatement};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::CacheStatement;
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
+
+/// The key row's changes when it finishes with `response`.
+macro_rules! finished_with {
+    ($points:ty, $response:expr) => {
+        (
+            keys::recovery_point.eq(<$points>::FINISHED.as_str()),
+            keys::response_status.eq(i16::try_from($response.status).ok()),
+            keys::response_headers.eq(&$response.headers),
+            keys::response_body.eq(&$response.body),
+            keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+            keys::last_run_at.eq(now),
+            keys::updated_at.eq(now),
+        )
+    };
+}
 
 type FencedRow = Filter<
     Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>,
@@ -105,15 +121,7 @@ impl<P: RecoveryPoints> Lease<P> {
         response: &StoredResponse,
     ) -> Result<(), ServiceError> {
         let updated = diesel::update(self.fenced())
-            .set((
-                keys::recovery_point.eq(P::FINISHED.as_str()),
-                keys::response_status.eq(i16::try_from(response.status).ok()),
-                keys::response_headers.eq(&response.headers),
-                keys::response_body.eq(&response.body),
-                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
-                keys::last_run_at.eq(now),
-                keys::updated_at.eq(now),
-            ))
+            .set(finished_with!(P, response))
             .returning(keys::id)
             .cached_as(Self::finish)
             .get_result::<i64>(conn)
@@ -121,6 +129,31 @@ impl<P: RecoveryPoints> Lease<P> {
         self.point = self.checked(updated.is_some(), P::FINISHED)?;
         self.stored = P::FINISHED;
         Ok(())
+    }
+
+    /// Sends `finishing`'s change with the key's final write, as one
+    /// statement (`finishing`): the key finished with its response, or
+    /// nothing written and the lease lost.
+    pub(crate) fn finish_with(
+        &mut self,
+        conn: &mut PgConnection,
+        finishing: Finishing,
+    ) -> Result<StoredResponse, ServiceError> {
+        let response = &finishing.response;
+        let changed: i64 = FinishingStatement {
+            fence: self.fenced().select(keys::id).for_update(),
+            finishing: &finishing,
+            finished: diesel::update(
+                keys::idempotency_keys
+                    .filter(keys::id.eq(self.key_id))
+                    .filter(finishing::changed()),
+            )
+            .set(finished_with!(P, response)),
+        }
+        .get_result::<i64>(conn)?;
+        self.point = self.checked(changed > 0_i64, P::FINISHED)?;
+        self.stored = P::FINISHED;
+        Ok(finishing.response)
     }
 
     /// Gives the lease up at the current recovery point, so a retry (or the

@@ -11,7 +11,7 @@ use super::model::{Ride, RideStatus, Settlement};
 use super::receipt;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, DbPool};
-use crate::idempotency::StoredResponse;
+use crate::idempotency::{fenced, Finishing, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
     self, derived_key, CaptureIntent, GatewayError, IntentStatus, PaymentGateway, PaymentIntent,
@@ -175,6 +175,11 @@ impl<'a> TakenRide<'a> {
         *self.memory.borrow_mut() = Some(ride);
     }
 
+    /// The ride as memory holds it, if it does.
+    pub fn remembered(&self) -> std::cell::Ref<'_, Option<Ride>> {
+        self.memory.borrow()
+    }
+
     /// The ride taken by `key`: from memory, or read on `conn` (else on a
     /// connection of the pool).
     pub fn get(&self, conn: Option<&mut PgConnection>, key: KeyId) -> Result<Ride, ServiceError> {
@@ -255,9 +260,47 @@ pub fn intent_of(ride: &Ride) -> Result<String, ServiceError> {
     })
 }
 
+/// The UPDATE of the ride `ride` taken by `key`.
+macro_rules! settled_by_key {
+    ($ride:expr, $key:expr) => {
+        diesel::update(
+            rides::table
+                .filter(rides::id.eq($ride.id))
+                .filter(rides::settling_key_id.eq($key)),
+        )
+    };
+}
+
+/// What a capture or a cancellation the gateway made does to the ride it
+/// ends: `status`, with what the intent holds and took, no longer taken;
+/// and the audit record of that.
+fn settled(
+    ride: &Ride,
+    status: RideStatus,
+    intent: &PaymentIntent,
+) -> (Settlement, audit::OfChanged) {
+    let settlement = Settlement {
+        status,
+        payment_intent_id: Some(intent.id.clone()),
+        client_secret: ride.client_secret.clone(),
+        next_action: None,
+        amount_authorized_cents: ride.amount_authorized_cents,
+        amount_captured_cents: intent.amount_received_cents,
+        settling_key_id: None,
+    };
+    let audit = audit::of_changed(
+        ride.user_id,
+        format!("ride.{status}"),
+        "ride",
+        json!({ "payment_intent_id": intent.id, "amount_captured_cents": intent.amount_received_cents }),
+    );
+    (settlement, audit)
+}
+
 /// Records `status` with what the intent holds and took, ends `key`'s hold
 /// on the ride, and answers the ride (200). A ride whose money moved gets
-/// its receipt. One statement, with its audit record.
+/// its receipt. One statement, with its audit record, in the caller's
+/// transaction.
 pub fn finish_settled(
     conn: &mut PgConnection,
     ride: &Ride,
@@ -265,39 +308,41 @@ pub fn finish_settled(
     status: RideStatus,
     intent: &PaymentIntent,
 ) -> Result<StoredResponse, ServiceError> {
+    let (settlement, audit) = settled(ride, status, intent);
     let settled: Ride = recorded(
-        diesel::update(
-            rides::table
-                .filter(rides::id.eq(ride.id))
-                .filter(rides::settling_key_id.eq(key)),
-        )
-        .set((
-            &Settlement {
-                status,
-                payment_intent_id: Some(intent.id.clone()),
-                client_secret: ride.client_secret.clone(),
-                next_action: None,
-                amount_authorized_cents: ride.amount_authorized_cents,
-                amount_captured_cents: intent.amount_received_cents,
-                settling_key_id: None,
-            },
-            rides::updated_at.eq(diesel::dsl::now),
-        ))
-        .returning(Ride::as_returning()),
+        settled_by_key!(ride, key)
+            .set((&settlement, rides::updated_at.eq(diesel::dsl::now)))
+            .returning(Ride::as_returning()),
     )
     .with(receipt::OF_CHANGED)
-    .with(audit::of_changed(
-        ride.user_id,
-        format!("ride.{status}"),
-        "ride",
-        json!({ "payment_intent_id": intent.id, "amount_captured_cents": intent.amount_received_cents }),
-    ))
+    .with(audit)
     .cached_as(finish_settled)
     .get_result(conn)
     .optional()?
     // Only the key's own lease holder settles a ride it took.
     .ok_or(ServiceError::LeaseLost)?;
     Ok(StoredResponse::ok(settled.to_json()))
+}
+
+/// `finish_settled` as the key's last phase, sent with its final write
+/// (`Finishing`): the answer is the ride as the settlement leaves it.
+pub fn settled_finishing(
+    ride: &Ride,
+    key: KeyId,
+    status: RideStatus,
+    intent: &PaymentIntent,
+) -> Finishing {
+    let (settlement, audit) = settled(ride, status, intent);
+    let response = StoredResponse::ok(ride.settled(&settlement).to_json());
+    let change = recorded(
+        settled_by_key!(ride, key)
+            .filter(fenced())
+            .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
+            .returning(Ride::as_returning()),
+    )
+    .with(receipt::OF_CHANGED)
+    .with(audit);
+    Finishing::new(change, response)
 }
 
 /// The hold lapsed at the gateway: the ride is `expired`, the key's hold on

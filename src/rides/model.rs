@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use crate::db::{recorded, CacheStatement};
+use crate::db::{recorded, CacheStatement, Recorded};
+use crate::idempotency::fenced;
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
@@ -137,6 +138,21 @@ impl Ride {
             amount_refunded_cents: self.amount_refunded_cents,
             next_action,
             created_at: self.created_at,
+        }
+    }
+
+    /// The ride as `settlement` leaves it, for an answer stored in the
+    /// statement that applies it.
+    pub fn settled(&self, settlement: &Settlement) -> Ride {
+        Ride {
+            status: settlement.status,
+            payment_intent_id: settlement.payment_intent_id.clone(),
+            client_secret: settlement.client_secret.clone(),
+            next_action: settlement.next_action.clone(),
+            amount_authorized_cents: settlement.amount_authorized_cents,
+            amount_captured_cents: settlement.amount_captured_cents,
+            settling_key_id: settlement.settling_key_id,
+            ..self.clone()
         }
     }
 
@@ -276,20 +292,16 @@ pub struct Settlement {
     pub settling_key_id: Option<KeyId>,
 }
 
-/// The UPDATE that applies a settlement to a ride still in one of `from`
-/// that no key is completing or cancelling.
-macro_rules! settling {
-    ($ride_id:expr, $from:expr, $settlement:expr) => {{
+/// The ride `ride_id` while a settlement may apply to it: still in one of
+/// `from`, and no key completing or cancelling it.
+macro_rules! settleable {
+    ($ride_id:expr, $from:expr) => {{
         // One array parameter (`= ANY($2)`) whatever the statuses: one SQL text.
-        let from: Vec<&str> = $from.iter().map(|status| status.as_str()).collect();
-        diesel::update(
-            rides::table
-                .filter(rides::id.eq($ride_id))
-                .filter(rides::status.eq_any(from))
-                .filter(rides::settling_key_id.is_null()),
-        )
-        .set(($settlement, rides::updated_at.eq(diesel::dsl::now)))
-        .returning(Ride::as_returning())
+        let from: Vec<&'static str> = $from.iter().map(|status| status.as_str()).collect();
+        rides::table
+            .filter(rides::id.eq($ride_id))
+            .filter(rides::status.eq_any(from))
+            .filter(rides::settling_key_id.is_null())
     }};
 }
 
@@ -302,7 +314,9 @@ pub fn settle(
     from: &[RideStatus],
     settlement: &Settlement,
 ) -> QueryResult<Option<Ride>> {
-    settling!(ride_id, from, settlement)
+    diesel::update(settleable!(ride_id, from))
+        .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
+        .returning(Ride::as_returning())
         .cached_as(settle)
         .get_result(conn)
         .optional()
@@ -316,9 +330,29 @@ pub fn settle_recorded<R: QueryFragment<Pg> + Send + 'static>(
     settlement: &Settlement,
     record: R,
 ) -> QueryResult<Option<Ride>> {
-    recorded(settling!(ride_id, from, settlement))
-        .with(record)
-        .cached_as(settle_recorded::<R>)
-        .get_result(conn)
-        .optional()
+    recorded(
+        diesel::update(settleable!(ride_id, from))
+            .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
+            .returning(Ride::as_returning()),
+    )
+    .with(record)
+    .cached_as(settle_recorded::<R>)
+    .get_result(conn)
+    .optional()
+}
+
+/// `settle_recorded`'s change, for a key that finishes with it
+/// (`idempotency::Finishing`): made only while the key's lease holds.
+pub fn settle_finishing<R: QueryFragment<Pg> + Send + 'static>(
+    ride_id: RideId,
+    from: &[RideStatus],
+    settlement: Settlement,
+    record: R,
+) -> Recorded<'static, impl QueryFragment<Pg> + Send> {
+    recorded(
+        diesel::update(settleable!(ride_id, from).filter(fenced()))
+            .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
+            .returning(Ride::as_returning()),
+    )
+    .with(record)
 }

@@ -6,12 +6,12 @@
 use diesel::PgConnection;
 use serde_json::json;
 
-use super::model::{self, NewRide, Ride, RideStatus};
+use super::model::{self, NewRide, Ride, RideStatus, Settlement};
 use super::payment::{may_follow, settlement};
 use super::receipt;
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
-use crate::idempotency::{Lease, StoredResponse};
+use crate::idempotency::{Finishing, Lease, StoredResponse};
 use crate::payments::{derived_key, CreateIntent, GatewayError, PaymentGateway, PaymentIntent};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
@@ -99,18 +99,13 @@ pub fn pay(
     })
 }
 
-/// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
-/// the ride (`authorized`, `captured`, `requires_action` or `processing`),
-/// and for a ride paid at once its receipt staged in the same statement (a
-/// held fare's receipt comes with its capture).
-/// An intent in any other state is a rejection, recorded as such. Only a
-/// holder of the key's lease moves a pending ride on, so a ride found moved
-/// on means the lease was taken over (by the gateway's event, say).
-pub fn record_payment(
-    conn: &mut PgConnection,
+/// What the gateway's answer makes of the pending ride: `authorized`,
+/// `captured`, `requires_action` or `processing`. An intent in any other
+/// state is a rejection.
+fn answered(
     ride: &Ride,
     intent: &PaymentIntent,
-) -> Result<Result<Ride, GatewayError>, ServiceError> {
+) -> Result<Result<Settlement, GatewayError>, ServiceError> {
     if (intent.amount_cents, intent.currency.as_str())
         != (ride.amount_cents, ride.currency.as_str())
     {
@@ -124,21 +119,36 @@ pub fn record_payment(
             ride.currency
         )));
     }
-    let answered = [
+    let answers = [
         RideStatus::Authorized,
         RideStatus::Captured,
         RideStatus::RequiresAction,
         RideStatus::Processing,
     ];
-    let Some(settled) = settlement(RideStatus::Pending, intent)
-        .filter(|settled| answered.contains(&settled.status))
-    else {
-        return Ok(Err(GatewayError::Rejected {
+    Ok(settlement(RideStatus::Pending, intent)
+        .filter(|settled| answers.contains(&settled.status))
+        .ok_or_else(|| GatewayError::Rejected {
             message: format!(
                 "PaymentIntent {} answered as {} on confirmation",
                 intent.id, intent.status
             ),
-        }));
+        }))
+}
+
+/// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
+/// the ride, and for a ride paid at once its receipt staged in the same
+/// statement (a held fare's receipt comes with its capture); a rejection
+/// is returned as such. Only a holder of the key's lease moves a pending
+/// ride on, so a ride found moved on means the lease was taken over (by the
+/// gateway's event, say).
+pub fn record_payment(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    intent: &PaymentIntent,
+) -> Result<Result<Ride, GatewayError>, ServiceError> {
+    let settled = match answered(ride, intent)? {
+        Ok(settled) => settled,
+        Err(rejected) => return Ok(Err(rejected)),
     };
     let ride = model::settle_recorded(
         conn,
@@ -149,6 +159,23 @@ pub fn record_payment(
     )?
     .ok_or(ServiceError::LeaseLost)?;
     Ok(Ok(ride))
+}
+
+/// RideCreated -> Finished as one statement with the key's final write: a
+/// payment the gateway answered, recorded as `record_payment` does, with the
+/// answer `finish_answered` gives. `None` for a rejection, which is
+/// finished in a transaction.
+pub fn payment_finishing(
+    ride: &Ride,
+    intent: &PaymentIntent,
+) -> Result<Option<Finishing>, ServiceError> {
+    let Ok(settled) = answered(ride, intent)? else {
+        return Ok(None);
+    };
+    let response = finish_answered(&ride.settled(&settled));
+    let from = may_follow(settled.status);
+    let change = model::settle_finishing(ride.id, from, settled, receipt::OF_CHANGED);
+    Ok(Some(Finishing::new(change, response)))
 }
 
 /// ChargeCompleted -> Finished: the answer stored. A 202 for a payment

@@ -13,6 +13,7 @@ use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::Finishing;
 use crate::payments::{self, GatewayError, PaymentIntent};
 use crate::service_error::ServiceError;
 
@@ -114,6 +115,22 @@ impl Phases for RidePhases<'_> {
                 Ok(Transition::Finish(phases::finish_answered(&ride)))
             }
             RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
+        }
+    }
+
+    /// A payment the gateway answered finishes with the ride's one change
+    /// (a rejection, or a ride read back on resuming, in a transaction).
+    fn finishing(
+        &self,
+        _lease: &RideLease,
+        point: RecoveryPoint,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        let (ride, answered) = (self.ride.borrow(), self.answered.borrow());
+        match (point, ride.as_ref(), answered.as_ref()) {
+            (RecoveryPoint::RideCreated, Some(ride), Some(Ok(intent))) => {
+                phases::payment_finishing(ride, intent)
+            }
+            _ => Ok(None),
         }
     }
 

@@ -12,25 +12,26 @@ use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
 
 /// Statements per request today. Lower them as round trips go; never raise
 /// them without saying why in the commit. The pool checks a connection
-/// without a round trip (`db::Connections`), and a change is sent with its
-/// audit record and staged job as one statement (`db::recorded`).
+/// without a round trip (`db::Connections`); a change is sent with its
+/// audit record and staged job as one statement (`db::recorded`); and a
+/// request's last phase goes with the key's final write as one statement,
+/// with no transaction around it (`idempotency::Finishing`).
 ///
 /// - A replay: the caller with their key row in one SELECT; a GET likewise,
 ///   with the ride.
 /// - A new ride: the caller and their key; the claim's transaction
 ///   (`BEGIN`, the key inserted at the point its first phase reaches, the
 ///   ride with its audit record, `COMMIT`); the simulated gateway's seven;
-///   and the answer's (`BEGIN`, the ride with its receipt job, the key,
-///   `COMMIT`).
+///   and the ride paid, with its receipt job and the key finished.
 /// - A completion whose hold covers the fare: the caller and their key; the
 ///   claim's transaction (`BEGIN`, the key, the ride taken with its audit
 ///   record, `COMMIT`); the simulated gateway's ten for the capture; and
-///   the answer's (`BEGIN`, the ride with its receipt job and audit record,
-///   the key, `COMMIT`).
-const NEW_RIDE: i64 = 16;
+///   the ride captured, with its receipt job, its audit record and the key
+///   finished.
+const NEW_RIDE: i64 = 13;
 const REPLAY: i64 = 1;
 const GET: i64 = 1;
-const COMPLETION: i64 = 19;
+const COMPLETION: i64 = 16;
 
 #[derive(QueryableByName)]
 struct Count {

@@ -10,7 +10,9 @@ use super::request::CancelParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::Finishing;
 use crate::rides::lifecycle::{self, Answer};
+use crate::rides::model::RideStatus;
 use crate::service_error::ServiceError;
 
 pub struct CancelEndpoint;
@@ -63,6 +65,22 @@ impl Phases for CancelPhases<'_> {
             }
             RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
+    }
+
+    /// What the gateway made finishes with the ride's one change (a
+    /// refusal, or a ride read back on resuming, in a transaction).
+    fn finishing(
+        &self,
+        lease: &CancelLease,
+        point: RecoveryPoint,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        let (ride, answer) = (self.ride.remembered(), self.answer.borrow());
+        Ok(match (point, ride.as_ref(), answer.as_ref()) {
+            (RecoveryPoint::CancellationStarted, Some(ride), Some(Answer::Made(intent))) => Some(
+                lifecycle::settled_finishing(ride, lease.key_id(), RideStatus::Canceled, intent),
+            ),
+            _ => None,
+        })
     }
 
     fn call(

@@ -13,7 +13,9 @@ use super::request::CompleteParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::Finishing;
 use crate::rides::lifecycle::{self, Answer};
+use crate::rides::model::RideStatus;
 use crate::service_error::ServiceError;
 
 pub struct CompleteEndpoint;
@@ -80,6 +82,22 @@ impl Phases for CompletePhases<'_> {
             }
             RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
         }
+    }
+
+    /// What the gateway made finishes with the ride's one change (a
+    /// refusal, or a ride read back on resuming, in a transaction).
+    fn finishing(
+        &self,
+        lease: &CompleteLease,
+        point: RecoveryPoint,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        let (ride, answer) = (self.ride.remembered(), self.captured.borrow());
+        Ok(match (point, ride.as_ref(), answer.as_ref()) {
+            (RecoveryPoint::HoldCovers, Some(ride), Some(Answer::Made(intent))) => Some(
+                lifecycle::settled_finishing(ride, lease.key_id(), RideStatus::Captured, intent),
+            ),
+            _ => None,
+        })
     }
 
     fn call(
