@@ -2,7 +2,7 @@
 //! keep-alive connection and one request at a time, recording every latency.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,11 +26,15 @@ pub enum Scenario {
     Storm,
     /// `GET /api/rides/{id}`.
     Get,
+    /// `POST /api/rides/{id}/complete` with a fresh key, of rides held
+    /// beforehand, each completed once.
+    Complete,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::NewKey,
+        Scenario::Complete,
         Scenario::Replay,
         Scenario::Storm,
         Scenario::Get,
@@ -39,6 +43,7 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::NewKey => "new-key POST",
+            Scenario::Complete => "completion POST",
             Scenario::Replay => "replay POST",
             Scenario::Storm => "one-key storm",
             Scenario::Get => "GET ride",
@@ -46,17 +51,27 @@ impl Scenario {
     }
 }
 
-/// The server, and the riders the load runs as: virtual user `i` is rider
-/// `i % riders`, except in the storm, where all share rider 0 (keys are
-/// scoped per user).
+/// The server, the riders the load runs as, and the body every POST sends:
+/// virtual user `i` is rider `i % riders`, except in the storm, where all
+/// share rider 0 (keys are scoped per user).
 pub struct Target {
     pub address: String,
     pub api_keys: Vec<String>,
     pub body: bytes::Bytes,
 }
 
-/// Keys finished and rides made by new-key runs, per rider, for replays and
-/// reads by the same rider.
+/// One request of a virtual user, its key made before the clock starts.
+enum Request {
+    /// `POST /api/rides` under this key.
+    Ride(String),
+    /// `POST /api/rides/{id}/complete` under this key.
+    Complete(i64, String),
+    /// `GET /api/rides/{id}`.
+    Get(i64),
+}
+
+/// Keys finished and rides made by new-key runs, per rider, for replays,
+/// reads and completions by the same rider.
 #[derive(Debug, Default, Clone)]
 pub struct Finished {
     pub riders: Vec<RiderFinished>,
@@ -116,8 +131,20 @@ struct Shared {
     finished: Arc<Finished>,
     deadline: Instant,
     barrier: Barrier,
+    /// The storm's last round, or a virtual user out of rides to complete.
     stop: AtomicBool,
+    /// Per rider, the next of `finished`'s rides to complete: riders shared
+    /// by several virtual users (more connections than riders) must not
+    /// complete a ride twice.
+    next_ride: Vec<AtomicUsize>,
     run_id: String,
+}
+
+impl Shared {
+    fn next_ride_to_complete(&self, rider: usize) -> Option<i64> {
+        let index = self.next_ride[rider].fetch_add(1, Ordering::Relaxed);
+        self.finished.riders[rider].ride_ids.get(index).copied()
+    }
 }
 
 /// Runs `scenario` with `connections` virtual users for `duration`.
@@ -130,7 +157,11 @@ pub async fn run(
 ) -> anyhow::Result<LoadResult> {
     let riders = target.api_keys.len();
     let unready = (0..connections.min(riders)).any(|rider| finished.riders[rider].keys.is_empty());
-    if matches!(scenario, Scenario::Replay | Scenario::Get) && unready {
+    if matches!(
+        scenario,
+        Scenario::Replay | Scenario::Get | Scenario::Complete
+    ) && unready
+    {
         bail!(
             "{} needs a new-key run at as many connections first",
             scenario.name()
@@ -144,6 +175,7 @@ pub async fn run(
         deadline: started + duration,
         barrier: Barrier::new(connections),
         stop: AtomicBool::new(false),
+        next_ride: (0..riders).map(|_| AtomicUsize::new(0)).collect(),
         run_id: uuid::Uuid::new_v4().simple().to_string(),
     });
     let users: Vec<_> = (0..connections)
@@ -157,6 +189,14 @@ pub async fn run(
         total.add(user.await??);
     }
     total.elapsed = started.elapsed();
+    if scenario == Scenario::Complete && shared.stop.load(Ordering::SeqCst) {
+        eprintln!(
+            "{} at {connections} conns ran out of held rides after {:.1} s of {:.1} s",
+            scenario.name(),
+            total.elapsed.as_secs_f64(),
+            duration.as_secs_f64()
+        );
+    }
     Ok(total)
 }
 
@@ -175,33 +215,49 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
     };
     let address = shared.target.address.as_str();
     for sequence in 0usize.. {
-        let key = match shared.scenario {
+        let request = match shared.scenario {
             Scenario::Storm => {
                 if !next_storm_round(&shared).await {
                     break;
                 }
-                Some(format!("storm-{}-{sequence}", shared.run_id))
+                Request::Ride(format!("storm-{}-{sequence}", shared.run_id))
             }
-            _ if Instant::now() >= shared.deadline => break,
-            Scenario::NewKey => Some(format!("bench-{}", uuid::Uuid::new_v4().simple())),
-            Scenario::Replay => Some(mine.keys[sequence % mine.keys.len()].clone()),
-            Scenario::Get => None,
+            _ if Instant::now() >= shared.deadline || shared.stop.load(Ordering::SeqCst) => break,
+            Scenario::NewKey => Request::Ride(format!("bench-{}", uuid::Uuid::new_v4().simple())),
+            Scenario::Replay => Request::Ride(mine.keys[sequence % mine.keys.len()].clone()),
+            Scenario::Get => Request::Get(mine.ride_ids[sequence % mine.ride_ids.len()]),
+            // Every user stops with the first one out of rides, so that the
+            // whole run is at its number of connections.
+            Scenario::Complete => match shared.next_ride_to_complete(rider) {
+                Some(id) => {
+                    Request::Complete(id, format!("complete-{}", uuid::Uuid::new_v4().simple()))
+                }
+                None => {
+                    shared.stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+            },
         };
+        let body = shared.target.body.clone();
         let sent = Instant::now();
-        let answer = match &key {
-            Some(key) => {
-                client
-                    .post_ride(address, key, shared.target.body.clone())
-                    .await
+        let answer = match &request {
+            Request::Ride(key) => client.post_ride(address, key, body).await,
+            Request::Complete(id, key) => {
+                let path = format!("/api/rides/{id}/complete");
+                client.post(address, &path, key, body).await
             }
-            None => {
-                let id = mine.ride_ids[sequence % mine.ride_ids.len()];
-                client.get_ride(address, id).await
-            }
+            Request::Get(id) => client.get_ride(address, *id).await,
         };
         let latency = sent.elapsed();
         match answer {
-            Ok(answer) => record(&mut result, shared.scenario, rider, key, answer, latency),
+            Ok(answer) => record(
+                &mut result,
+                shared.scenario,
+                rider,
+                request,
+                answer,
+                latency,
+            ),
             Err(_) => {
                 result.transport_errors += 1;
                 tokio::time::sleep(ERROR_PAUSE).await;
@@ -227,7 +283,7 @@ fn record(
     result: &mut LoadResult,
     scenario: Scenario,
     rider: usize,
-    key: Option<String>,
+    request: Request,
     answer: Answer,
     latency: Duration,
 ) {
@@ -238,7 +294,7 @@ fn record(
         result.conflicts.push(latency);
     }
     if scenario == Scenario::NewKey && answer.status == 201 {
-        if let (Some(key), Some(id)) = (key, answer.ride_id()) {
+        if let (Request::Ride(key), Some(id)) = (request, answer.ride_id()) {
             let created = &mut result.created.riders[rider];
             created.keys.push(key);
             created.ride_ids.push(id);

@@ -1,5 +1,6 @@
 //! One measured run and what was read around it: transaction ids assigned,
-//! CPU time of the server and of the load generator, the server's peak RSS.
+//! statements sent, CPU time of the server and of the load generator, the
+//! server's peak RSS.
 
 use std::time::Duration;
 
@@ -16,6 +17,46 @@ struct NextXid {
     xid: i64,
 }
 
+#[derive(QueryableByName)]
+struct Calls {
+    #[diesel(sql_type = BigInt)]
+    calls: i64,
+}
+
+/// `pg_stat_statements` keeps every database's statements; only this one's
+/// are the run's.
+const THIS_DATABASE: &str = "(SELECT oid FROM pg_database WHERE datname = current_database())";
+
+/// Whether this database's PostgreSQL counts statements: the bench's own
+/// cluster preloads `pg_stat_statements` where the packages ship it, a
+/// server of one's own may not, and resetting the counts takes a superuser
+/// (or a grant).
+pub fn counts_statements(conn: &mut PgConnection) -> bool {
+    diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(conn)
+        .is_ok()
+        && reset_statements(conn).is_ok()
+}
+
+fn reset_statements(conn: &mut PgConnection) -> diesel::QueryResult<()> {
+    diesel::sql_query(format!(
+        "SELECT pg_stat_statements_reset(0, {THIS_DATABASE}, 0)"
+    ))
+    .execute(conn)
+    .map(drop)
+}
+
+/// Statements run in this database since the reset, the reset and this
+/// reading left out (the bench's only statements between the two).
+fn statements_since_reset(conn: &mut PgConnection) -> anyhow::Result<i64> {
+    Ok(diesel::sql_query(format!(
+        "SELECT COALESCE(sum(calls), 0)::bigint AS calls FROM pg_stat_statements \
+         WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%'"
+    ))
+    .get_result::<Calls>(conn)?
+    .calls)
+}
+
 /// The next transaction id to be assigned. Read from a snapshot rather than
 /// with `pg_current_xact_id()`, which would assign one to the reading
 /// transaction itself; the delta is the same count of writing transactions.
@@ -30,6 +71,7 @@ fn next_xid(conn: &mut PgConnection) -> anyhow::Result<i64> {
 /// Readings taken before a run.
 pub struct Probe {
     xid: i64,
+    count_statements: bool,
     server_cpu: Option<Duration>,
     client_cpu: Option<Duration>,
     database_cpu: Option<Duration>,
@@ -40,6 +82,8 @@ pub struct Probe {
 #[derive(Debug, Clone, Copy)]
 pub struct Usage {
     pub xids: i64,
+    /// None where PostgreSQL does not count them.
+    pub statements: Option<i64>,
     pub server_cpu: Option<Duration>,
     pub client_cpu: Option<Duration>,
     /// PostgreSQL's postmaster and backends; only for runs whose sessions
@@ -51,16 +95,24 @@ pub struct Usage {
 impl Probe {
     /// Resets the server's peak RSS, so the run's own peak is read after it.
     /// `postmaster`: the private cluster's, whose CPU time is then read too.
+    /// `count_statements`: whether to reset and read `pg_stat_statements`.
     pub fn start(
         conn: &mut PgConnection,
         server: Option<&Announced>,
         postmaster: Option<u32>,
+        count_statements: bool,
     ) -> anyhow::Result<Probe> {
         if let Some(server) = server {
             server.reset_peak_rss();
         }
+        let xid = next_xid(conn)?;
+        // Last, so that none of the probe's own statements is counted.
+        if count_statements {
+            reset_statements(conn)?;
+        }
         Ok(Probe {
-            xid: next_xid(conn)?,
+            xid,
+            count_statements,
             server_cpu: server.and_then(Announced::cpu_time),
             client_cpu: own_cpu_time(),
             database_cpu: postmaster.and_then(tree_cpu_time),
@@ -76,8 +128,14 @@ impl Probe {
         let delta = |before: Option<Duration>, after: Option<Duration>| {
             Some(after?.saturating_sub(before?))
         };
+        let statements = if self.count_statements {
+            Some(statements_since_reset(conn)?)
+        } else {
+            None
+        };
         Ok(Usage {
             xids: next_xid(conn)? - self.xid,
+            statements,
             server_cpu: delta(self.server_cpu, server.and_then(Announced::cpu_time)),
             client_cpu: delta(self.client_cpu, own_cpu_time()),
             database_cpu: delta(self.database_cpu, self.postmaster.and_then(tree_cpu_time)),
@@ -93,6 +151,7 @@ impl Usage {
         let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
         Usage {
             xids: self.xids + other.xids,
+            statements: self.statements.zip(other.statements).map(|(a, b)| a + b),
             server_cpu: sum(self.server_cpu, other.server_cpu),
             client_cpu: sum(self.client_cpu, other.client_cpu),
             database_cpu: sum(self.database_cpu, other.database_cpu),
@@ -184,6 +243,10 @@ impl Measurement {
         self.usage.xids as f64 / self.requests.max(1) as f64
     }
 
+    pub fn statements_per_request(&self) -> Option<f64> {
+        Some(self.usage.statements? as f64 / self.requests.max(1) as f64)
+    }
+
     /// CPU milliseconds per request, of a process measured by the probe.
     pub fn cpu_per_request_ms(&self, cpu: Option<Duration>) -> Option<f64> {
         Some(cpu?.as_secs_f64() * 1000.0 / self.requests.max(1) as f64)
@@ -197,6 +260,7 @@ mod tests {
     fn usage(xids: i64, cpu_ms: u64, rss: u64) -> Usage {
         Usage {
             xids,
+            statements: Some(xids * 7),
             server_cpu: Some(Duration::from_millis(cpu_ms)),
             client_cpu: Some(Duration::from_millis(cpu_ms)),
             database_cpu: None,
@@ -224,6 +288,7 @@ mod tests {
         assert_eq!(row.throughput(), 100.0);
         assert_eq!(row.round_throughputs, [100.0, 100.0]);
         assert_eq!(row.writes_per_request(), 3.0);
+        assert_eq!(row.statements_per_request(), Some(21.0));
         assert_eq!(row.latency.count, 40);
         assert_eq!(row.latency.p50, Duration::from_millis(10));
         assert_eq!(row.usage.server_cpu, Some(Duration::from_millis(400)));

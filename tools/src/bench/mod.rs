@@ -1,4 +1,4 @@
-//! The benchmark: ridepay's four HTTP scenarios at several connection counts
+//! The benchmark: ridepay's five HTTP scenarios at several connection counts
 //! against a release build and a private PostgreSQL, with pgbench baselines
 //! run in the same session, written up as tables, ratios and plots.
 

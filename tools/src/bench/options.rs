@@ -8,7 +8,7 @@ use clap::Parser;
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "bench",
-    about = "Measure ridepay's throughput, latency, memory and write transactions against pgbench baselines"
+    about = "Measure ridepay's throughput, latency, memory, write transactions and statements against pgbench baselines"
 )]
 pub struct Options {
     /// Length of each round of a measurement (whole seconds: pgbench's unit).

@@ -1,6 +1,7 @@
 //! The pgbench baselines: scripts in `tools/pgbench/`, run at the same
 //! connection counts as the HTTP scenarios, with every transaction's latency
-//! read from pgbench's per-transaction log.
+//! read from pgbench's per-transaction log, and an untimed run of each for
+//! its statements.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +22,10 @@ pub struct Script {
 pub const ONE_INSERT: Script = Script {
     name: "pgbench one INSERT",
     file: "one_insert.sql",
+};
+pub const ATOMIC_PHASES: Script = Script {
+    name: "pgbench atomic phases",
+    file: "atomic_phases.sql",
 };
 pub const NEW_KEY_SQL: Script = Script {
     name: "pgbench new-key SQL",
@@ -63,43 +68,15 @@ impl Pgbench {
         duration: Duration,
     ) -> anyhow::Result<PgbenchRun> {
         let prefix = self.log_dir.join(format!("{}-{clients}", script.file));
-        let script_path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("pgbench")
-            .join(script.file);
-        let mut command = Command::new(&self.binary);
+        let mut command = self.command(script, "prepared");
         command
-            .args(["-n", "-M", "prepared", "-l"])
+            .arg("-l")
             .arg(format!("--log-prefix={}", prefix.display()))
             .arg(format!("--client={clients}"))
             .arg(format!("--jobs={}", clients.min(2)))
-            .arg(format!("--time={}", duration.as_secs().max(1)))
-            .arg(format!("--file={}", script_path.display()));
-        for (name, value) in &self.variables {
-            command.arg(format!("--define={name}={value}"));
-        }
-        let output = command
-            .arg(&self.database_url)
-            .output()
-            .with_context(|| format!("cannot run {}", self.binary.display()))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let failed: u64 = field(&stdout, "number of failed transactions: ")
-            .and_then(|text| text.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
-        if !output.status.success() || failed > 0 {
-            bail!(
-                "pgbench {} failed ({}): {}{}",
-                script.file,
-                output.status,
-                stdout,
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let transactions: u64 = field(&stdout, "number of transactions actually processed: ")
-            .context("pgbench printed no transaction count")?
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .parse()?;
+            .arg(format!("--time={}", duration.as_secs().max(1)));
+        let stdout = self.execute(command, script)?;
+        let transactions = processed(&stdout)?;
         let tps: f64 = field(&stdout, "tps = ")
             .context("pgbench printed no tps")?
             .split_whitespace()
@@ -112,6 +89,53 @@ impl Pgbench {
             latencies: read_latencies(&prefix)?,
         })
     }
+
+    /// Runs `transactions` of `script` on one connection, untimed, for
+    /// `pg_stat_statements` to count: unprepared, because it counts a
+    /// prepared `BEGIN` or `COMMIT` only the first time (PostgreSQL 15), which
+    /// would leave most of a multi-transaction script's statements out.
+    /// Returns the transactions run.
+    pub fn run_counted(&self, script: Script, transactions: u64) -> anyhow::Result<u64> {
+        let mut command = self.command(script, "extended");
+        command.arg(format!("--transactions={transactions}"));
+        processed(&self.execute(command, script)?)
+    }
+
+    fn command(&self, script: Script, protocol: &str) -> Command {
+        let script_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("pgbench")
+            .join(script.file);
+        let mut command = Command::new(&self.binary);
+        command
+            .args(["-n", "-M", protocol])
+            .arg(format!("--file={}", script_path.display()));
+        for (name, value) in &self.variables {
+            command.arg(format!("--define={name}={value}"));
+        }
+        command
+    }
+
+    /// pgbench's report, once it ran without a failed transaction.
+    fn execute(&self, mut command: Command, script: Script) -> anyhow::Result<String> {
+        let output = command
+            .arg(&self.database_url)
+            .output()
+            .with_context(|| format!("cannot run {}", self.binary.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let failed: u64 = field(&stdout, "number of failed transactions: ")
+            .and_then(|text| text.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        if !output.status.success() || failed > 0 {
+            bail!(
+                "pgbench {} failed ({}): {}{}",
+                script.file,
+                output.status,
+                stdout,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(stdout)
+    }
 }
 
 impl Drop for Pgbench {
@@ -122,6 +146,15 @@ impl Drop for Pgbench {
 
 fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
     text.lines().find_map(|line| line.strip_prefix(label))
+}
+
+fn processed(report: &str) -> anyhow::Result<u64> {
+    Ok(field(report, "number of transactions actually processed: ")
+        .context("pgbench printed no transaction count")?
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .parse()?)
 }
 
 /// Third field of each line of pgbench's transaction logs (`PREFIX.PID` and

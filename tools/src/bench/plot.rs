@@ -100,7 +100,12 @@ fn draw(
         .x_label_area_size(48)
         .y_label_area_size(80);
     let x_range = (1.0..max_x * 1.1).log_scale();
-    let palette = [&BLUE, &RED, &GREEN, &MAGENTA, &BLACK, &CYAN];
+    let orange = RGBColor(230, 120, 0);
+    let brown = RGBColor(140, 80, 30);
+    let grey = RGBColor(128, 128, 128);
+    let palette = [
+        &BLUE, &RED, &GREEN, &MAGENTA, &BLACK, &CYAN, &orange, &brown, &grey,
+    ];
     macro_rules! plot_on {
         ($chart:expr) => {{
             let mut chart = $chart;

@@ -12,9 +12,9 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
 use super::load::{self, Finished, LoadResult, Scenario, Target};
-use super::measurement::{Measurement, Probe, Rounds};
+use super::measurement::{counts_statements, Measurement, Probe, Rounds};
 use super::options::Options;
-use super::pgbench::{self, Pgbench, Script, NEW_KEY_SQL, ONE_INSERT};
+use super::pgbench::{self, Pgbench, Script, ATOMIC_PHASES, NEW_KEY_SQL, ONE_INSERT};
 use super::plot;
 use super::report::Results;
 use crate::client::ride_body;
@@ -43,27 +43,37 @@ impl Step {
 }
 
 /// Every step, in the order the report lists them.
-const STEPS: [Step; 6] = [
+const STEPS: [Step; 8] = [
     Step::Http(Scenario::NewKey),
+    Step::Http(Scenario::Complete),
     Step::Http(Scenario::Replay),
     Step::Http(Scenario::Storm),
     Step::Http(Scenario::Get),
     Step::Baseline(ONE_INSERT),
+    Step::Baseline(ATOMIC_PHASES),
     Step::Baseline(NEW_KEY_SQL),
 ];
 
 /// The order of `STEPS` (by index) in a round. The two sides of each target
-/// ratio run back to back (new-key POST and its SQL replay; replay POST and
-/// GET), so that the same share of the machine's other load falls on both,
-/// and each pair swaps its order every other round, so that a load that
-/// rises or falls through a round favours neither side.
-fn round_order(round: u32) -> [usize; 6] {
+/// ratio run back to back, so that the same share of the machine's other
+/// load falls on both: new-key POST between its SQL replay and the
+/// atomic-phases SQL, which the completion follows, then replay POST and
+/// GET. Every other round runs each of those two chains backwards, so that
+/// a load that rises or falls through a round favours neither side of a
+/// pair.
+fn round_order(round: u32) -> [usize; 8] {
     if round.is_multiple_of(2) {
-        [0, 5, 1, 3, 2, 4]
+        [7, 0, 6, 1, 2, 4, 3, 5]
     } else {
-        [5, 0, 3, 1, 2, 4]
+        [1, 6, 0, 7, 4, 2, 3, 5]
     }
 }
+
+/// Statements per transaction of a pgbench script are counted on this many.
+const COUNTED_TRANSACTIONS: u64 = 20;
+/// A completion captures less than the ride's 2000 cents hold, so that it
+/// never raises the hold first.
+const COMPLETION_BODY: &str = r#"{"final_amount_cents": 1500}"#;
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
 const FINGERPRINT: &str = "v2:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
@@ -102,23 +112,36 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         None,
     )?;
     let riders = riders(&ridepay, user, options.riders)?;
-    let target = Arc::new(Target {
-        address: server.address.clone(),
-        api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-        body: ride_body(2000, "pm_card_visa", "automatic"),
-    });
+    let target = |body: bytes::Bytes| {
+        Arc::new(Target {
+            address: server.address.clone(),
+            api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
+            body,
+        })
+    };
+    let paid = target(ride_body(2000, "pm_card_visa", "automatic"));
+    let held = target(ride_body(2000, "pm_card_visa", "manual"));
+    let completion = target(bytes::Bytes::from_static(COMPLETION_BODY.as_bytes()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)
         .enable_all()
         .build()?;
     let warm_up = runtime.block_on(load::run(
         Scenario::NewKey,
-        target.clone(),
+        paid.clone(),
         Arc::new(Finished::for_riders(riders.len())),
         WARM_UP_CONNECTIONS,
         WARM_UP,
     ))?;
     let mut finished = Arc::new(warm_up.created);
+    let to_complete = hold_rides(&runtime, &held, WARM_UP_CONNECTIONS, WARM_UP / 2)?;
+    runtime.block_on(load::run(
+        Scenario::Complete,
+        completion.clone(),
+        to_complete,
+        WARM_UP_CONNECTIONS,
+        WARM_UP / 2,
+    ))?;
     let pgbench = Pgbench::new(
         &database.url,
         pgbench_variables(&mut conn, &riders, &server.address)?,
@@ -128,19 +151,34 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .cluster()
         .and_then(|cluster| cluster.postmaster_pid())
         .and_then(|pid| u32::try_from(pid).ok());
+    let count_statements = counts_statements(&mut conn);
+    let script_statements = if count_statements {
+        script_statements(&mut conn, &pgbench)?
+    } else {
+        eprintln!("warning: PostgreSQL does not count statements here (pg_stat_statements)");
+        Vec::new()
+    };
     let mut measurements = Vec::new();
     for &connections in &options.connections {
         let mut rounds: Vec<Rounds> = STEPS.iter().map(|_| Rounds::default()).collect();
         for round in 0..options.rounds {
+            // Before any measurement of the round, so that none of its pairs
+            // waits on it.
+            let to_complete = hold_rides(&runtime, &held, connections, options.duration)?;
             for index in round_order(round) {
                 settle(&mut conn)?;
                 let (result, usage) = match STEPS[index] {
                     Step::Http(scenario) => {
-                        let probe = Probe::start(&mut conn, Some(&server), postmaster)?;
+                        let (target, rides) = match scenario {
+                            Scenario::Complete => (&completion, &to_complete),
+                            _ => (&paid, &finished),
+                        };
+                        let probe =
+                            Probe::start(&mut conn, Some(&server), postmaster, count_statements)?;
                         let result = runtime.block_on(load::run(
                             scenario,
                             target.clone(),
-                            finished.clone(),
+                            rides.clone(),
                             connections,
                             options.duration,
                         ))?;
@@ -153,7 +191,8 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                         (result, usage)
                     }
                     Step::Baseline(script) => {
-                        let probe = Probe::start(&mut conn, None, postmaster)?;
+                        // Counted apart, above: see `Pgbench::run_counted`.
+                        let probe = Probe::start(&mut conn, None, postmaster, false)?;
                         let run = pgbench.run(script, connections, options.duration)?;
                         let usage = probe.finish(&mut conn, None)?;
                         let load = LoadResult {
@@ -179,9 +218,11 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let results = Results {
         measurements,
         connections: options.connections.clone(),
+        script_statements,
     };
     println!("{}", results.http_table().to_text());
     println!("{}", results.baseline_table().to_text());
+    println!("{}", results.fixed_ratio_table().to_text());
     println!("{}", results.ratio_table().to_text());
     println!("{}", results.verdict_table().to_text());
     std::fs::create_dir_all(&options.output)?;
@@ -194,6 +235,44 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     )?;
     eprintln!("wrote {}", options.output.display());
     Ok(())
+}
+
+/// Statements per transaction of each baseline, from a short untimed run.
+fn script_statements(
+    conn: &mut PgConnection,
+    pgbench: &Pgbench,
+) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let mut counted = Vec::new();
+    for step in STEPS {
+        let Step::Baseline(script) = step else {
+            continue;
+        };
+        let probe = Probe::start(conn, None, None, true)?;
+        let transactions = pgbench.run_counted(script, COUNTED_TRANSACTIONS)?;
+        let statements = probe.finish(conn, None)?.statements.unwrap_or_default();
+        counted.push((script.name, statements as f64 / transactions.max(1) as f64));
+    }
+    Ok(counted)
+}
+
+/// Rides held (`capture_method` `manual`, answered `authorized`) by a
+/// new-key load of `duration` at `connections`, for a completion load at as
+/// many connections to complete: each virtual user acts as the same rider
+/// in both, so it finds as many rides as it made.
+fn hold_rides(
+    runtime: &tokio::runtime::Runtime,
+    held: &Arc<Target>,
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<Arc<Finished>> {
+    let made = runtime.block_on(load::run(
+        Scenario::NewKey,
+        held.clone(),
+        Arc::new(Finished::for_riders(held.api_keys.len())),
+        connections,
+        duration,
+    ))?;
+    Ok(Arc::new(made.created))
 }
 
 /// Every measurement starts from the same state, the previous one's dead rows
@@ -345,12 +424,20 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
     }
     out.push_str("\n## Targets\n\n");
     out.push_str(&results.verdict_table().to_markdown());
-    out.push_str("\n## Ratios\n\n");
+    out.push_str("\n## Ratios to the fixed baselines\n\n");
+    out.push_str(&results.fixed_ratio_table().to_markdown());
+    out.push_str("\n## Ratios to the server's own SQL and to GET\n\n");
     out.push_str(&results.ratio_table().to_markdown());
     out.push_str("\n## HTTP scenarios\n\n");
     out.push_str(&results.http_table().to_markdown());
     out.push_str("\n## pgbench baselines\n\n");
     out.push_str(&results.baseline_table().to_markdown());
+    if !results.counts_statements() {
+        out.push_str(
+            "\nNo statements counted: this PostgreSQL does not load `pg_stat_statements` \
+             (or its counts cannot be reset by this role).\n",
+        );
+    }
     out.push_str("\n![throughput](throughput.png)\n\n![p99 latency](latency.png)\n");
     out
 }
@@ -370,17 +457,25 @@ mod tests {
     fn each_round_runs_every_step_once_with_each_ratio_back_to_back_in_turn() {
         let pairs = [
             (Scenario::NewKey.name(), NEW_KEY_SQL.name),
+            (Scenario::NewKey.name(), ATOMIC_PHASES.name),
+            (Scenario::Complete.name(), ATOMIC_PHASES.name),
             (Scenario::Replay.name(), Scenario::Get.name()),
         ];
         for round in 0..4 {
             let order = round_order(round);
             let mut sorted = order;
             sorted.sort_unstable();
-            assert_eq!(sorted, [0, 1, 2, 3, 4, 5]);
+            assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7]);
             for (first, second) in pairs {
                 let (a, b) = (position(&order, first), position(&order, second));
+                let first_leads_round_0 =
+                    position(&round_order(0), first) < position(&round_order(0), second);
                 assert_eq!(a.abs_diff(b), 1, "{first} and {second} in round {round}");
-                assert_eq!(a < b, round % 2 == 0, "{first} first in even rounds only");
+                assert_eq!(
+                    a < b,
+                    first_leads_round_0 == (round % 2 == 0),
+                    "{first} and {second} swap every round"
+                );
             }
         }
     }
