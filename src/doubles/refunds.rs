@@ -16,7 +16,7 @@ use diesel::prelude::*;
 use serde_json::json;
 
 use super::events::{self, Double, ObjectKind};
-use super::intents::{self, once_per_key, random_id, storage, transaction};
+use super::intents::{self, once_per_key, random_id, storage, transaction, Call};
 use crate::payments::{GatewayError, Payment, Refund, RefundRequest, RefundState};
 use crate::schema::{simulated_charges, simulated_refunds};
 
@@ -76,7 +76,7 @@ fn paid(conn: &mut PgConnection, payment: &Payment) -> Result<Paid, GatewayError
     };
     match payment {
         Payment::Intent(id) => {
-            let intent = intents::load(conn, id)?.ok_or_else(missing)?;
+            let intent = intents::locked(conn, id)?.ok_or_else(missing)?;
             Ok(Paid {
                 received_cents: intent.amount_received_cents,
                 currency: intent.currency,
@@ -113,75 +113,66 @@ pub fn refund(
     request: &RefundRequest,
     double: Double,
 ) -> Result<Refund, GatewayError> {
-    let parameters = serde_json::to_value(request).expect("requests serialise");
-    once_per_key(
-        conn,
-        &request.idempotency_key,
-        "refund",
-        parameters,
-        |conn| {
-            let paid = paid(conn, &request.payment)?;
-            let kept: i64 = refunds(conn, &request.payment)?
-                .iter()
-                .filter(|refund| !refund.status.undone())
-                .map(|refund| refund.amount_cents)
-                .sum();
-            let remaining = paid.received_cents - kept;
-            if request.amount_cents > remaining {
-                return Err(GatewayError::Rejected {
-                    message: format!(
-                        "amount_too_large: Refund amount ({}) is greater than the {remaining} \
+    let call = Call::new("refund", &request.idempotency_key, request);
+    once_per_key(conn, &call, |conn| {
+        let paid = paid(conn, &request.payment)?;
+        let kept: i64 = refunds(conn, &request.payment)?
+            .iter()
+            .filter(|refund| !refund.status.undone())
+            .map(|refund| refund.amount_cents)
+            .sum();
+        let remaining = paid.received_cents - kept;
+        if request.amount_cents > remaining {
+            return Err(GatewayError::Rejected {
+                message: format!(
+                    "amount_too_large: Refund amount ({}) is greater than the {remaining} \
                      that remains of the payment",
-                        request.amount_cents
-                    ),
-                });
+                    request.amount_cents
+                ),
+            });
+        }
+        let (status, settles_as) = match paid.payment_method.as_deref() {
+            Some("pm_card_pendingRefund") => (RefundState::Pending, Some(RefundState::Succeeded)),
+            Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
+            Some("pm_card_ridepay_pendingRefundFails") => {
+                (RefundState::Pending, Some(RefundState::Failed))
             }
-            let (status, settles_as) = match paid.payment_method.as_deref() {
-                Some("pm_card_pendingRefund") => {
-                    (RefundState::Pending, Some(RefundState::Succeeded))
-                }
-                Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
-                Some("pm_card_ridepay_pendingRefundFails") => {
-                    (RefundState::Pending, Some(RefundState::Failed))
-                }
-                _ => (RefundState::Succeeded, None),
-            };
-            let (payment_intent, charge_id) = match &request.payment {
-                Payment::Intent(id) => (Some(id.as_str()), paid.charge.as_deref()),
-                Payment::Charge(id) => (None, Some(id.as_str())),
-            };
-            let metadata: serde_json::Map<String, serde_json::Value> = request
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            let stored: StoredRefund = diesel::insert_into(simulated_refunds::table)
-                .values((
-                    simulated_refunds::id.eq(random_id("re_sim_")),
-                    simulated_refunds::idempotency_key.eq(&request.idempotency_key),
-                    simulated_refunds::payment_intent.eq(payment_intent),
-                    simulated_refunds::charge_id.eq(charge_id),
-                    simulated_refunds::amount_cents.eq(request.amount_cents),
-                    simulated_refunds::currency.eq(&paid.currency),
-                    simulated_refunds::reason.eq(&request.reason),
-                    simulated_refunds::metadata.eq(serde_json::Value::Object(metadata)),
-                    simulated_refunds::status.eq(status),
-                    simulated_refunds::gateway.eq(double),
-                    simulated_refunds::settles_at
-                        .eq(settles_as.map(|_| intents::after(SETTLES_AFTER))),
-                    simulated_refunds::settles_as.eq(settles_as),
-                ))
-                .returning(StoredRefund::as_returning())
-                .get_result(conn)
-                .map_err(storage)?;
-            if status == RefundState::Succeeded {
-                stored.announce(conn, &["charge.refunded"])?;
-            } else {
-                stored.announce(conn, &["refund.created"])?;
-            }
-            Ok(stored.refund())
-        },
-    )
+            _ => (RefundState::Succeeded, None),
+        };
+        let (payment_intent, charge_id) = match &request.payment {
+            Payment::Intent(id) => (Some(id.as_str()), paid.charge.as_deref()),
+            Payment::Charge(id) => (None, Some(id.as_str())),
+        };
+        let metadata: serde_json::Map<String, serde_json::Value> = request
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        let stored: StoredRefund = diesel::insert_into(simulated_refunds::table)
+            .values((
+                simulated_refunds::id.eq(random_id("re_sim_")),
+                simulated_refunds::idempotency_key.eq(&request.idempotency_key),
+                simulated_refunds::payment_intent.eq(payment_intent),
+                simulated_refunds::charge_id.eq(charge_id),
+                simulated_refunds::amount_cents.eq(request.amount_cents),
+                simulated_refunds::currency.eq(&paid.currency),
+                simulated_refunds::reason.eq(&request.reason),
+                simulated_refunds::metadata.eq(serde_json::Value::Object(metadata)),
+                simulated_refunds::status.eq(status),
+                simulated_refunds::gateway.eq(double),
+                simulated_refunds::settles_at.eq(settles_as.map(|_| intents::after(SETTLES_AFTER))),
+                simulated_refunds::settles_as.eq(settles_as),
+            ))
+            .returning(StoredRefund::as_returning())
+            .get_result(conn)
+            .map_err(storage)?;
+        if status == RefundState::Succeeded {
+            stored.announce(conn, &["charge.refunded"])?;
+        } else {
+            stored.announce(conn, &["refund.created"])?;
+        }
+        Ok(stored.refund())
+    })
 }
 
 type RefundFilter = Box<

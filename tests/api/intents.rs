@@ -23,7 +23,11 @@ fn settings() -> IntentSettings {
 }
 
 fn store() -> PgConnection {
-    PgConnection::establish(&create_test_database()).unwrap()
+    store_at(&create_test_database())
+}
+
+fn store_at(url: &str) -> PgConnection {
+    PgConnection::establish(url).unwrap()
 }
 
 fn held(conn: &mut PgConnection, key: &str, payment_method: &str) -> PaymentIntent {
@@ -391,6 +395,45 @@ fn concurrent_calls_under_one_key_make_one_intent() {
         crate::helpers::count(&mut conn, "simulated_payment_intents"),
         1
     );
+}
+
+#[test]
+fn concurrent_captures_of_one_hold_capture_it_once_and_one_key_gets_one_answer() {
+    let url = create_test_database();
+    let hold = held(&mut store_at(&url), "hold", "pm_card_visa");
+    let keys = [
+        "same", "same", "same", "same", "other-1", "other-2", "other-3",
+    ];
+    let together = std::sync::Barrier::new(keys.len());
+    let answers: Vec<(&str, Result<PaymentIntent, GatewayError>)> = std::thread::scope(|scope| {
+        let calls: Vec<_> = keys
+            .iter()
+            .map(|&key| {
+                let (url, id, together) = (&url, &hold.id, &together);
+                scope.spawn(move || {
+                    let mut conn = store_at(url);
+                    together.wait();
+                    (key, capture(&mut conn, key, id, 1500))
+                })
+            })
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    });
+
+    let same: Vec<_> = answers.iter().filter(|(key, _)| *key == "same").collect();
+    assert!(
+        same.iter().all(|(_, answer)| *answer == same[0].1),
+        "{same:?}"
+    );
+    let mut captured: Vec<&str> = answers
+        .iter()
+        .filter(|(_, answer)| answer.is_ok())
+        .map(|(key, _)| *key)
+        .collect();
+    captured.dedup();
+    assert_eq!(captured.len(), 1, "{answers:?}");
+    let succeeded = "simulated_events WHERE event_type = 'payment_intent.succeeded'";
+    assert_eq!(crate::helpers::count(&mut store_at(&url), succeeded), 1);
 }
 
 #[test]
