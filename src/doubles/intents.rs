@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -550,35 +549,6 @@ pub(super) fn transaction<T>(
             Failure::Gateway(err) => err,
             Failure::Storage(err) => storage(err),
         })
-}
-
-/// Runs `act` once per idempotency key: a call already answered under
-/// `call`'s key gets that answer (see [`Call::replay`]). A final answer (a
-/// decline included) is kept with what `act` wrote; any other failure rolls
-/// it all back.
-pub(super) fn once_per_key<T: Clone + Serialize + DeserializeOwned>(
-    conn: &mut PgConnection,
-    call: &Call,
-    act: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
-) -> Result<T, GatewayError> {
-    transaction(conn, |conn| {
-        // Concurrent calls under one key wait for the first one's answer.
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind::<Text, _>(call.key)
-            .execute(conn)
-            .map_err(storage)?;
-        if let Some(kept) = call.kept(conn).map_err(storage)? {
-            return Ok(call.replay(kept));
-        }
-        let result = act(conn);
-        let Some(answer) = to_keep(&result) else {
-            return result.map(Ok);
-        };
-        if !call.keep(conn, &answer).map_err(storage)? {
-            return call.answered_meanwhile(conn).map(Ok);
-        }
-        Ok(result)
-    })?
 }
 
 /// The intents whose time came (up to `limit`), settled as when they are
