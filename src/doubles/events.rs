@@ -52,6 +52,11 @@ pub fn forget_sent(conn: &mut PgConnection) -> QueryResult<usize> {
     .execute(conn)
 }
 
+/// A new event's id.
+pub(super) fn new_id() -> String {
+    format!("evt_sim_{}", uuid::Uuid::new_v4().simple())
+}
+
 /// Records an event, in the caller's transaction.
 pub fn record(
     conn: &mut PgConnection,
@@ -62,7 +67,7 @@ pub fn record(
 ) -> QueryResult<()> {
     diesel::insert_into(simulated_events::table)
         .values((
-            simulated_events::id.eq(format!("evt_sim_{}", uuid::Uuid::new_v4().simple())),
+            simulated_events::id.eq(new_id()),
             simulated_events::gateway.eq(double),
             simulated_events::event_type.eq(event_type),
             simulated_events::object_kind.eq(kind),

@@ -13,19 +13,20 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use serde::de::DeserializeOwned;
 
 use super::events::{self, Double, ObjectKind};
-use crate::db::CacheStatement;
+use crate::db::{database_now, CacheStatement};
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
 use crate::schema::{simulated_intent_calls, simulated_payment_intents};
+
+mod one_statement;
 
 /// The test payment methods and what each does.
 pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
@@ -121,6 +122,8 @@ pub(super) struct StoredIntent {
     cancellation_reason: Option<String>,
     pub(super) payment_method: String,
     increments: i32,
+    authorization_expires_at: Option<DateTime<Utc>>,
+    settles_at: Option<DateTime<Utc>>,
     metadata: Value,
     pub(super) gateway: Double,
     disputed: bool,
@@ -158,27 +161,191 @@ impl StoredIntent {
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
         }
     }
+}
 
-    /// Records the event Stripe sends for the status the intent has now.
-    fn announce(&self, conn: &mut PgConnection) -> Result<(), GatewayError> {
-        let event_type = match self.status {
-            IntentStatus::RequiresCapture => "payment_intent.amount_capturable_updated",
-            IntentStatus::Succeeded => "payment_intent.succeeded",
-            IntentStatus::Processing => "payment_intent.processing",
-            IntentStatus::RequiresPaymentMethod => "payment_intent.payment_failed",
-            IntentStatus::RequiresAction => "payment_intent.requires_action",
-            IntentStatus::Canceled => "payment_intent.canceled",
-            IntentStatus::RequiresConfirmation => return Ok(()),
+/// The events Stripe sends as an intent goes through `statuses`, in order.
+fn event_types(statuses: &[IntentStatus]) -> Vec<&'static str> {
+    statuses
+        .iter()
+        .filter_map(|status| match status {
+            IntentStatus::RequiresCapture => Some("payment_intent.amount_capturable_updated"),
+            IntentStatus::Succeeded => Some("payment_intent.succeeded"),
+            IntentStatus::Processing => Some("payment_intent.processing"),
+            IntentStatus::RequiresPaymentMethod => Some("payment_intent.payment_failed"),
+            IntentStatus::RequiresAction => Some("payment_intent.requires_action"),
+            IntentStatus::Canceled => Some("payment_intent.canceled"),
+            IntentStatus::RequiresConfirmation => None,
+        })
+        .collect()
+}
+
+/// An intent as read: its version (`updated_at`), which guards the write
+/// of a change judged on it, and the database's clock, which times holds
+/// and settlements.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = simulated_payment_intents, check_for_backend(diesel::pg::Pg))]
+struct Found {
+    #[diesel(embed)]
+    intent: StoredIntent,
+    updated_at: DateTime<Utc>,
+    #[diesel(select_expression = database_now(), select_expression_type = database_now)]
+    now: DateTime<Utc>,
+}
+
+/// An intent as it is to become from the version read, and the statuses it
+/// went through on the way, each announced by its event.
+struct Change {
+    version: DateTime<Utc>,
+    intent: StoredIntent,
+    went_through: Vec<IntentStatus>,
+}
+
+impl Found {
+    /// What the doubles' clock did to the intent since it was last looked
+    /// at: a hold that lapsed is canceled (`cancellation_reason` automatic),
+    /// and a `processing` payment settled, as Stripe would have done by then.
+    fn on_the_clock(self) -> Change {
+        let Found {
+            intent,
+            updated_at,
+            now,
+        } = self;
+        let due = |at: Option<DateTime<Utc>>| at.is_some_and(|at| at <= now);
+        let mut change = Change {
+            version: updated_at,
+            intent,
+            went_through: Vec::new(),
         };
-        events::record(
-            conn,
-            self.gateway,
-            event_type,
-            ObjectKind::PaymentIntent,
-            &self.id,
-        )
-        .map_err(storage)
+        let intent = &change.intent;
+        if intent.status == IntentStatus::RequiresCapture && due(intent.authorization_expires_at) {
+            let lapsed = StoredIntent {
+                status: IntentStatus::Canceled,
+                cancellation_reason: Some("automatic".to_owned()),
+                amount_capturable_cents: 0,
+                ..intent.clone()
+            };
+            change.becomes(lapsed);
+        } else if intent.status == IntentStatus::Processing && due(intent.settles_at) {
+            let held = intent.capture_method == CaptureMethod::Manual;
+            let settled = StoredIntent {
+                status: if held {
+                    IntentStatus::RequiresCapture
+                } else {
+                    IntentStatus::Succeeded
+                },
+                amount_capturable_cents: if held { intent.amount_cents } else { 0 },
+                amount_received_cents: if held { 0 } else { intent.amount_cents },
+                latest_charge: Some(random_id("ch_sim_")),
+                settles_at: None,
+                ..intent.clone()
+            };
+            change.becomes(settled);
+        }
+        change
     }
+}
+
+impl Change {
+    fn becomes(&mut self, intent: StoredIntent) {
+        self.went_through.push(intent.status);
+        self.intent = intent;
+    }
+
+    /// Writes the change, its events and `kept` (a call's answer, kept with
+    /// its key) in one statement, guarded by the version read: false when
+    /// the intent changed meanwhile or another call answered under the key
+    /// first, and nothing was written. Where nothing changed, only `kept` is
+    /// written.
+    fn write(&self, conn: &mut PgConnection, kept: Option<(&Call, &Value)>) -> QueryResult<bool> {
+        if !self.went_through.is_empty() {
+            return one_statement::change(conn, self, kept);
+        }
+        match kept {
+            Some((call, answer)) => call.keep(conn, answer),
+            None => Ok(true),
+        }
+    }
+}
+
+/// The intent `id`, in one plain SELECT.
+fn read(conn: &mut PgConnection, id: &str) -> QueryResult<Option<Found>> {
+    simulated_payment_intents::table
+        .find(id)
+        .select(Found::as_select())
+        .cached_as(read)
+        .get_result(conn)
+        .optional()
+}
+
+/// The intent `id`, locked until the caller's transaction ends, so that
+/// what it judges on the intent stays true until it commits.
+fn read_locked(conn: &mut PgConnection, id: &str) -> QueryResult<Option<Found>> {
+    simulated_payment_intents::table
+        .find(id)
+        .select(Found::as_select())
+        .for_update()
+        .cached_as(read_locked)
+        .get_result(conn)
+        .optional()
+}
+
+/// The intent `id` and the answer kept with `key`, in one plain SELECT;
+/// `None` when there is no such intent.
+fn read_for_call(
+    conn: &mut PgConnection,
+    id: &str,
+    key: &str,
+) -> QueryResult<Option<(Found, Option<KeptCall>)>> {
+    simulated_payment_intents::table
+        .left_join(
+            simulated_intent_calls::table.on(simulated_intent_calls::idempotency_key.eq(key)),
+        )
+        .filter(simulated_payment_intents::id.eq(id))
+        .select((Found::as_select(), Option::<KeptCall>::as_select()))
+        .cached_as(read_for_call)
+        .get_result(conn)
+        .optional()
+}
+
+/// How many times a call judges an intent again when another call changed
+/// it first: each time, that other call made its change.
+const ATTEMPTS: usize = 8;
+
+fn busy(id: &str) -> GatewayError {
+    GatewayError::Unavailable {
+        reason: format!("simulated gateway: {id} changed under every attempt"),
+        retry_after: None,
+    }
+}
+
+/// The intent `id` as the doubles' clock has it now, and as `act` changes it
+/// (or leaves it): what changed is written with its events, guarded by the
+/// version read, so that a concurrent change makes `act` judge again.
+fn look_at(
+    conn: &mut PgConnection,
+    id: &str,
+    read: fn(&mut PgConnection, &str) -> QueryResult<Option<Found>>,
+    act: impl Fn(&mut Change),
+) -> Result<Option<StoredIntent>, GatewayError> {
+    for _ in 0..ATTEMPTS {
+        let Some(found) = read(conn, id).map_err(storage)? else {
+            return Ok(None);
+        };
+        let mut change = found.on_the_clock();
+        act(&mut change);
+        if change.write(conn, None).map_err(storage)? {
+            return Ok(Some(change.intent));
+        }
+    }
+    Err(busy(id))
+}
+
+/// The intent `id` now, locked until the caller's transaction ends.
+pub(super) fn locked(
+    conn: &mut PgConnection,
+    id: &str,
+) -> Result<Option<StoredIntent>, GatewayError> {
+    look_at(conn, id, read_locked, |_| ())
 }
 
 /// What a call answered, as kept with its key.
@@ -198,29 +365,31 @@ enum Answer<T> {
     },
 }
 
-impl<T: Clone> Answer<T> {
-    fn of(result: &Result<T, GatewayError>) -> Option<Answer<T>> {
-        match result {
-            Ok(made) => Some(Answer::Made(made.clone())),
-            Err(GatewayError::Declined {
-                code,
-                decline_code,
-                message,
-                payment_intent,
-            }) => Some(Answer::Declined {
-                code: code.clone(),
-                decline_code: decline_code.clone(),
-                message: message.clone(),
-                payment_intent: payment_intent.clone(),
-            }),
-            Err(GatewayError::Rejected { message }) => Some(Answer::Rejected {
-                message: message.clone(),
-            }),
-            // Not final: nothing is kept, and a retry acts afresh.
-            Err(_) => None,
-        }
-    }
+/// The answer to keep for `result`, as JSON: `None` for a failure that is
+/// not final, after which a retry acts afresh.
+pub(super) fn to_keep<T: Clone + Serialize>(result: &Result<T, GatewayError>) -> Option<Value> {
+    let answer = match result {
+        Ok(made) => Answer::Made(made.clone()),
+        Err(GatewayError::Declined {
+            code,
+            decline_code,
+            message,
+            payment_intent,
+        }) => Answer::Declined {
+            code: code.clone(),
+            decline_code: decline_code.clone(),
+            message: message.clone(),
+            payment_intent: payment_intent.clone(),
+        },
+        Err(GatewayError::Rejected { message }) => Answer::Rejected {
+            message: message.clone(),
+        },
+        Err(_) => return None,
+    };
+    Some(serde_json::to_value(answer).expect("answers serialise"))
+}
 
+impl<T> Answer<T> {
     fn into_result(self) -> Result<T, GatewayError> {
         match self {
             Answer::Made(made) => Ok(made),
@@ -236,6 +405,115 @@ impl<T: Clone> Answer<T> {
                 payment_intent,
             }),
             Answer::Rejected { message } => Err(GatewayError::Rejected { message }),
+        }
+    }
+}
+
+/// A call under its caller's idempotency key, as `simulated_intent_calls`
+/// keeps it with its answer.
+pub(super) struct Call<'a> {
+    key: &'a str,
+    operation: &'static str,
+    parameters: Value,
+}
+
+/// An answer kept with its key, and the call it answered.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = simulated_intent_calls, check_for_backend(diesel::pg::Pg))]
+pub(super) struct KeptCall {
+    operation: String,
+    parameters: Value,
+    answer: Value,
+}
+
+impl<'a> Call<'a> {
+    pub(super) fn new(operation: &'static str, key: &'a str, request: &impl Serialize) -> Self {
+        Call {
+            key,
+            operation,
+            parameters: serde_json::to_value(request).expect("requests serialise"),
+        }
+    }
+
+    /// The answer kept for the key: the same operation and parameters get it
+    /// again; others, an error an operator must look at, as Stripe's
+    /// `idempotency_error` is.
+    pub(super) fn replay<T: DeserializeOwned>(&self, kept: KeptCall) -> Result<T, GatewayError> {
+        let key = self.key;
+        if kept.operation != self.operation || kept.parameters != self.parameters {
+            return Err(GatewayError::Misconfigured {
+                reason: format!(
+                    "idempotency_error: key {key} was first used for {} with other parameters",
+                    kept.operation
+                ),
+            });
+        }
+        let answer: Answer<T> =
+            serde_json::from_value(kept.answer).map_err(|err| GatewayError::Misconfigured {
+                reason: format!("unreadable kept answer for key {key}: {err}"),
+            })?;
+        answer.into_result()
+    }
+
+    pub(super) fn kept(&self, conn: &mut PgConnection) -> QueryResult<Option<KeptCall>> {
+        simulated_intent_calls::table
+            .find(self.key)
+            .select(KeptCall::as_select())
+            .cached_as(Self::kept)
+            .get_result(conn)
+            .optional()
+    }
+
+    /// The answer another call kept under the key first, as it answers
+    /// this one.
+    pub(super) fn answered_meanwhile<T: DeserializeOwned>(
+        &self,
+        conn: &mut PgConnection,
+    ) -> Result<T, GatewayError> {
+        match self.kept(conn).map_err(storage)? {
+            Some(kept) => self.replay(kept),
+            None => Err(GatewayError::Unavailable {
+                reason: format!("simulated gateway: no answer kept for key {}", self.key),
+                retry_after: None,
+            }),
+        }
+    }
+
+    /// Keeps `answer` with the key, alone: for an answer that changed
+    /// nothing, or in the transaction of what it made. False when another
+    /// call kept one first (waited for, if it had not committed yet).
+    pub(super) fn keep(&self, conn: &mut PgConnection, answer: &Value) -> QueryResult<bool> {
+        let kept = diesel::insert_into(simulated_intent_calls::table)
+            .values((
+                simulated_intent_calls::idempotency_key.eq(self.key),
+                simulated_intent_calls::operation.eq(self.operation),
+                simulated_intent_calls::parameters.eq(&self.parameters),
+                simulated_intent_calls::answer.eq(answer),
+            ))
+            .on_conflict_do_nothing()
+            .returning(simulated_intent_calls::idempotency_key)
+            .cached_as(Self::keep)
+            .get_result::<String>(conn)
+            .optional()?;
+        Ok(kept.is_some())
+    }
+
+    /// `result`, its answer kept by `write` with what it makes (false when
+    /// another call under the key answered first, and `write` wrote
+    /// nothing); else that other call's answer.
+    fn answer_once<T: Clone + Serialize + DeserializeOwned>(
+        &self,
+        conn: &mut PgConnection,
+        result: Result<T, GatewayError>,
+        write: impl FnOnce(&mut PgConnection, &Value) -> QueryResult<bool>,
+    ) -> Result<T, GatewayError> {
+        let Some(answer) = to_keep(&result) else {
+            return result;
+        };
+        if write(conn, &answer).map_err(storage)? {
+            result
+        } else {
+            self.answered_meanwhile(conn)
         }
     }
 }
@@ -273,122 +551,8 @@ pub(super) fn transaction<T>(
         })
 }
 
-/// Runs `act` once per idempotency key: a call already answered under `key`
-/// with the same operation and parameters gets that answer; with others, an
-/// error an operator must look at, as Stripe's `idempotency_error` is. A
-/// final answer (a decline included) is kept with what `act` wrote; any
-/// other failure rolls it all back.
-pub(super) fn once_per_key<T: Clone + Serialize + DeserializeOwned>(
-    conn: &mut PgConnection,
-    key: &str,
-    operation: &str,
-    parameters: Value,
-    act: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
-) -> Result<T, GatewayError> {
-    transaction(conn, |conn| {
-        // Concurrent calls under one key wait for the first one's answer.
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind::<Text, _>(key)
-            .execute(conn)
-            .map_err(storage)?;
-        let kept: Option<(String, Value, Value)> = simulated_intent_calls::table
-            .find(key)
-            .select((
-                simulated_intent_calls::operation,
-                simulated_intent_calls::parameters,
-                simulated_intent_calls::answer,
-            ))
-            .first(conn)
-            .optional()
-            .map_err(storage)?;
-        if let Some((kept_operation, kept_parameters, answer)) = kept {
-            if kept_operation != operation || kept_parameters != parameters {
-                return Ok(Err(GatewayError::Misconfigured {
-                    reason: format!(
-                        "idempotency_error: key {key} was first used for {kept_operation} \
-                         with other parameters"
-                    ),
-                }));
-            }
-            let answer: Answer<T> =
-                serde_json::from_value(answer).map_err(|err| GatewayError::Misconfigured {
-                    reason: format!("unreadable kept answer for key {key}: {err}"),
-                })?;
-            return Ok(answer.into_result());
-        }
-        let result = act(conn);
-        let answer = match Answer::of(&result) {
-            Some(answer) => answer,
-            None => return result.map(Ok),
-        };
-        diesel::insert_into(simulated_intent_calls::table)
-            .values((
-                simulated_intent_calls::idempotency_key.eq(key),
-                simulated_intent_calls::operation.eq(operation),
-                simulated_intent_calls::parameters.eq(&parameters),
-                simulated_intent_calls::answer
-                    .eq(serde_json::to_value(&answer).expect("answers serialise")),
-            ))
-            .execute(conn)
-            .map_err(storage)?;
-        Ok(result)
-    })?
-}
-
-/// What the doubles' clock does to an intent whose time came: a hold that
-/// lapsed is canceled (`cancellation_reason` automatic), and a `processing`
-/// payment settles, as Stripe would have done by then. Done when the intent
-/// is next looked at, and by the senders' sweep, so the event goes out too.
-fn settle_due(conn: &mut PgConnection, id: &str) -> Result<(), GatewayError> {
-    use simulated_payment_intents::dsl as pi;
-    let lapsed: Option<StoredIntent> = diesel::update(
-        pi::simulated_payment_intents
-            .filter(pi::id.eq(id))
-            .filter(pi::status.eq(IntentStatus::RequiresCapture))
-            .filter(pi::authorization_expires_at.le(diesel::dsl::now)),
-    )
-    .set((
-        pi::status.eq(IntentStatus::Canceled),
-        pi::cancellation_reason.eq("automatic"),
-        pi::amount_capturable_cents.eq(0),
-        pi::updated_at.eq(diesel::dsl::now),
-    ))
-    .returning(StoredIntent::as_returning())
-    .get_result(conn)
-    .optional()
-    .map_err(storage)?;
-    let processed: Option<StoredIntent> = diesel::update(
-        pi::simulated_payment_intents
-            .filter(pi::id.eq(id))
-            .filter(pi::status.eq(IntentStatus::Processing))
-            .filter(pi::settles_at.le(diesel::dsl::now)),
-    )
-    .set((
-        pi::status.eq(diesel::dsl::sql::<Text>(
-            "CASE capture_method WHEN 'manual' THEN 'requires_capture' ELSE 'succeeded' END",
-        )),
-        pi::amount_capturable_cents.eq(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-            "CASE capture_method WHEN 'manual' THEN amount_cents ELSE 0 END",
-        )),
-        pi::amount_received_cents.eq(diesel::dsl::sql::<diesel::sql_types::BigInt>(
-            "CASE capture_method WHEN 'manual' THEN 0 ELSE amount_cents END",
-        )),
-        pi::latest_charge.eq(random_id("ch_sim_")),
-        pi::settles_at.eq(None::<DateTime<Utc>>),
-        pi::updated_at.eq(diesel::dsl::now),
-    ))
-    .returning(StoredIntent::as_returning())
-    .get_result(conn)
-    .optional()
-    .map_err(storage)?;
-    for changed in lapsed.iter().chain(processed.iter()) {
-        changed.announce(conn)?;
-    }
-    Ok(())
-}
-
-/// The intents whose time came (up to `limit`), settled as `settle_due`
-/// settles one; returns how many there were.
+/// The intents whose time came (up to `limit`), settled as when they are
+/// next looked at; returns how many there were.
 pub(super) fn sweep(conn: &mut PgConnection, limit: i64) -> Result<usize, GatewayError> {
     use simulated_payment_intents::dsl as pi;
     let due: Vec<String> = pi::simulated_payment_intents
@@ -405,23 +569,9 @@ pub(super) fn sweep(conn: &mut PgConnection, limit: i64) -> Result<usize, Gatewa
         .load(conn)
         .map_err(storage)?;
     for id in &due {
-        transaction(conn, |conn| settle_due(conn, id))?;
+        look_at(conn, id, read, |_| ())?;
     }
     Ok(due.len())
-}
-
-pub(super) fn load(
-    conn: &mut PgConnection,
-    id: &str,
-) -> Result<Option<StoredIntent>, GatewayError> {
-    settle_due(conn, id)?;
-    simulated_payment_intents::table
-        .find(id)
-        .select(StoredIntent::as_select())
-        .for_update()
-        .first(conn)
-        .optional()
-        .map_err(storage)
 }
 
 fn no_such_intent(id: &str) -> GatewayError {
@@ -440,88 +590,87 @@ fn unexpected_state(intent: &StoredIntent, action: &str) -> GatewayError {
     }
 }
 
+fn declined(decline_code: &str, intent_id: &str) -> GatewayError {
+    GatewayError::Declined {
+        code: "card_declined".to_owned(),
+        decline_code: Some(decline_code.to_owned()),
+        message: DECLINE_MESSAGE.to_owned(),
+        payment_intent: Some(intent_id.to_owned()),
+    }
+}
+
+/// The intent a create makes, as its test payment method says; `None` for a
+/// payment method there is no such thing as.
+fn made(request: &CreateIntent, settings: &IntentSettings) -> Option<StoredIntent> {
+    let behaviour = behaviour(&request.payment_method);
+    let held = request.capture_method == CaptureMethod::Manual;
+    let (status, capturable, received) = match behaviour {
+        Behaviour::Unknown => return None,
+        Behaviour::Declines(_) => (IntentStatus::RequiresPaymentMethod, 0, 0),
+        Behaviour::NeedsAuthentication => (IntentStatus::RequiresAction, 0, 0),
+        Behaviour::Processing => (IntentStatus::Processing, 0, 0),
+        _ if held => (IntentStatus::RequiresCapture, request.amount_cents, 0),
+        _ => (IntentStatus::Succeeded, 0, request.amount_cents),
+    };
+    let decline = match behaviour {
+        Behaviour::Declines(decline_code) => Some(decline_code),
+        _ => None,
+    };
+    let metadata: BTreeMap<&str, &str> = request
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let id = random_id("pi_sim_");
+    Some(StoredIntent {
+        client_secret: format!("{id}_secret_{}", random_id("")),
+        id,
+        amount_cents: request.amount_cents,
+        amount_capturable_cents: capturable,
+        amount_received_cents: received,
+        currency: request.currency.clone(),
+        capture_method: request.capture_method,
+        return_url: Some(request.return_url.clone()),
+        status,
+        latest_charge: (status == IntentStatus::Succeeded).then(|| random_id("ch_sim_")),
+        last_error_code: decline.map(|_| "card_declined".to_owned()),
+        last_error_decline_code: decline.map(str::to_owned),
+        last_error_message: decline.map(|_| DECLINE_MESSAGE.to_owned()),
+        cancellation_reason: None,
+        payment_method: request.payment_method.clone(),
+        increments: 0,
+        authorization_expires_at: (status == IntentStatus::RequiresCapture)
+            .then(|| expiry(settings)),
+        settles_at: (status == IntentStatus::Processing).then(|| after(PROCESSING_SETTLES_AFTER)),
+        metadata: json!(metadata),
+        gateway: settings.double,
+        disputed: false,
+    })
+}
+
 /// Creates and confirms a PaymentIntent.
 pub fn create(
     conn: &mut PgConnection,
     request: &CreateIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    let parameters = serde_json::to_value(request).expect("requests serialise");
-    once_per_key(
-        conn,
-        &request.idempotency_key,
-        "create",
-        parameters,
-        |conn| {
-            let behaviour = behaviour(&request.payment_method);
-            if behaviour == Behaviour::Unknown {
-                return Err(GatewayError::Rejected {
-                    message: format!(
-                        "resource_missing: No such PaymentMethod: '{}'",
-                        request.payment_method
-                    ),
-                });
-            }
-            let id = random_id("pi_sim_");
-            let held = request.capture_method == CaptureMethod::Manual;
-            let (status, capturable, received) = match behaviour {
-                Behaviour::Declines(_) => (IntentStatus::RequiresPaymentMethod, 0, 0),
-                Behaviour::NeedsAuthentication => (IntentStatus::RequiresAction, 0, 0),
-                Behaviour::Processing => (IntentStatus::Processing, 0, 0),
-                _ if held => (IntentStatus::RequiresCapture, request.amount_cents, 0),
-                _ => (IntentStatus::Succeeded, 0, request.amount_cents),
-            };
-            let decline = match behaviour {
-                Behaviour::Declines(decline_code) => Some(decline_code),
-                _ => None,
-            };
-            let metadata: BTreeMap<&str, &str> = request
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            use simulated_payment_intents::dsl as pi;
-            let stored: StoredIntent = diesel::insert_into(pi::simulated_payment_intents)
-                .values((
-                    pi::id.eq(&id),
-                    pi::client_secret.eq(format!("{id}_secret_{}", random_id(""))),
-                    pi::amount_cents.eq(request.amount_cents),
-                    pi::amount_capturable_cents.eq(capturable),
-                    pi::amount_received_cents.eq(received),
-                    pi::currency.eq(&request.currency),
-                    pi::customer.eq(request.customer.as_deref()),
-                    pi::payment_method.eq(&request.payment_method),
-                    pi::capture_method.eq(request.capture_method),
-                    pi::return_url.eq(&request.return_url),
-                    pi::status.eq(status),
-                    pi::latest_charge
-                        .eq((status == IntentStatus::Succeeded).then(|| random_id("ch_sim_"))),
-                    pi::last_error_code.eq(decline.map(|_| "card_declined")),
-                    pi::last_error_decline_code.eq(decline),
-                    pi::last_error_message.eq(decline.map(|_| DECLINE_MESSAGE)),
-                    pi::authorization_expires_at
-                        .eq((status == IntentStatus::RequiresCapture).then(|| expiry(settings))),
-                    pi::settles_at.eq((status == IntentStatus::Processing)
-                        .then(|| after(PROCESSING_SETTLES_AFTER))),
-                    pi::metadata.eq(json!(metadata)),
-                    pi::gateway.eq(settings.double),
-                ))
-                .returning(StoredIntent::as_returning())
-                .cached_as(create)
-                .get_result(conn)
-                .map_err(storage)?;
-            stored.announce(conn)?;
-            match decline {
-                Some(decline_code) => Err(GatewayError::Declined {
-                    code: "card_declined".to_owned(),
-                    decline_code: Some(decline_code.to_owned()),
-                    message: DECLINE_MESSAGE.to_owned(),
-                    payment_intent: Some(stored.id),
-                }),
-                None => Ok(stored.intent(settings)),
-            }
-        },
-    )
+    let call = Call::new("create", &request.idempotency_key, request);
+    let Some(made) = made(request, settings) else {
+        let unknown = Err(GatewayError::Rejected {
+            message: format!(
+                "resource_missing: No such PaymentMethod: '{}'",
+                request.payment_method
+            ),
+        });
+        return call.answer_once(conn, unknown, |conn, answer| call.keep(conn, answer));
+    };
+    let result = match &made.last_error_decline_code {
+        Some(decline_code) => Err(declined(decline_code, &made.id)),
+        None => Ok(made.intent(settings)),
+    };
+    call.answer_once(conn, result, |conn, answer| {
+        one_statement::create(conn, &made, request.customer.as_deref(), &call, answer)
+    })
 }
 
 pub(super) fn after(wait: Duration) -> DateTime<Utc> {
@@ -530,18 +679,6 @@ pub(super) fn after(wait: Duration) -> DateTime<Utc> {
 
 fn expiry(settings: &IntentSettings) -> DateTime<Utc> {
     after(settings.authorization_ttl)
-}
-
-/// Saves `changes` (a tuple of assignments) to the intent `id`, and reads
-/// it back.
-macro_rules! save {
-    ($conn:expr, $id:expr, $changes:expr) => {
-        diesel::update(simulated_payment_intents::table.find($id))
-            .set($changes)
-            .returning(StoredIntent::as_returning())
-            .get_result::<StoredIntent>($conn)
-            .map_err(storage)
-    };
 }
 
 /// A call on an existing PaymentIntent: its name and its key, as kept in
@@ -571,22 +708,39 @@ intent_call!(IncrementIntent, "increment_authorization");
 intent_call!(CancelIntent, "cancel");
 
 /// A call on an existing PaymentIntent, once per key: `change` judges the
-/// intent as it is now (a lapsed hold already canceled) and saves what it
-/// becomes, or refuses.
+/// intent as the clock has it now (a lapsed hold canceled) and says what it
+/// becomes, or refuses. One read, of the intent and any answer kept, and
+/// one write guarded by the version read: a concurrent change, or a
+/// concurrent answer under the key, makes it read again.
 fn on_intent<R: IntentCall>(
     conn: &mut PgConnection,
     request: &R,
     settings: &IntentSettings,
-    change: impl FnOnce(&mut PgConnection, StoredIntent) -> Result<StoredIntent, GatewayError>,
+    change: impl Fn(&StoredIntent) -> Result<StoredIntent, GatewayError>,
 ) -> Result<PaymentIntent, GatewayError> {
-    let parameters = serde_json::to_value(request).expect("requests serialise");
+    let call = Call::new(R::OPERATION, request.key(), request);
     let id = request.intent_id();
-    once_per_key(conn, request.key(), R::OPERATION, parameters, |conn| {
-        let intent = load(conn, id)?.ok_or_else(|| no_such_intent(id))?;
-        let changed = change(conn, intent)?;
-        changed.announce(conn)?;
-        Ok(changed.intent(settings))
-    })
+    for _ in 0..ATTEMPTS {
+        let Some((found, kept)) = read_for_call(conn, id, call.key).map_err(storage)? else {
+            let missing = Err(no_such_intent(id));
+            return call.answer_once(conn, missing, |conn, answer| call.keep(conn, answer));
+        };
+        if let Some(kept) = kept {
+            return call.replay(kept);
+        }
+        let mut now = found.on_the_clock();
+        let result = change(&now.intent).map(|changed| {
+            now.becomes(changed);
+            now.intent.intent(settings)
+        });
+        let Some(answer) = to_keep(&result) else {
+            return result;
+        };
+        if now.write(conn, Some((&call, &answer))).map_err(storage)? {
+            return result;
+        }
+    }
+    Err(busy(id))
 }
 
 /// Captures `amount_to_capture` of a hold; the rest is released.
@@ -595,9 +749,9 @@ pub fn capture(
     request: &CaptureIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    on_intent(conn, request, settings, |conn, intent| {
+    on_intent(conn, request, settings, |intent| {
         if intent.status != IntentStatus::RequiresCapture {
-            return Err(unexpected_state(&intent, "capture"));
+            return Err(unexpected_state(intent, "capture"));
         }
         if !(1..=intent.amount_capturable_cents).contains(&request.amount_to_capture_cents) {
             return Err(GatewayError::Rejected {
@@ -607,18 +761,13 @@ pub fn capture(
                 ),
             });
         }
-        use simulated_payment_intents::dsl as pi;
-        save!(
-            conn,
-            &intent.id,
-            (
-                pi::status.eq(IntentStatus::Succeeded),
-                pi::amount_received_cents.eq(request.amount_to_capture_cents),
-                pi::amount_capturable_cents.eq(0),
-                pi::latest_charge.eq(random_id("ch_sim_")),
-                pi::updated_at.eq(diesel::dsl::now),
-            )
-        )
+        Ok(StoredIntent {
+            status: IntentStatus::Succeeded,
+            amount_received_cents: request.amount_to_capture_cents,
+            amount_capturable_cents: 0,
+            latest_charge: Some(random_id("ch_sim_")),
+            ..intent.clone()
+        })
     })
 }
 
@@ -628,9 +777,9 @@ pub fn increment(
     request: &IncrementIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    on_intent(conn, request, settings, |conn, intent| {
+    on_intent(conn, request, settings, |intent| {
         if intent.status != IntentStatus::RequiresCapture {
-            return Err(unexpected_state(&intent, "increment the authorization of"));
+            return Err(unexpected_state(intent, "increment the authorization of"));
         }
         if request.amount_cents <= intent.amount_cents || intent.increments >= 10 {
             return Err(GatewayError::Rejected {
@@ -641,24 +790,14 @@ pub fn increment(
             });
         }
         if behaviour(&intent.payment_method) == Behaviour::RefusesIncrements {
-            return Err(GatewayError::Declined {
-                code: "card_declined".to_owned(),
-                decline_code: Some("generic_decline".to_owned()),
-                message: DECLINE_MESSAGE.to_owned(),
-                payment_intent: Some(intent.id),
-            });
+            return Err(declined("generic_decline", &intent.id));
         }
-        use simulated_payment_intents::dsl as pi;
-        save!(
-            conn,
-            &intent.id,
-            (
-                pi::amount_cents.eq(request.amount_cents),
-                pi::amount_capturable_cents.eq(request.amount_cents),
-                pi::increments.eq(pi::increments + 1),
-                pi::updated_at.eq(diesel::dsl::now),
-            )
-        )
+        Ok(StoredIntent {
+            amount_cents: request.amount_cents,
+            amount_capturable_cents: request.amount_cents,
+            increments: intent.increments + 1,
+            ..intent.clone()
+        })
     })
 }
 
@@ -668,24 +807,19 @@ pub fn cancel(
     request: &CancelIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
-    on_intent(conn, request, settings, |conn, intent| {
+    on_intent(conn, request, settings, |intent| {
         if matches!(
             intent.status,
             IntentStatus::Succeeded | IntentStatus::Canceled
         ) {
-            return Err(unexpected_state(&intent, "cancel"));
+            return Err(unexpected_state(intent, "cancel"));
         }
-        use simulated_payment_intents::dsl as pi;
-        save!(
-            conn,
-            &intent.id,
-            (
-                pi::status.eq(IntentStatus::Canceled),
-                pi::cancellation_reason.eq(&request.cancellation_reason),
-                pi::amount_capturable_cents.eq(0),
-                pi::updated_at.eq(diesel::dsl::now),
-            )
-        )
+        Ok(StoredIntent {
+            status: IntentStatus::Canceled,
+            cancellation_reason: Some(request.cancellation_reason.clone()),
+            amount_capturable_cents: 0,
+            ..intent.clone()
+        })
     })
 }
 
@@ -695,9 +829,7 @@ pub fn retrieve(
     id: &str,
     settings: &IntentSettings,
 ) -> Result<Option<PaymentIntent>, GatewayError> {
-    transaction(conn, |conn| {
-        Ok(load(conn, id)?.map(|intent| intent.intent(settings)))
-    })
+    Ok(look_at(conn, id, read, |_| ())?.map(|intent| intent.intent(settings)))
 }
 
 /// How the rider's authentication ended, on the authentication page.
@@ -722,6 +854,34 @@ impl StoredIntent {
             return_url: self.return_url.clone(),
         }
     }
+
+    /// The intent once the rider's authentication ended with `outcome`.
+    fn authenticated(&self, outcome: Authentication, settings: &IntentSettings) -> StoredIntent {
+        match outcome {
+            Authentication::Completed if self.capture_method == CaptureMethod::Manual => {
+                StoredIntent {
+                    status: IntentStatus::RequiresCapture,
+                    amount_capturable_cents: self.amount_cents,
+                    authorization_expires_at: Some(expiry(settings)),
+                    ..self.clone()
+                }
+            }
+            Authentication::Completed => StoredIntent {
+                status: IntentStatus::Succeeded,
+                amount_received_cents: self.amount_cents,
+                latest_charge: Some(random_id("ch_sim_")),
+                ..self.clone()
+            },
+            Authentication::Failed => StoredIntent {
+                status: IntentStatus::RequiresPaymentMethod,
+                last_error_code: Some("payment_intent_authentication_failure".to_owned()),
+                last_error_message: Some(
+                    "The provided PaymentMethod has failed authentication.".to_owned(),
+                ),
+                ..self.clone()
+            },
+        }
+    }
 }
 
 /// The intent the authentication page was opened for, when its client
@@ -732,11 +892,9 @@ pub fn authenticating(
     client_secret: &str,
     settings: &IntentSettings,
 ) -> Result<Option<Authenticating>, GatewayError> {
-    transaction(conn, |conn| {
-        Ok(load(conn, id)?
-            .filter(|intent| intent.client_secret == client_secret)
-            .map(|intent| intent.authenticating(settings)))
-    })
+    Ok(look_at(conn, id, read, |_| ())?
+        .filter(|intent| intent.client_secret == client_secret)
+        .map(|intent| intent.authenticating(settings)))
 }
 
 /// The rider authenticated (or failed to), on the page `next_action` sent
@@ -750,52 +908,16 @@ pub fn authenticate(
     outcome: Authentication,
     settings: &IntentSettings,
 ) -> Result<Option<Authenticating>, GatewayError> {
-    transaction(conn, |conn| {
-        let Some(intent) = load(conn, id)?.filter(|intent| intent.client_secret == client_secret)
-        else {
-            return Ok(None);
-        };
-        if intent.status != IntentStatus::RequiresAction {
-            return Ok(Some(intent.authenticating(settings)));
+    let shown = |intent: &StoredIntent| intent.client_secret == client_secret;
+    let intent = look_at(conn, id, read, |change| {
+        if shown(&change.intent) && change.intent.status == IntentStatus::RequiresAction {
+            let authenticated = change.intent.authenticated(outcome, settings);
+            change.becomes(authenticated);
         }
-        use simulated_payment_intents::dsl as pi;
-        let held = intent.capture_method == CaptureMethod::Manual;
-        let stored: StoredIntent = match outcome {
-            Authentication::Completed if held => save!(
-                conn,
-                &intent.id,
-                (
-                    pi::status.eq(IntentStatus::RequiresCapture),
-                    pi::amount_capturable_cents.eq(intent.amount_cents),
-                    pi::authorization_expires_at.eq(Some(expiry(settings))),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
-            ),
-            Authentication::Completed => save!(
-                conn,
-                &intent.id,
-                (
-                    pi::status.eq(IntentStatus::Succeeded),
-                    pi::amount_received_cents.eq(intent.amount_cents),
-                    pi::latest_charge.eq(random_id("ch_sim_")),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
-            ),
-            Authentication::Failed => save!(
-                conn,
-                &intent.id,
-                (
-                    pi::status.eq(IntentStatus::RequiresPaymentMethod),
-                    pi::last_error_code.eq("payment_intent_authentication_failure"),
-                    pi::last_error_message
-                        .eq("The provided PaymentMethod has failed authentication."),
-                    pi::updated_at.eq(diesel::dsl::now),
-                )
-            ),
-        }?;
-        stored.announce(conn)?;
-        Ok(Some(stored.authenticating(settings)))
-    })
+    })?;
+    Ok(intent
+        .filter(shown)
+        .map(|intent| intent.authenticating(settings)))
 }
 
 /// The card holder's bank disputes the intent's charge (Stripe's test cards

@@ -16,7 +16,7 @@ use diesel::prelude::*;
 use serde_json::json;
 
 use super::events::{self, Double, ObjectKind};
-use super::intents::{self, once_per_key, random_id, storage, transaction};
+use super::intents::{self, random_id, storage, transaction, Call};
 use crate::payments::{GatewayError, Payment, Refund, RefundRequest, RefundState};
 use crate::schema::{simulated_charges, simulated_refunds};
 
@@ -35,6 +35,8 @@ struct StoredRefund {
     metadata: serde_json::Value,
     status: RefundState,
     gateway: Double,
+    settles_at: Option<DateTime<Utc>>,
+    settles_as: Option<RefundState>,
 }
 
 impl StoredRefund {
@@ -48,6 +50,32 @@ impl StoredRefund {
             status: self.status,
             reason: self.reason.clone(),
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Inserts the refund made under `key`, with the event Stripe sends.
+    fn insert(&self, conn: &mut PgConnection, key: &str) -> Result<(), GatewayError> {
+        diesel::insert_into(simulated_refunds::table)
+            .values((
+                simulated_refunds::id.eq(&self.id),
+                simulated_refunds::idempotency_key.eq(key),
+                simulated_refunds::payment_intent.eq(&self.payment_intent),
+                simulated_refunds::charge_id.eq(&self.charge_id),
+                simulated_refunds::amount_cents.eq(self.amount_cents),
+                simulated_refunds::currency.eq(&self.currency),
+                simulated_refunds::reason.eq(&self.reason),
+                simulated_refunds::metadata.eq(&self.metadata),
+                simulated_refunds::status.eq(self.status),
+                simulated_refunds::gateway.eq(self.gateway),
+                simulated_refunds::settles_at.eq(self.settles_at),
+                simulated_refunds::settles_as.eq(self.settles_as),
+            ))
+            .execute(conn)
+            .map_err(storage)?;
+        if self.status == RefundState::Succeeded {
+            self.announce(conn, &["charge.refunded"])
+        } else {
+            self.announce(conn, &["refund.created"])
         }
     }
 
@@ -76,7 +104,7 @@ fn paid(conn: &mut PgConnection, payment: &Payment) -> Result<Paid, GatewayError
     };
     match payment {
         Payment::Intent(id) => {
-            let intent = intents::load(conn, id)?.ok_or_else(missing)?;
+            let intent = intents::locked(conn, id)?.ok_or_else(missing)?;
             Ok(Paid {
                 received_cents: intent.amount_received_cents,
                 currency: intent.currency,
@@ -107,81 +135,95 @@ fn paid(conn: &mut PgConnection, payment: &Payment) -> Result<Paid, GatewayError
     }
 }
 
-/// Refunds `request.amount_cents` of what the payment took.
+/// Refunds `request.amount_cents` of what the payment took, once per key:
+/// a key answered already gets its answer again (see `Call::replay`).
 pub fn refund(
     conn: &mut PgConnection,
     request: &RefundRequest,
     double: Double,
 ) -> Result<Refund, GatewayError> {
-    let parameters = serde_json::to_value(request).expect("requests serialise");
-    once_per_key(
-        conn,
-        &request.idempotency_key,
-        "refund",
-        parameters,
-        |conn| {
-            let paid = paid(conn, &request.payment)?;
-            let kept: i64 = refunds(conn, &request.payment)?
-                .iter()
-                .filter(|refund| !refund.status.undone())
-                .map(|refund| refund.amount_cents)
-                .sum();
-            let remaining = paid.received_cents - kept;
-            if request.amount_cents > remaining {
-                return Err(GatewayError::Rejected {
-                    message: format!(
-                        "amount_too_large: Refund amount ({}) is greater than the {remaining} \
-                     that remains of the payment",
-                        request.amount_cents
-                    ),
-                });
-            }
-            let (status, settles_as) = match paid.payment_method.as_deref() {
-                Some("pm_card_pendingRefund") => {
-                    (RefundState::Pending, Some(RefundState::Succeeded))
-                }
-                Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
-                Some("pm_card_ridepay_pendingRefundFails") => {
-                    (RefundState::Pending, Some(RefundState::Failed))
-                }
-                _ => (RefundState::Succeeded, None),
-            };
-            let (payment_intent, charge_id) = match &request.payment {
-                Payment::Intent(id) => (Some(id.as_str()), paid.charge.as_deref()),
-                Payment::Charge(id) => (None, Some(id.as_str())),
-            };
-            let metadata: serde_json::Map<String, serde_json::Value> = request
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            let stored: StoredRefund = diesel::insert_into(simulated_refunds::table)
-                .values((
-                    simulated_refunds::id.eq(random_id("re_sim_")),
-                    simulated_refunds::idempotency_key.eq(&request.idempotency_key),
-                    simulated_refunds::payment_intent.eq(payment_intent),
-                    simulated_refunds::charge_id.eq(charge_id),
-                    simulated_refunds::amount_cents.eq(request.amount_cents),
-                    simulated_refunds::currency.eq(&paid.currency),
-                    simulated_refunds::reason.eq(&request.reason),
-                    simulated_refunds::metadata.eq(serde_json::Value::Object(metadata)),
-                    simulated_refunds::status.eq(status),
-                    simulated_refunds::gateway.eq(double),
-                    simulated_refunds::settles_at
-                        .eq(settles_as.map(|_| intents::after(SETTLES_AFTER))),
-                    simulated_refunds::settles_as.eq(settles_as),
-                ))
-                .returning(StoredRefund::as_returning())
-                .get_result(conn)
-                .map_err(storage)?;
-            if status == RefundState::Succeeded {
-                stored.announce(conn, &["charge.refunded"])?;
-            } else {
-                stored.announce(conn, &["refund.created"])?;
-            }
-            Ok(stored.refund())
-        },
-    )
+    let call = Call::new("refund", &request.idempotency_key, request);
+    if let Some(kept) = call.kept(conn).map_err(storage)? {
+        return call.replay(kept);
+    }
+    let answered = transaction(conn, |conn| {
+        let made = made(conn, request, double);
+        let result = made
+            .as_ref()
+            .map(StoredRefund::refund)
+            .map_err(Clone::clone);
+        let Some(answer) = intents::to_keep(&result) else {
+            return result.map(|_| None);
+        };
+        // The answer first: under a key another call answered meanwhile,
+        // nothing is written.
+        if !call.keep(conn, &answer).map_err(storage)? {
+            return Ok(None);
+        }
+        if let Ok(refund) = &made {
+            refund.insert(conn, &request.idempotency_key)?;
+        }
+        Ok(Some(result))
+    })?;
+    match answered {
+        Some(result) => result,
+        None => call.answered_meanwhile(conn),
+    }
+}
+
+/// The refund `request` makes, judged under the payment's row lock, which
+/// keeps refunds of one payment from passing each other.
+fn made(
+    conn: &mut PgConnection,
+    request: &RefundRequest,
+    double: Double,
+) -> Result<StoredRefund, GatewayError> {
+    let paid = paid(conn, &request.payment)?;
+    let kept: i64 = refunds(conn, &request.payment)?
+        .iter()
+        .filter(|refund| !refund.status.undone())
+        .map(|refund| refund.amount_cents)
+        .sum();
+    let remaining = paid.received_cents - kept;
+    if request.amount_cents > remaining {
+        return Err(GatewayError::Rejected {
+            message: format!(
+                "amount_too_large: Refund amount ({}) is greater than the {remaining} \
+                 that remains of the payment",
+                request.amount_cents
+            ),
+        });
+    }
+    let (status, settles_as) = match paid.payment_method.as_deref() {
+        Some("pm_card_pendingRefund") => (RefundState::Pending, Some(RefundState::Succeeded)),
+        Some("pm_card_refundFail") => (RefundState::Succeeded, Some(RefundState::Failed)),
+        Some("pm_card_ridepay_pendingRefundFails") => {
+            (RefundState::Pending, Some(RefundState::Failed))
+        }
+        _ => (RefundState::Succeeded, None),
+    };
+    let (payment_intent, charge_id) = match &request.payment {
+        Payment::Intent(id) => (Some(id.clone()), paid.charge),
+        Payment::Charge(id) => (None, Some(id.clone())),
+    };
+    let metadata: serde_json::Map<String, serde_json::Value> = request
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    Ok(StoredRefund {
+        id: random_id("re_sim_"),
+        charge_id,
+        payment_intent,
+        amount_cents: request.amount_cents,
+        currency: paid.currency,
+        reason: request.reason.clone(),
+        metadata: serde_json::Value::Object(metadata),
+        status,
+        gateway: double,
+        settles_at: settles_as.map(|_| intents::after(SETTLES_AFTER)),
+        settles_as,
+    })
 }
 
 type RefundFilter = Box<

@@ -23,7 +23,11 @@ fn settings() -> IntentSettings {
 }
 
 fn store() -> PgConnection {
-    PgConnection::establish(&create_test_database()).unwrap()
+    store_at(&create_test_database())
+}
+
+fn store_at(url: &str) -> PgConnection {
+    PgConnection::establish(url).unwrap()
 }
 
 fn held(conn: &mut PgConnection, key: &str, payment_method: &str) -> PaymentIntent {
@@ -389,6 +393,82 @@ fn concurrent_calls_under_one_key_make_one_intent() {
     let mut conn = PgConnection::establish(&url).unwrap();
     assert_eq!(
         crate::helpers::count(&mut conn, "simulated_payment_intents"),
+        1
+    );
+}
+
+/// Makes `call` under four calls of one key and three of other keys at
+/// once, each on a connection of its own, and checks that one key alone
+/// succeeded and that the calls under one key got one answer.
+fn at_once_under_one_key_and_others<T: Send + PartialEq + std::fmt::Debug>(
+    url: &str,
+    call: impl Fn(&mut PgConnection, &str) -> Result<T, GatewayError> + Sync,
+) {
+    let keys = [
+        "same", "same", "same", "same", "other-1", "other-2", "other-3",
+    ];
+    let together = std::sync::Barrier::new(keys.len());
+    let answers: Vec<(&str, Result<T, GatewayError>)> = std::thread::scope(|scope| {
+        let calls: Vec<_> = keys
+            .iter()
+            .map(|&key| {
+                let (call, together) = (&call, &together);
+                scope.spawn(move || {
+                    let mut conn = store_at(url);
+                    together.wait();
+                    (key, call(&mut conn, key))
+                })
+            })
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    });
+
+    let same: Vec<_> = answers.iter().filter(|(key, _)| *key == "same").collect();
+    assert!(
+        same.iter().all(|(_, answer)| *answer == same[0].1),
+        "{same:?}"
+    );
+    let mut succeeded: Vec<&str> = answers
+        .iter()
+        .filter(|(_, answer)| answer.is_ok())
+        .map(|(key, _)| *key)
+        .collect();
+    succeeded.dedup();
+    assert_eq!(succeeded.len(), 1, "{answers:?}");
+}
+
+#[test]
+fn concurrent_captures_of_one_hold_capture_it_once_and_one_key_gets_one_answer() {
+    let url = create_test_database();
+    let hold = held(&mut store_at(&url), "hold", "pm_card_visa");
+    at_once_under_one_key_and_others(&url, |conn, key| capture(conn, key, &hold.id, 1500));
+    let succeeded = "simulated_events WHERE event_type = 'payment_intent.succeeded'";
+    assert_eq!(crate::helpers::count(&mut store_at(&url), succeeded), 1);
+}
+
+#[test]
+fn concurrent_refunds_of_one_payment_never_exceed_it_and_one_key_gets_one_answer() {
+    use ridepay::doubles::{events::Double, refunds};
+    use ridepay::payments::{Payment, RefundRequest};
+    let url = create_test_database();
+    let paid = intents::create(
+        &mut store_at(&url),
+        &intent_request("paid", "pm_card_visa", CaptureMethod::Automatic),
+        &settings(),
+    )
+    .unwrap();
+    at_once_under_one_key_and_others(&url, |conn, key| {
+        let request = RefundRequest {
+            idempotency_key: key.to_owned(),
+            payment: Payment::Intent(paid.id.clone()),
+            amount_cents: 1500,
+            reason: None,
+            metadata: Vec::new(),
+        };
+        refunds::refund(conn, &request, Double::Simulated)
+    });
+    assert_eq!(
+        crate::helpers::count(&mut store_at(&url), "simulated_refunds"),
         1
     );
 }

@@ -78,7 +78,7 @@ fn a_second_ride_and_a_replay_prepare_no_new_statement() {
         r#"UPDATE "idempotency_keys" SET "recovery_point""#,
         r#"UPDATE "rides" SET "status""#,
         r#"INSERT INTO "rides""#,
-        r#"INSERT INTO "simulated_payment_intents""#,
+        "WITH intent AS (INSERT INTO simulated_payment_intents",
     ] {
         assert!(
             // A change sent with its records starts `WITH changed AS (`.
