@@ -324,9 +324,25 @@ pub fn finish_settled(
     Ok(StoredResponse::ok(settled.to_json()))
 }
 
+/// The last phase as one statement when the gateway made what the key
+/// asked and the ride is in memory: the ride settled as `status`.
+pub fn made_finishing(
+    ride: &TakenRide,
+    answer: Option<&Answer>,
+    key: KeyId,
+    status: RideStatus,
+) -> Option<Finishing> {
+    match (ride.remembered().as_ref(), answer) {
+        (Some(ride), Some(Answer::Made(intent))) => {
+            Some(settled_finishing(ride, key, status, intent))
+        }
+        _ => None,
+    }
+}
+
 /// `finish_settled` as the key's last phase, sent with its final write
 /// (`Finishing`): the answer is the ride as the settlement leaves it.
-pub fn settled_finishing(
+fn settled_finishing(
     ride: &Ride,
     key: KeyId,
     status: RideStatus,

@@ -152,34 +152,58 @@ async fn terminated_sessions_under_load_get_503s_and_every_key_finishes_once() {
     assert_recovered(&app, &server.address, first).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_immediate_postgres_restart_under_load_gets_503s_and_every_key_finishes_once() {
-    // A cluster of this test's own, so the restart touches no other test.
-    let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-restart-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
-    cluster.stop_when_process_exits(&dir).unwrap();
-    let database_url = cluster.database_url("ridepay");
-    ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
-    let app = on_database(database_url.clone());
-    let server = ServerProcess::start(&database_url, &[("SIMULATED_GATEWAY_LATENCY_MS", "20")]);
-    let done = AtomicUsize::new(0);
-    let restart = fault_during(&done, || {
+/// A cluster of the test's own, migrated, so a restart touches no other
+/// test, and a test app on it.
+struct OwnCluster {
+    dir: std::path::PathBuf,
+    cluster: EmbeddedPostgres,
+    database_url: String,
+    app: TestApp,
+}
+
+impl OwnCluster {
+    fn start() -> OwnCluster {
+        let dir = std::env::temp_dir().join(format!(
+            "ridepay-test-restart-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
+        cluster.stop_when_process_exits(&dir).unwrap();
+        let database_url = cluster.database_url("ridepay");
+        ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
+        let app = on_database(database_url.clone());
+        OwnCluster {
+            dir,
+            cluster,
+            database_url,
+            app,
+        }
+    }
+
+    /// Stops PostgreSQL as a crash would and starts a new postmaster, which
+    /// too must stop when the tests end.
+    fn restart_immediately(&self) {
         tokio::task::block_in_place(|| {
-            cluster.stop(StopMode::Immediate).unwrap();
-            // A new postmaster: it too must stop when the tests end.
-            EmbeddedPostgres::ensure_running(&dir)
+            self.cluster.stop(StopMode::Immediate).unwrap();
+            EmbeddedPostgres::ensure_running(&self.dir)
                 .unwrap()
-                .stop_when_process_exits(&dir)
+                .stop_when_process_exits(&self.dir)
                 .unwrap();
         })
-    });
+    }
+}
 
-    let (first, ()) = tokio::join!(load(&app, &server.address, &done), restart);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_immediate_postgres_restart_under_load_gets_503s_and_every_key_finishes_once() {
+    let own = OwnCluster::start();
+    let (app, database_url) = (&own.app, &own.database_url);
+    let server = ServerProcess::start(database_url, &[("SIMULATED_GATEWAY_LATENCY_MS", "20")]);
+    let done = AtomicUsize::new(0);
+    let restart = fault_during(&done, || own.restart_immediately());
 
-    assert_recovered(&app, &server.address, first).await;
+    let (first, ()) = tokio::join!(load(app, &server.address, &done), restart);
+
+    assert_recovered(app, &server.address, first).await;
 }
 
 /// Sends `count` new rides, 8 at a time, and returns the statuses that are
@@ -243,32 +267,19 @@ struct Terminated {
 /// the server was idle: once it is back, no request fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_from_before_a_postgres_restart_cost_no_request() {
-    let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-restart-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
-    cluster.stop_when_process_exits(&dir).unwrap();
-    let database_url = cluster.database_url("ridepay");
-    ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
-    let app = on_database(database_url.clone());
-    let server = ServerProcess::start(&database_url, &[]);
+    let own = OwnCluster::start();
+    let (app, database_url) = (&own.app, &own.database_url);
+    let server = ServerProcess::start(database_url, &[]);
     assert_eq!(
-        failures_of_rides(&app, &server.address, "warm", 40).await,
+        failures_of_rides(app, &server.address, "warm", 40).await,
         Vec::<u16>::new()
     );
 
-    tokio::task::block_in_place(|| {
-        cluster.stop(StopMode::Immediate).unwrap();
-        EmbeddedPostgres::ensure_running(&dir)
-            .unwrap()
-            .stop_when_process_exits(&dir)
-            .unwrap();
-    });
-    connect_with_retry(&database_url).unwrap();
+    own.restart_immediately();
+    connect_with_retry(database_url).unwrap();
 
     assert_eq!(
-        failures_of_rides(&app, &server.address, "after", 40).await,
+        failures_of_rides(app, &server.address, "after", 40).await,
         Vec::<u16>::new()
     );
 }

@@ -21,17 +21,20 @@ use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
 ///   with the ride.
 /// - A new ride: the caller and their key; the claim's transaction
 ///   (`BEGIN`, the key inserted at the point its first phase reaches, the
-///   ride with its audit record, `COMMIT`); the simulated gateway's seven;
+///   ride with its audit record, `COMMIT`); the simulated gateway's one (the
+///   PaymentIntent, its event and its kept answer);
 ///   and the ride paid, with its receipt job and the key finished.
 /// - A completion whose hold covers the fare: the caller and their key; the
 ///   claim's transaction (`BEGIN`, the key, the ride taken with its audit
-///   record, `COMMIT`); the simulated gateway's ten for the capture; and
+///   record, `COMMIT`); the simulated gateway's two for the capture (the
+///   intent with any kept answer, then the change, its event and its kept
+///   answer); and
 ///   the ride captured, with its receipt job, its audit record and the key
 ///   finished.
-const NEW_RIDE: i64 = 13;
+const NEW_RIDE: i64 = 7;
 const REPLAY: i64 = 1;
 const GET: i64 = 1;
-const COMPLETION: i64 = 16;
+const COMPLETION: i64 = 8;
 
 #[derive(QueryableByName)]
 struct Count {

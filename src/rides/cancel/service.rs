@@ -74,13 +74,16 @@ impl Phases for CancelPhases<'_> {
         lease: &CancelLease,
         point: RecoveryPoint,
     ) -> Result<Option<Finishing>, ServiceError> {
-        let (ride, answer) = (self.ride.remembered(), self.answer.borrow());
-        Ok(match (point, ride.as_ref(), answer.as_ref()) {
-            (RecoveryPoint::CancellationStarted, Some(ride), Some(Answer::Made(intent))) => Some(
-                lifecycle::settled_finishing(ride, lease.key_id(), RideStatus::Canceled, intent),
-            ),
-            _ => None,
-        })
+        let answer = self.answer.borrow();
+        let answer = answer
+            .as_ref()
+            .filter(|_| point == RecoveryPoint::CancellationStarted);
+        Ok(lifecycle::made_finishing(
+            &self.ride,
+            answer,
+            lease.key_id(),
+            RideStatus::Canceled,
+        ))
     }
 
     fn call(

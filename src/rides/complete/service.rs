@@ -91,13 +91,16 @@ impl Phases for CompletePhases<'_> {
         lease: &CompleteLease,
         point: RecoveryPoint,
     ) -> Result<Option<Finishing>, ServiceError> {
-        let (ride, answer) = (self.ride.remembered(), self.captured.borrow());
-        Ok(match (point, ride.as_ref(), answer.as_ref()) {
-            (RecoveryPoint::HoldCovers, Some(ride), Some(Answer::Made(intent))) => Some(
-                lifecycle::settled_finishing(ride, lease.key_id(), RideStatus::Captured, intent),
-            ),
-            _ => None,
-        })
+        let answer = self.captured.borrow();
+        let answer = answer
+            .as_ref()
+            .filter(|_| point == RecoveryPoint::HoldCovers);
+        Ok(lifecycle::made_finishing(
+            &self.ride,
+            answer,
+            lease.key_id(),
+            RideStatus::Captured,
+        ))
     }
 
     fn call(
