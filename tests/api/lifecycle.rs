@@ -186,6 +186,7 @@ async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_noth
     // Another user's ride is not found, whatever the key.
     let other = create_user(&app.database_url, Some("cus_other"));
     let mine = app.held_ride("mine", "pm_card_visa").await;
+    let keys_before = app.count("idempotency_keys");
     let url = format!("{}/api/rides/{mine}/complete", app.address);
     let theirs = app
         .client
@@ -199,6 +200,8 @@ async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_noth
         .unwrap();
     assert_eq!(theirs.status(), 404);
     assert_eq!(app.ride(mine).await["status"], "authorized");
+    // Refused where the ride is taken: the claim rolled back with it.
+    assert_eq!(app.count("idempotency_keys"), keys_before);
 }
 
 #[tokio::test]
