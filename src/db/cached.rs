@@ -78,24 +78,31 @@ impl<Q: Query, Site> Query for Cached<Q, Site> {
 
 impl<Q, Site, Conn> RunQueryDsl<Conn> for Cached<Q, Site> {}
 
+/// The SQL text `statement` sends, for the checks debug builds make.
+#[cfg(debug_assertions)]
+pub fn sql_text(statement: &impl QueryFragment<Pg>) -> String {
+    use diesel::query_builder::QueryBuilder;
+    let mut builder = diesel::pg::PgQueryBuilder::default();
+    statement
+        .to_sql(&mut builder, &Pg)
+        .expect("a statement renders its SQL");
+    builder.finish()
+}
+
 #[cfg(debug_assertions)]
 mod one_shape_per_site {
     use std::any::{type_name, TypeId};
     use std::collections::HashMap;
     use std::sync::{LazyLock, Mutex, PoisonError};
 
-    use diesel::pg::{Pg, PgQueryBuilder};
-    use diesel::query_builder::{QueryBuilder, QueryFragment};
+    use diesel::pg::Pg;
+    use diesel::query_builder::QueryFragment;
 
     static SQL_BY_SITE: LazyLock<Mutex<HashMap<TypeId, String>>> = LazyLock::new(Mutex::default);
 
     /// Panics if `site` sent another SQL text before.
     pub(super) fn check<Site: 'static>(statement: &impl QueryFragment<Pg>) {
-        let mut builder = PgQueryBuilder::default();
-        statement
-            .to_sql(&mut builder, &Pg)
-            .expect("a statement renders its SQL");
-        let sql = builder.finish();
+        let sql = super::sql_text(statement);
         let mut known = SQL_BY_SITE.lock().unwrap_or_else(PoisonError::into_inner);
         let first = known
             .entry(TypeId::of::<Site>())

@@ -4,6 +4,8 @@ mod cached;
 mod recorded;
 mod text_enum;
 
+#[cfg(debug_assertions)]
+pub use cached::sql_text;
 pub use cached::CacheStatement;
 pub use recorded::{recorded, ChangeCtes, Recorded};
 

@@ -36,9 +36,23 @@ pub fn recorded<'a, S: QueryFragment<Pg>>(change: S) -> Recorded<'a, S> {
     }
 }
 
+/// The records' CTE names: fixed text, so no walk of the statement (Diesel
+/// walks it several times per execution) builds a string.
+const RECORD_NAMES: [&str; 4] = [
+    ", record_0 AS (",
+    ", record_1 AS (",
+    ", record_2 AS (",
+    ", record_3 AS (",
+];
+
 impl<'a, S> Recorded<'a, S> {
     /// Adds a record, written for the changed row (none if no row changed).
     pub fn with(mut self, record: impl QueryFragment<Pg> + Send + 'a) -> Self {
+        assert!(
+            self.records.len() < RECORD_NAMES.len(),
+            "a change takes at most {} records",
+            RECORD_NAMES.len()
+        );
         self.records.push(Box::new(record));
         self
     }
@@ -56,8 +70,8 @@ impl<S: QueryFragment<Pg> + Send> ChangeCtes for Recorded<'_, S> {
         out.push_sql("changed AS (");
         self.change.walk_ast(out.reborrow())?;
         out.push_sql(")");
-        for (n, record) in self.records.iter().enumerate() {
-            out.push_sql(&format!(", record_{n} AS ("));
+        for (name, record) in RECORD_NAMES.iter().zip(&self.records) {
+            out.push_sql(name);
             record.walk_ast(out.reborrow())?;
             out.push_sql(")");
         }

@@ -52,17 +52,10 @@ pub struct Finishing {
 impl Finishing {
     pub fn new(changes: impl ChangeCtes + 'static, response: StoredResponse) -> Self {
         #[cfg(debug_assertions)]
-        {
-            use diesel::query_builder::QueryBuilder;
-            let mut sql = diesel::pg::PgQueryBuilder::default();
-            Ctes(&changes)
-                .to_sql(&mut sql, &Pg)
-                .expect("a change renders its SQL");
-            assert!(
-                sql.finish().contains(FENCED),
-                "a finishing change must filter on idempotency::finishing::fenced()"
-            );
-        }
+        assert!(
+            crate::db::sql_text(&Ctes(&changes)).contains(FENCED),
+            "a finishing change must filter on idempotency::finishing::fenced()"
+        );
         Finishing {
             changes: Box::new(changes),
             response,
