@@ -247,9 +247,10 @@ impl Measurement {
         Some(self.usage.statements? as f64 / self.requests.max(1) as f64)
     }
 
-    /// CPU milliseconds per request, of a process measured by the probe.
-    pub fn cpu_per_request_ms(&self, cpu: Option<Duration>) -> Option<f64> {
-        Some(cpu?.as_secs_f64() * 1000.0 / self.requests.max(1) as f64)
+    /// CPU microseconds per request, of a process measured by the probe:
+    /// a fast request costs tens of them, which milliseconds would round away.
+    pub fn cpu_per_request_us(&self, cpu: Option<Duration>) -> Option<f64> {
+        Some(cpu?.as_secs_f64() * 1e6 / self.requests.max(1) as f64)
     }
 }
 

@@ -86,9 +86,9 @@ impl Results {
             "peak RSS MiB",
             "write tx/req",
             "statements/req",
-            "server CPU ms/req",
-            "PostgreSQL CPU ms/req",
-            "client CPU ms/req",
+            "server CPU µs/req",
+            "PostgreSQL CPU µs/req",
+            "client CPU µs/req",
             "answers",
         ]);
         for m in self.measurements.iter().filter(|m| is_http(m.name)) {
@@ -102,9 +102,9 @@ impl Results {
                     .map_or("-".to_owned(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
                 format!("{:.2}", m.writes_per_request()),
                 optional(m.statements_per_request()),
-                optional(m.cpu_per_request_ms(m.usage.server_cpu)),
-                optional(m.cpu_per_request_ms(m.usage.database_cpu)),
-                optional(m.cpu_per_request_ms(m.usage.client_cpu)),
+                whole(m.cpu_per_request_us(m.usage.server_cpu)),
+                whole(m.cpu_per_request_us(m.usage.database_cpu)),
+                whole(m.cpu_per_request_us(m.usage.client_cpu)),
                 m.statuses.clone(),
             ]);
             table.row(cells);
@@ -122,13 +122,13 @@ impl Results {
             "p99.9 ms",
             "write tx/tx",
             "statements/tx",
-            "PostgreSQL CPU ms/tx",
+            "PostgreSQL CPU µs/tx",
         ]);
         for m in self.measurements.iter().filter(|m| !is_http(m.name)) {
             let mut cells = common_cells(m);
             cells.push(format!("{:.2}", m.writes_per_request()));
             cells.push(optional(self.script_statements(m.name)));
-            cells.push(optional(m.cpu_per_request_ms(m.usage.database_cpu)));
+            cells.push(whole(m.cpu_per_request_us(m.usage.database_cpu)));
             table.row(cells);
         }
         table
@@ -330,6 +330,10 @@ fn is_http(name: &str) -> bool {
 
 fn optional(value: Option<f64>) -> String {
     value.map_or("-".to_owned(), |v| format!("{v:.2}"))
+}
+
+fn whole(value: Option<f64>) -> String {
+    value.map_or("-".to_owned(), |v| format!("{v:.0}"))
 }
 
 #[cfg(test)]
