@@ -325,14 +325,15 @@ pub fn finish_settled(
 }
 
 /// The last phase as one statement when the gateway made what the key
-/// asked and the ride is in memory: the ride settled as `status`.
+/// asked (`answer`, as the call kept it) and the ride is in memory: the
+/// ride settled as `status`.
 pub fn made_finishing(
     ride: &TakenRide,
-    answer: Option<&Answer>,
+    answer: &RefCell<Option<Answer>>,
     key: KeyId,
     status: RideStatus,
 ) -> Option<Finishing> {
-    match (ride.remembered().as_ref(), answer) {
+    match (ride.remembered().as_ref(), answer.borrow().as_ref()) {
         (Some(ride), Some(Answer::Made(intent))) => {
             Some(settled_finishing(ride, key, status, intent))
         }

@@ -74,13 +74,12 @@ impl Phases for CancelPhases<'_> {
         lease: &CancelLease,
         point: RecoveryPoint,
     ) -> Result<Option<Finishing>, ServiceError> {
-        let answer = self.answer.borrow();
-        let answer = answer
-            .as_ref()
-            .filter(|_| point == RecoveryPoint::CancellationStarted);
+        if point != RecoveryPoint::CancellationStarted {
+            return Ok(None);
+        }
         Ok(lifecycle::made_finishing(
             &self.ride,
-            answer,
+            &self.answer,
             lease.key_id(),
             RideStatus::Canceled,
         ))

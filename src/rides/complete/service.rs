@@ -91,13 +91,12 @@ impl Phases for CompletePhases<'_> {
         lease: &CompleteLease,
         point: RecoveryPoint,
     ) -> Result<Option<Finishing>, ServiceError> {
-        let answer = self.captured.borrow();
-        let answer = answer
-            .as_ref()
-            .filter(|_| point == RecoveryPoint::HoldCovers);
+        if point != RecoveryPoint::HoldCovers {
+            return Ok(None);
+        }
         Ok(lifecycle::made_finishing(
             &self.ride,
-            answer,
+            &self.captured,
             lease.key_id(),
             RideStatus::Captured,
         ))

@@ -1,6 +1,7 @@
 //! The load generator: virtual users on one async runtime, each with one
 //! keep-alive connection and one request at a time, recording every latency.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -60,10 +61,12 @@ pub struct Target {
     pub body: bytes::Bytes,
 }
 
-/// One request of a virtual user, its key made before the clock starts.
-enum Request {
+/// One request of a virtual user, its key made before the clock starts. A
+/// replay borrows its finished key: the load generator shares the server's
+/// cores, so a copy per request would count against the replay.
+enum Request<'a> {
     /// `POST /api/rides` under this key.
-    Ride(String),
+    Ride(Cow<'a, str>),
     /// `POST /api/rides/{id}/complete` under this key.
     Complete(i64, String),
     /// `GET /api/rides/{id}`.
@@ -220,11 +223,15 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
                 if !next_storm_round(&shared).await {
                     break;
                 }
-                Request::Ride(format!("storm-{}-{sequence}", shared.run_id))
+                Request::Ride(format!("storm-{}-{sequence}", shared.run_id).into())
             }
             _ if Instant::now() >= shared.deadline || shared.stop.load(Ordering::SeqCst) => break,
-            Scenario::NewKey => Request::Ride(format!("bench-{}", uuid::Uuid::new_v4().simple())),
-            Scenario::Replay => Request::Ride(mine.keys[sequence % mine.keys.len()].clone()),
+            Scenario::NewKey => {
+                Request::Ride(format!("bench-{}", uuid::Uuid::new_v4().simple()).into())
+            }
+            Scenario::Replay => {
+                Request::Ride(Cow::Borrowed(&mine.keys[sequence % mine.keys.len()]))
+            }
             Scenario::Get => Request::Get(mine.ride_ids[sequence % mine.ride_ids.len()]),
             // Every user stops with the first one out of rides, so that the
             // whole run is at its number of connections.
@@ -283,7 +290,7 @@ fn record(
     result: &mut LoadResult,
     scenario: Scenario,
     rider: usize,
-    request: Request,
+    request: Request<'_>,
     answer: Answer,
     latency: Duration,
 ) {
@@ -296,7 +303,7 @@ fn record(
     if scenario == Scenario::NewKey && answer.status == 201 {
         if let (Request::Ride(key), Some(id)) = (request, answer.ride_id()) {
             let created = &mut result.created.riders[rider];
-            created.keys.push(key);
+            created.keys.push(key.into_owned());
             created.ride_ids.push(id);
         }
     }
