@@ -2,18 +2,27 @@
 //! `cargo run` and `cargo test` need no database set up by hand.
 //!
 //! Layout of the data folder (`RIDEPAY_DATA_DIR`):
-//! - `cluster.json`: where the cluster lives, its port and its password (0600);
+//! - `cluster.json`: where the cluster lives, its socket, and the passwords of
+//!   its superuser and of the service's role (0600);
 //! - `postgres/`: the cluster itself, unless the server user cannot reach the
 //!   data folder, in which case it lives in a folder made fresh, under a
 //!   random name, in the system temp directory (see [`cluster_root`]).
 //!
 //! As root the server runs as the unprivileged `postgres` user, because
 //! PostgreSQL refuses to run as root.
+//!
+//! The cluster listens on a Unix socket only, in a 0700 folder of its own:
+//! nobody else can bind there, so a password is only ever sent to this
+//! cluster (a TCP port can be taken by anyone once the server is gone). It
+//! is attached to only while the postmaster its `postmaster.pid` names is
+//! alive and works in this data folder. The service connects as `ridepay`,
+//! an ordinary role that owns the `ridepay` database; the superuser's
+//! password serves only to set that role up.
 
 use std::fs;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -25,15 +34,33 @@ use nix::unistd::{Uid, User};
 use serde::{Deserialize, Serialize};
 
 const SUPERUSER: &str = "postgres";
+/// The service's own role and database: an ordinary role that owns it.
+const SERVICE_ROLE: &str = "ridepay";
+const SERVICE_DATABASE: &str = "ridepay";
 const CLUSTER_FILE: &str = "cluster.json";
+/// The longest socket path a `sockaddr_un` holds (108 bytes with its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+/// Only a name, with no TCP: every cluster has a socket folder of its own.
+const SOCKET_PORT: u16 = 5432;
 
 /// What `cluster.json` records, so that every command run against the same data
 /// folder attaches to the same cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ClusterRecord {
     root: PathBuf,
+    /// The number in the socket's name (`.s.PGSQL.<port>`); nothing listens
+    /// on TCP.
     port: u16,
+    /// The superuser's.
     password: String,
+    /// The service role's; absent in records of earlier releases.
+    #[serde(default)]
+    service_password: Option<String>,
+    /// Where the socket is: the cluster's own folder, or a short private
+    /// folder when that one's path is too long for a socket; absent in
+    /// records of earlier releases, whose clusters listened on TCP.
+    #[serde(default)]
+    socket_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +81,8 @@ pub struct EmbeddedPostgres {
 
 impl EmbeddedPostgres {
     /// Attaches to the cluster of `data_dir`, creating and starting it when
-    /// needed. Safe to call from several processes at once.
+    /// needed, with the service's role and database set up. Safe to call from
+    /// several processes at once.
     pub fn ensure_running(data_dir: &Path) -> anyhow::Result<Self> {
         let bin_dir = find_bin_dir()?;
         fs::create_dir_all(data_dir)
@@ -65,19 +93,25 @@ impl EmbeddedPostgres {
         let _lock = lock_folder(&data_dir)?;
 
         let run_as = server_user()?;
-        let record = match read_record(&data_dir)? {
+        let mut record = match read_record(&data_dir)? {
             Some(record) if record.root.join("data/PG_VERSION").exists() => {
                 // The recorded folder may have vanished (a temp directory
                 // cleared at boot) and been made again by someone else.
                 open_private_dir(&record.root, run_as.as_ref())?;
                 record
             }
-            _ => {
-                let record = init_cluster(&data_dir, &bin_dir, run_as.as_ref())?;
-                write_record(&data_dir, &record)?;
-                record
-            }
+            _ => init_cluster(&data_dir, &bin_dir, run_as.as_ref())?,
         };
+        let socket_dir = socket_dir(&record, run_as.as_ref())?;
+        let upgraded =
+            record.socket_dir.as_ref() != Some(&socket_dir) || record.service_password.is_none();
+        record.socket_dir = Some(socket_dir);
+        record
+            .service_password
+            .get_or_insert_with(|| hex::encode(rand::random::<[u8; 16]>()));
+        if upgraded {
+            write_record(&data_dir, &record)?;
+        }
         let mut cluster = EmbeddedPostgres {
             record,
             bin_dir,
@@ -85,10 +119,15 @@ impl EmbeddedPostgres {
             started_here: false,
         };
         if !cluster.accepts_connections() {
-            cluster.start(&data_dir)?;
+            if cluster.postmaster_is_ours() {
+                // Ours, but not on this socket: a start by an earlier
+                // release, which listened on TCP.
+                cluster.stop(StopMode::Fast)?;
+            }
+            cluster.start()?;
             cluster.started_here = true;
         }
-        cluster.create_database("ridepay")?;
+        cluster.prepare_service_database()?;
         Ok(cluster)
     }
 
@@ -106,19 +145,41 @@ impl EmbeddedPostgres {
             run_as: server_user()?,
             started_here: false,
         };
-        Ok(cluster.accepts_connections().then_some(cluster))
+        Ok(cluster.postmaster_is_ours().then_some(cluster))
     }
 
-    /// A libpq URL for `database` on this cluster, as the superuser.
-    pub fn database_url(&self, database: &str) -> String {
+    /// A libpq URL for the service: its ordinary role, on its database.
+    pub fn service_url(&self) -> String {
+        let password = self
+            .record
+            .service_password
+            .as_deref()
+            .expect("ensure_running sets the service's password");
+        self.url(SERVICE_ROLE, password, SERVICE_DATABASE)
+    }
+
+    /// A libpq URL for `database` as the superuser, for what the service's
+    /// role may not do (create databases for tests, read every statement's
+    /// statistics).
+    pub fn superuser_url(&self, database: &str) -> String {
+        self.url(SUPERUSER, &self.record.password, database)
+    }
+
+    /// The socket's folder goes where a host would, percent-encoded, as
+    /// libpq reads it.
+    fn url(&self, user: &str, password: &str, database: &str) -> String {
         format!(
-            "postgres://{SUPERUSER}:{}@127.0.0.1:{}/{database}",
-            self.record.password, self.record.port
+            "postgres://{user}:{password}@{}:{}/{database}",
+            percent_encode(self.socket_dir()),
+            self.record.port
         )
     }
 
-    pub fn port(&self) -> u16 {
-        self.record.port
+    pub fn socket_dir(&self) -> &Path {
+        self.record
+            .socket_dir
+            .as_deref()
+            .expect("ensure_running records the socket's folder")
     }
 
     pub fn started_here(&self) -> bool {
@@ -160,13 +221,15 @@ impl EmbeddedPostgres {
         let script = r#"read _ignored
 kill -INT "$1" 2>/dev/null
 while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
-rm -rf "$2""#;
+rm -rf "$2" "$3""#;
         let child = Command::new("/bin/sh")
             .arg("-c")
             .arg(script)
             .arg("watcher")
             .arg(pid.to_string())
             .arg(remove)
+            // A socket folder of its own, outside `remove`, goes too.
+            .arg(self.socket_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -184,28 +247,53 @@ rm -rf "$2""#;
         self.record.root.join("data")
     }
 
-    fn accepts_connections(&self) -> bool {
-        TcpStream::connect_timeout(
-            &([127, 0, 0, 1], self.record.port).into(),
-            Duration::from_millis(500),
-        )
-        .is_ok()
-            && self.postmaster_pid().is_some()
+    fn socket_path(&self) -> PathBuf {
+        self.socket_dir()
+            .join(format!(".s.PGSQL.{}", self.record.port))
     }
 
-    fn start(&mut self, data_dir: &Path) -> anyhow::Result<()> {
-        // A postmaster.pid left by a killed server names a process that is gone
-        // (or, after pid reuse, someone else): nothing answers on our port, so
-        // the file is stale.
-        let pid_file = self.data_path().join("postmaster.pid");
-        if pid_file.exists() {
-            log::warn!("removing a stale {}", pid_file.display());
-            fs::remove_file(&pid_file).context("cannot remove a stale postmaster.pid")?;
+    /// True when the postmaster named by `postmaster.pid` is alive and works
+    /// in this data folder (a postmaster's working folder is its data folder).
+    /// A pid left by a killed server names a process that is gone or, after
+    /// pid reuse, someone else's.
+    fn postmaster_is_ours(&self) -> bool {
+        let Some(pid) = self.postmaster_pid() else {
+            return false;
+        };
+        let Ok(working) = fs::read_link(format!("/proc/{pid}/cwd")) else {
+            return false;
+        };
+        self.data_path()
+            .canonicalize()
+            .is_ok_and(|data| data == working)
+    }
+
+    /// Our postmaster, answering on our socket.
+    fn accepts_connections(&self) -> bool {
+        self.postmaster_is_ours() && UnixStream::connect(self.socket_path()).is_ok()
+    }
+
+    fn start(&mut self) -> anyhow::Result<()> {
+        // Not ours (see `postmaster_is_ours`), so stale, and so are the
+        // socket and its lock file, which the server would otherwise refuse
+        // while the killed postmaster lingers as a zombie.
+        let socket = self.socket_path();
+        let stale = [
+            self.data_path().join("postmaster.pid"),
+            PathBuf::from(format!("{}.lock", socket.display())),
+            socket,
+        ];
+        for file in stale.iter().filter(|file| file.exists()) {
+            log::warn!("removing a stale {}", file.display());
+            fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
         }
-        if !port_is_free(self.record.port) {
-            self.record.port = free_port()?;
-            write_record(data_dir, &self.record)?;
-        }
+        // pg_ctl hands `-o` to a shell: the folder is quoted for it. No TCP
+        // address at all (`-h ''`), whatever postgresql.conf says.
+        let options = format!(
+            "-p {} -k {} -h ''",
+            self.record.port,
+            shell_quote(self.socket_dir())?
+        );
         let output = self
             .pg_command("pg_ctl")
             .arg("start")
@@ -214,7 +302,7 @@ rm -rf "$2""#;
             .arg("-l")
             .arg(self.record.root.join("postgres.log"))
             .args(["-w", "-t", "60", "-o"])
-            .arg(format!("-p {}", self.record.port))
+            .arg(options)
             .output()
             .context("cannot run pg_ctl start")?;
         check_output("pg_ctl start", &output).with_context(|| {
@@ -225,17 +313,55 @@ rm -rf "$2""#;
         })
     }
 
-    fn create_database(&self, name: &str) -> anyhow::Result<()> {
-        use diesel::{Connection, PgConnection, RunQueryDsl};
-        let mut conn = connect_with_retry(&self.database_url("postgres"))?;
-        let exists: bool = diesel::select(diesel::dsl::sql::<diesel::sql_types::Bool>(
-            "EXISTS (SELECT 1 FROM pg_database WHERE datname = 'ridepay')",
-        ))
-        .get_result(&mut conn)?;
-        if !exists && name == "ridepay" {
-            // A concurrent creator may win the race; that is fine.
-            if let Err(err) = diesel::sql_query("CREATE DATABASE ridepay").execute(&mut conn) {
-                let _ = PgConnection::establish(&self.database_url(name)).map_err(|_| err)?;
+    /// The service's role (an ordinary one, its password the record's) and
+    /// its database, owned by it. A database made by an earlier release,
+    /// owned by the superuser, is handed over with everything in it.
+    fn prepare_service_database(&self) -> anyhow::Result<()> {
+        use diesel::sql_types::Text;
+        use diesel::{OptionalExtension, RunQueryDsl};
+        let mut conn = connect_with_retry(&self.superuser_url("postgres"))?;
+        let password = self.record.service_password.as_deref().unwrap_or_default();
+        // The password goes in as a bound value; `format('%L')` quotes it
+        // inside the server, for a statement that takes no parameters.
+        diesel::sql_query("SELECT set_config('ridepay.service_password', $1, false)")
+            .bind::<Text, _>(password)
+            .execute(&mut conn)?;
+        diesel::sql_query(
+            "DO $$ BEGIN \
+               IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ridepay') THEN \
+                 CREATE ROLE ridepay LOGIN; \
+               END IF; \
+               EXECUTE format('ALTER ROLE ridepay NOSUPERUSER NOCREATEDB NOCREATEROLE LOGIN \
+                 PASSWORD %L', current_setting('ridepay.service_password')); \
+             END $$",
+        )
+        .execute(&mut conn)?;
+        diesel::sql_query("SELECT set_config('ridepay.service_password', '', false)")
+            .execute(&mut conn)?;
+        #[derive(diesel::QueryableByName)]
+        struct Owner {
+            #[diesel(sql_type = Text)]
+            owner: String,
+        }
+        let owner = diesel::sql_query(
+            "SELECT pg_get_userbyid(datdba)::text AS owner FROM pg_database WHERE datname = 'ridepay'",
+        )
+        .get_result::<Owner>(&mut conn)
+        .optional()?;
+        match owner {
+            None => {
+                if let Err(err) =
+                    diesel::sql_query("CREATE DATABASE ridepay OWNER ridepay").execute(&mut conn)
+                {
+                    // A concurrent creator may win the race; that is fine.
+                    connect_with_retry(&self.service_url()).map_err(|_| err)?;
+                }
+            }
+            Some(Owner { owner }) if owner == SERVICE_ROLE => {}
+            Some(_) => {
+                diesel::sql_query("ALTER DATABASE ridepay OWNER TO ridepay").execute(&mut conn)?;
+                let mut database = connect_with_retry(&self.superuser_url(SERVICE_DATABASE))?;
+                diesel::sql_query(HAND_OVER_OBJECTS).execute(&mut database)?;
             }
         }
         Ok(())
@@ -338,8 +464,10 @@ fn init_cluster(
     let cluster = EmbeddedPostgres {
         record: ClusterRecord {
             root: root.clone(),
-            port: free_port()?,
+            port: SOCKET_PORT,
             password,
+            service_password: None,
+            socket_dir: None,
         },
         bin_dir: bin_dir.to_owned(),
         run_as: run_as.cloned(),
@@ -356,14 +484,13 @@ fn init_cluster(
         .context("cannot run initdb")?;
     fs::remove_file(&pwfile).ok();
     check_output("initdb", &output)?;
-    // Loopback TCP only: no Unix socket whose folder we would have to own.
+    // No TCP; the socket's folder is given at every start (`start`).
     let mut conf = fs::OpenOptions::new()
         .append(true)
         .open(data.join("postgresql.conf"))?;
     writeln!(
         conf,
-        "\n# ridepay's embedded cluster\nlisten_addresses = '127.0.0.1'\n\
-         unix_socket_directories = ''\nmax_connections = 300\n"
+        "\n# ridepay's embedded cluster\nlisten_addresses = ''\nmax_connections = 300\n"
     )?;
     // What each statement costs, from PostgreSQL's own view (the statements
     // clients send, not those triggers run), where the server packages
@@ -505,13 +632,86 @@ fn lock_folder(data_dir: &Path) -> anyhow::Result<Flock<fs::File>> {
         .map_err(|(_, errno)| anyhow!("cannot lock the data folder: {errno}"))
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Where the socket goes: the cluster's own private folder when the
+/// socket's path fits in a `sockaddr_un`, else a short private folder under
+/// the temp directory, the recorded one while it is still ours, else one
+/// made fresh under an unpredictable name.
+fn socket_dir(record: &ClusterRecord, run_as: Option<&User>) -> anyhow::Result<PathBuf> {
+    let fits = |dir: &Path| {
+        dir.join(format!(".s.PGSQL.{}", record.port))
+            .as_os_str()
+            .len()
+            <= MAX_SOCKET_PATH
+    };
+    if fits(&record.root) {
+        return Ok(record.root.clone());
+    }
+    if let Some(recorded) = record.socket_dir.as_ref().filter(|dir| fits(dir)) {
+        if open_private_dir(recorded, run_as).is_ok() {
+            return Ok(recorded.clone());
+        }
+    }
+    for base in [std::env::temp_dir(), PathBuf::from("/tmp")] {
+        let template = base.join("ridepay-pg-XXXXXX");
+        if fits(&template) {
+            let dir = nix::unistd::mkdtemp(&template)
+                .with_context(|| format!("cannot make a private folder in {}", base.display()))?;
+            open_private_dir(&dir, run_as)?;
+            return Ok(dir);
+        }
+    }
+    bail!("no folder has a path short enough for the cluster's socket; set TMPDIR to a short one")
 }
 
-fn port_is_free(port: u16) -> bool {
-    TcpListener::bind(("127.0.0.1", port)).is_ok()
+/// A socket folder as libpq takes it in a URL's host: percent-encoded.
+fn percent_encode(path: &Path) -> String {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .map(|&byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(byte).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
 }
+
+/// `path` as one word for `/bin/sh`.
+fn shell_quote(path: &Path) -> anyhow::Result<String> {
+    let text = path
+        .to_str()
+        .ok_or_else(|| anyhow!("{} is not UTF-8", path.display()))?;
+    Ok(format!("'{}'", text.replace('\'', "'\\''")))
+}
+
+/// Gives everything of a database made by an earlier release, which the
+/// superuser owned, to the service's role (sequences that belong to a
+/// column follow their table; an extension's objects stay its own).
+const HAND_OVER_OBJECTS: &str = "DO $$ DECLARE object record; BEGIN
+  FOR object IN SELECT c.oid::regclass AS name FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND c.relowner <> 'ridepay'::regrole
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')
+  LOOP
+    EXECUTE format('ALTER TABLE %s OWNER TO ridepay', object.name);
+  END LOOP;
+  FOR object IN SELECT c.oid::regclass AS name FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'public' AND c.relkind = 'S' AND c.relowner <> 'ridepay'::regrole
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')
+  LOOP
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO ridepay', object.name);
+  END LOOP;
+  FOR object IN SELECT p.oid::regprocedure AS name FROM pg_proc p
+      JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = 'public' AND p.proowner <> 'ridepay'::regrole
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+  LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO ridepay', object.name);
+  END LOOP;
+END $$";
 
 fn check_output(what: &str, output: &Output) -> anyhow::Result<()> {
     if output.status.success() {

@@ -18,7 +18,7 @@ use crate::doubles::intents::IntentSettings;
 use crate::doubles::SimulatedGateway;
 use crate::http::auth::Gatekeeper;
 use crate::http::authentication_page::{self, AuthenticationPage};
-use crate::http::json_body::BodyTimeout;
+use crate::http::body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
 use crate::http::{

@@ -82,7 +82,7 @@ fn db_command(settings: &Settings, command: DbCommand) -> anyhow::Result<()> {
     match command {
         DbCommand::Url => {
             let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
-            println!("{}", cluster.database_url("ridepay"));
+            println!("{}", cluster.service_url());
             if cluster.started_here() {
                 eprintln!("started the embedded PostgreSQL; `ridepay db stop` stops it");
             }
@@ -163,7 +163,7 @@ fn database(settings: &Settings) -> anyhow::Result<Database> {
         None => {
             let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
             Ok(Database {
-                url: cluster.database_url("ridepay"),
+                url: cluster.service_url(),
                 cluster: Some(cluster),
             })
         }

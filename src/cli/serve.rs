@@ -31,9 +31,9 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let database = database(&settings)?;
     if let Some(cluster) = &database.cluster {
         log::info!(
-            "using the embedded PostgreSQL of {} on 127.0.0.1:{}",
+            "using the embedded PostgreSQL of {} on its socket in {}",
             settings.data_dir.display(),
-            cluster.port()
+            cluster.socket_dir().display()
         );
     }
     actix_web::rt::System::new().block_on(async {

@@ -6,9 +6,10 @@
 //! secret, and rate-limited per address like every route open to anyone.
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use serde::Deserialize;
 
+use super::body::{read_body, FORM, MAX_BODY_BYTES};
 use super::request_id;
 use super::routing::html;
 use crate::db::DbPool;
@@ -85,14 +86,23 @@ pub async fn show(
 /// Stripe sends the browser back (`payment_intent`,
 /// `payment_intent_client_secret`, `redirect_status`).
 pub async fn answer(
-    form: web::Form<Answered>,
+    request: HttpRequest,
+    payload: web::Payload,
     page_data: web::Data<AuthenticationPage>,
 ) -> HttpResponse {
-    let Answered {
+    // Under the same size and time limits as every body.
+    let form = match read_body(&request, payload, MAX_BODY_BYTES, FORM).await {
+        Ok(form) => form,
+        Err(problem) => return problem.error_response(),
+    };
+    let Ok(Answered {
         payment_intent,
         client_secret,
         outcome,
-    } = form.into_inner();
+    }) = serde_urlencoded::from_bytes(&form)
+    else {
+        return not_found();
+    };
     let outcome = match outcome.as_str() {
         "complete" => Authentication::Completed,
         "fail" => Authentication::Failed,

@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::auth::Caller;
-use super::json_body::{read_json, MAX_BODY_BYTES};
+use super::body::{read_json, MAX_BODY_BYTES};
 use super::request_id;
 use crate::context::ServiceContext;
 use crate::crash;

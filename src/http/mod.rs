@@ -5,9 +5,9 @@
 
 pub mod auth;
 pub mod authentication_page;
+pub mod body;
 pub mod health;
 pub mod idempotent;
-pub mod json_body;
 pub mod metrics;
 pub mod openapi;
 pub mod payment_return;

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::config::ApiKey;
 use crate::context::ServiceContext;
-use crate::http::json_body::read_json;
+use crate::http::body::read_json;
 use crate::http::openapi::ProblemDocument;
 use crate::http::request_id;
 use crate::payments::stripe::signature;

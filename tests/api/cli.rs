@@ -182,7 +182,9 @@ fn a_subcommand_stops_the_embedded_postgres_it_started_and_db_url_and_stop_manag
     assert!(migrated.status.success(), "{migrated:?}");
     assert_eq!(after_migrate, None, "migrate left its PostgreSQL running");
     let url = String::from_utf8(url.stdout).unwrap();
-    assert!(url.starts_with("postgres://postgres:"), "{url}");
+    // The service's own role, on the cluster's private socket.
+    assert!(url.starts_with("postgres://ridepay:"), "{url}");
+    assert!(url.contains("@%2F"), "{url}");
     assert!(url.trim_end().ends_with("/ridepay"), "{url}");
     assert!(
         after_url.is_some(),

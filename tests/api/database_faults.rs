@@ -169,7 +169,7 @@ impl OwnCluster {
         ));
         let cluster = EmbeddedPostgres::ensure_running(&dir).unwrap();
         cluster.stop_when_process_exits(&dir).unwrap();
-        let database_url = cluster.database_url("ridepay");
+        let database_url = cluster.service_url();
         ridepay::db::run_migrations(&mut connect_with_retry(&database_url).unwrap()).unwrap();
         let app = on_database(database_url.clone());
         OwnCluster {

@@ -56,7 +56,7 @@ fn start_own_cluster() -> String {
     cluster
         .stop_when_process_exits(&dir)
         .expect("arrange for the test PostgreSQL to stop");
-    cluster.database_url("postgres")
+    cluster.superuser_url("postgres")
 }
 
 /// A migrated template named after the migrations, so test processes sharing a

@@ -29,6 +29,7 @@ mod payment_return;
 mod prepared_statements;
 mod read_rides;
 mod refunds;
+mod request_bodies;
 mod resume;
 mod server_process;
 mod statements;

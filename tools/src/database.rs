@@ -28,7 +28,7 @@ impl Database {
         let cluster = EmbeddedPostgres::ensure_running(&dir)?;
         cluster.stop_when_process_exits(&dir)?;
         Ok(Database {
-            url: cluster.database_url("ridepay"),
+            url: cluster.superuser_url("ridepay"),
             cluster: Some(cluster),
         })
     }

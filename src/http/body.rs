@@ -1,5 +1,6 @@
-//! Reading a JSON request body within a size and a time limit, with problem
-//! answers.
+//! Reading a request body within a size and a time limit, with problem
+//! answers: JSON for the API and webhooks, a form for the simulated bank's
+//! page, every one under the same limits.
 
 use std::time::Duration;
 
@@ -10,8 +11,11 @@ use futures_util::StreamExt;
 
 use crate::problem::{Problem, ProblemKind};
 
-/// The body limit of API requests.
+/// The body limit of API requests and forms.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+pub const JSON: &str = "application/json";
+pub const FORM: &str = "application/x-www-form-urlencoded";
 
 /// How long a whole body may take to arrive (`HTTP_BODY_TIMEOUT_MS`). The
 /// server's own timeout covers only the head: without this, a body trickled a
@@ -19,23 +23,48 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 #[derive(Debug, Clone, Copy)]
 pub struct BodyTimeout(pub Duration);
 
-/// Checks the content type (415), then reads at most `limit` bytes (413)
-/// within the body timeout (408).
+/// A JSON body: see [`read_body`].
 pub async fn read_json(
     request: &HttpRequest,
     payload: Payload,
     limit: usize,
 ) -> Result<Bytes, Problem> {
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    if !essence.eq_ignore_ascii_case("application/json") {
+    read_body(request, payload, limit, JSON).await
+}
+
+/// Checks the content type against `media_type` and that the body is sent
+/// as it is (415: bodies are never inflated, so a small compressed body
+/// cannot become a large one), then reads at most `limit` bytes (413) within
+/// the body timeout (408).
+pub async fn read_body(
+    request: &HttpRequest,
+    payload: Payload,
+    limit: usize,
+    media_type: &str,
+) -> Result<Bytes, Problem> {
+    let header_text = |name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+    };
+    let encoding = header_text(header::CONTENT_ENCODING).trim();
+    if !(encoding.is_empty() || encoding.eq_ignore_ascii_case("identity")) {
         return Err(Problem::new(
             ProblemKind::UnsupportedMediaType,
-            "the body must be sent as Content-Type: application/json",
+            "request bodies are not decompressed: send the body without a Content-Encoding",
+        ));
+    }
+    let essence = header_text(header::CONTENT_TYPE)
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
+    if !essence.eq_ignore_ascii_case(media_type) {
+        return Err(Problem::new(
+            ProblemKind::UnsupportedMediaType,
+            format!("the body must be sent as Content-Type: {media_type}"),
         ));
     }
     let &BodyTimeout(timeout) = request
