@@ -11,6 +11,30 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// The headers every page is sent with: it loads nothing (no script, style,
+/// image or frame), is never framed (clickjacking), never sniffed as another
+/// type, and never sends a `Referer` (its URL may carry a client secret). Its
+/// forms post to its own origin and to `form_target`, the origin the answer
+/// redirects to (browsers apply `form-action` to that redirect too).
+pub fn security_headers(form_target: Option<&str>) -> [(&'static str, String); 4] {
+    let form_action = match form_target {
+        Some(origin) => format!("'self' {origin}"),
+        None => "'self'".to_owned(),
+    };
+    [
+        (
+            "Content-Security-Policy",
+            format!(
+                "default-src 'none'; form-action {form_action}; frame-ancestors 'none'; \
+                 base-uri 'none'"
+            ),
+        ),
+        ("X-Frame-Options", "DENY".to_owned()),
+        ("X-Content-Type-Options", "nosniff".to_owned()),
+        ("Referrer-Policy", "no-referrer".to_owned()),
+    ]
+}
+
 /// Text for HTML, attribute values included.
 pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")

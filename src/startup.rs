@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::middleware::{from_fn, Condition, Logger};
+use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use diesel::Connection;
@@ -22,7 +22,8 @@ use crate::http::body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
 use crate::http::{
-    health, metrics, openapi, payment_return, rate_limit, registry, request_id, routing, webhooks,
+    access_log, health, metrics, openapi, payment_return, rate_limit, registry, request_id,
+    routing, webhooks,
 };
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
@@ -110,12 +111,7 @@ impl Application {
             log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
         let mut server = HttpServer::new(move || {
             App::new()
-                // The access line is written after the response, outside the
-                // request's scope, so it names the request id itself.
-                .wrap(Condition::new(
-                    access_log,
-                    Logger::new(r#"request_id=%{x-request-id}i %a "%r" %s %b %Dms"#),
-                ))
+                .wrap(Condition::new(access_log, access_log::logger()))
                 .wrap(from_fn(metrics::track_requests))
                 .wrap(from_fn(request_id::middleware))
                 .app_data(context.clone())

@@ -3,16 +3,25 @@
 
 use super::{ApiKey, GatewayKind, Settings};
 
-/// A URL with its password (if any) replaced by `***`.
+/// A URL with its password and every query value replaced by `***`: a
+/// query may carry a secret too (`?password=`, `?token=`).
 pub fn mask_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("***"));
-            url.to_string()
-        }
-        Ok(url) => url.to_string(),
-        Err(_) => "<unparsable>".to_owned(),
+    let Ok(mut url) = url::Url::parse(raw) else {
+        return "<unparsable>".to_owned();
+    };
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
     }
+    if url.query().is_some() {
+        let names: Vec<String> = url
+            .query_pairs()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        url.query_pairs_mut()
+            .clear()
+            .extend_pairs(names.iter().map(|name| (name, "***")));
+    }
+    url.to_string()
 }
 
 impl Settings {
@@ -79,20 +88,25 @@ mod tests {
 
     #[test]
     fn secrets_are_masked() {
-        let mut settings =
-            Settings::for_database("postgres://app:hunter2@db.internal:5432/ridepay");
+        let mut settings = Settings::for_database(
+            "postgres://app:hunter2@db.internal:5432/ridepay?sslmode=require&password=hunter3",
+        );
         settings.gateway = GatewayKind::Stripe;
         settings.stripe.api_key = Some(ApiKey::new("sk_test_51Hsecretsecret"));
-        settings.outbox.receipt_webhook_url = Some("https://user:pw@hooks.example/r".to_owned());
+        settings.outbox.receipt_webhook_url =
+            Some("https://user:pw@hooks.example/r?token=tok_receipts".to_owned());
         settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
         let summary = settings.summary();
         assert!(!summary.contains("hunter2"), "{summary}");
+        assert!(!summary.contains("hunter3"), "{summary}");
+        assert!(!summary.contains("tok_receipts"), "{summary}");
         assert!(!summary.contains("secretsecret"), "{summary}");
         assert!(!summary.contains(":pw@"), "{summary}");
         assert!(!summary.contains("topsecret"), "{summary}");
         assert!(summary.contains("stripe_webhooks=signed"), "{summary}");
         assert!(
-            summary.contains("postgres://app:***@db.internal:5432/ridepay"),
+            summary
+                .contains("postgres://app:***@db.internal:5432/ridepay?sslmode=***&password=***"),
             "{summary}"
         );
         assert!(summary.contains("key=sk_test_**** "), "{summary}");

@@ -4,6 +4,7 @@
 //! the browser goes back to where the payment was made.
 
 use super::intents::Authenticating;
+use super::return_url::valid_return_url;
 use crate::html::{escape, money, page};
 use crate::payments::IntentStatus;
 
@@ -44,23 +45,29 @@ pub fn question(found: &Authenticating, client_secret: &str, action: &str) -> St
     )
 }
 
+/// The origin the answer sends the browser to, for the page's
+/// `form-action`.
+pub fn return_origin(found: &Authenticating) -> Option<String> {
+    let url = valid_return_url(found.return_url.as_deref()?)?;
+    Some(url.origin().ascii_serialization())
+}
+
 /// Where the browser goes after the answer, as Stripe sends it back
-/// (`payment_intent`, `payment_intent_client_secret`, `redirect_status`);
-/// `None` when the payment named no return page.
+/// (`payment_intent`, `payment_intent_client_secret`, `redirect_status`),
+/// built from the parsed URL, so the header holds only what a URL may;
+/// `None` when the payment named no valid return page.
 pub fn return_location(found: &Authenticating, client_secret: &str) -> Option<String> {
-    let return_url = found.return_url.as_deref().filter(|url| !url.is_empty())?;
+    let mut url = valid_return_url(found.return_url.as_deref()?)?;
     let redirect_status = match found.intent.status {
         IntentStatus::RequiresPaymentMethod => "failed",
         IntentStatus::Processing => "processing",
         _ => "succeeded",
     };
-    let query = url::form_urlencoded::Serializer::new(String::new())
+    url.query_pairs_mut()
         .append_pair("payment_intent", &found.intent.id)
         .append_pair("payment_intent_client_secret", client_secret)
-        .append_pair("redirect_status", redirect_status)
-        .finish();
-    let separator = if return_url.contains('?') { '&' } else { '?' };
-    Some(format!("{return_url}{separator}{query}"))
+        .append_pair("redirect_status", redirect_status);
+    Some(url.into())
 }
 
 /// The page after an answer with nowhere to go back to.

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use serde::de::DeserializeOwned;
 
 use super::events::{self, Double, ObjectKind};
+use super::return_url::valid_return_url;
 use crate::db::{database_now, CacheStatement};
 use crate::payments::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
@@ -654,6 +655,14 @@ pub fn create(
     request: &CreateIntent,
     settings: &IntentSettings,
 ) -> Result<PaymentIntent, GatewayError> {
+    // Refused before it runs, as Stripe refuses a parameter: nothing kept.
+    if !request.return_url.is_empty() && valid_return_url(&request.return_url).is_none() {
+        return Err(GatewayError::Rejected {
+            message: "url_invalid: Invalid URL: return_url must be an http or https URL \
+                      without control characters"
+                .to_owned(),
+        });
+    }
     let call = Call::new("create", &request.idempotency_key, request);
     let Some(made) = made(request, settings) else {
         let unknown = Err(GatewayError::Rejected {

@@ -8,6 +8,7 @@ pub mod events;
 pub mod fake_stripe;
 pub mod intents;
 pub mod refunds;
+mod return_url;
 pub mod simulated;
 
 pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};

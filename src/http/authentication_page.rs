@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::body::{read_body, FORM, MAX_BODY_BYTES};
 use super::request_id;
-use super::routing::html;
+use super::routing::{html, html_posting_to};
 use crate::db::DbPool;
 use crate::doubles::authentication;
 use crate::doubles::intents::{self, Authentication, IntentSettings};
@@ -75,9 +75,10 @@ pub async fn show(
     match found {
         None => unavailable(),
         Some(None) => not_found(),
-        Some(Some((found, secret))) => html(
+        Some(Some((found, secret))) => html_posting_to(
             StatusCode::OK,
             authentication::question(&found, &secret, PATH),
+            authentication::return_origin(&found).as_deref(),
         ),
     }
 }

@@ -3,6 +3,7 @@
 //! `/metrics` and the health routes. It imports the layers below; nothing
 //! below imports it.
 
+pub mod access_log;
 pub mod auth;
 pub mod authentication_page;
 pub mod body;

@@ -51,12 +51,26 @@ where
         .default_service(method_not_allowed("POST"))
 }
 
-/// A page for a rider's browser, never cached (it shows a payment's state).
+/// A page for a rider's browser, never cached (it shows a payment's state),
+/// with the headers every page has (`html::security_headers`).
 pub fn html(status: actix_web::http::StatusCode, body: String) -> HttpResponse {
-    HttpResponse::build(status)
+    html_posting_to(status, body, None)
+}
+
+/// A page whose form's answer redirects to `form_target` (an origin).
+pub fn html_posting_to(
+    status: actix_web::http::StatusCode,
+    body: String,
+    form_target: Option<&str>,
+) -> HttpResponse {
+    let mut response = HttpResponse::build(status);
+    response
         .content_type("text/html; charset=utf-8")
-        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-        .body(body)
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"));
+    for header in crate::html::security_headers(form_target) {
+        response.insert_header(header);
+    }
+    response.body(body)
 }
 
 /// A path segment that does not parse (`/api/rides/abc`) names no resource.

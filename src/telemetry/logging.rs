@@ -1,6 +1,15 @@
 //! Log lines: env_logger, with time, level, request id and target.
 
+use std::time::Duration;
+
+use super::log_throttle::LogThrottle;
 use super::request_id::current;
+
+/// Where actix-http reports connections it gave up on before any route:
+/// malformed heads, parse errors. Anyone can send those, so they are written
+/// as warnings, at most one a minute.
+const MALFORMED_REQUESTS: &str = "actix_http::h1";
+static MALFORMED_REQUEST_LINES: LogThrottle = LogThrottle::per(Duration::from_secs(60));
 
 /// env_logger lines with time, level, request id and target, filtered by
 /// `RUST_LOG` (default `info`).
@@ -31,7 +40,8 @@ fn logger(filters: &str) -> CappedLogger {
 }
 
 /// env_logger, less ureq-proto's trace lines, which dump the raw request,
-/// Stripe's Authorization header included. A cap, not a setting: whatever
+/// Stripe's Authorization header included, and with strangers' malformed
+/// requests below ERROR and throttled. Caps, not settings: whatever
 /// `RUST_LOG` says, those lines are never written, and nothing else changes.
 struct CappedLogger {
     inner: env_logger::Logger,
@@ -41,15 +51,39 @@ impl CappedLogger {
     fn capped(metadata: &log::Metadata) -> bool {
         metadata.level() == log::Level::Trace && metadata.target().starts_with("ureq_proto")
     }
+
+    fn from_strangers(metadata: &log::Metadata) -> bool {
+        metadata.level() <= log::Level::Warn && metadata.target().starts_with(MALFORMED_REQUESTS)
+    }
 }
 
 impl log::Log for CappedLogger {
     fn enabled(&self, metadata: &log::Metadata) -> bool {
+        if Self::from_strangers(metadata) {
+            let demoted = log::Metadata::builder()
+                .level(log::Level::Warn)
+                .target(metadata.target())
+                .build();
+            return self.inner.enabled(&demoted);
+        }
         !Self::capped(metadata) && self.inner.enabled(metadata)
     }
 
     fn log(&self, record: &log::Record) {
-        if !Self::capped(record.metadata()) {
+        if Self::from_strangers(record.metadata()) {
+            if MALFORMED_REQUEST_LINES.allows() {
+                self.inner.log(
+                    &log::Record::builder()
+                        .level(log::Level::Warn)
+                        .target(record.target())
+                        .args(format_args!(
+                            "{} (a request no route took; such lines are written at most once a minute)",
+                            record.args()
+                        ))
+                        .build(),
+                );
+            }
+        } else if !Self::capped(record.metadata()) {
             self.inner.log(record);
         }
     }
@@ -77,5 +111,12 @@ mod tests {
         assert!(enabled("trace", "ureq_proto::client", Level::Debug));
         assert!(!enabled("trace", "ureq_proto::client", Level::Trace));
         assert!(enabled("trace", "ureq::unversioned", Level::Trace));
+        // actix-http's errors about malformed requests are warnings.
+        assert!(enabled("warn", "actix_http::h1::dispatcher", Level::Error));
+        assert!(!enabled(
+            "error",
+            "actix_http::h1::dispatcher",
+            Level::Error
+        ));
     }
 }

@@ -3,10 +3,11 @@
 //! answer taken once, and the browser sent back to the return page with
 //! Stripe's query parameters.
 
+use diesel::{Connection, RunQueryDsl};
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::doubles::SimulatedGateway;
 use ridepay::payments::{
-    CaptureMethod, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway,
+    CaptureMethod, GatewayError, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway,
 };
 
 use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
@@ -17,6 +18,8 @@ use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_setti
 struct PageUnderTest {
     gateway: Box<dyn PaymentGateway>,
     page: String,
+    /// The database holding its PaymentIntents.
+    ledger: String,
     _fake: Option<ridepay::doubles::fake_stripe::FakeGateway>,
 }
 
@@ -32,15 +35,17 @@ fn simulated(app: &TestApp) -> PageUnderTest {
                 .with_authentication_page(page.clone()),
         ),
         page,
+        ledger: app.database_url.clone(),
         _fake: None,
     }
 }
 
 fn fake() -> PageUnderTest {
-    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let (fake, ledger) = spawn_fake_gateway(|_| {});
     PageUnderTest {
         gateway: Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap()),
         page: format!("{}/fake/authenticate", fake.url()),
+        ledger,
         _fake: Some(fake),
     }
 }
@@ -158,5 +163,106 @@ async fn a_refusal_fails_the_payment_and_a_wrong_secret_shows_nothing() {
                 .status,
             IntentStatus::RequiresPaymentMethod
         );
+    }
+}
+
+/// The headers a page is sent with, as `name: value` lines.
+fn page_headers(response: &reqwest::Response) -> String {
+    [
+        "content-security-policy",
+        "x-frame-options",
+        "x-content-type-options",
+        "referrer-policy",
+    ]
+    .iter()
+    .map(|name| {
+        let value = response.headers().get(*name).map(|v| v.to_str().unwrap());
+        format!("{name}: {}", value.unwrap_or("(none)"))
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+#[tokio::test]
+async fn every_page_loads_nothing_is_never_framed_or_sniffed_and_sends_no_referer() {
+    let app = spawn_app().await;
+    let policy = |form_action: &str| {
+        format!(
+            "content-security-policy: default-src 'none'; form-action {form_action}; \
+             frame-ancestors 'none'; base-uri 'none'\nx-frame-options: DENY\n\
+             x-content-type-options: nosniff\nreferrer-policy: no-referrer"
+        )
+    };
+    for under_test in pages(&app) {
+        let intent = waiting(&app, &under_test, "headers");
+        let question = browser()
+            .get(intent.next_action.clone().unwrap().url.unwrap())
+            .send()
+            .await
+            .unwrap();
+        let not_valid = browser()
+            .get(format!(
+                "{}?payment_intent=pi_x&client_secret=x",
+                under_test.page
+            ))
+            .send()
+            .await
+            .unwrap();
+
+        // Its form posts to itself, and the answer goes to the return page.
+        assert_eq!(
+            page_headers(&question),
+            policy(&format!("'self' {}", app.address))
+        );
+        assert_eq!(page_headers(&not_valid), policy("'self'"));
+    }
+    let return_page = browser()
+        .get(format!(
+            "{}/payments/return?payment_intent=pi_x&payment_intent_client_secret=x",
+            app.address
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page_headers(&return_page), policy("'self'"));
+}
+
+#[tokio::test]
+async fn a_return_url_that_is_not_plain_http_is_refused_and_none_reaches_a_header() {
+    let app = spawn_app().await;
+    let injected = "https://evil.example/x\r\nSet-Cookie: pwned=1";
+    for under_test in pages(&app) {
+        for (i, bad) in [injected, "javascript:alert(1)", "/payments/return"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut request = intent_request(
+                &format!("bad-return-url-{i}"),
+                "pm_card_authenticationRequired",
+                CaptureMethod::Manual,
+            );
+            request.return_url = bad.to_owned();
+
+            let refused = under_test.gateway.create_intent(&request).unwrap_err();
+
+            assert!(
+                matches!(&refused, GatewayError::Rejected { message } if message.contains("return_url must be an http or https URL")),
+                "{refused:?}"
+            );
+        }
+        // One that got into the store anyway (the doubles' tables are
+        // shared): the answer sends the browser nowhere.
+        let intent = waiting(&app, &under_test, "stored");
+        diesel::sql_query("UPDATE simulated_payment_intents SET return_url = $1 WHERE id = $2")
+            .bind::<diesel::sql_types::Text, _>(injected)
+            .bind::<diesel::sql_types::Text, _>(&intent.id)
+            .execute(&mut diesel::PgConnection::establish(&under_test.ledger).unwrap())
+            .unwrap();
+
+        let answered = answer(&under_test, &intent, "complete").await;
+
+        assert_eq!(answered.status(), 200);
+        assert!(answered.headers().get("location").is_none());
+        assert!(answered.headers().get("set-cookie").is_none());
     }
 }

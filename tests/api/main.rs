@@ -23,6 +23,7 @@ mod hostile;
 mod instances;
 mod intents;
 mod lifecycle;
+mod log_lines;
 mod migrations;
 mod operations;
 mod payment_return;

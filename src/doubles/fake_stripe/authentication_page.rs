@@ -45,9 +45,11 @@ pub fn serve(state: &State, request: &Request) -> Response {
     match (found, answer) {
         (Err(_), _) => Response::html(503, authentication::unavailable()),
         (Ok(None), _) => Response::html(404, authentication::not_valid()),
-        (Ok(Some(found)), None) => {
-            Response::html(200, authentication::question(&found, secret, PATH))
-        }
+        (Ok(Some(found)), None) => Response::html_posting_to(
+            200,
+            authentication::question(&found, secret, PATH),
+            authentication::return_origin(&found).as_deref(),
+        ),
         (Ok(Some(found)), Some(_)) => match authentication::return_location(&found, secret) {
             Some(location) => Response::html(303, String::new()).with_header("Location", location),
             None => Response::html(200, authentication::thanks()),

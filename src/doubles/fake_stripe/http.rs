@@ -41,11 +41,18 @@ impl Response {
         }
     }
 
-    /// A page for a browser.
+    /// A page for a browser, with the headers every page has.
     pub fn html(status: u16, page: String) -> Response {
+        Self::html_posting_to(status, page, None)
+    }
+
+    /// A page whose form's answer redirects to `form_target` (an origin).
+    pub fn html_posting_to(status: u16, page: String, form_target: Option<&str>) -> Response {
+        let mut headers = vec![("Content-Type", "text/html; charset=utf-8".to_owned())];
+        headers.extend(crate::html::security_headers(form_target));
         Response {
             status,
-            headers: vec![("Content-Type", "text/html; charset=utf-8".to_owned())],
+            headers,
             body: page.into_bytes(),
         }
     }
