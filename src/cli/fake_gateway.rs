@@ -4,7 +4,9 @@ use clap::Args;
 
 use super::database;
 use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
-use crate::doubles::fake_stripe::{FakeGateway, FakeGatewayConfig, WebhookTarget};
+use crate::doubles::fake_stripe::{
+    ConnectionLimits, FakeGateway, FakeGatewayConfig, WebhookTarget,
+};
 
 #[derive(Debug, Args)]
 pub struct FakeGatewayArgs {
@@ -93,6 +95,7 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
             .clone()
             .zip(args.webhook_secret.clone())
             .map(|(url, secret)| WebhookTarget { url, secret }),
+        limits: ConnectionLimits::default(),
     })?;
     println!("fake-gateway listening on {}", gateway.url());
     let signal = super::signals::wait(&stop_signals)?;

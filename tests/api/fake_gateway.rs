@@ -129,3 +129,80 @@ async fn a_payments_refunds_are_listed_newest_first_and_its_charge_expanded_on_r
         )
     );
 }
+
+/// Connects and sends the start of a request, then a byte every 200 ms
+/// from a thread of its own until the fake hangs up (or 6 s pass).
+fn trickling(address: std::net::SocketAddr) -> (std::net::TcpStream, std::thread::JoinHandle<()>) {
+    use std::io::Write;
+    let stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(6)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    writer
+        .write_all(b"POST /v1/payment_intents HTTP/1.1\r\n")
+        .unwrap();
+    let sender = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(6)
+            && writer.write_all(b"X").is_ok()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+    (stream, sender)
+}
+
+#[test]
+fn the_fake_bounds_its_connections_and_the_time_a_request_may_take() {
+    use crate::helpers::{create_test_database, read_all};
+    use ridepay::doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
+    let fake = FakeGateway::start(FakeGatewayConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: create_test_database(),
+        faults: Default::default(),
+        api_key: None,
+        webhook: None,
+        limits: ConnectionLimits {
+            max_connections: 4,
+            request_timeout: std::time::Duration::from_secs(1),
+        },
+    })
+    .unwrap();
+    let started = std::time::Instant::now();
+    let slow: Vec<_> = (0..4).map(|_| trickling(fake.address())).collect();
+    // Accepted in order: the fifth finds every slot taken.
+    let mut fifth = std::net::TcpStream::connect(fake.address()).unwrap();
+    fifth
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let over_the_limit = read_all(&mut fifth);
+
+    let mut ended = Vec::new();
+    for (mut stream, sender) in slow {
+        let answer = read_all(&mut stream);
+        ended.push((answer, started.elapsed()));
+        drop(stream);
+        sender.join().unwrap();
+    }
+
+    assert!(
+        over_the_limit.starts_with("HTTP/1.1 429"),
+        "{over_the_limit:.200}"
+    );
+    assert!(over_the_limit.contains("Stripe-Should-Retry: true"));
+    for (answer, when) in ended {
+        // Hung up on at the deadline, without an answer, not when the
+        // client stopped sending.
+        assert_eq!(answer, "");
+        assert!(when < std::time::Duration::from_secs(5), "{when:?}");
+    }
+    // The slots are free again.
+    let mut after = std::net::TcpStream::connect(fake.address()).unwrap();
+    std::io::Write::write_all(&mut after, b"GET /v1/refunds HTTP/1.1\r\n\r\n").unwrap();
+    after
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let answer = read_all(&mut after);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer:.200}");
+}

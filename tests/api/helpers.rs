@@ -8,7 +8,7 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
-use ridepay::doubles::fake_stripe::{FakeGateway, FakeGatewayConfig};
+use ridepay::doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
 use ridepay::doubles::SimulatedGateway;
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
@@ -716,6 +716,7 @@ pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) ->
         faults,
         api_key: Some(ApiKey::new(FAKE_API_KEY)),
         webhook: None,
+        limits: ConnectionLimits::default(),
     })
     .expect("start the fake gateway")
 }

@@ -11,7 +11,6 @@ use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{self, api_error, invalid_request};
 use crate::db::DbConn;
-use crate::doubles::RATE_LIMIT_RETRY_AFTER;
 
 /// One write under Stripe's idempotency, with the fault knobs around it: a
 /// rate limit, Stripe's 409 for a key in flight, latency, a failure before
@@ -25,15 +24,7 @@ pub fn with_faults<T>(
     let faults = &state.config.faults;
     let mut rng = rand::thread_rng();
     if rng.gen_bool(faults.rate_limit_rate) {
-        return Reply::Answer(
-            invalid_request(
-                429,
-                "rate_limit",
-                "Too many requests hit the API too quickly.",
-            )
-            .with_header("Retry-After", RATE_LIMIT_RETRY_AFTER.as_secs().to_string())
-            .with_header("Stripe-Should-Retry", "true"),
-        );
+        return Reply::Answer(wire::rate_limited());
     }
     // Stripe acts without a key too; the ledger wants one.
     let key = request

@@ -4,6 +4,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::Instant;
 
 /// Stripe's requests are small; anything larger is not one of them.
 const MAX_HEAD: usize = 16 * 1024;
@@ -67,9 +68,33 @@ fn invalid(message: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.to_owned())
 }
 
-/// Reads one request; `None` when the client closed without sending one.
-pub fn read_request(stream: &TcpStream) -> io::Result<Option<Request>> {
-    let mut reader = BufReader::new(stream);
+/// Reads from a stream until a deadline, however slowly the bytes come:
+/// each read waits only for what is left of the time, so a byte a second
+/// does not keep restarting the clock.
+struct UntilDeadline<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl Read for UntilDeadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the request did not arrive in time",
+            ));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
+/// Reads one request, all of it by `deadline`; `None` when the client
+/// closed without sending one.
+pub fn read_request(stream: &TcpStream, deadline: Instant) -> io::Result<Option<Request>> {
+    let mut reader = BufReader::new(UntilDeadline { stream, deadline });
     let mut head = Vec::new();
     {
         let mut limited = reader.by_ref().take(MAX_HEAD as u64);

@@ -27,4 +27,26 @@ pub struct FakeGatewayConfig {
     pub api_key: Option<ApiKey>,
     /// Where its signed events go; `None` sends none.
     pub webhook: Option<WebhookTarget>,
+    pub limits: ConnectionLimits,
+}
+
+/// What one client may hold of the fake: a thread per connection, so a
+/// bounded number of them, each for a bounded time.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Connections served at once; beyond them a client is answered 429
+    /// at once, as Stripe answers too many concurrent requests.
+    pub max_connections: usize,
+    /// How long a request's head and body may take to arrive, however
+    /// slowly they trickle.
+    pub request_timeout: std::time::Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 64,
+            request_timeout: std::time::Duration::from_secs(10),
+        }
+    }
 }

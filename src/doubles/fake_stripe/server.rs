@@ -1,26 +1,24 @@
-//! The listener: a thread per connection, one request each, routed to the
-//! PaymentIntents and Refunds APIs.
+//! The listener: a thread per connection (a bounded number of them), one
+//! request each, routed to the PaymentIntents and Refunds APIs.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::http::{read_request, write_response, Request, Response};
 use super::webhooks::WebhookTarget;
-use super::wire::invalid_request;
+use super::wire::{invalid_request, rate_limited};
 use super::FakeGatewayConfig;
 use super::{authentication_page, intents, refunds, webhooks};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
 use crate::doubles::events::Double;
 use crate::doubles::intents::IntentSettings;
-
-/// A client that stops sending mid-request does not hold its thread forever.
-const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a handler does with the connection.
 pub enum Reply {
@@ -162,6 +160,8 @@ impl FakeGateway {
 }
 
 fn accept(listener: &TcpListener, state: &Arc<State>) {
+    let limits = state.config.limits;
+    let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let stream = match stream {
             Ok(stream) => stream,
@@ -172,11 +172,17 @@ fn accept(listener: &TcpListener, state: &Arc<State>) {
                 continue;
             }
         };
+        let Some(slot) = Slot::take(&open, limits.max_connections) else {
+            refuse(&stream);
+            continue;
+        };
         let state = Arc::clone(state);
         let spawned = thread::Builder::new()
             .name("fake-gateway-conn".to_owned())
             .spawn(move || {
-                if let Err(err) = serve(&stream, &state) {
+                let _slot = slot;
+                let deadline = Instant::now() + limits.request_timeout;
+                if let Err(err) = serve(&stream, &state, deadline) {
                     log::debug!("fake gateway connection: {err}");
                 }
             });
@@ -186,9 +192,34 @@ fn accept(listener: &TcpListener, state: &Arc<State>) {
     }
 }
 
-fn serve(stream: &TcpStream, state: &State) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(READ_TIMEOUT))?;
-    let Some(request) = read_request(stream)? else {
+/// One of the connections served at once, given back when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Slot(Arc::clone(open)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection over the limit: Stripe's retryable 429 without reading its
+/// request, written without waiting on a client that does not read.
+fn refuse(stream: &TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+    let _ = write_response(stream, &rate_limited());
+}
+
+fn serve(stream: &TcpStream, state: &State, deadline: Instant) -> std::io::Result<()> {
+    let Some(request) = read_request(stream, deadline)? else {
         return Ok(());
     };
     match route(state, &request) {

@@ -204,6 +204,20 @@ pub fn invalid_request(status: u16, code: &str, message: impl Into<String>) -> R
     error(status, "invalid_request_error", Some(code), message)
 }
 
+/// Stripe's answer to too many requests, or too many at once.
+pub fn rate_limited() -> Response {
+    invalid_request(
+        429,
+        "rate_limit",
+        "Too many requests hit the API too quickly.",
+    )
+    .with_header(
+        "Retry-After",
+        crate::doubles::RATE_LIMIT_RETRY_AFTER.as_secs().to_string(),
+    )
+    .with_header("Stripe-Should-Retry", "true")
+}
+
 pub fn api_error(message: impl Into<String>) -> Response {
     // Stripe flags the failures a retry may cure.
     error(500, "api_error", None, message).with_header("Stripe-Should-Retry", "true")
