@@ -17,7 +17,6 @@ pub mod crash;
 pub mod db;
 pub mod doubles;
 pub mod embedded_postgres;
-pub mod html;
 pub mod http;
 pub mod idempotency;
 pub mod ids;

@@ -2,7 +2,6 @@
 
 mod cached;
 mod recorded;
-mod text_enum;
 
 #[cfg(debug_assertions)]
 pub use cached::sql_text;

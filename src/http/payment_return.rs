@@ -14,10 +14,10 @@ use serde::Deserialize;
 use super::request_id;
 use super::routing::html;
 use crate::context::ServiceContext;
-use crate::html::{money, page};
 use crate::rides::model::{Ride, RideStatus};
 use crate::service_error::ServiceError;
 use crate::webhooks::callback::{self, Callback};
+use ridepay_gateway::html::{money, page};
 
 pub use crate::rides::payment::RETURN_PATH as PATH;
 

@@ -67,7 +67,7 @@ pub fn html_posting_to(
     response
         .content_type("text/html; charset=utf-8")
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"));
-    for header in crate::html::security_headers(form_target) {
+    for header in ridepay_gateway::html::security_headers(form_target) {
         response.insert_header(header);
     }
     response.body(body)

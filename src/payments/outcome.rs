@@ -1,6 +1,8 @@
 //! What the answer to a gateway call means for the key that made it, the
 //! same for every endpoint with an external effect.
 
+use std::time::Duration;
+
 use super::GatewayError;
 use crate::service_error::ServiceError;
 
@@ -16,6 +18,28 @@ pub fn final_outcome<T>(
         Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
             Ok(Err(failure))
         }
-        Err(failure) => Err(failure.into_unavailable()),
+        Err(failure) => Err(unavailable(failure)),
     }
 }
+
+/// The 503 of a failure that a retry with the same key may cure.
+pub fn unavailable(failure: GatewayError) -> ServiceError {
+    let retry_after = match &failure {
+        GatewayError::Unavailable {
+            retry_after: Some(after),
+            ..
+        } => *after,
+        GatewayError::Misconfigured { reason } => {
+            log::error!("payment gateway needs an operator: {reason}");
+            Duration::from_secs(30)
+        }
+        _ => DEFAULT_RETRY_AFTER,
+    };
+    ServiceError::GatewayUnavailable {
+        reason: failure.to_string(),
+        retry_after,
+    }
+}
+
+/// How long a client should wait after a gateway failure that says nothing.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);

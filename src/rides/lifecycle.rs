@@ -217,7 +217,7 @@ pub fn looked_into(
         Err(refusal) => {
             let now = gateway
                 .retrieve_intent(intent_id)
-                .map_err(GatewayError::into_unavailable)?;
+                .map_err(crate::payments::unavailable)?;
             Ok(match now {
                 Some(intent)
                     if intent.status == IntentStatus::Canceled

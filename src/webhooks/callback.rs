@@ -10,7 +10,6 @@ use diesel::prelude::*;
 
 use super::reconcile::{self, NotYet};
 use crate::context::ServiceContext;
-use crate::payments::GatewayError;
 use crate::rides::model::Ride;
 use crate::schema::rides;
 use crate::service_error::ServiceError;
@@ -35,7 +34,7 @@ pub fn returned(
     let intent = context
         .gateway
         .retrieve_intent(callback.payment_intent)
-        .map_err(GatewayError::into_unavailable)?;
+        .map_err(crate::payments::unavailable)?;
     let Some(intent) = intent else {
         return Ok(None);
     };

@@ -55,7 +55,7 @@ pub fn process(context: &ServiceContext, event: &Event) -> Result<Disposition, N
     }
     let fetched = match fetch(context, event.subject.as_ref()) {
         Ok(fetched) => fetched,
-        Err(failure) => return Err(NotYet::Service(failure.into_unavailable())),
+        Err(failure) => return Err(NotYet::Service(crate::payments::unavailable(failure))),
     };
     let mut conn = context.pool.get().map_err(ServiceError::from)?;
     let Some(fetched) = fetched else {

@@ -22,7 +22,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "backoff",
             "crash",
             "outbound",
-            "html",
         ],
     ),
     ("storage", &["db", "users", "audit", "embedded_postgres"]),

@@ -50,7 +50,7 @@ impl Response {
     /// A page whose form's answer redirects to `form_target` (an origin).
     pub fn html_posting_to(status: u16, page: String, form_target: Option<&str>) -> Response {
         let mut headers = vec![("Content-Type", "text/html; charset=utf-8".to_owned())];
-        headers.extend(crate::html::security_headers(form_target));
+        headers.extend(ridepay_gateway::html::security_headers(form_target));
         Response {
             status,
             headers,
@@ -158,7 +158,7 @@ pub fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result
         response.status,
         reason(response.status),
         response.body.len(),
-        crate::payments::stripe::STRIPE_VERSION,
+        ridepay_gateway::STRIPE_VERSION,
         hex::encode(rand::random::<[u8; 7]>()),
     );
     // JSON, unless the answer says otherwise (a page).

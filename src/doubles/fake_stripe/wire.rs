@@ -182,7 +182,7 @@ pub fn event(id: &str, event_type: &str, created: i64, object: Value) -> Value {
     json!({
         "id": id,
         "object": "event",
-        "api_version": crate::payments::stripe::STRIPE_VERSION,
+        "api_version": ridepay_gateway::STRIPE_VERSION,
         "created": created,
         "data": { "object": object },
         "livemode": false,

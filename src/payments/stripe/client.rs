@@ -6,21 +6,12 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::outcome::{self, Answer};
-use super::{intents, refunds};
+use super::{intents, refunds, STRIPE_VERSION};
 use crate::config::{ApiKey, StripeSettings};
 use crate::payments::{
     CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
     PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
-
-/// The API version every request names: pinned, so that a change of the
-/// account's default version cannot change what the answers mean. It is
-/// the version of the specification vendored in `tests/stripe/`, so what the
-/// client sends and reads is what that specification describes, the one
-/// parameter newer than it named (`intents::NEWER_PARAMETERS`); the client
-/// also reads Stripe's current (2026) example objects, whose differences
-/// from it the conformance test lists by name.
-pub const STRIPE_VERSION: &str = "2023-08-16";
 
 pub struct StripeGateway {
     agent: ureq::Agent,

@@ -4,7 +4,7 @@ mod client;
 pub mod intents;
 mod outcome;
 pub mod refunds;
-pub mod signature;
 pub mod wire;
 
-pub use client::{StripeGateway, STRIPE_VERSION};
+pub use client::StripeGateway;
+pub use ridepay_gateway::{stripe_signature as signature, STRIPE_VERSION};

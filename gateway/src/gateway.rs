@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
-use crate::service_error::ServiceError;
 
 /// Why a gateway call did not do what was asked. The variants are what
 /// ridepay must do next, not how the gateway said it.
@@ -125,27 +124,3 @@ pub trait PaymentGateway: Send + Sync {
     /// checked against.
     fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError>;
 }
-
-impl GatewayError {
-    /// The 503 of a failure that a retry with the same key may cure.
-    pub fn into_unavailable(self) -> ServiceError {
-        let retry_after = match &self {
-            GatewayError::Unavailable {
-                retry_after: Some(after),
-                ..
-            } => *after,
-            GatewayError::Misconfigured { reason } => {
-                log::error!("payment gateway needs an operator: {reason}");
-                Duration::from_secs(30)
-            }
-            _ => DEFAULT_RETRY_AFTER,
-        };
-        ServiceError::GatewayUnavailable {
-            reason: self.to_string(),
-            retry_after,
-        }
-    }
-}
-
-/// How long a client should wait after a gateway failure that says nothing.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);

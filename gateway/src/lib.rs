@@ -1,0 +1,28 @@
+//! The payment gateway as ridepay sees it, in a crate of its own so that
+//! both the service and the gateway doubles depend on it and never on each
+//! other: the [`PaymentGateway`] trait, its requests and answers
+//! (PaymentIntents and refunds, as Stripe shapes them), and what a Stripe
+//! client and a fake Stripe must agree on (the API version, webhook
+//! signatures, the page a payer's browser sees).
+
+mod gateway;
+pub mod html;
+mod intent;
+pub mod stripe_signature;
+mod text_enum;
+
+pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
+pub use intent::{
+    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent, IntentStatus,
+    NextAction, PaymentError, PaymentIntent,
+};
+
+/// The Stripe API version every request of the Stripe client names and every
+/// answer of the fake Stripe claims: pinned, so that a change of the
+/// account's default version cannot change what the answers mean. It is the
+/// version of the specification vendored in the service's `tests/stripe/`,
+/// so what the client sends and reads is what that specification describes,
+/// the parameters newer than it named (`intents::NEWER_PARAMETERS` in the
+/// client); the client also reads Stripe's current (2026) example objects,
+/// whose differences from it the conformance test lists by name.
+pub const STRIPE_VERSION: &str = "2023-08-16";
