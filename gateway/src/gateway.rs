@@ -69,7 +69,7 @@ pub struct RefundRequest {
     pub metadata: Vec<(String, String)>,
 }
 
-crate::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// A refund's status at the gateway, as Stripe names them.
     pub enum RefundState {
         /// Accepted, not yet settled: it may still fail.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-crate::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// When the money moves: at once, or when ridepay captures the hold.
     pub enum CaptureMethod {
         /// A hold now, captured at the ride's end (ridepay's default).
@@ -18,7 +18,7 @@ crate::text_enum! {
     }
 }
 
-crate::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// A PaymentIntent's status, as Stripe names them.
     pub enum IntentStatus {
         /// Declined, or the authentication failed: nothing held or paid.

@@ -9,7 +9,6 @@ mod gateway;
 pub mod html;
 mod intent;
 pub mod stripe_signature;
-mod text_enum;
 
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{

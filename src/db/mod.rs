@@ -1,12 +1,11 @@
 //! The connection pool and the embedded migrations.
 
-mod cached;
 mod recorded;
 
-#[cfg(debug_assertions)]
-pub use cached::sql_text;
-pub use cached::CacheStatement;
 pub use recorded::{recorded, ChangeCtes, Recorded};
+#[cfg(debug_assertions)]
+pub use ridepay_diesel_helpers::sql_text;
+pub use ridepay_diesel_helpers::{database_now, CacheStatement};
 
 use std::time::Duration;
 
@@ -181,14 +180,6 @@ pub fn migrations_applied(conn: &mut PgConnection) -> anyhow::Result<bool> {
         .has_pending_migration(MIGRATIONS)
         .map_err(|err| anyhow::anyhow!("cannot read the migration table: {err}"))?;
     Ok(!pending)
-}
-
-diesel::define_sql_function! {
-    /// The database's clock. Lease ages, deadlines and backoffs are judged by
-    /// it alone, so instances with skewed clocks agree. A function call, not
-    /// raw SQL: Diesel never keeps a statement holding raw SQL prepared.
-    #[sql_name = "now"]
-    fn database_now() -> Timestamptz;
 }
 
 /// The database's current time.

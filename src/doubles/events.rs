@@ -12,7 +12,7 @@ use diesel::sql_types::{BigInt, Double as Double8, Text};
 
 use crate::schema::simulated_events;
 
-ridepay_gateway::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// Which double a record belongs to: each sends only its own events.
     pub enum Double {
         Simulated = "simulated",
@@ -20,7 +20,7 @@ ridepay_gateway::text_enum! {
     }
 }
 
-ridepay_gateway::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// What an event is about.
     pub enum ObjectKind {
         PaymentIntent = "payment_intent",

@@ -13,7 +13,7 @@ use crate::payments::RefundState;
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
 
-ridepay_gateway::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// A refund's status, stored as text (with a CHECK).
     pub enum RefundStatus {
         /// Created and its amount reserved; the gateway has not confirmed it.

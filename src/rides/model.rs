@@ -15,7 +15,7 @@ use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
 
-ridepay_gateway::text_enum! {
+ridepay_diesel_helpers::text_enum! {
     /// A ride's payment status, stored as text (with a CHECK). DESIGN §2
     /// draws how one leads to another; each transition is applied once and
     /// only forward.

@@ -121,7 +121,13 @@ mod tests {
     use diesel::prelude::*;
 
     use super::CacheStatement;
-    use crate::schema::rides;
+
+    diesel::table! {
+        rides (id) {
+            id -> Int8,
+            user_id -> Int8,
+        }
+    }
 
     fn two_statements() {
         let _ = rides::table
