@@ -15,7 +15,6 @@ pub mod config;
 pub mod context;
 pub mod crash;
 pub mod db;
-pub mod doubles;
 pub mod embedded_postgres;
 pub mod http;
 pub mod idempotency;

@@ -116,94 +116,6 @@ diesel::table! {
 }
 
 diesel::table! {
-    simulated_charges (id) {
-        id -> Text,
-        idempotency_key -> Text,
-        amount_cents -> Int8,
-        currency -> Text,
-        source -> Text,
-        description -> Nullable<Text>,
-        metadata -> Jsonb,
-        status -> Text,
-        failure_code -> Nullable<Text>,
-        decline_code -> Nullable<Text>,
-        created_at -> Timestamptz,
-        disputed -> Bool,
-    }
-}
-
-diesel::table! {
-    simulated_events (id) {
-        id -> Text,
-        seq -> Int8,
-        gateway -> Text,
-        event_type -> Text,
-        object_kind -> Text,
-        object_id -> Text,
-        created_at -> Timestamptz,
-        sending_until -> Nullable<Timestamptz>,
-        sent_at -> Nullable<Timestamptz>,
-    }
-}
-
-diesel::table! {
-    simulated_intent_calls (idempotency_key) {
-        idempotency_key -> Text,
-        operation -> Text,
-        parameters -> Jsonb,
-        answer -> Jsonb,
-        created_at -> Timestamptz,
-    }
-}
-
-diesel::table! {
-    simulated_payment_intents (id) {
-        id -> Text,
-        client_secret -> Text,
-        amount_cents -> Int8,
-        amount_capturable_cents -> Int8,
-        amount_received_cents -> Int8,
-        currency -> Text,
-        customer -> Nullable<Text>,
-        payment_method -> Text,
-        capture_method -> Text,
-        return_url -> Nullable<Text>,
-        status -> Text,
-        latest_charge -> Nullable<Text>,
-        last_error_code -> Nullable<Text>,
-        last_error_decline_code -> Nullable<Text>,
-        last_error_message -> Nullable<Text>,
-        cancellation_reason -> Nullable<Text>,
-        increments -> Int4,
-        authorization_expires_at -> Nullable<Timestamptz>,
-        metadata -> Jsonb,
-        created_at -> Timestamptz,
-        updated_at -> Timestamptz,
-        gateway -> Text,
-        disputed -> Bool,
-        settles_at -> Nullable<Timestamptz>,
-    }
-}
-
-diesel::table! {
-    simulated_refunds (id) {
-        id -> Text,
-        idempotency_key -> Text,
-        charge_id -> Nullable<Text>,
-        amount_cents -> Int8,
-        currency -> Text,
-        reason -> Nullable<Text>,
-        metadata -> Jsonb,
-        status -> Text,
-        created_at -> Timestamptz,
-        payment_intent -> Nullable<Text>,
-        gateway -> Text,
-        settles_at -> Nullable<Timestamptz>,
-        settles_as -> Nullable<Text>,
-    }
-}
-
-diesel::table! {
     staged_jobs (id) {
         id -> Int8,
         job_type -> Text,
@@ -247,7 +159,6 @@ diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
 diesel::joinable!(rides -> users (user_id));
-diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
@@ -258,11 +169,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     recovery_points,
     refunds,
     rides,
-    simulated_charges,
-    simulated_events,
-    simulated_intent_calls,
-    simulated_payment_intents,
-    simulated_refunds,
     staged_jobs,
     stripe_events,
     users,

@@ -13,10 +13,8 @@ use diesel::Connection;
 use crate::config::{self, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
-use crate::doubles::events::Double;
-use crate::doubles::intents::IntentSettings;
-use crate::doubles::SimulatedGateway;
 use crate::http::auth::Gatekeeper;
+#[cfg(feature = "simulated")]
 use crate::http::authentication_page::{self, AuthenticationPage};
 use crate::http::body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
@@ -28,6 +26,8 @@ use crate::http::{
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
 use crate::workers::Workers;
+#[cfg(feature = "simulated")]
+use ridepay_doubles::{events::Double, intents::IntentSettings, SimulatedGateway};
 
 pub struct Application {
     address: SocketAddr,
@@ -63,6 +63,7 @@ impl Application {
         let public_base = public_base.trim_end_matches('/');
         let pool = db::build_pool(database_url, settings);
         // The simulated gateway's authentication page is served here.
+        #[cfg(feature = "simulated")]
         let authentication_page = (settings.gateway == GatewayKind::Simulated).then(|| {
             web::Data::new(AuthenticationPage {
                 pool: pool.clone(),
@@ -73,12 +74,14 @@ impl Application {
                 },
             })
         });
-        let gateway: Arc<dyn PaymentGateway> = match &authentication_page {
-            Some(page) => Arc::new(
+        let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
+            #[cfg(feature = "simulated")]
+            GatewayKind::Simulated => Arc::new(
                 SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
-                    .with_authentication_page(page.settings.authentication_page.clone()),
+                    .with_authentication_page(format!("{public_base}{}", authentication_page::PATH))
+                    .with_in_flight_hook(|| crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT)),
             ),
-            None => Arc::new(StripeGateway::new(&settings.stripe)?),
+            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
         };
         let context = Arc::new(ServiceContext {
             pool: pool.clone(),
@@ -110,7 +113,7 @@ impl Application {
         let access_log =
             log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
         let mut server = HttpServer::new(move || {
-            App::new()
+            let app = App::new()
                 .wrap(Condition::new(access_log, access_log::logger()))
                 .wrap(from_fn(metrics::track_requests))
                 .wrap(from_fn(request_id::middleware))
@@ -121,48 +124,43 @@ impl Application {
                 .app_data(webhook_settings.clone())
                 .app_data(routing::path_config())
                 .app_data(routing::query_config())
-                .service(routing::get_only("/healthz", health::healthz))
-                .configure(|config| {
-                    if let Some(page) = &authentication_page {
-                        config.app_data(page.clone()).service(
-                            web::resource(authentication_page::PATH)
-                                .route(web::get().to(authentication_page::show))
-                                .route(web::post().to(authentication_page::answer))
-                                .default_service(routing::method_not_allowed("GET, POST"))
-                                .wrap(from_fn(rate_limit::per_address)),
-                        );
-                    }
-                })
-                .service(
-                    routing::get_only(payment_return::PATH, payment_return::payment_return)
-                        .wrap(from_fn(rate_limit::per_address)),
-                )
-                .service(
-                    routing::get_only("/readyz", health::readyz)
-                        .wrap(from_fn(rate_limit::per_address)),
-                )
-                .service(
-                    routing::get_only("/metrics", metrics::serve)
-                        .wrap(from_fn(rate_limit::per_address)),
-                )
-                .service(routing::get_only(
-                    "/api/openapi.json",
-                    openapi::openapi_json,
-                ))
-                .service(
-                    web::resource("/webhooks/stripe")
-                        .route(web::post().to(webhooks::stripe_webhook))
-                        .default_service(routing::method_not_allowed("POST"))
-                        .wrap(from_fn(rate_limit::per_address)),
-                )
-                .service(
-                    registry::endpoints()
-                        .iter()
-                        .fold(web::scope("/api"), |scope, endpoint| {
-                            scope.configure(endpoint.routes)
-                        }),
-                )
-                .default_service(web::to(routing::not_found))
+                .service(routing::get_only("/healthz", health::healthz));
+            #[cfg(feature = "simulated")]
+            let app = match &authentication_page {
+                Some(page) => app
+                    .app_data(page.clone())
+                    .configure(authentication_page::routes),
+                None => app,
+            };
+            app.service(
+                routing::get_only(payment_return::PATH, payment_return::payment_return)
+                    .wrap(from_fn(rate_limit::per_address)),
+            )
+            .service(
+                routing::get_only("/readyz", health::readyz).wrap(from_fn(rate_limit::per_address)),
+            )
+            .service(
+                routing::get_only("/metrics", metrics::serve)
+                    .wrap(from_fn(rate_limit::per_address)),
+            )
+            .service(routing::get_only(
+                "/api/openapi.json",
+                openapi::openapi_json,
+            ))
+            .service(
+                web::resource("/webhooks/stripe")
+                    .route(web::post().to(webhooks::stripe_webhook))
+                    .default_service(routing::method_not_allowed("POST"))
+                    .wrap(from_fn(rate_limit::per_address)),
+            )
+            .service(
+                registry::endpoints()
+                    .iter()
+                    .fold(web::scope("/api"), |scope, endpoint| {
+                        scope.configure(endpoint.routes)
+                    }),
+            )
+            .default_service(web::to(routing::not_found))
         })
         .listen(listener)?
         // Signals are the application's to handle: actix would stop at once

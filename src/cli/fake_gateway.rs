@@ -3,8 +3,8 @@
 use clap::Args;
 
 use super::database;
-use crate::config::{self, ApiKey, Settings, SimulatedGatewaySettings};
-use crate::doubles::fake_stripe::{
+use crate::config::{self, Settings, SimulatedGatewaySettings};
+use ridepay_doubles::fake_stripe::{
     ConnectionLimits, FakeGateway, FakeGatewayConfig, WebhookTarget,
 };
 
@@ -89,7 +89,7 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
         bind: args.bind.clone(),
         database_url: database.url.clone(),
         faults: args.faults(&settings.simulated_gateway),
-        api_key: args.api_key.clone().map(ApiKey::new),
+        api_key: args.api_key.clone(),
         webhook: args
             .webhook_url
             .clone()

@@ -3,9 +3,11 @@
 //! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
 //! and stops the embedded cluster again if it was the one that started it.
 
+#[cfg(feature = "simulated")]
 mod fake_gateway;
 mod keys;
 mod serve;
+#[cfg(feature = "simulated")]
 mod signals;
 mod users;
 
@@ -58,7 +60,8 @@ enum Command {
     /// Serve a Stripe-compatible fake of the PaymentIntents and Refunds APIs,
     /// backed by the simulated gateway's tables, with its own authentication
     /// page, fault knobs and optional signed webhooks. Prints the address it
-    /// bound.
+    /// bound. (Only in a build with the `simulated` feature.)
+    #[cfg(feature = "simulated")]
     FakeGateway(fake_gateway::FakeGatewayArgs),
     /// The embedded PostgreSQL of the data folder (`RIDEPAY_DATA_DIR`).
     #[command(subcommand)]
@@ -130,6 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys(command) => {
             keys::run(&mut migrated_connection(&settings)?.0, &settings, command)
         }
+        #[cfg(feature = "simulated")]
         Command::FakeGateway(args) => fake_gateway::run(&settings, &args),
         Command::Db(command) => db_command(&settings, command),
     }

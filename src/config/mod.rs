@@ -12,13 +12,26 @@ mod summary;
 
 use source::Source;
 
+#[cfg(feature = "simulated")]
+pub use ridepay_doubles::SimulatedGatewaySettings;
 pub use summary::mask_url;
 
 /// Which payment gateway implementation charges rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GatewayKind {
+    /// Only in a build with the `simulated` feature (the default).
+    #[cfg(feature = "simulated")]
     Simulated,
     Stripe,
+}
+
+impl GatewayKind {
+    /// What `GATEWAY` is when unset: the simulated gateway, in a build that
+    /// has it; a build without it has no default.
+    #[cfg(feature = "simulated")]
+    const DEFAULT: Option<GatewayKind> = Some(GatewayKind::Simulated);
+    #[cfg(not(feature = "simulated"))]
+    const DEFAULT: Option<GatewayKind> = None;
 }
 
 impl FromStr for GatewayKind {
@@ -26,43 +39,15 @@ impl FromStr for GatewayKind {
 
     fn from_str(value: &str) -> anyhow::Result<Self> {
         match value {
+            #[cfg(feature = "simulated")]
             "simulated" => Ok(GatewayKind::Simulated),
+            #[cfg(not(feature = "simulated"))]
+            "simulated" => bail!(
+                "this build has no simulated gateway (built without the `simulated` feature): \
+                 use `stripe`"
+            ),
             "stripe" => Ok(GatewayKind::Stripe),
             other => bail!("must be `simulated` or `stripe`, not `{other}`"),
-        }
-    }
-}
-
-/// The simulated gateway's knobs: its faults, and how long a hold lasts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimulatedGatewaySettings {
-    pub latency: Duration,
-    /// Share of calls that fail before charging.
-    pub fail_rate: f64,
-    /// Share of calls that act, then report a timeout.
-    pub lost_response_rate: f64,
-    /// Share of calls refused as rate-limited before charging.
-    pub rate_limit_rate: f64,
-    /// `ridepay fake-gateway` only: share of calls answered with a 500 that
-    /// is saved under the key and answered to every retry, as Stripe does.
-    pub saved_error_rate: f64,
-    /// How long a hold lasts before it lapses (Stripe's: seven days).
-    pub authorization_ttl: Duration,
-    /// Whether its clock ticks and its events reach ridepay in-process
-    /// (off only to measure a request's own statements).
-    pub events_enabled: bool,
-}
-
-impl Default for SimulatedGatewaySettings {
-    fn default() -> Self {
-        SimulatedGatewaySettings {
-            latency: Duration::ZERO,
-            fail_rate: 0.0,
-            lost_response_rate: 0.0,
-            rate_limit_rate: 0.0,
-            saved_error_rate: 0.0,
-            authorization_ttl: Duration::from_secs(7 * 24 * 3600),
-            events_enabled: true,
         }
     }
 }
@@ -192,6 +177,7 @@ pub struct Settings {
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
     pub gateway: GatewayKind,
+    #[cfg(feature = "simulated")]
     pub simulated_gateway: SimulatedGatewaySettings,
     pub stripe: StripeSettings,
     pub data_dir: PathBuf,
@@ -252,7 +238,8 @@ impl Default for Settings {
                 interval: Duration::from_secs(2),
                 receipt_webhook_url: None,
             },
-            gateway: GatewayKind::Simulated,
+            gateway: GatewayKind::DEFAULT.unwrap_or(GatewayKind::Stripe),
+            #[cfg(feature = "simulated")]
             simulated_gateway: SimulatedGatewaySettings::default(),
             stripe: StripeSettings::default(),
             data_dir: PathBuf::from(".ridepay"),
@@ -324,7 +311,14 @@ impl Settings {
                 interval: source.secs("OUTBOX_INTERVAL_SECS", d.outbox.interval)?,
                 receipt_webhook_url: source.text("RECEIPT_WEBHOOK_URL")?,
             },
-            gateway: source.var("GATEWAY", d.gateway)?,
+            gateway: match (source.text("GATEWAY")?, GatewayKind::DEFAULT) {
+                (None, None) => bail!(
+                    "GATEWAY must be set: this build has no simulated gateway (built without \
+                     the `simulated` feature), so set GATEWAY=stripe"
+                ),
+                (_, default) => source.var("GATEWAY", default.unwrap_or(GatewayKind::Stripe))?,
+            },
+            #[cfg(feature = "simulated")]
             simulated_gateway: SimulatedGatewaySettings {
                 latency: source
                     .millis("SIMULATED_GATEWAY_LATENCY_MS", d.simulated_gateway.latency)?,
@@ -507,7 +501,8 @@ fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
     crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
 }
 
-/// A share of calls: between 0 and 1.
+/// A share of calls (the doubles' faults): between 0 and 1.
+#[cfg(feature = "simulated")]
 pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
     if !(0.0..=1.0).contains(&rate) {
         bail!("must be between 0 and 1, not {rate}");

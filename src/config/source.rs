@@ -6,7 +6,7 @@ use std::env;
 use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 pub struct Source<'a> {
     lookup: &'a dyn Fn(&str) -> anyhow::Result<Option<String>>,
@@ -69,9 +69,10 @@ impl<'a> Source<'a> {
         ))
     }
 
-    /// A share of calls, between 0 and 1 (default 0).
+    /// A share of calls, between 0 and 1 (default 0): the doubles' faults.
+    #[cfg(feature = "simulated")]
     pub fn rate(&self, name: &str) -> anyhow::Result<f64> {
         let rate: f64 = self.var(name, 0.0)?;
-        super::check_rate(rate).with_context(|| format!("{name} is invalid"))
+        anyhow::Context::with_context(super::check_rate(rate), || format!("{name} is invalid"))
     }
 }

@@ -34,6 +34,7 @@ impl Settings {
             }
         };
         let gateway = match self.gateway {
+            #[cfg(feature = "simulated")]
             GatewayKind::Simulated => format!(
                 "simulated(latency={}ms fail={} lost={} rate_limited={})",
                 self.simulated_gateway.latency.as_millis(),

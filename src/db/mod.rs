@@ -10,7 +10,8 @@ pub use ridepay_diesel_helpers::{database_now, CacheStatement};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::migration::MigrationVersion;
+use diesel::migration::{Migration, MigrationSource, MigrationVersion};
+use diesel::pg::Pg;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{
     ConnectionManager, CustomizeConnection, ManageConnection, Pool, PooledConnection,
@@ -25,7 +26,30 @@ use crate::telemetry::log_throttle::LogThrottle;
 pub type DbPool = Pool<Connections>;
 pub type DbConn = PooledConnection<Connections>;
 
-pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+/// The service's own tables.
+const SERVICE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// What `run_migrations` applies: the service's migrations and, with the
+/// simulated gateway, the doubles' (`simulated_*` tables), as one history,
+/// in the order of their versions, which interleave (they were one chain).
+#[derive(Debug, Clone, Copy)]
+pub struct Migrations;
+
+pub const MIGRATIONS: Migrations = Migrations;
+
+impl MigrationSource<Pg> for Migrations {
+    fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn Migration<Pg>>>> {
+        let all = SERVICE_MIGRATIONS.migrations()?;
+        #[cfg(feature = "simulated")]
+        let all = {
+            let mut all = all;
+            all.extend(ridepay_doubles::MIGRATIONS.migrations()?);
+            all.sort_by(|a, b| a.name().version().cmp(&b.name().version()));
+            all
+        };
+        Ok(all)
+    }
+}
 
 /// An arbitrary constant shared by every ridepay instance: the advisory lock that
 /// lets several instances start at once without racing on migrations.

@@ -13,10 +13,24 @@ use super::body::{read_body, FORM, MAX_BODY_BYTES};
 use super::request_id;
 use super::routing::{html, html_posting_to};
 use crate::db::DbPool;
-use crate::doubles::authentication;
-use crate::doubles::intents::{self, Authentication, IntentSettings};
+use ridepay_doubles::authentication;
+use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 
 pub const PATH: &str = "/simulated-gateway/authenticate";
+
+/// The page's route: `GET` and `POST`, limited per address like every route
+/// open to anyone.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config.service(
+        web::resource(PATH)
+            .route(web::get().to(show))
+            .route(web::post().to(answer))
+            .default_service(super::routing::method_not_allowed("GET, POST"))
+            .wrap(actix_web::middleware::from_fn(
+                super::rate_limit::per_address,
+            )),
+    );
+}
 
 /// What the page works on: the doubles' PaymentIntents.
 pub struct AuthenticationPage {

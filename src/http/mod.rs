@@ -5,6 +5,7 @@
 
 pub mod access_log;
 pub mod auth;
+#[cfg(feature = "simulated")]
 pub mod authentication_page;
 pub mod body;
 pub mod health;

@@ -8,18 +8,15 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::backoff::Backoff;
-use crate::config::{GatewayKind, Settings};
+use crate::config::Settings;
 use crate::context::ServiceContext;
 use crate::http::registry;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
 
+#[cfg(feature = "simulated")]
 mod simulated_events;
-
-/// How often the simulated gateway's clock ticks and its events go out: a
-/// browser waiting on the return page should not notice.
-const SIMULATED_EVENTS_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Running workers; `stop` ends them after their current pass.
 pub struct Workers {
@@ -100,15 +97,8 @@ impl Workers {
                 },
             );
         }
-        if settings.gateway == GatewayKind::Simulated && settings.simulated_gateway.events_enabled {
-            workers.spawn("simulated-events", SIMULATED_EVENTS_INTERVAL, move || {
-                match simulated_events::run_once(&context) {
-                    Ok(0) => {}
-                    Ok(sent) => log::debug!("simulated gateway sent {sent} events"),
-                    Err(err) => log::warn!("simulated gateway events: {err:#}"),
-                }
-            });
-        }
+        #[cfg(feature = "simulated")]
+        simulated_events::start(&mut workers, settings, context);
         Ok(workers)
     }
 

@@ -4,18 +4,38 @@
 //! changing anything. An event not taken (a key in flight, the database
 //! down) is sent again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::Workers;
+use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
-use crate::doubles::events::{self, Double, ObjectKind, SimulatedEvent};
-use crate::doubles::refunds;
 use crate::payments::Payment;
 use crate::webhooks::event::{Event, Subject};
 use crate::webhooks::reconcile::{self, NotYet};
+use ridepay_doubles::events::{self, Double, ObjectKind, SimulatedEvent};
+use ridepay_doubles::refunds;
 
+/// How often the simulated gateway's clock ticks and its events go out: a
+/// browser waiting on the return page should not notice.
+const INTERVAL: Duration = Duration::from_millis(200);
 const BATCH: i64 = 100;
 /// How long an event that was not taken waits to be sent again.
 const RESEND_AFTER: Duration = Duration::from_secs(1);
+
+/// The worker, where the simulated gateway is the one in use and its events
+/// are on.
+pub(super) fn start(workers: &mut Workers, settings: &Settings, context: Arc<ServiceContext>) {
+    if settings.gateway == GatewayKind::Simulated && settings.simulated_gateway.events_enabled {
+        workers.spawn("simulated-events", INTERVAL, move || {
+            match run_once(&context) {
+                Ok(0) => {}
+                Ok(sent) => log::debug!("simulated gateway sent {sent} events"),
+                Err(err) => log::warn!("simulated gateway events: {err:#}"),
+            }
+        });
+    }
+}
 
 /// One tick of the gateway's clock and one batch of its events; returns
 /// how many were taken.

@@ -5,10 +5,10 @@
 
 use diesel::{Connection, RunQueryDsl};
 use ridepay::config::{Settings, SimulatedGatewaySettings};
-use ridepay::doubles::SimulatedGateway;
 use ridepay::payments::{
     CaptureMethod, GatewayError, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway,
 };
+use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
 
@@ -20,7 +20,7 @@ struct PageUnderTest {
     page: String,
     /// The database holding its PaymentIntents.
     ledger: String,
-    _fake: Option<ridepay::doubles::fake_stripe::FakeGateway>,
+    _fake: Option<ridepay_doubles::fake_stripe::FakeGateway>,
 }
 
 fn simulated(app: &TestApp) -> PageUnderTest {

@@ -156,7 +156,7 @@ fn trickling(address: std::net::SocketAddr) -> (std::net::TcpStream, std::thread
 #[test]
 fn the_fake_bounds_its_connections_and_the_time_a_request_may_take() {
     use crate::helpers::{create_test_database, read_all};
-    use ridepay::doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
+    use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
     let fake = FakeGateway::start(FakeGatewayConfig {
         bind: "127.0.0.1:0".to_owned(),
         database_url: create_test_database(),

@@ -201,7 +201,7 @@ fn receive_events() -> (String, std::sync::mpsc::Receiver<Value>) {
 async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_describes() {
     let (gateway, ledger) = spawn_fake_gateway(|_| {});
     let (url, received) = receive_events();
-    gateway.send_webhooks_to(ridepay::doubles::fake_stripe::WebhookTarget {
+    gateway.send_webhooks_to(ridepay_doubles::fake_stripe::WebhookTarget {
         url,
         secret: "whsec_test".to_owned(),
     });
@@ -234,7 +234,7 @@ async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_desc
         )
         .await;
     let listed = fake.get(&format!("/v1/refunds?payment_intent={id}")).await;
-    ridepay::doubles::intents::open_dispute(
+    ridepay_doubles::intents::open_dispute(
         &mut diesel::Connection::establish(&ledger).unwrap(),
         &id,
     )

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
-use ridepay::doubles::{intents, SimulatedGateway};
 use ridepay::payments::{
     CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
     Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
+use ridepay_doubles::{intents, SimulatedGateway};
 
 use crate::helpers::{
     capture_request, count, create_test_database, intent_request, start_fake_gateway,
@@ -204,7 +204,7 @@ fn a_lost_refund_response_is_unknown_and_a_retry_gets_the_same_refund(
 
 /// Waits for the doubles' clock to settle what it settles later.
 fn after_settling() {
-    std::thread::sleep(ridepay::doubles::refunds::SETTLES_AFTER + Duration::from_millis(300));
+    std::thread::sleep(ridepay_doubles::refunds::SETTLES_AFTER + Duration::from_millis(300));
 }
 
 fn refunds_that_settle_later_do_as_their_test_cards_say(under_test: &impl GatewayUnderTest) {

@@ -8,8 +8,6 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
-use ridepay::doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
-use ridepay::doubles::SimulatedGateway;
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
     self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
@@ -21,6 +19,8 @@ use ridepay::rides::request::RideParams;
 use ridepay::rides::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 use ridepay::startup::Application;
+use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
+use ridepay_doubles::SimulatedGateway;
 use serde_json::{json, Value};
 
 pub struct DatabaseServer {
@@ -714,7 +714,7 @@ pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) ->
         bind: "127.0.0.1:0".to_owned(),
         database_url: ledger_url.to_owned(),
         faults,
-        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_key: Some(FAKE_API_KEY.to_owned()),
         webhook: None,
         limits: ConnectionLimits::default(),
     })

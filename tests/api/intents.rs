@@ -6,17 +6,17 @@
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection};
-use ridepay::doubles::intents::{self, Authentication, IntentSettings};
 use ridepay::payments::{
     CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
     PaymentIntent,
 };
+use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 
 use crate::helpers::{capture_request, create_test_database, intent_request};
 
 fn settings() -> IntentSettings {
     IntentSettings {
-        double: ridepay::doubles::events::Double::Simulated,
+        double: ridepay_doubles::events::Double::Simulated,
         authentication_page: "http://127.0.0.1:8080/simulated-gateway/authenticate".to_owned(),
         authorization_ttl: Duration::from_secs(7 * 24 * 3600),
     }
@@ -448,8 +448,8 @@ fn concurrent_captures_of_one_hold_capture_it_once_and_one_key_gets_one_answer()
 
 #[test]
 fn concurrent_refunds_of_one_payment_never_exceed_it_and_one_key_gets_one_answer() {
-    use ridepay::doubles::{events::Double, refunds};
     use ridepay::payments::{Payment, RefundRequest};
+    use ridepay_doubles::{events::Double, refunds};
     let url = create_test_database();
     let paid = intents::create(
         &mut store_at(&url),
@@ -476,8 +476,8 @@ fn concurrent_refunds_of_one_payment_never_exceed_it_and_one_key_gets_one_answer
 #[test]
 fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_intent_it_made() {
     use ridepay::config::{Settings, SimulatedGatewaySettings};
-    use ridepay::doubles::SimulatedGateway;
     use ridepay::payments::PaymentGateway;
+    use ridepay_doubles::SimulatedGateway;
     let url = create_test_database();
     let pool = ridepay::db::build_pool(&url, &Settings::for_database(&url));
     let with = |faults: SimulatedGatewaySettings| SimulatedGateway::new(pool.clone(), faults);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ridepay::doubles::intents;
+use ridepay_doubles::intents;
 use serde_json::{json, Value};
 
 use crate::helpers::{create_user, spawn_app, TestApp};
@@ -18,7 +18,7 @@ fn intent_of(ride: &Value) -> String {
 /// received.
 fn at_gateway(app: &TestApp, intent: &str) -> (String, i64, i64) {
     use diesel::prelude::*;
-    use ridepay::schema::simulated_payment_intents as pi;
+    use ridepay_doubles::schema::simulated_payment_intents as pi;
     pi::table
         .find(intent)
         .select((

@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use ridepay::config::{ApiKey, GatewayKind, StripeSettings};
-use ridepay::doubles::intents::{self, Authentication, IntentSettings};
+use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 use serde_json::Value;
 
 use crate::helpers::{spawn_app, spawn_server, Answer, TestApp};
 
 fn settings() -> IntentSettings {
     IntentSettings {
-        double: ridepay::doubles::events::Double::Simulated,
+        double: ridepay_doubles::events::Double::Simulated,
         authentication_page: "http://127.0.0.1/unused".to_owned(),
         authorization_ttl: Duration::from_secs(3600),
     }

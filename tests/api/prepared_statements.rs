@@ -10,13 +10,13 @@ use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
-use ridepay::doubles::SimulatedGateway;
 use ridepay::idempotency::endpoint;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
 use ridepay::payments;
 use ridepay::rides::request::RideParams;
 use ridepay::rides::service::RideEndpoint;
 use ridepay::users;
+use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{database_only, POLICY, RIDE};
 

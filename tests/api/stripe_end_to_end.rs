@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use diesel::Connection;
 use ridepay::config::{ApiKey, GatewayKind, Settings};
-use ridepay::doubles::fake_stripe::{FakeGateway, WebhookTarget};
 use ridepay::payments::{Payment, PaymentGateway, RefundRequest, StripeGateway};
+use ridepay_doubles::fake_stripe::{FakeGateway, WebhookTarget};
 use serde_json::json;
 
 use crate::helpers::{

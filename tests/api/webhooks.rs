@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use diesel::Connection;
 use ridepay::config::ApiKey;
-use ridepay::doubles::events::Double;
-use ridepay::doubles::{intents, refunds};
 use ridepay::payments::stripe::signature::sign;
 use ridepay::payments::{Payment, RefundRequest};
+use ridepay_doubles::events::Double;
+use ridepay_doubles::{intents, refunds};
 use serde_json::json;
 
 use crate::helpers::{
@@ -220,8 +220,8 @@ async fn a_key_with_an_unknown_payment_outcome_is_settled_by_an_event_and_finish
         .assert_problem(503, "payment-gateway-unavailable");
     let intent: String = {
         use diesel::prelude::*;
-        ridepay::schema::simulated_payment_intents::table
-            .select(ridepay::schema::simulated_payment_intents::id)
+        ridepay_doubles::schema::simulated_payment_intents::table
+            .select(ridepay_doubles::schema::simulated_payment_intents::id)
             .first(&mut app.db())
             .unwrap()
     };

@@ -8,7 +8,6 @@ use diesel::RunQueryDsl;
 use ridepay::backoff::Backoff;
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
-use ridepay::doubles::SimulatedGateway;
 use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::endpoint::Keys;
 use ridepay::idempotency::reaper;
@@ -17,6 +16,7 @@ use ridepay::payments;
 use ridepay::rides::receipt::RideReceipt;
 use ridepay::rides::service::RideEndpoint;
 use ridepay::rides::RecoveryPoint;
+use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{
     expire_leases, leave_key_at, spawn_app, spawn_app_with, spawn_server, TestApp, POLICY, RIDE,

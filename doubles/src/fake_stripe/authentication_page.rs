@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::calls::connection;
 use super::http::{Request, Response};
 use super::server::State;
-use crate::doubles::authentication;
-use crate::doubles::intents::{self, Authentication};
+use crate::authentication;
+use crate::intents::{self, Authentication};
 
 pub const PATH: &str = "/fake/authenticate";
 

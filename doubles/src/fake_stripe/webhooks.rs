@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use super::server::State;
 use super::wire;
-use crate::doubles::events::{self, Double, ObjectKind, SimulatedEvent};
-use crate::doubles::{intents, refunds};
-use crate::payments::stripe::signature;
-use crate::payments::{Payment, Refund};
+use crate::events::{self, Double, ObjectKind, SimulatedEvent};
+use crate::{intents, refunds};
+use ridepay_gateway::stripe_signature;
+use ridepay_gateway::{Payment, Refund};
 
 /// Where events go, and the secret that signs them.
 #[derive(Clone)]
@@ -34,7 +34,14 @@ pub fn start(state: std::sync::Weak<State>) -> std::io::Result<()> {
     thread::Builder::new()
         .name("fake-gateway-events".to_owned())
         .spawn(move || {
-            let agent = crate::outbound::agent(Duration::from_secs(5), Duration::from_secs(10));
+            // Nothing is followed but what it was given: no redirects.
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_connect(Some(Duration::from_secs(5)))
+                .timeout_global(Some(Duration::from_secs(10)))
+                .max_redirects(0)
+                .http_status_as_error(false)
+                .build()
+                .into();
             while let Some(state) = state.upgrade() {
                 if let Err(err) = tick(&state, &agent) {
                     log::debug!("fake gateway events: {err}");
@@ -123,7 +130,7 @@ fn refunded_charge(
 
 fn deliver(agent: &ureq::Agent, target: &WebhookTarget, body: &[u8]) -> bool {
     // Each delivery is signed afresh, so a late one is not stale.
-    let header = signature::sign(&target.secret, chrono::Utc::now().timestamp(), body);
+    let header = stripe_signature::sign(&target.secret, chrono::Utc::now().timestamp(), body);
     match agent
         .post(&target.url)
         .header("Content-Type", "application/json")

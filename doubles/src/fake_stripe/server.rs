@@ -15,10 +15,9 @@ use super::webhooks::WebhookTarget;
 use super::wire::{invalid_request, rate_limited};
 use super::FakeGatewayConfig;
 use super::{authentication_page, intents, refunds, webhooks};
-use crate::config::Settings;
-use crate::db::{self, DbPool};
-use crate::doubles::events::Double;
-use crate::doubles::intents::IntentSettings;
+use crate::events::Double;
+use crate::intents::IntentSettings;
+use crate::ledger::{ledger, run_migrations, Ledger};
 
 /// What a handler does with the connection.
 pub enum Reply {
@@ -29,7 +28,7 @@ pub enum Reply {
 
 pub struct State {
     pub config: FakeGatewayConfig,
-    pub pool: DbPool,
+    pub pool: Ledger,
     /// Its PaymentIntents' authentication page is its own.
     pub intents: IntentSettings,
     pub in_flight: InFlight,
@@ -104,15 +103,13 @@ impl FakeGateway {
     /// Migrates the ledger's database, binds `config.bind` (port 0 picks a
     /// free port) and serves until the process ends.
     pub fn start(config: FakeGatewayConfig) -> anyhow::Result<FakeGateway> {
-        let pool = db::build_pool(
-            &config.database_url,
-            &Settings::for_database(&config.database_url),
-        );
-        db::run_migrations(
+        let pool = ledger(&config.database_url);
+        run_migrations(
             &mut *pool
                 .get()
                 .context("cannot connect to the ledger's database")?,
-        )?;
+        )
+        .map_err(anyhow::Error::msg)?;
         let listener = TcpListener::bind(&config.bind)
             .with_context(|| format!("cannot bind {}", config.bind))?;
         let address = listener.local_addr()?;
@@ -268,7 +265,7 @@ fn authenticate(state: &State, request: &Request) -> Option<Response> {
         .filter(|key| !key.is_empty());
     let accepted = match (given, &state.config.api_key) {
         (None, _) => false,
-        (Some(given), Some(expected)) => given == expected.expose(),
+        (Some(given), Some(expected)) => given == expected,
         (Some(_), None) => true,
     };
     // Never echo the key, as Stripe masks it.

@@ -20,12 +20,12 @@ use serde::de::DeserializeOwned;
 
 use super::events::{self, Double, ObjectKind};
 use super::return_url::valid_return_url;
-use crate::db::{database_now, CacheStatement};
-use crate::payments::{
+use crate::schema::{simulated_intent_calls, simulated_payment_intents};
+use ridepay_diesel_helpers::{database_now, CacheStatement};
+use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
-use crate::schema::{simulated_intent_calls, simulated_payment_intents};
 
 mod one_statement;
 

@@ -15,7 +15,7 @@ mod wire;
 pub use server::FakeGateway;
 pub use webhooks::WebhookTarget;
 
-use crate::config::{ApiKey, SimulatedGatewaySettings};
+use crate::SimulatedGatewaySettings;
 
 pub struct FakeGatewayConfig {
     /// Where to listen; port 0 picks a free port.
@@ -24,7 +24,7 @@ pub struct FakeGatewayConfig {
     pub database_url: String,
     pub faults: SimulatedGatewaySettings,
     /// The key clients must send; `None` accepts any.
-    pub api_key: Option<ApiKey>,
+    pub api_key: Option<String>,
     /// Where its signed events go; `None` sends none.
     pub webhook: Option<WebhookTarget>,
     pub limits: ConnectionLimits,

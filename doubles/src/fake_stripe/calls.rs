@@ -10,7 +10,7 @@ use diesel::PgConnection;
 use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{self, api_error, invalid_request};
-use crate::db::DbConn;
+use diesel::r2d2::{ConnectionManager, PooledConnection};
 
 /// One write under Stripe's idempotency, with the fault knobs around it: a
 /// rate limit, Stripe's 409 for a key in flight, latency, a failure before
@@ -76,7 +76,9 @@ pub fn with_faults<T>(
     Reply::Answer(answer)
 }
 
-pub fn connection(state: &State) -> Result<DbConn, Response> {
+pub fn connection(
+    state: &State,
+) -> Result<PooledConnection<ConnectionManager<PgConnection>>, Response> {
     state
         .pool
         .get()

@@ -8,8 +8,8 @@ use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{self, intent_object, invalid_request};
-use crate::doubles::{intents, refunds};
-use crate::payments::{
+use crate::{intents, refunds};
+use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     Payment, PaymentIntent,
 };

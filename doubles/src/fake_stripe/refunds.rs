@@ -6,9 +6,9 @@ use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::server::{Reply, State};
 use super::wire::{self, invalid_request};
-use crate::doubles::events::Double;
-use crate::doubles::refunds;
-use crate::payments::{Payment, RefundRequest};
+use crate::events::Double;
+use crate::refunds;
+use ridepay_gateway::{Payment, RefundRequest};
 
 const REASONS: [&str; 3] = ["duplicate", "fraudulent", "requested_by_customer"];
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::http::Response;
-use crate::payments::{GatewayError, PaymentIntent, Refund};
+use ridepay_gateway::{GatewayError, PaymentIntent, Refund};
 
 /// A PaymentIntent: every required field of the schema, and the nullable
 /// ones ridepay's client reads.
@@ -213,7 +213,7 @@ pub fn rate_limited() -> Response {
     )
     .with_header(
         "Retry-After",
-        crate::doubles::RATE_LIMIT_RETRY_AFTER.as_secs().to_string(),
+        crate::RATE_LIMIT_RETRY_AFTER.as_secs().to_string(),
     )
     .with_header("Stripe-Should-Retry", "true")
 }

@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::events::{self, Double, ObjectKind};
 use super::intents::{self, random_id, storage, transaction, Call};
-use crate::payments::{GatewayError, Payment, Refund, RefundRequest, RefundState};
 use crate::schema::{simulated_charges, simulated_refunds};
+use ridepay_gateway::{GatewayError, Payment, Refund, RefundRequest, RefundState};
 
 /// How long a refund that changes status later takes to.
 pub const SETTLES_AFTER: Duration = Duration::from_secs(1);

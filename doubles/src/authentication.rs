@@ -5,8 +5,8 @@
 
 use super::intents::Authenticating;
 use super::return_url::valid_return_url;
-use crate::payments::IntentStatus;
 use ridepay_gateway::html::{escape, money, page};
+use ridepay_gateway::IntentStatus;
 
 /// The answer to a link that names no intent, or the wrong secret.
 pub fn not_valid() -> String {

@@ -14,9 +14,9 @@ use diesel::sql_types::{Array, BigInt, Integer, Jsonb, Nullable, Text, Timestamp
 use serde_json::Value;
 
 use super::{event_types, Call, Change, StoredIntent};
-use crate::db::CacheStatement;
-use crate::doubles::events::{self, ObjectKind};
-use crate::payments::IntentStatus;
+use crate::events::{self, ObjectKind};
+use ridepay_diesel_helpers::CacheStatement;
+use ridepay_gateway::IntentStatus;
 
 /// The statement that writes an intent (`$intent`, which returns its `id`
 /// and `gateway`) with the events that announce it ($1 their kind, $2 their

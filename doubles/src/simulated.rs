@@ -10,22 +10,27 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use diesel::r2d2::{ManageConnection, Pool, PooledConnection};
 use diesel::PgConnection;
 
 use super::events::Double;
 use super::intents::{self, IntentSettings};
 use super::refunds;
-use crate::config::SimulatedGatewaySettings;
-use crate::db::{DbConn, DbPool};
-use crate::payments::{
+use crate::SimulatedGatewaySettings;
+use ridepay_gateway::{
     CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
     PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
-pub struct SimulatedGateway {
-    pool: DbPool,
+/// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
+/// its tables sit beside the caller's, as the service runs it.
+pub struct SimulatedGateway<M: ManageConnection<Connection = PgConnection>> {
+    pool: Pool<M>,
     faults: SimulatedGatewaySettings,
     intents: IntentSettings,
+    /// Called while a call is in flight, after its latency and before its
+    /// effect: where a crash test stops the process.
+    in_flight: fn(),
 }
 
 /// How long a simulated rate limit asks the caller to wait.
@@ -34,10 +39,10 @@ pub const RATE_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Where `cargo run` serves the simulated authentication page by default.
 const DEFAULT_AUTHENTICATION_PAGE: &str = "http://127.0.0.1:8080/simulated-gateway/authenticate";
 
-impl SimulatedGateway {
+impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
     /// Its authentication page is taken to be at ridepay's default address;
     /// the server names its own with `with_authentication_page`.
-    pub fn new(pool: DbPool, faults: SimulatedGatewaySettings) -> Self {
+    pub fn new(pool: Pool<M>, faults: SimulatedGatewaySettings) -> Self {
         let intents = IntentSettings {
             double: Double::Simulated,
             authentication_page: DEFAULT_AUTHENTICATION_PAGE.to_owned(),
@@ -47,6 +52,7 @@ impl SimulatedGateway {
             pool,
             faults,
             intents,
+            in_flight: || {},
         }
     }
 
@@ -55,9 +61,13 @@ impl SimulatedGateway {
         self.intents.authentication_page = url;
         self
     }
-}
 
-impl SimulatedGateway {
+    /// `hook` runs while each call is in flight (see `in_flight`).
+    pub fn with_in_flight_hook(mut self, hook: fn()) -> Self {
+        self.in_flight = hook;
+        self
+    }
+
     /// One call with the fault knobs around it: rate limit, latency, a
     /// failure before acting, and a response lost after `act` committed.
     fn with_faults<T>(
@@ -74,7 +84,7 @@ impl SimulatedGateway {
         if !self.faults.latency.is_zero() {
             thread::sleep(self.faults.latency);
         }
-        crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT);
+        (self.in_flight)();
         if rng.gen_bool(self.faults.fail_rate) {
             return Err(GatewayError::Unavailable {
                 reason: "simulated failure before acting".to_owned(),
@@ -91,7 +101,7 @@ impl SimulatedGateway {
         Ok(answer)
     }
 
-    fn connection(&self) -> Result<DbConn, GatewayError> {
+    fn connection(&self) -> Result<PooledConnection<M>, GatewayError> {
         self.pool.get().map_err(|err| GatewayError::Unavailable {
             reason: format!("simulated gateway storage: {err}"),
             retry_after: None,
@@ -99,7 +109,7 @@ impl SimulatedGateway {
     }
 }
 
-impl PaymentGateway for SimulatedGateway {
+impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for SimulatedGateway<M> {
     fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
         self.with_faults(|conn| {
             let intent = intents::create(conn, request, &self.intents)?;

@@ -1,0 +1,22 @@
+//! Stand-ins for the payment gateway, in a crate apart from the service
+//! (which uses them only with its default `simulated` feature, and in its
+//! tests): the simulated gateway `cargo run` pays through, the fake Stripe
+//! server of `ridepay fake-gateway`, and the PaymentIntents, refunds and
+//! events both keep, in tables of their own (`simulated_*`, with migrations
+//! of their own), committed like an external system's. They depend on
+//! `ridepay-gateway` only: the service reaches into them, never the reverse.
+
+pub mod authentication;
+pub mod events;
+pub mod fake_stripe;
+pub mod intents;
+mod ledger;
+pub mod refunds;
+mod return_url;
+pub mod schema;
+mod settings;
+pub mod simulated;
+
+pub use ledger::{ledger, run_migrations, Ledger, MIGRATIONS};
+pub use settings::SimulatedGatewaySettings;
+pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};

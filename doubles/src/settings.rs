@@ -1,0 +1,38 @@
+//! The doubles' knobs: their faults, and how long a hold lasts.
+
+use std::time::Duration;
+
+/// The simulated gateway's and the fake Stripe's knobs: their faults, and
+/// how long a hold lasts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatedGatewaySettings {
+    pub latency: Duration,
+    /// Share of calls that fail before charging.
+    pub fail_rate: f64,
+    /// Share of calls that act, then report a timeout.
+    pub lost_response_rate: f64,
+    /// Share of calls refused as rate-limited before charging.
+    pub rate_limit_rate: f64,
+    /// `ridepay fake-gateway` only: share of calls answered with a 500 that
+    /// is saved under the key and answered to every retry, as Stripe does.
+    pub saved_error_rate: f64,
+    /// How long a hold lasts before it lapses (Stripe's: seven days).
+    pub authorization_ttl: Duration,
+    /// Whether its clock ticks and its events reach ridepay in-process
+    /// (off only to measure a request's own statements).
+    pub events_enabled: bool,
+}
+
+impl Default for SimulatedGatewaySettings {
+    fn default() -> Self {
+        SimulatedGatewaySettings {
+            latency: Duration::ZERO,
+            fail_rate: 0.0,
+            lost_response_rate: 0.0,
+            rate_limit_rate: 0.0,
+            saved_error_rate: 0.0,
+            authorization_ttl: Duration::from_secs(7 * 24 * 3600),
+            events_enabled: true,
+        }
+    }
+}
