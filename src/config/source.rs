@@ -27,7 +27,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, feature = "simulated"))]
     pub fn new(lookup: &'a dyn Fn(&str) -> anyhow::Result<Option<String>>) -> Self {
         Source { lookup }
     }

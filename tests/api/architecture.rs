@@ -28,10 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["db", "users", "audit", "embedded_postgres"]),
     ("idempotency", &["idempotency"]),
     ("payments and the outbox", &["payments", "outbox"]),
-    (
-        "endpoints",
-        &["context", "rides", "refunds", "webhooks"],
-    ),
+    ("endpoints", &["context", "rides", "refunds", "webhooks"]),
     ("http", &["http"]),
     ("application", &["startup", "workers", "cli"]),
 ];

@@ -1,4 +1,8 @@
-//! One test binary, so the suite starts one PostgreSQL (see `helpers`).
+//! The service with its default `simulated` feature: the whole contract, on
+//! the simulated gateway and on the fake Stripe. One test binary, so the
+//! suite starts one PostgreSQL (see `helpers`). What a build without the
+//! feature must do is `tests/without_simulated.rs`.
+#![cfg(feature = "simulated")]
 
 mod architecture;
 mod auth_and_routing;

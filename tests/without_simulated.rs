@@ -1,0 +1,172 @@
+//! The service built without its `simulated` feature (`cargo test
+//! --no-default-features`, as CI runs it): no simulated gateway, table, route
+//! or subcommand, `GATEWAY` required, and rides paid through the Stripe
+//! client against the fake Stripe, which the tests take as a dev-dependency.
+#![cfg(not(feature = "simulated"))]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+use ridepay::config::{ApiKey, GatewayKind, Settings, StripeSettings};
+use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
+use ridepay::startup::Application;
+use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
+
+const STRIPE_KEY: &str = "sk_test_without_simulated";
+const RIDE: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000, "payment_method": "pm_card_visa"}"#;
+
+/// A throwaway cluster, stopped and deleted when the test process ends, and
+/// two fresh databases on it: the service's and the fake Stripe's ledger.
+fn databases() -> (String, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "ridepay-test-stripe-only-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the test PostgreSQL");
+    cluster.stop_when_process_exits(&dir).unwrap();
+    let mut admin = connect_with_retry(&cluster.superuser_url("postgres")).unwrap();
+    let [service, ledger] = ["service", "ledger"].map(|name| {
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .unwrap();
+        cluster.superuser_url(name)
+    });
+    (service, ledger)
+}
+
+fn count(url: &str, sql: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    diesel::sql_query(sql)
+        .get_result::<Count>(&mut PgConnection::establish(url).unwrap())
+        .unwrap()
+        .count
+}
+
+#[tokio::test]
+async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists() {
+    let (service, ledger) = databases();
+    let fake = FakeGateway::start(FakeGatewayConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: ledger.clone(),
+        faults: Default::default(),
+        api_key: Some(STRIPE_KEY.to_owned()),
+        webhook: None,
+        limits: ConnectionLimits::default(),
+    })
+    .unwrap();
+    let mut settings = Settings::for_database(&service);
+    assert_eq!(settings.gateway, GatewayKind::Stripe);
+    settings.stripe = StripeSettings {
+        api_key: Some(ApiKey::new(STRIPE_KEY)),
+        api_base: fake.url(),
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(1),
+        webhook_secret: None,
+    };
+    let app = Application::build(&settings, &service).unwrap();
+    let address = format!("http://{}", app.address());
+    tokio::spawn(app.run_until_stopped());
+    let card = ridepay::users::SavedCard {
+        customer: Some("cus_stripe_only"),
+        payment_method: Some("pm_card_visa"),
+    };
+    let (_, api_key) = ridepay::users::create(
+        &mut PgConnection::establish(&service).unwrap(),
+        "stripe-only@example.com",
+        card,
+    )
+    .unwrap();
+    let client = reqwest::Client::new();
+    let post = || {
+        client
+            .post(format!("{address}/api/rides"))
+            .bearer_auth(api_key.expose())
+            .header("Idempotency-Key", "stripe-only")
+            .header("Content-Type", "application/json")
+            .body(RIDE)
+            .send()
+    };
+
+    let first = post().await.unwrap();
+    let (first_status, first_body) = (first.status(), first.bytes().await.unwrap());
+    let replay = post().await.unwrap();
+    let replayed = replay.headers().get("idempotent-replayed").cloned();
+    let (replay_status, replay_body) = (replay.status(), replay.bytes().await.unwrap());
+    let bank_page = client
+        .get(format!("{address}/simulated-gateway/authenticate"))
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(first_status, 201, "{first_body:?}");
+    let ride: serde_json::Value = serde_json::from_slice(&first_body).unwrap();
+    assert_eq!(ride["status"], "authorized");
+    assert!(
+        ride["payment_intent_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("pi_"),
+        "{ride}"
+    );
+    assert_eq!((replay_status, replay_body), (first_status, first_body));
+    assert_eq!(replayed.unwrap(), "true");
+    assert_eq!(bank_page.status(), 404);
+    // One PaymentIntent at the fake; no simulated table in the service's
+    // database.
+    assert_eq!(
+        count(
+            &ledger,
+            "SELECT count(*) AS count FROM simulated_payment_intents"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &service,
+            "SELECT count(*) AS count FROM pg_tables WHERE tablename LIKE 'simulated%'"
+        ),
+        0
+    );
+}
+
+fn ridepay(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
+    command
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        // Never reached: the settings are refused first.
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("RIDEPAY_DATA_DIR", PathBuf::from("/nonexistent"));
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn gateway_must_be_set_and_nothing_simulated_can_be_asked_for() {
+    let (unset, unset_says) = ridepay(&["serve"], &[]);
+    let (simulated, simulated_says) = ridepay(&["serve"], &[("GATEWAY", "simulated")]);
+    let (fake, fake_says) = ridepay(&["fake-gateway", "--help"], &[]);
+
+    assert!(
+        !unset && unset_says.contains("GATEWAY must be set"),
+        "{unset_says}"
+    );
+    assert!(
+        !simulated && simulated_says.contains("no simulated gateway"),
+        "{simulated_says}"
+    );
+    assert!(!fake && fake_says.contains("fake-gateway"), "{fake_says}");
+}
