@@ -221,7 +221,7 @@ fn made(
         metadata: serde_json::Value::Object(metadata),
         status,
         gateway: double,
-        settles_at: settles_as.map(|_| intents::after(SETTLES_AFTER)),
+        settles_at: settles_as.map(|_| intents::from_now(SETTLES_AFTER)),
         settles_as,
     })
 }

@@ -82,12 +82,13 @@ async fn assert_recovered(app: &TestApp, address: &str, first: Vec<(String, Opti
             None => failed += 1,
         }
     }
-    // The server may ride a fault out without failing anyone.
+    // The server may ride a fault out without failing anyone, and how many
+    // requests a fault catches between their commit and its acknowledgement
+    // is the machine's speed: what holds is that each of those replays.
     eprintln!(
         "{failed} of {KEYS} first attempts failed, {} after their commit",
         unacknowledged.len()
     );
-    assert!(unacknowledged.len() <= 2, "{unacknowledged:?}");
     for (key, _) in &first {
         let body = body_for(key);
         let mut last = None;

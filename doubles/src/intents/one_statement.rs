@@ -5,6 +5,7 @@
 //! so the SQL is raw here, every value a bind parameter; `cached_as` keeps
 //! it prepared all the same.
 
+use chrono::{DateTime, Utc};
 use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
@@ -13,7 +14,8 @@ use diesel::result::Error::DatabaseError;
 use diesel::sql_types::{Array, BigInt, Integer, Jsonb, Nullable, Text, Timestamptz};
 use serde_json::Value;
 
-use super::{event_types, Call, Change, StoredIntent};
+use super::kept_calls::Call;
+use super::stored::{event_types, StoredIntent};
 use crate::events::{self, ObjectKind};
 use ridepay_diesel_helpers::CacheStatement;
 use ridepay_gateway::IntentStatus;
@@ -86,7 +88,7 @@ fn statement<'a>(
 
 /// Inserts a new intent, the event of its status, and the call's answer;
 /// false when another call answered under the key first.
-pub(super) fn create(
+pub(crate) fn create(
     conn: &mut PgConnection,
     intent: &StoredIntent,
     customer: Option<&str>,
@@ -131,15 +133,17 @@ pub(super) fn create(
     wrote(written)
 }
 
-/// Writes what `changed` made of the intent, with its events and `kept`,
-/// if the intent is still at the version read: false when it is not, or
-/// when another call answered under the key first.
-pub(super) fn change(
+/// Writes `intent` as it became from `version` through `went_through`, with
+/// the events of those statuses and `kept`, if the intent is still at the
+/// version read: false when it is not, or when another call answered under
+/// the key first.
+pub(crate) fn change(
     conn: &mut PgConnection,
-    changed: &Change,
+    intent: &StoredIntent,
+    version: DateTime<Utc>,
+    went_through: &[IntentStatus],
     kept: Option<(&Call, &Value)>,
 ) -> QueryResult<bool> {
-    let intent = &changed.intent;
     let written = statement(
         statement!(
             "UPDATE simulated_payment_intents SET status = $10, amount_cents = $11, \
@@ -150,11 +154,11 @@ pub(super) fn change(
              WHERE id = $8 AND updated_at = $9 \
              RETURNING id, gateway"
         ),
-        &changed.went_through,
+        went_through,
         kept,
     )
     .bind::<Text, _>(&intent.id)
-    .bind::<Timestamptz, _>(changed.version)
+    .bind::<Timestamptz, _>(version)
     .bind::<Text, _>(intent.status)
     .bind::<BigInt, _>(intent.amount_cents)
     .bind::<BigInt, _>(intent.amount_capturable_cents)

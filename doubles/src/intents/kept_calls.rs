@@ -1,0 +1,183 @@
+//! Each call once per idempotency key: its answer kept with the key in
+//! `simulated_intent_calls`, and given again to a retry with the same
+//! parameters.
+
+use diesel::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::errors::storage;
+use crate::schema::simulated_intent_calls;
+use ridepay_diesel_helpers::CacheStatement;
+use ridepay_gateway::GatewayError;
+
+/// What a call answered, as kept with its key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Answer<T> {
+    #[serde(alias = "intent")]
+    Made(T),
+    Declined {
+        code: String,
+        decline_code: Option<String>,
+        message: String,
+        payment_intent: Option<String>,
+    },
+    Rejected {
+        message: String,
+    },
+}
+
+/// The answer to keep for `result`, as JSON: `None` for a failure that is
+/// not final, after which a retry acts afresh.
+pub(crate) fn to_keep<T: Clone + Serialize>(result: &Result<T, GatewayError>) -> Option<Value> {
+    let answer = match result {
+        Ok(made) => Answer::Made(made.clone()),
+        Err(GatewayError::Declined {
+            code,
+            decline_code,
+            message,
+            payment_intent,
+        }) => Answer::Declined {
+            code: code.clone(),
+            decline_code: decline_code.clone(),
+            message: message.clone(),
+            payment_intent: payment_intent.clone(),
+        },
+        Err(GatewayError::Rejected { message }) => Answer::Rejected {
+            message: message.clone(),
+        },
+        Err(_) => return None,
+    };
+    Some(serde_json::to_value(answer).expect("answers serialise"))
+}
+
+impl<T> Answer<T> {
+    pub(crate) fn into_result(self) -> Result<T, GatewayError> {
+        match self {
+            Answer::Made(made) => Ok(made),
+            Answer::Declined {
+                code,
+                decline_code,
+                message,
+                payment_intent,
+            } => Err(GatewayError::Declined {
+                code,
+                decline_code,
+                message,
+                payment_intent,
+            }),
+            Answer::Rejected { message } => Err(GatewayError::Rejected { message }),
+        }
+    }
+}
+
+/// A call under its caller's idempotency key, as `simulated_intent_calls`
+/// keeps it with its answer.
+pub(crate) struct Call<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) operation: &'static str,
+    pub(crate) parameters: Value,
+}
+
+/// An answer kept with its key, and the call it answered.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = simulated_intent_calls, check_for_backend(diesel::pg::Pg))]
+pub(crate) struct KeptCall {
+    pub(crate) operation: String,
+    pub(crate) parameters: Value,
+    pub(crate) answer: Value,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(operation: &'static str, key: &'a str, request: &impl Serialize) -> Self {
+        Call {
+            key,
+            operation,
+            parameters: serde_json::to_value(request).expect("requests serialise"),
+        }
+    }
+
+    /// The answer kept for the key: the same operation and parameters get it
+    /// again; others, an error an operator must look at, as Stripe's
+    /// `idempotency_error` is.
+    pub(crate) fn replay<T: DeserializeOwned>(&self, kept: KeptCall) -> Result<T, GatewayError> {
+        let key = self.key;
+        if kept.operation != self.operation || kept.parameters != self.parameters {
+            return Err(GatewayError::Misconfigured {
+                reason: format!(
+                    "idempotency_error: key {key} was first used for {} with other parameters",
+                    kept.operation
+                ),
+            });
+        }
+        let answer: Answer<T> =
+            serde_json::from_value(kept.answer).map_err(|err| GatewayError::Misconfigured {
+                reason: format!("unreadable kept answer for key {key}: {err}"),
+            })?;
+        answer.into_result()
+    }
+
+    pub(crate) fn kept(&self, conn: &mut PgConnection) -> QueryResult<Option<KeptCall>> {
+        simulated_intent_calls::table
+            .find(self.key)
+            .select(KeptCall::as_select())
+            .cached_as(Self::kept)
+            .get_result(conn)
+            .optional()
+    }
+
+    /// The answer another call kept under the key first, as it answers
+    /// this one.
+    pub(crate) fn answered_meanwhile<T: DeserializeOwned>(
+        &self,
+        conn: &mut PgConnection,
+    ) -> Result<T, GatewayError> {
+        match self.kept(conn).map_err(storage)? {
+            Some(kept) => self.replay(kept),
+            None => Err(GatewayError::Unavailable {
+                reason: format!("simulated gateway: no answer kept for key {}", self.key),
+                retry_after: None,
+            }),
+        }
+    }
+
+    /// Keeps `answer` with the key, alone: for an answer that changed
+    /// nothing, or in the transaction of what it made. False when another
+    /// call kept one first (waited for, if it had not committed yet).
+    pub(crate) fn keep(&self, conn: &mut PgConnection, answer: &Value) -> QueryResult<bool> {
+        let kept = diesel::insert_into(simulated_intent_calls::table)
+            .values((
+                simulated_intent_calls::idempotency_key.eq(self.key),
+                simulated_intent_calls::operation.eq(self.operation),
+                simulated_intent_calls::parameters.eq(&self.parameters),
+                simulated_intent_calls::answer.eq(answer),
+            ))
+            .on_conflict_do_nothing()
+            .returning(simulated_intent_calls::idempotency_key)
+            .cached_as(Self::keep)
+            .get_result::<String>(conn)
+            .optional()?;
+        Ok(kept.is_some())
+    }
+
+    /// `result`, its answer kept by `write` with what it makes (false when
+    /// another call under the key answered first, and `write` wrote
+    /// nothing); else that other call's answer.
+    pub(crate) fn answer_once<T: Clone + Serialize + DeserializeOwned>(
+        &self,
+        conn: &mut PgConnection,
+        result: Result<T, GatewayError>,
+        write: impl FnOnce(&mut PgConnection, &Value) -> QueryResult<bool>,
+    ) -> Result<T, GatewayError> {
+        let Some(answer) = to_keep(&result) else {
+            return result;
+        };
+        if write(conn, &answer).map_err(storage)? {
+            result
+        } else {
+            self.answered_meanwhile(conn)
+        }
+    }
+}

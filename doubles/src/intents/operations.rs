@@ -1,0 +1,259 @@
+//! The PaymentIntent calls: create and confirm, capture, raise, cancel,
+//! retrieve, each once per key.
+
+use std::collections::BTreeMap;
+
+use diesel::prelude::*;
+use serde::Serialize;
+use serde_json::json;
+
+use super::cards::{behaviour, Behaviour, DECLINE_MESSAGE};
+use super::changes::{read_and_change, ATTEMPTS};
+use super::clock::{expiry, from_now, PROCESSING_SETTLES_AFTER};
+use super::errors::{contended, declined, no_such_intent, storage, unexpected_state};
+use super::kept_calls::{to_keep, Call};
+use super::one_statement;
+use super::settings::IntentSettings;
+use super::stored::{random_id, read, read_for_call, StoredIntent};
+use crate::return_url::valid_return_url;
+use ridepay_gateway::{
+    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
+    IntentStatus, PaymentIntent,
+};
+
+/// The intent a create makes, as its test payment method says; `None` for a
+/// payment method there is no such thing as.
+fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<StoredIntent> {
+    let behaviour = behaviour(&request.payment_method);
+    let held = request.capture_method == CaptureMethod::Manual;
+    let (status, capturable, received) = match behaviour {
+        Behaviour::Unknown => return None,
+        Behaviour::Declines(_) => (IntentStatus::RequiresPaymentMethod, 0, 0),
+        Behaviour::NeedsAuthentication => (IntentStatus::RequiresAction, 0, 0),
+        Behaviour::Processing => (IntentStatus::Processing, 0, 0),
+        _ if held => (IntentStatus::RequiresCapture, request.amount_cents, 0),
+        _ => (IntentStatus::Succeeded, 0, request.amount_cents),
+    };
+    let decline = match behaviour {
+        Behaviour::Declines(decline_code) => Some(decline_code),
+        _ => None,
+    };
+    let metadata: BTreeMap<&str, &str> = request
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let id = random_id("pi_sim_");
+    Some(StoredIntent {
+        client_secret: format!("{id}_secret_{}", random_id("")),
+        id,
+        amount_cents: request.amount_cents,
+        amount_capturable_cents: capturable,
+        amount_received_cents: received,
+        currency: request.currency.clone(),
+        capture_method: request.capture_method,
+        return_url: Some(request.return_url.clone()),
+        status,
+        latest_charge: (status == IntentStatus::Succeeded).then(|| random_id("ch_sim_")),
+        last_error_code: decline.map(|_| "card_declined".to_owned()),
+        last_error_decline_code: decline.map(str::to_owned),
+        last_error_message: decline.map(|_| DECLINE_MESSAGE.to_owned()),
+        cancellation_reason: None,
+        payment_method: request.payment_method.clone(),
+        increments: 0,
+        authorization_expires_at: (status == IntentStatus::RequiresCapture)
+            .then(|| expiry(settings)),
+        settles_at: (status == IntentStatus::Processing)
+            .then(|| from_now(PROCESSING_SETTLES_AFTER)),
+        metadata: json!(metadata),
+        gateway: settings.double,
+        disputed: false,
+    })
+}
+
+/// Creates and confirms a PaymentIntent.
+pub fn create(
+    conn: &mut PgConnection,
+    request: &CreateIntent,
+    settings: &IntentSettings,
+) -> Result<PaymentIntent, GatewayError> {
+    // Refused before it runs, as Stripe refuses a parameter: nothing kept.
+    if !request.return_url.is_empty() && valid_return_url(&request.return_url).is_none() {
+        return Err(GatewayError::Rejected {
+            message: "url_invalid: Invalid URL: return_url must be an http or https URL \
+                      without control characters"
+                .to_owned(),
+        });
+    }
+    let call = Call::new("create", &request.idempotency_key, request);
+    let Some(made) = new_intent(request, settings) else {
+        let unknown = Err(GatewayError::Rejected {
+            message: format!(
+                "resource_missing: No such PaymentMethod: '{}'",
+                request.payment_method
+            ),
+        });
+        return call.answer_once(conn, unknown, |conn, answer| call.keep(conn, answer));
+    };
+    let result = match &made.last_error_decline_code {
+        Some(decline_code) => Err(declined(decline_code, &made.id)),
+        None => Ok(made.intent(settings)),
+    };
+    call.answer_once(conn, result, |conn, answer| {
+        one_statement::create(conn, &made, request.customer.as_deref(), &call, answer)
+    })
+}
+
+/// A call on an existing PaymentIntent: its name and its key, as kept in
+/// `simulated_intent_calls`.
+trait IntentCall: Serialize {
+    const OPERATION: &'static str;
+    fn key(&self) -> &str;
+    fn intent_id(&self) -> &str;
+}
+
+macro_rules! intent_call {
+    ($request:ty, $operation:literal) => {
+        impl IntentCall for $request {
+            const OPERATION: &'static str = $operation;
+            fn key(&self) -> &str {
+                &self.idempotency_key
+            }
+            fn intent_id(&self) -> &str {
+                &self.intent_id
+            }
+        }
+    };
+}
+
+intent_call!(CaptureIntent, "capture");
+intent_call!(IncrementIntent, "increment_authorization");
+intent_call!(CancelIntent, "cancel");
+
+/// A call on an existing PaymentIntent, once per key: `change` judges the
+/// intent as the clock has it now (a lapsed hold canceled) and says what it
+/// becomes, or refuses. One read, of the intent and any answer kept, and
+/// one write guarded by the version read: a concurrent change, or a
+/// concurrent answer under the key, makes it read again.
+fn on_intent<R: IntentCall>(
+    conn: &mut PgConnection,
+    request: &R,
+    settings: &IntentSettings,
+    change: impl Fn(&StoredIntent) -> Result<StoredIntent, GatewayError>,
+) -> Result<PaymentIntent, GatewayError> {
+    let call = Call::new(R::OPERATION, request.key(), request);
+    let id = request.intent_id();
+    for _ in 0..ATTEMPTS {
+        let Some((found, kept)) = read_for_call(conn, id, call.key).map_err(storage)? else {
+            let missing = Err(no_such_intent(id));
+            return call.answer_once(conn, missing, |conn, answer| call.keep(conn, answer));
+        };
+        if let Some(kept) = kept {
+            return call.replay(kept);
+        }
+        let mut now = found.on_the_clock();
+        let result = change(&now.intent).map(|changed| {
+            now.becomes(changed);
+            now.intent.intent(settings)
+        });
+        let Some(answer) = to_keep(&result) else {
+            return result;
+        };
+        if now.write(conn, Some((&call, &answer))).map_err(storage)? {
+            return result;
+        }
+    }
+    Err(contended(id))
+}
+
+/// Captures `amount_to_capture` of a hold; the rest is released.
+pub fn capture(
+    conn: &mut PgConnection,
+    request: &CaptureIntent,
+    settings: &IntentSettings,
+) -> Result<PaymentIntent, GatewayError> {
+    on_intent(conn, request, settings, |intent| {
+        if intent.status != IntentStatus::RequiresCapture {
+            return Err(unexpected_state(intent.status, "capture"));
+        }
+        if !(1..=intent.amount_capturable_cents).contains(&request.amount_to_capture_cents) {
+            return Err(GatewayError::Rejected {
+                message: format!(
+                    "amount_too_large: amount_to_capture must be at most {}",
+                    intent.amount_capturable_cents
+                ),
+            });
+        }
+        Ok(StoredIntent {
+            status: IntentStatus::Succeeded,
+            amount_received_cents: request.amount_to_capture_cents,
+            amount_capturable_cents: 0,
+            latest_charge: Some(random_id("ch_sim_")),
+            ..intent.clone()
+        })
+    })
+}
+
+/// Raises a hold to a new total.
+pub fn increment(
+    conn: &mut PgConnection,
+    request: &IncrementIntent,
+    settings: &IntentSettings,
+) -> Result<PaymentIntent, GatewayError> {
+    on_intent(conn, request, settings, |intent| {
+        if intent.status != IntentStatus::RequiresCapture {
+            return Err(unexpected_state(
+                intent.status,
+                "increment the authorization of",
+            ));
+        }
+        if request.amount_cents <= intent.amount_cents || intent.increments >= 10 {
+            return Err(GatewayError::Rejected {
+                message: format!(
+                    "amount must be more than the {} authorized, at most ten times",
+                    intent.amount_cents
+                ),
+            });
+        }
+        if behaviour(&intent.payment_method) == Behaviour::RefusesIncrements {
+            return Err(declined("generic_decline", &intent.id));
+        }
+        Ok(StoredIntent {
+            amount_cents: request.amount_cents,
+            amount_capturable_cents: request.amount_cents,
+            increments: intent.increments + 1,
+            ..intent.clone()
+        })
+    })
+}
+
+/// Cancels a PaymentIntent that is not yet paid, releasing any hold.
+pub fn cancel(
+    conn: &mut PgConnection,
+    request: &CancelIntent,
+    settings: &IntentSettings,
+) -> Result<PaymentIntent, GatewayError> {
+    on_intent(conn, request, settings, |intent| {
+        if matches!(
+            intent.status,
+            IntentStatus::Succeeded | IntentStatus::Canceled
+        ) {
+            return Err(unexpected_state(intent.status, "cancel"));
+        }
+        Ok(StoredIntent {
+            status: IntentStatus::Canceled,
+            cancellation_reason: Some(request.cancellation_reason.clone()),
+            amount_capturable_cents: 0,
+            ..intent.clone()
+        })
+    })
+}
+
+/// The PaymentIntent now, a lapsed hold canceled first.
+pub fn retrieve(
+    conn: &mut PgConnection,
+    id: &str,
+    settings: &IntentSettings,
+) -> Result<Option<PaymentIntent>, GatewayError> {
+    Ok(read_and_change(conn, id, read, |_| ())?.map(|intent| intent.intent(settings)))
+}
