@@ -7,7 +7,7 @@
 //! endpoint's recovery points (inside the transaction when another atomic
 //! phase follows in it, else once it committed) and `after-<call>` when a call
 //! to the outside world returned; the endpoint registry lists them all
-//! (`http::registry::crash_points`). The shared ones are named here.
+//! (`endpoints::crash_points`). The shared ones are named here.
 
 /// Inside the claim's transaction, before the first phase.
 pub const AFTER_CLAIM: &str = "after-claim";

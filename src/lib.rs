@@ -16,6 +16,7 @@ pub mod context;
 pub mod crash;
 pub mod db;
 pub mod embedded_postgres;
+pub mod endpoints;
 pub mod http;
 pub mod idempotency;
 pub mod ids;

@@ -20,8 +20,8 @@ use crate::http::body::BodyTimeout;
 use crate::http::rate_limit::{AddressLimiter, RateLimiter};
 use crate::http::webhooks::WebhookSettings;
 use crate::http::{
-    access_log, health, metrics, openapi, payment_return, rate_limit, registry, request_id,
-    routing, webhooks,
+    access_log, health, metrics, openapi, payment_return, rate_limit, request_id, routes, routing,
+    webhooks,
 };
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
@@ -154,7 +154,7 @@ impl Application {
                     .wrap(from_fn(rate_limit::per_address)),
             )
             .service(
-                registry::endpoints()
+                routes::endpoints()
                     .iter()
                     .fold(web::scope("/api"), |scope, endpoint| {
                         scope.configure(endpoint.routes)

@@ -129,7 +129,7 @@ pub struct ApiDoc;
 /// The routes of every endpoint (from the registry) and the others.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document = ApiDoc::openapi();
-    for endpoint in super::registry::endpoints() {
+    for endpoint in super::routes::endpoints() {
         document.merge((endpoint.openapi)());
     }
     document

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::config::Settings;
 use crate::context::ServiceContext;
-use crate::http::registry;
+use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
@@ -33,7 +33,7 @@ impl Workers {
             .then(|| {
                 DrainerSettings::new(
                     settings.outbox.receipt_webhook_url.clone(),
-                    registry::endpoints()
+                    endpoints::all()
                         .iter()
                         .flat_map(|endpoint| (endpoint.jobs)())
                         .collect(),
@@ -54,7 +54,7 @@ impl Workers {
                     max: Duration::from_secs(10 * 60),
                 },
             };
-            let resumable: Vec<Box<dyn Resumable>> = registry::endpoints()
+            let resumable: Vec<Box<dyn Resumable>> = endpoints::all()
                 .iter()
                 .map(|endpoint| (endpoint.resumable)(context.clone()))
                 .collect();

@@ -28,7 +28,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["db", "users", "audit", "embedded_postgres"]),
     ("idempotency", &["idempotency"]),
     ("payments and the outbox", &["payments", "outbox"]),
-    ("endpoints", &["context", "rides", "refunds", "webhooks"]),
+    (
+        "endpoints",
+        &["context", "rides", "refunds", "webhooks", "endpoints"],
+    ),
     ("http", &["http"]),
     ("application", &["startup", "workers", "cli"]),
 ];

@@ -395,7 +395,7 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-cancel",
     ];
     tested.sort_unstable();
-    let mut listed = ridepay::http::registry::crash_points();
+    let mut listed = ridepay::endpoints::crash_points();
     listed.sort_unstable();
     assert_eq!(listed, tested);
 }

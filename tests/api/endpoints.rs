@@ -5,7 +5,7 @@
 use diesel::sql_types::Text;
 use diesel::{Connection, PgConnection, QueryableByName, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
-use ridepay::http::registry;
+use ridepay::endpoints;
 
 use crate::helpers::{create_test_database, create_user, spawn_app, RIDE};
 
@@ -25,9 +25,19 @@ fn names(conn: &mut PgConnection, sql: &str) -> Vec<String> {
 }
 
 #[test]
+fn every_endpoint_has_its_routes_and_every_route_list_an_endpoint() {
+    let named: Vec<&str> = endpoints::all().iter().map(|e| e.name).collect();
+    let routed: Vec<&str> = ridepay::http::routes::endpoints()
+        .iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(named, routed);
+}
+
+#[test]
 fn every_registered_endpoint_has_its_recovery_points_in_the_database() {
     let mut conn = PgConnection::establish(&create_test_database()).unwrap();
-    for endpoint in registry::endpoints() {
+    for endpoint in endpoints::all() {
         let mut stored = names(
             &mut conn,
             &format!(

@@ -1,10 +1,11 @@
-//! The idempotent endpoints, listed once. Each entry feeds the routes, the
-//! completer, the outbox's job handlers, the OpenAPI document and the list
-//! of crash points; adding an endpoint adds one line to [`endpoints`].
+//! The idempotent endpoints, listed once for everything but HTTP: the
+//! names their keys record, their recovery points and calls (for the
+//! database's list and the crash points), their keys for the completer, and
+//! the jobs they stage in the outbox. `http::routes` lists their routes and
+//! OpenAPI parts, in the same order. Adding an endpoint adds one line to
+//! each.
 
 use std::sync::Arc;
-
-use actix_web::web::ServiceConfig;
 
 use crate::context::ServiceContext;
 use crate::idempotency::completer::Resumable;
@@ -25,18 +26,12 @@ pub struct Registered {
     pub resumable: fn(Arc<ServiceContext>) -> Box<dyn Resumable>,
     /// The jobs it stages in the outbox.
     pub jobs: fn() -> Vec<Box<dyn JobHandler>>,
-    /// Its routes (under `/api`), the reads of its resource included.
-    pub routes: fn(&mut ServiceConfig),
-    /// Its part of the OpenAPI document.
-    pub openapi: fn() -> utoipa::openapi::OpenApi,
 }
 
 impl Registered {
     fn of<P: RecoveryPoints>(
         resumable: fn(Arc<ServiceContext>) -> Box<dyn Resumable>,
         jobs: fn() -> Vec<Box<dyn JobHandler>>,
-        routes: fn(&mut ServiceConfig),
-        openapi: fn() -> utoipa::openapi::OpenApi,
     ) -> Registered {
         Registered {
             name: P::ENDPOINT,
@@ -50,27 +45,20 @@ impl Registered {
                 .collect(),
             resumable,
             jobs,
-            routes,
-            openapi,
         }
     }
 }
 
 /// Every idempotent endpoint.
-pub fn endpoints() -> Vec<Registered> {
-    use utoipa::OpenApi;
+pub fn all() -> Vec<Registered> {
     vec![
         Registered::of::<rides::RecoveryPoint>(
             |context| Box::new(Keys::<rides::service::RideEndpoint>::new(context)),
             || vec![Box::new(rides::receipt::RideReceipt)],
-            super::rides::configure,
-            super::rides::Api::openapi,
         ),
         Registered::of::<refunds::RecoveryPoint>(
             |context| Box::new(Keys::<refunds::service::RefundEndpoint>::new(context)),
             Vec::new,
-            super::refunds::configure,
-            super::refunds::Api::openapi,
         ),
         Registered::of::<rides::complete::RecoveryPoint>(
             |context| {
@@ -79,14 +67,10 @@ pub fn endpoints() -> Vec<Registered> {
                 ))
             },
             Vec::new,
-            super::rides::complete::configure,
-            super::rides::complete::Api::openapi,
         ),
         Registered::of::<rides::cancel::RecoveryPoint>(
             |context| Box::new(Keys::<rides::cancel::service::CancelEndpoint>::new(context)),
             Vec::new,
-            super::rides::cancel::configure,
-            super::rides::cancel::Api::openapi,
         ),
     ]
 }
@@ -99,7 +83,7 @@ pub fn crash_points() -> Vec<String> {
         crash::GATEWAY_IN_FLIGHT.to_owned(),
         crash::AFTER_FINISHED.to_owned(),
     ];
-    for endpoint in endpoints() {
+    for endpoint in all() {
         let own = endpoint.recovery_points[1..endpoint.recovery_points.len() - 1].iter();
         points.extend(
             own.chain(&endpoint.calls)

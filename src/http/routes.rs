@@ -1,0 +1,45 @@
+//! The HTTP half of the endpoint list (`crate::endpoints` is the other): the
+//! routes of each idempotent endpoint, under `/api`, and its part of the
+//! OpenAPI document, in the same order.
+
+use actix_web::web::ServiceConfig;
+
+use crate::idempotency::RecoveryPoints;
+use crate::{refunds, rides};
+
+/// One endpoint's routes, the reads of its resource included, and its
+/// OpenAPI part.
+pub struct Routed {
+    /// The endpoint's name, as `crate::endpoints` lists it.
+    pub name: &'static str,
+    pub routes: fn(&mut ServiceConfig),
+    pub openapi: fn() -> utoipa::openapi::OpenApi,
+}
+
+/// Every idempotent endpoint's routes, in the order of
+/// `crate::endpoints::all`.
+pub fn endpoints() -> Vec<Routed> {
+    use utoipa::OpenApi;
+    vec![
+        Routed {
+            name: rides::RecoveryPoint::ENDPOINT,
+            routes: super::rides::configure,
+            openapi: super::rides::Api::openapi,
+        },
+        Routed {
+            name: refunds::RecoveryPoint::ENDPOINT,
+            routes: super::refunds::configure,
+            openapi: super::refunds::Api::openapi,
+        },
+        Routed {
+            name: rides::complete::RecoveryPoint::ENDPOINT,
+            routes: super::rides::complete::configure,
+            openapi: super::rides::complete::Api::openapi,
+        },
+        Routed {
+            name: rides::cancel::RecoveryPoint::ENDPOINT,
+            routes: super::rides::cancel::configure,
+            openapi: super::rides::cancel::Api::openapi,
+        },
+    ]
+}
