@@ -16,7 +16,7 @@ use diesel::PgConnection;
 use super::events::Double;
 use super::intents::{self, IntentSettings};
 use super::refunds;
-use crate::SimulatedGatewaySettings;
+use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
     CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
     PaymentGateway, PaymentIntent, Refund, RefundRequest,

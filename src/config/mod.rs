@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+mod mask;
 mod source;
 mod summary;
 
 use source::Source;
 
+pub use mask::mask_url;
 #[cfg(feature = "simulated")]
 pub use ridepay_doubles::SimulatedGatewaySettings;
-pub use summary::mask_url;
+#[cfg(feature = "simulated")]
+pub use source::check_rate;
 
 /// Which payment gateway implementation charges rides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -499,15 +502,6 @@ fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
 /// never shows the URL itself, which may hold a password.
 fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
     crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
-}
-
-/// A share of calls (the doubles' faults): between 0 and 1.
-#[cfg(feature = "simulated")]
-pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
-    if !(0.0..=1.0).contains(&rate) {
-        bail!("must be between 0 and 1, not {rate}");
-    }
-    Ok(rate)
 }
 
 #[cfg(test)]

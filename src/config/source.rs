@@ -73,6 +73,15 @@ impl<'a> Source<'a> {
     #[cfg(feature = "simulated")]
     pub fn rate(&self, name: &str) -> anyhow::Result<f64> {
         let rate: f64 = self.var(name, 0.0)?;
-        anyhow::Context::with_context(super::check_rate(rate), || format!("{name} is invalid"))
+        anyhow::Context::with_context(check_rate(rate), || format!("{name} is invalid"))
     }
+}
+
+/// A share of calls (the doubles' faults): between 0 and 1.
+#[cfg(feature = "simulated")]
+pub fn check_rate(rate: f64) -> anyhow::Result<f64> {
+    if !(0.0..=1.0).contains(&rate) {
+        bail!("must be between 0 and 1, not {rate}");
+    }
+    Ok(rate)
 }

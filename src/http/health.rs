@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::db;
-use crate::http::openapi::ProblemDocument;
+use crate::http::openapi_components::ProblemDocument;
 use crate::http::request_id;
 use crate::problem::{Problem, ProblemKind};
 

@@ -9,7 +9,7 @@ use actix_web::http::Method;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpResponse};
 
-use super::openapi::ProblemDocument;
+use super::openapi_components::ProblemDocument;
 use super::request_id;
 use crate::context::ServiceContext;
 use crate::idempotency;

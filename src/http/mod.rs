@@ -12,6 +12,7 @@ pub mod health;
 pub mod idempotent;
 pub mod metrics;
 pub mod openapi;
+pub mod openapi_components;
 pub mod payment_return;
 pub mod problem;
 pub mod rate_limit;

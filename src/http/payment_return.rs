@@ -122,7 +122,7 @@ fn outcome(ride: &Ride) -> String {
     responses(
         (status = 200, description = "What became of the payment, for the rider", content_type = "text/html"),
         (status = 404, description = "No payment of ridepay's with that PaymentIntent and secret", content_type = "text/html"),
-        (status = 429, description = "Too many requests from the address", body = crate::http::openapi::ProblemDocument, content_type = "application/problem+json"),
+        (status = 429, description = "Too many requests from the address", body = crate::http::openapi_components::ProblemDocument, content_type = "application/problem+json"),
         (status = 503, description = "The gateway cannot be asked yet; nothing changed (`Retry-After`)", content_type = "text/html"),
     )
 )]

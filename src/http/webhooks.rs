@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::config::ApiKey;
 use crate::context::ServiceContext;
 use crate::http::body::read_json;
-use crate::http::openapi::ProblemDocument;
+use crate::http::openapi_components::ProblemDocument;
 use crate::http::request_id;
 use crate::payments::stripe::signature;
 use crate::problem::{Problem, ProblemKind};

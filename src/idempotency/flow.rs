@@ -12,7 +12,7 @@ use super::finishing::Finishing;
 use super::lease::{in_transaction, Lease};
 use super::policy::KeyPolicy;
 use super::record::{KeyRecord, KeyState};
-use super::recovery_point::{RecoveryPoints, Step};
+use super::recovery_point::{RecoveryPoints, Step, FINISHED};
 use super::stored_response::StoredResponse;
 use crate::crash;
 use crate::db::{DbConn, DbPool};
@@ -288,7 +288,7 @@ pub fn take_over<P: RecoveryPoints>(
     else {
         return Ok(None);
     };
-    if record.recovery_point == super::FINISHED || !policy.lease_expired(record.locked_at, db_now) {
+    if record.recovery_point == FINISHED || !policy.lease_expired(record.locked_at, db_now) {
         return Ok(None);
     }
     Ok(Some(claim::take_lease(conn, &record)?))

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::GatewayError;
 use crate::service_error::ServiceError;
+use ridepay_gateway::GatewayError;
 
 /// Sorts a gateway call's answer for the flow: what it made, or a failure
 /// for good (a decline, a rejection), both final and recorded with the key by

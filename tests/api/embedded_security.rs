@@ -164,6 +164,36 @@ fn a_symlink_where_the_cluster_folder_goes_is_refused_and_its_target_left_alone(
     assert_eq!((left.uid(), left.mode() & 0o777), (0, 0o755));
 }
 
+/// A cluster of the test's own in a data folder named after `name`, and
+/// the folders to remove when done (the data folder, the cluster's, the
+/// socket's).
+fn own_cluster(name: &str) -> (PathBuf, EmbeddedPostgres, Vec<PathBuf>) {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", uuid::Uuid::new_v4().simple()));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("the cluster starts");
+    let folders = vec![
+        dir.clone(),
+        cluster_root(&dir),
+        cluster.socket_dir().to_owned(),
+    ];
+    (dir, cluster, folders)
+}
+
+fn remove_all(folders: &[PathBuf]) {
+    for folder in folders {
+        std::fs::remove_dir_all(folder).ok();
+    }
+}
+
+/// Rewrites `cluster.json` of `dir` as `change` says, as an earlier release
+/// or a test's stranger would have left it.
+fn rewrite_record(dir: &Path, change: impl FnOnce(&mut serde_json::Value)) {
+    let file = dir.join("cluster.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    change(&mut record);
+    std::fs::write(&file, serde_json::to_vec(&record).unwrap()).unwrap();
+}
+
 /// Waits until no live process works in `data` any more: a SIGKILLed
 /// postmaster's children notice its death and leave.
 fn wait_until_nothing_works_in(data: &Path) {
@@ -225,13 +255,8 @@ fn password_catcher() -> (u16, std::sync::mpsc::Receiver<Vec<u8>>) {
 
 #[test]
 fn a_stranger_holding_the_port_after_an_unclean_stop_never_gets_a_password() {
-    let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-impostor-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("the cluster starts");
+    let (dir, cluster, folders) = own_cluster("ridepay-test-impostor");
     let root = cluster_root(&dir);
-    let socket_dir = cluster.socket_dir().to_owned();
     // The postmaster SIGKILLed, its postmaster.pid left behind naming a
     // live process that is not a postmaster (its pid reused).
     let killed = cluster.postmaster_pid().unwrap();
@@ -247,11 +272,7 @@ fn a_stranger_holding_the_port_after_an_unclean_stop_never_gets_a_password() {
     std::fs::write(&pid_file, reused).unwrap();
     // A stranger listens where the cluster's port is recorded.
     let (port, caught) = password_catcher();
-    let record_file = dir.join("cluster.json");
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap();
-    record["port"] = port.into();
-    std::fs::write(&record_file, serde_json::to_vec(&record).unwrap()).unwrap();
+    rewrite_record(&dir, |record| record["port"] = port.into());
 
     let migrated = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
         .arg("migrate")
@@ -265,9 +286,7 @@ fn a_stranger_holding_the_port_after_an_unclean_stop_never_gets_a_password() {
     if let Ok(Some(running)) = EmbeddedPostgres::running(&dir) {
         running.stop(StopMode::Fast).unwrap();
     }
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::remove_dir_all(&root).ok();
-    std::fs::remove_dir_all(&socket_dir).ok();
+    remove_all(&folders);
 
     assert!(migrated.status.success(), "{migrated:?}");
     assert!(
@@ -308,19 +327,14 @@ fn connected_role(url: &str) -> Role {
 #[test]
 fn the_service_connects_as_an_ordinary_role_that_owns_its_database_over_a_private_socket() {
     // Too long a path for a socket inside it (107 bytes at most).
-    let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-a-data-folder-whose-path-is-too-long-for-a-unix-socket-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("the cluster starts");
+    let (dir, cluster, folders) =
+        own_cluster("ridepay-test-a-data-folder-whose-path-is-too-long-for-a-unix-socket");
     let root = cluster_root(&dir);
     let socket_dir = cluster.socket_dir().to_owned();
     let role = connected_role(&cluster.service_url());
     let folder = std::fs::symlink_metadata(&socket_dir).unwrap();
     cluster.stop(StopMode::Fast).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::remove_dir_all(&root).ok();
-    std::fs::remove_dir_all(&socket_dir).ok();
+    remove_all(&folders);
 
     assert_eq!(
         role,
@@ -345,12 +359,7 @@ fn the_service_connects_as_an_ordinary_role_that_owns_its_database_over_a_privat
 #[test]
 fn a_cluster_of_an_earlier_release_moves_to_a_socket_and_hands_its_database_to_the_service_role() {
     use diesel::RunQueryDsl;
-    let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-upgrade-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("the cluster starts");
-    let root = cluster_root(&dir);
+    let (dir, cluster, folders) = own_cluster("ridepay-test-upgrade");
     // As an earlier release left it: the database and its tables the
     // superuser's, no service role, a record without the new fields.
     {
@@ -369,13 +378,11 @@ fn a_cluster_of_an_earlier_release_moves_to_a_socket_and_hands_its_database_to_t
         ridepay::db::run_migrations(&mut old).unwrap();
     }
     cluster.stop(StopMode::Fast).unwrap();
-    let record_file = dir.join("cluster.json");
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap();
-    let fields = record.as_object_mut().unwrap();
-    fields.remove("service_password");
-    fields.remove("socket_dir");
-    std::fs::write(&record_file, serde_json::to_vec(&record).unwrap()).unwrap();
+    rewrite_record(&dir, |record| {
+        let fields = record.as_object_mut().unwrap();
+        fields.remove("service_password");
+        fields.remove("socket_dir");
+    });
 
     let upgraded = EmbeddedPostgres::ensure_running(&dir).expect("the old cluster starts");
     let role = connected_role(&upgraded.service_url());
@@ -391,8 +398,7 @@ fn a_cluster_of_an_earlier_release_moves_to_a_socket_and_hands_its_database_to_t
         .output()
         .unwrap();
     upgraded.stop(StopMode::Fast).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::remove_dir_all(&root).ok();
+    remove_all(&folders);
 
     assert_eq!((role.name.as_str(), role.owns_database), ("ridepay", true));
     assert!(!role.superuser);

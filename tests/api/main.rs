@@ -19,6 +19,7 @@ mod embedded_security;
 mod endpoints;
 mod fake_gateway;
 mod fake_intents;
+mod file_imports;
 mod gateway_contract;
 mod gateway_outcomes;
 mod health;

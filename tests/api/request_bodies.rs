@@ -7,7 +7,7 @@ use std::time::Duration;
 use ridepay::config::ApiKey;
 use serde_json::Value;
 
-use crate::helpers::{raw, read_all, spawn_app_with, TestApp, RIDE, WEBHOOK_SECRET};
+use crate::helpers::{spawn_app_with, trickle, TestApp, RIDE, WEBHOOK_SECRET};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 const PAGE: &str = "/simulated-gateway/authenticate";
@@ -146,31 +146,13 @@ async fn a_form_over_the_size_limit_is_a_413_and_changes_nothing() {
 async fn a_form_trickled_past_the_time_limit_is_a_408_and_the_connection_is_closed() {
     let app = app().await;
     let address = app.address.clone();
-    let (answer, waited) = tokio::task::spawn_blocking(move || {
-        let mut stream = raw(&address, Duration::from_secs(6));
-        let head = format!(
-            "POST {PAGE} HTTP/1.1\r\nHost: t\r\nContent-Type: {FORM}\r\n\
-             Content-Length: 100\r\nConnection: close\r\n\r\n"
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        let mut writer = stream.try_clone().unwrap();
-        let started = std::time::Instant::now();
-        let sender = std::thread::spawn(move || {
-            while started.elapsed() < Duration::from_secs(6) {
-                if writer.write_all(b"x").is_err() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        });
-        let answer = read_all(&mut stream);
-        let waited = started.elapsed();
-        drop(stream);
-        let _ = sender.join();
-        (answer, waited)
-    })
-    .await
-    .unwrap();
+    let head = format!(
+        "POST {PAGE} HTTP/1.1\r\nHost: t\r\nContent-Type: {FORM}\r\n\
+         Content-Length: 100\r\nConnection: close\r\n\r\n"
+    );
+    let (answer, waited) = tokio::task::spawn_blocking(move || trickle(&address, head))
+        .await
+        .unwrap();
 
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer:.300}");
     assert!(answer.contains("/problems/request-timeout"), "{answer}");

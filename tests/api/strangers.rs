@@ -12,8 +12,8 @@ use ridepay::config::{ApiKey, GatewayKind, StripeSettings};
 use serde_json::json;
 
 use crate::helpers::{
-    database_only, raw, read_all, spawn_app, spawn_app_with, stripe_event, Answer, TestApp, RIDE,
-    WEBHOOK_SECRET,
+    database_only, raw, read_all, spawn_app, spawn_app_with, stripe_event, trickle, Answer,
+    TestApp, RIDE, WEBHOOK_SECRET,
 };
 use crate::server_process::ServerProcess;
 
@@ -91,28 +91,6 @@ async fn an_unknown_api_key_is_refused_before_the_body_is_read() {
     assert!(answer.contains("/problems/unauthorized"), "{answer}");
     assert!(waited < Duration::from_secs(3), "{waited:?}");
     assert_eq!(app.counts(), (0, 0, 0));
-}
-
-/// Sends `head`, then the body one byte every 200 ms until the server hangs
-/// up (or 6 s pass); returns what the server answered and how long it took.
-fn trickle(address: &str, head: String) -> (String, Duration) {
-    let mut stream = raw(address, Duration::from_secs(6));
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut writer = stream.try_clone().unwrap();
-    let started = Instant::now();
-    let sender = std::thread::spawn(move || {
-        while started.elapsed() < Duration::from_secs(6) {
-            if writer.write_all(b" ").is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    });
-    let answer = read_all(&mut stream);
-    let waited = started.elapsed();
-    drop(stream);
-    let _ = sender.join();
-    (answer, waited)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

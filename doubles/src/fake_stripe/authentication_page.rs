@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::calls::connection;
 use super::http::{Request, Response};
-use super::server::State;
+use super::state::State;
 use crate::authentication;
 use crate::intents::{self, Authentication};
 

@@ -8,7 +8,7 @@ use rand::Rng;
 use diesel::PgConnection;
 
 use super::http::{Request, Response};
-use super::server::{Reply, State};
+use super::state::{Reply, State};
 use super::wire::{self, api_error, invalid_request};
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
-use super::server::{Reply, State};
+use super::state::{Reply, State};
 use super::wire::{self, intent_object, invalid_request};
 use crate::{intents, refunds};
 use ridepay_gateway::{

@@ -4,7 +4,7 @@
 
 use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
-use super::server::{Reply, State};
+use super::state::{Reply, State};
 use super::wire::{self, invalid_request};
 use crate::events::Double;
 use crate::refunds;

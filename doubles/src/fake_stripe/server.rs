@@ -1,7 +1,6 @@
 //! The listener: a thread per connection (a bounded number of them), one
 //! request each, routed to the PaymentIntents and Refunds APIs.
 
-use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -10,88 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::{read_request, write_response, Request, Response};
-use super::webhooks::WebhookTarget;
+use super::state::{InFlight, Reply, SavedErrors, State};
 use super::wire::{invalid_request, rate_limited};
-use super::FakeGatewayConfig;
 use super::{authentication_page, intents, refunds, webhooks};
 use crate::events::Double;
 use crate::intents::IntentSettings;
-use crate::ledger::{ledger, run_migrations, Ledger};
-
-/// What a handler does with the connection.
-pub enum Reply {
-    Answer(Response),
-    /// Close without answering, as a lost response looks to the client.
-    HangUp,
-}
-
-pub struct State {
-    pub config: FakeGatewayConfig,
-    pub pool: Ledger,
-    /// Its PaymentIntents' authentication page is its own.
-    pub intents: IntentSettings,
-    pub in_flight: InFlight,
-    /// Keys whose answer was a saved 500 (Stripe keeps them 24 hours; the
-    /// fake, while it runs).
-    pub saved_errors: SavedErrors,
-    /// Set at start (`--webhook-url`), or later by a test that learns the
-    /// receiver's address only after the fake is running.
-    webhook: Mutex<Option<WebhookTarget>>,
-}
-
-impl State {
-    pub fn webhook_target(&self) -> Option<WebhookTarget> {
-        self.webhook.lock().expect("webhook target").clone()
-    }
-}
-
-/// Idempotency keys whose request is being processed: a second request with
-/// one of them gets Stripe's 409 instead of racing the first.
-#[derive(Default)]
-pub struct InFlight(Mutex<HashSet<String>>);
-
-#[derive(Default)]
-pub struct SavedErrors(Mutex<HashSet<String>>);
-
-impl SavedErrors {
-    pub fn save(&self, key: String) {
-        self.0.lock().expect("saved errors").insert(key);
-    }
-
-    pub fn has(&self, key: &str) -> bool {
-        self.0.lock().expect("saved errors").contains(key)
-    }
-}
-
-pub struct InFlightGuard<'a> {
-    keys: &'a InFlight,
-    key: String,
-}
-
-impl InFlight {
-    pub fn enter(&self, key: &str) -> Option<InFlightGuard<'_>> {
-        let fresh = self
-            .0
-            .lock()
-            .expect("in-flight keys")
-            .insert(key.to_owned());
-        fresh.then(|| InFlightGuard {
-            keys: self,
-            key: key.to_owned(),
-        })
-    }
-}
-
-impl Drop for InFlightGuard<'_> {
-    fn drop(&mut self) {
-        self.keys
-            .0
-            .lock()
-            .expect("in-flight keys")
-            .remove(&self.key);
-    }
-}
+use crate::ledger::{ledger, run_migrations};
 
 /// A running fake gateway, serving on a background thread.
 pub struct FakeGateway {

@@ -10,19 +10,13 @@ use std::time::Duration;
 use diesel::PgConnection;
 use serde_json::Value;
 
-use super::server::State;
+use super::config::WebhookTarget;
+use super::state::State;
 use super::wire;
 use crate::events::{self, Double, ObjectKind, SimulatedEvent};
 use crate::{intents, refunds};
 use ridepay_gateway::stripe_signature;
 use ridepay_gateway::{Payment, Refund};
-
-/// Where events go, and the secret that signs them.
-#[derive(Clone)]
-pub struct WebhookTarget {
-    pub url: String,
-    pub secret: String,
-}
 
 const TICK: Duration = Duration::from_millis(200);
 /// How long an event taken for sending waits before it is sent again.

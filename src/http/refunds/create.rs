@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::context::ServiceContext;
 use crate::http::auth::Caller;
 use crate::http::idempotent;
-use crate::http::openapi::{
+use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::ids::RideId;

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
-use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};

@@ -6,7 +6,7 @@ use utoipa::OpenApi;
 use crate::context::ServiceContext;
 use crate::http::auth::Caller;
 use crate::http::idempotent;
-use crate::http::openapi::{
+use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::http::routing::post_only;

@@ -5,7 +5,7 @@ use actix_web::{web, HttpResponse};
 
 use crate::context::ServiceContext;
 use crate::http::auth::Caller;
-use crate::http::openapi::{ApiProblems, ProblemDocument};
+use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::request_id;
 use crate::ids::RideId;
 use crate::problem::Problem;

@@ -6,9 +6,10 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::outcome::{self, Answer};
-use super::{intents, refunds, STRIPE_VERSION};
+use super::{intents, refunds};
 use crate::config::{ApiKey, StripeSettings};
-use crate::payments::{
+use ridepay_gateway::STRIPE_VERSION;
+use ridepay_gateway::{
     CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
     PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
@@ -82,15 +83,6 @@ impl StripeGateway {
         }
         result
     }
-}
-
-/// `metadata[name]=value` fields.
-pub(super) fn metadata_fields(
-    metadata: &[(String, String)],
-) -> impl Iterator<Item = (String, String)> + '_ {
-    metadata
-        .iter()
-        .map(|(key, value)| (format!("metadata[{key}]"), value.clone()))
 }
 
 /// Reads an answer whole and says what it means.

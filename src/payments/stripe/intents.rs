@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::payments::{
+use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
@@ -44,7 +44,7 @@ pub fn create_form(request: &CreateIntent) -> Form {
             "if_available",
         ));
     }
-    form.extend(super::client::metadata_fields(&request.metadata));
+    form.extend(metadata_fields(&request.metadata));
     form
 }
 
@@ -162,4 +162,13 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
         disputed,
         metadata: object.metadata,
     })
+}
+
+/// `metadata[name]=value` fields.
+pub(super) fn metadata_fields(
+    metadata: &[(String, String)],
+) -> impl Iterator<Item = (String, String)> + '_ {
+    metadata
+        .iter()
+        .map(|(key, value)| (format!("metadata[{key}]"), value.clone()))
 }

@@ -5,7 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use super::wire::ErrorBody;
-use crate::payments::GatewayError;
+use ridepay_gateway::GatewayError;
 
 /// An HTTP answer from Stripe, read whole.
 pub struct Answer<'a> {

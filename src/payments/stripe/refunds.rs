@@ -2,10 +2,10 @@
 //! (or, for a ride paid before PaymentIntents, on its charge), and the
 //! refunds of a payment listed to check an event against.
 
-use super::intents::{pair, Form};
+use super::intents::{metadata_fields, pair, Form};
 use super::outcome::unreadable;
 use super::wire::{ListObject, RefundObject};
-use crate::payments::{GatewayError, Payment, Refund, RefundRequest, RefundState};
+use ridepay_gateway::{GatewayError, Payment, Refund, RefundRequest, RefundState};
 
 /// Stripe's largest page: more refunds than this of one ride would be
 /// more than a hundred partial refunds.
@@ -21,7 +21,7 @@ pub fn refund_form(request: &RefundRequest) -> Form {
         pair("amount", request.amount_cents),
     ];
     form.extend(request.reason.iter().map(|reason| pair("reason", reason)));
-    form.extend(super::client::metadata_fields(&request.metadata));
+    form.extend(metadata_fields(&request.metadata));
     form
 }
 

@@ -12,7 +12,7 @@ use super::fleet::Fleet;
 use super::gateway::Gateway;
 use super::history::{Counters, KeyHistory};
 use super::options::Options;
-use super::retrying_client::run_client;
+use super::ride_life::run_client;
 use super::summary::{Summary, SERVER_EVENTS};
 use crate::ridepay::{var, LogCounts};
 use crate::stage::Stage;

@@ -11,36 +11,12 @@ use rand::Rng;
 use super::fleet::Fleet;
 use super::history::{Counters, KeyHistory, Request};
 use super::options::Options;
-use super::ride_life;
 use crate::client::{Answer, RideClient};
 
 /// Enough to outlast a lease left by a killed instance (2 s) several times.
 const MAX_ATTEMPTS: u32 = 40;
 const BACKOFF_BASE: Duration = Duration::from_millis(25);
 const BACKOFF_CAP: Duration = Duration::from_millis(800);
-
-/// Runs one virtual client until the campaign's time or request budget is
-/// spent, and returns the history of its keys.
-pub async fn run_client(
-    fleet: &Fleet,
-    counters: &Counters,
-    options: &Options,
-    api_key: &str,
-    deadline: Instant,
-) -> anyhow::Result<Vec<KeyHistory>> {
-    let sender = Sender {
-        client: RideClient::new(api_key, options.request_timeout)?,
-        fleet,
-        counters,
-        options,
-        deadline,
-    };
-    let mut histories = Vec::new();
-    while sender.may_start_key() {
-        ride_life::walk(&sender, &mut histories).await;
-    }
-    Ok(histories)
-}
 
 /// What a client sends its keys with.
 pub struct Sender<'a> {
@@ -51,7 +27,23 @@ pub struct Sender<'a> {
     deadline: Instant,
 }
 
-impl Sender<'_> {
+impl<'a> Sender<'a> {
+    pub fn new(
+        fleet: &'a Fleet,
+        counters: &'a Counters,
+        options: &'a Options,
+        api_key: &str,
+        deadline: Instant,
+    ) -> anyhow::Result<Sender<'a>> {
+        Ok(Sender {
+            client: RideClient::new(api_key, options.request_timeout)?,
+            fleet,
+            counters,
+            options,
+            deadline,
+        })
+    }
+
     /// Whether the campaign's time and request budget leave room for a new key.
     pub fn may_start_key(&self) -> bool {
         Instant::now() < self.deadline && self.counters.requests() < self.options.max_requests

@@ -6,13 +6,34 @@
 
 use rand::Rng;
 
-use super::history::{Expected, KeyHistory, Request};
+use std::time::Instant;
+
+use super::fleet::Fleet;
+use super::history::{Counters, Expected, KeyHistory, Request};
+use super::options::Options;
 use super::retrying_client::Sender;
 use crate::client::Answer;
 
 /// The bounds ridepay sets on a fare.
 const FARE_CENTS: std::ops::RangeInclusive<i64> = 50..=1_000_000;
 const FARE_SWING: f64 = 0.3;
+
+/// Runs one virtual client until the campaign's time or request budget is
+/// spent, and returns the history of its keys.
+pub async fn run_client(
+    fleet: &Fleet,
+    counters: &Counters,
+    options: &Options,
+    api_key: &str,
+    deadline: Instant,
+) -> anyhow::Result<Vec<KeyHistory>> {
+    let sender = Sender::new(fleet, counters, options, api_key, deadline)?;
+    let mut histories = Vec::new();
+    while sender.may_start_key() {
+        walk(&sender, &mut histories).await;
+    }
+    Ok(histories)
+}
 
 /// Walks one ride through its life, each key's history added to `histories`.
 pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {

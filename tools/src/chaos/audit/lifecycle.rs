@@ -7,41 +7,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use diesel::sql_types::{BigInt, Text, Timestamptz};
-use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use diesel::{PgConnection, RunQueryDsl};
 
-use super::{AuditReport, Ledger, Records, RideRow, CHECKS, SUCCEEDED};
+use super::records::{
+    ActionCount, IntentTotal, KeyRow, Ledger, Records, RideRow, RideTotal, SUCCEEDED,
+};
+use super::report::{AuditReport, CHECKS};
 use crate::chaos::history::{KeyHistory, Request};
-
-/// A count and a sum of cents, per PaymentIntent.
-#[derive(QueryableByName)]
-pub(super) struct IntentTotal {
-    #[diesel(sql_type = Text)]
-    pub(super) intent_id: String,
-    #[diesel(sql_type = BigInt)]
-    pub(super) count: i64,
-    #[diesel(sql_type = BigInt)]
-    pub(super) cents: i64,
-}
-
-/// A sum of cents, per ride.
-#[derive(QueryableByName)]
-pub(super) struct RideTotal {
-    #[diesel(sql_type = BigInt)]
-    pub(super) ride_id: i64,
-    #[diesel(sql_type = BigInt)]
-    pub(super) cents: i64,
-}
-
-/// How many audit records of an action a ride has.
-#[derive(QueryableByName)]
-pub(super) struct ActionCount {
-    #[diesel(sql_type = BigInt)]
-    pub(super) ride_id: i64,
-    #[diesel(sql_type = Text)]
-    pub(super) action: String,
-    #[diesel(sql_type = BigInt)]
-    pub(super) count: i64,
-}
 
 /// The ride statuses, whose audit records (`ride.<status>`) are transitions;
 /// a key taking a ride (`ride.completion_started`) may happen more than once.
@@ -190,7 +162,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
 
 /// A ride still taken once its key is finished (or gone) is stuck: no
 /// other key may complete or cancel it, and its events wait for good.
-fn check_taken(report: &mut AuditReport, ride: &RideRow, key_by_id: &HashMap<i64, &super::KeyRow>) {
+fn check_taken(report: &mut AuditReport, ride: &RideRow, key_by_id: &HashMap<i64, &KeyRow>) {
     let Some(key_id) = ride.settling_key_id else {
         return;
     };

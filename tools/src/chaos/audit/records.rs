@@ -1,0 +1,212 @@
+//! What the audit reads: the keys, rides and PaymentIntents of a run, and
+//! the gateway's own records, indexed the ways the checks look them up.
+
+use std::collections::HashMap;
+
+use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text};
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+
+#[derive(QueryableByName)]
+pub(crate) struct KeyRow {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) id: i64,
+    #[diesel(sql_type = Text)]
+    pub(crate) key: String,
+    #[diesel(sql_type = Text)]
+    pub(crate) recovery_point: String,
+    #[diesel(sql_type = Nullable<SmallInt>)]
+    pub(crate) response_status: Option<i16>,
+    #[diesel(sql_type = Nullable<Bytea>)]
+    pub(crate) response_body: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) last_error: Option<String>,
+}
+
+#[derive(QueryableByName)]
+pub(crate) struct RideRow {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) id: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) idempotency_key_id: Option<i64>,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_cents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_authorized_cents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_captured_cents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_refunded_cents: i64,
+    #[diesel(sql_type = Text)]
+    pub(crate) status: String,
+    #[diesel(sql_type = Text)]
+    pub(crate) capture_method: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) payment_intent_id: Option<String>,
+    /// The key completing or cancelling the ride, while one does.
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) settling_key_id: Option<i64>,
+}
+
+impl RideRow {
+    /// Money was taken: the fare, or a cancellation fee.
+    pub(crate) fn paid(&self) -> bool {
+        matches!(self.status.as_str(), "captured" | "refunded")
+            || (self.status == "canceled" && self.amount_captured_cents > 0)
+    }
+}
+
+/// A PaymentIntent as the gateway holds it, with the ride and key ridepay
+/// named in its metadata.
+#[derive(QueryableByName)]
+pub(crate) struct IntentRow {
+    #[diesel(sql_type = Text)]
+    pub(crate) id: String,
+    /// What is authorized, after any raise of the hold.
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_cents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_capturable_cents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) amount_received_cents: i64,
+    #[diesel(sql_type = Text)]
+    pub(crate) status: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) ride_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) key_id: Option<String>,
+}
+
+pub(crate) const SUCCEEDED: &str = "succeeded";
+/// Where a declined PaymentIntent stays.
+pub(crate) const DECLINED: &str = "requires_payment_method";
+
+#[derive(QueryableByName)]
+pub(crate) struct Count {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) count: i64,
+}
+
+/// The names of the checks, in the order the summary lists them.
+/// The gateway's own records: the database it keeps them in, and the name
+/// its rows carry (`simulated` or `fake`).
+pub struct Ledger {
+    pub conn: PgConnection,
+    pub gateway: &'static str,
+}
+
+/// Keys of `user_id` not yet finished, for waiting on the completer.
+pub fn unfinished_keys(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<i64> {
+    Ok(diesel::sql_query(
+        "SELECT count(*) AS count FROM idempotency_keys \
+         WHERE user_id = $1 AND recovery_point <> 'finished'",
+    )
+    .bind::<BigInt, _>(user_id)
+    .get_result::<Count>(conn)?
+    .count)
+}
+
+/// What the audit reads, indexed the ways the checks look it up.
+pub(crate) struct Records {
+    pub(crate) keys: Vec<KeyRow>,
+    pub(crate) rides: Vec<RideRow>,
+    pub(crate) intents: Vec<IntentRow>,
+    /// The gateway's capture calls, and its refunds that are not undone,
+    /// per PaymentIntent.
+    pub(crate) captures: Vec<IntentTotal>,
+    pub(crate) gateway_refunds: Vec<IntentTotal>,
+    /// ridepay's refunds that are not undone, per ride.
+    pub(crate) refunds: Vec<RideTotal>,
+    /// Audit records about rides, per ride and action.
+    pub(crate) ride_records: Vec<ActionCount>,
+}
+
+impl Records {
+    pub(crate) fn key_by_id(&self) -> HashMap<i64, &KeyRow> {
+        self.keys.iter().map(|k| (k.id, k)).collect()
+    }
+
+    pub(crate) fn key_by_name(&self) -> HashMap<&str, &KeyRow> {
+        self.keys.iter().map(|k| (k.key.as_str(), k)).collect()
+    }
+
+    pub(crate) fn ride_by_id(&self) -> HashMap<i64, &RideRow> {
+        self.rides.iter().map(|r| (r.id, r)).collect()
+    }
+
+    pub(crate) fn ride_by_key(&self) -> HashMap<i64, &RideRow> {
+        self.rides
+            .iter()
+            .filter_map(|r| Some((r.idempotency_key_id?, r)))
+            .collect()
+    }
+
+    pub(crate) fn intent_by_id(&self) -> HashMap<&str, &IntentRow> {
+        self.intents.iter().map(|i| (i.id.as_str(), i)).collect()
+    }
+
+    pub(crate) fn index(&self) -> Index<'_> {
+        Index {
+            key_by_name: self.key_by_name(),
+            ride_by_id: self.ride_by_id(),
+            ride_by_key: self.ride_by_key(),
+            intent_by_id: self.intent_by_id(),
+        }
+    }
+
+    pub(crate) fn rides_naming(&self) -> HashMap<&str, Vec<&RideRow>> {
+        let mut naming: HashMap<&str, Vec<&RideRow>> = HashMap::new();
+        for ride in &self.rides {
+            if let Some(intent) = &ride.payment_intent_id {
+                naming.entry(intent.as_str()).or_default().push(ride);
+            }
+        }
+        naming
+    }
+}
+
+/// The lookups the checks of clients' keys make, built once.
+pub(crate) struct Index<'a> {
+    pub(crate) key_by_name: HashMap<&'a str, &'a KeyRow>,
+    pub(crate) ride_by_id: HashMap<i64, &'a RideRow>,
+    pub(crate) ride_by_key: HashMap<i64, &'a RideRow>,
+    pub(crate) intent_by_id: HashMap<&'a str, &'a IntentRow>,
+}
+
+impl<'a> Index<'a> {
+    pub(crate) fn intent_of(&self, ride: &RideRow) -> Option<&'a IntentRow> {
+        self.intent_by_id
+            .get(ride.payment_intent_id.as_deref()?)
+            .copied()
+    }
+}
+
+/// A count and a sum of cents, per PaymentIntent.
+#[derive(QueryableByName)]
+pub(crate) struct IntentTotal {
+    #[diesel(sql_type = Text)]
+    pub(crate) intent_id: String,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) count: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) cents: i64,
+}
+
+/// A sum of cents, per ride.
+#[derive(QueryableByName)]
+pub(crate) struct RideTotal {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) ride_id: i64,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) cents: i64,
+}
+
+/// How many audit records of an action a ride has.
+#[derive(QueryableByName)]
+pub(crate) struct ActionCount {
+    #[diesel(sql_type = BigInt)]
+    pub(crate) ride_id: i64,
+    #[diesel(sql_type = Text)]
+    pub(crate) action: String,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) count: i64,
+}

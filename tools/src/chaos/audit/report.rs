@@ -1,0 +1,56 @@
+//! The audit's checks, by name, and what each found.
+
+use std::collections::BTreeMap;
+
+pub const CHECKS: [&str; 18] = [
+    "duplicate payments (two for one key or ride)",
+    "orphan payments (succeeded, no captured ride)",
+    "acknowledged or captured rides missing or unpaid",
+    "amounts that disagree",
+    "keys not finished",
+    "replays that differ from the first answer",
+    "stored answers that differ from the first answer",
+    "answers or rides other than the payment method implies",
+    "declines not recorded as declines",
+    "rides captured twice (two captures or finishing records)",
+    "captures beyond what was authorized",
+    "holds left on completed or cancelled rides",
+    "captured amounts that disagree with the gateway",
+    "acknowledged completions not captured for the final fare",
+    "acknowledged cancellations not canceled with the fee",
+    "refunds beyond what was captured",
+    "rides left taken by a finished key",
+    "ride transitions applied more than once",
+];
+
+#[derive(Debug, Default)]
+pub struct AuditReport {
+    /// Violations by check, with up to a few examples each.
+    pub violations: BTreeMap<&'static str, Vec<String>>,
+    pub keys_in_database: usize,
+    pub rides: usize,
+    pub succeeded_payments: usize,
+    pub declined_payments: usize,
+    /// Gateway events (webhooks, or the simulated gateway's in-process
+    /// ones) that moved a ride.
+    pub events_applied: i64,
+    /// Capture calls the gateway kept, and its refunds not undone: what
+    /// the checks of completions, cancellations and refunds looked at.
+    pub capture_calls: i64,
+    pub gateway_refunds: i64,
+}
+
+impl AuditReport {
+    pub(crate) fn flag(&mut self, check: &'static str, example: String) {
+        debug_assert!(CHECKS.contains(&check));
+        self.violations.entry(check).or_default().push(example);
+    }
+
+    pub fn count(&self, check: &str) -> usize {
+        self.violations.get(check).map_or(0, Vec::len)
+    }
+
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+}

@@ -1,0 +1,371 @@
+//! The checks against made-up records.
+
+use std::collections::BTreeMap;
+
+use super::checks::*;
+use super::records::*;
+use super::report::*;
+use super::*;
+use crate::chaos::history::{Expected, Request};
+use crate::client::Answer;
+
+fn key(id: i64, status: u16, body: &str) -> KeyRow {
+    KeyRow {
+        id,
+        key: format!("k{id}"),
+        recovery_point: "finished".to_owned(),
+        response_status: Some(status as i16),
+        response_body: Some(body.as_bytes().to_vec()),
+        last_error: None,
+    }
+}
+
+/// A ride of 1000 asked for under key row `id`: paid at once when
+/// captured, held otherwise.
+fn ride(id: i64, status: &str, intent: Option<&str>) -> RideRow {
+    let captured = status == "captured";
+    RideRow {
+        id,
+        idempotency_key_id: Some(id),
+        amount_cents: 1000,
+        amount_authorized_cents: if status == "payment_declined" {
+            0
+        } else {
+            1000
+        },
+        amount_captured_cents: if captured { 1000 } else { 0 },
+        amount_refunded_cents: 0,
+        status: status.to_owned(),
+        capture_method: if captured { "automatic" } else { "manual" }.to_owned(),
+        payment_intent_id: intent.map(str::to_owned),
+        settling_key_id: None,
+    }
+}
+
+fn intent(id: &str, status: &str, ride_and_key: i64) -> IntentRow {
+    IntentRow {
+        id: id.to_owned(),
+        amount_cents: 1000,
+        amount_capturable_cents: 0,
+        amount_received_cents: if status == SUCCEEDED { 1000 } else { 0 },
+        status: status.to_owned(),
+        ride_id: Some(ride_and_key.to_string()),
+        key_id: Some(ride_and_key.to_string()),
+    }
+}
+
+fn history(id: i64, request: Request, status: u16, body: &str) -> KeyHistory {
+    KeyHistory {
+        key: format!("k{id}"),
+        request,
+        first_final: Some(Answer {
+            status,
+            body: body.as_bytes().to_vec(),
+            replayed: false,
+        }),
+        replay_mismatch: None,
+    }
+}
+
+fn records_of(ride_id: i64, action: &str, count: i64) -> ActionCount {
+    ActionCount {
+        ride_id,
+        action: action.to_owned(),
+        count,
+    }
+}
+
+fn total(intent_id: &str, cents: i64) -> IntentTotal {
+    IntentTotal {
+        intent_id: intent_id.to_owned(),
+        count: 1,
+        cents,
+    }
+}
+
+const PAID: &str = r#"{"id":1,"status":"captured"}"#;
+const DECLINED_ANSWER: &str = r#"{"type":"/problems/card-declined","ride_id":2}"#;
+const COMPLETED: &str = r#"{"id":3,"status":"captured"}"#;
+const CANCELED: &str = r#"{"id":5,"status":"canceled"}"#;
+
+/// The keys the campaign leaves, as its clients saw them: a ride paid at
+/// once (1), a decline (2), a held ride (3) completed above its hold
+/// (4) and partly refunded (7), a held ride (5) cancelled with a fee (6).
+fn histories() -> Vec<KeyHistory> {
+    let ride = |amount_cents, expected| Request::Ride {
+        amount_cents,
+        expected,
+    };
+    let held = |id: i64| {
+        let answer = format!(r#"{{"id":{id},"status":"authorized"}}"#);
+        history(id, ride(1000, Expected::Authorized), 201, &answer)
+    };
+    vec![
+        history(1, ride(1000, Expected::Captured), 201, PAID),
+        history(2, ride(1000, Expected::Declined), 402, DECLINED_ANSWER),
+        held(3),
+        history(
+            4,
+            Request::Complete {
+                ride_id: 3,
+                final_amount_cents: 1200,
+                raise_declines: false,
+            },
+            200,
+            COMPLETED,
+        ),
+        held(5),
+        history(
+            6,
+            Request::Cancel {
+                ride_id: 5,
+                fee_cents: 300,
+            },
+            200,
+            CANCELED,
+        ),
+        history(
+            7,
+            Request::Refund {
+                ride_id: 3,
+                amount_cents: 500,
+            },
+            201,
+            r#"{"id":1}"#,
+        ),
+    ]
+}
+
+/// The records of those keys, as the campaign leaves them.
+fn records() -> Records {
+    let answers = histories();
+    Records {
+        keys: answers
+            .iter()
+            .enumerate()
+            .map(|(i, history)| {
+                let first = history.first_final.as_ref().unwrap();
+                key(
+                    i as i64 + 1,
+                    first.status,
+                    &String::from_utf8_lossy(&first.body),
+                )
+            })
+            .collect(),
+        rides: vec![
+            ride(1, "captured", Some("pi_1")),
+            ride(2, "payment_declined", Some("pi_2")),
+            RideRow {
+                amount_authorized_cents: 1200,
+                amount_captured_cents: 1200,
+                amount_refunded_cents: 500,
+                capture_method: "manual".to_owned(),
+                ..ride(3, "captured", Some("pi_3"))
+            },
+            RideRow {
+                amount_captured_cents: 300,
+                ..ride(5, "canceled", Some("pi_5"))
+            },
+        ],
+        intents: vec![
+            intent("pi_1", SUCCEEDED, 1),
+            intent("pi_2", DECLINED, 2),
+            IntentRow {
+                amount_cents: 1200,
+                amount_received_cents: 1200,
+                ..intent("pi_3", SUCCEEDED, 3)
+            },
+            IntentRow {
+                amount_received_cents: 300,
+                ..intent("pi_5", SUCCEEDED, 5)
+            },
+        ],
+        captures: vec![total("pi_3", 1200), total("pi_5", 300)],
+        gateway_refunds: vec![total("pi_3", 500)],
+        refunds: vec![RideTotal {
+            ride_id: 3,
+            cents: 500,
+        }],
+        ride_records: vec![
+            records_of(1, "ride.captured", 1),
+            records_of(3, "ride.completion_started", 1),
+            records_of(3, "ride.captured", 1),
+            records_of(5, "ride.cancellation_started", 1),
+            records_of(5, "ride.canceled", 1),
+        ],
+    }
+}
+
+/// The violations found once `change` has changed the records and
+/// `tell` what the clients saw.
+fn violations(
+    change: impl FnOnce(&mut Records),
+    tell: impl FnOnce(&mut Vec<KeyHistory>),
+) -> BTreeMap<&'static str, usize> {
+    let mut records = records();
+    change(&mut records);
+    let mut histories = histories();
+    tell(&mut histories);
+    let mut report = AuditReport::default();
+    check_intents(&mut report, &records);
+    check_rides(&mut report, &records);
+    check_histories(&mut report, &records, &histories);
+    lifecycle::check_rides(&mut report, &records);
+    lifecycle::check_acknowledged(&mut report, &records, &histories);
+    report
+        .violations
+        .iter()
+        .map(|(check, examples)| (*check, examples.len()))
+        .collect()
+}
+
+fn violations_after(change: impl FnOnce(&mut Records)) -> BTreeMap<&'static str, usize> {
+    violations(change, |_| {})
+}
+
+fn violations_told(tell: impl FnOnce(&mut Vec<KeyHistory>)) -> BTreeMap<&'static str, usize> {
+    violations(|_| {}, tell)
+}
+
+#[test]
+fn every_ride_as_the_campaign_leaves_it_passes() {
+    assert_eq!(violations_after(|_| {}), BTreeMap::new());
+}
+
+#[test]
+fn a_second_payment_for_a_key_is_a_duplicate_and_an_orphan() {
+    let found = violations_after(|records| records.intents.push(intent("pi_1b", SUCCEEDED, 1)));
+    assert_eq!(found, BTreeMap::from([(CHECKS[0], 2), (CHECKS[1], 1)]));
+}
+
+#[test]
+fn one_payment_named_by_two_rides_is_a_duplicate() {
+    let found = violations_after(|records| records.rides.push(ride(9, "captured", Some("pi_1"))));
+    assert_eq!(found, BTreeMap::from([(CHECKS[0], 1)]));
+}
+
+#[test]
+fn an_acknowledged_ride_the_gateway_did_not_pay_is_flagged() {
+    let found = violations_after(|records| {
+        records.intents[0].status = DECLINED.to_owned();
+        records.intents[0].amount_received_cents = 0;
+    });
+    // The ride is captured on an unpaid intent, the 201 acknowledged it,
+    // the declined intent has no declined ride, and the ride's capture is
+    // neither settled nor received at the gateway.
+    assert_eq!(
+        found,
+        BTreeMap::from([
+            (CHECKS[2], 2),
+            (CHECKS[8], 1),
+            (CHECKS[11], 1),
+            (CHECKS[12], 1)
+        ])
+    );
+}
+
+#[test]
+fn a_decline_without_its_payment_intent_is_not_recorded_as_one() {
+    let found = violations_after(|records| records.rides[1].payment_intent_id = None);
+    assert_eq!(found, BTreeMap::from([(CHECKS[8], 2)]));
+}
+
+#[test]
+fn a_short_payment_and_a_ride_other_than_the_card_implies_are_flagged() {
+    let found = violations_after(|records| {
+        records.intents[0].amount_received_cents = 900;
+        records.rides[1].status = "payment_failed".to_owned();
+    });
+    assert_eq!(found[CHECKS[3]], 1);
+    assert_eq!(found[CHECKS[7]], 1);
+}
+
+#[test]
+fn a_second_capture_call_or_finishing_record_is_a_ride_captured_twice() {
+    let found = violations_after(|records| {
+        records.captures[0].count = 2;
+        records.ride_records.push(records_of(5, "ride.captured", 1));
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[9], 2)]));
+}
+
+#[test]
+fn a_fee_above_the_hold_is_captured_beyond_what_was_authorized() {
+    let found = violations_after(|records| {
+        records.rides[3].amount_captured_cents = 1100;
+        records.intents[3].amount_received_cents = 1100;
+    });
+    // At ridepay and at the gateway; and not the fee the client sent.
+    assert_eq!(found, BTreeMap::from([(CHECKS[10], 2), (CHECKS[14], 1)]));
+}
+
+#[test]
+fn a_completed_ride_whose_intent_still_holds_is_flagged() {
+    let found = violations_after(|records| records.intents[2].amount_capturable_cents = 200);
+    assert_eq!(found, BTreeMap::from([(CHECKS[11], 1)]));
+}
+
+#[test]
+fn a_ride_captured_for_other_than_the_gateway_received_is_flagged() {
+    let found = violations_after(|records| records.rides[2].amount_captured_cents = 1100);
+    assert_eq!(found, BTreeMap::from([(CHECKS[12], 1), (CHECKS[13], 1)]));
+}
+
+#[test]
+fn a_completion_or_cancellation_acknowledged_for_other_amounts_is_flagged() {
+    let found = violations_told(|histories| {
+        histories[3].request = Request::Complete {
+            ride_id: 3,
+            final_amount_cents: 1300,
+            raise_declines: false,
+        };
+        histories[5].request = Request::Cancel {
+            ride_id: 5,
+            fee_cents: 0,
+        };
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[13], 1), (CHECKS[14], 1)]));
+}
+
+#[test]
+fn refunds_beyond_the_capture_are_flagged_at_ridepay_and_the_gateway() {
+    let found = violations_after(|records| {
+        records.refunds[0].cents = 1300;
+        records.gateway_refunds[0].cents = 1300;
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[15], 2)]));
+}
+
+#[test]
+fn a_ride_still_taken_by_a_finished_key_is_flagged() {
+    let found = violations_after(|records| records.rides[2].settling_key_id = Some(4));
+    assert_eq!(found, BTreeMap::from([(CHECKS[16], 1)]));
+}
+
+#[test]
+fn a_transition_recorded_twice_is_flagged_and_a_second_taking_is_not() {
+    let found = violations_after(|records| {
+        records.ride_records[1].count = 2;
+        records
+            .ride_records
+            .push(records_of(3, "ride.authorized", 2));
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[17], 1)]));
+}
+
+#[test]
+fn a_completion_refused_for_a_ride_its_client_held_is_flagged() {
+    let refused = r#"{"type":"/problems/invalid-ride-state","ride_id":3}"#;
+    let found = violations(
+        // A refusal that wrote nothing leaves no key row.
+        |records| records.keys.retain(|key| key.id != 4),
+        |histories| {
+            histories[3].first_final = Some(Answer {
+                status: 422,
+                body: refused.as_bytes().to_vec(),
+                replayed: false,
+            })
+        },
+    );
+    assert_eq!(found, BTreeMap::from([(CHECKS[7], 1)]));
+}
