@@ -1,5 +1,5 @@
 //! Settings, read from the environment (and `.env`) with the names and defaults
-//! of DESIGN section 5. `.env.example` lists every one.
+//! of `docs/OPERATIONS.md` (Configuration). `.env.example` lists every one.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -202,7 +202,7 @@ pub fn load_dotenv() -> anyhow::Result<()> {
     }
 }
 
-/// The defaults of DESIGN section 5 (and `.env.example`), stated once.
+/// The defaults `docs/OPERATIONS.md` and `.env.example` state, stated once.
 impl Default for Settings {
     fn default() -> Self {
         Settings {

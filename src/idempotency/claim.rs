@@ -131,14 +131,15 @@ pub fn find_caller_key(
 /// What may be done with the key, as `find_caller_key` read it. The claim
 /// re-checks under the row lock, so a stale read here can only send a
 /// request on to the claim.
-pub fn judge_found<P: RecoveryPoints>(
+pub fn lookup<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     found: FoundKey,
     policy: &KeyPolicy,
 ) -> Result<Lookup, ServiceError> {
     Ok(match found {
         None => Lookup::Claimable,
-        Some((mut record, db_now)) => match judge::<P>(request, &mut record, db_now, policy)? {
+        Some((mut record, db_now)) => match claim_rules::<P>(request, &mut record, db_now, policy)?
+        {
             None => Lookup::Claimable,
             Some(Answer::Replay(response)) => Lookup::Replay(response),
             Some(Answer::InUse) => Lookup::InUse,
@@ -213,15 +214,15 @@ fn claim_at<P: RecoveryPoints>(
         .filter(keys::key.eq(request.key.as_str()))
         .select((KeyState::as_select(), database_now()));
     let (mut record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
-    if let Some(answer) = judge::<P>(request, &mut record, db_now, policy)? {
+    if let Some(answer) = claim_rules::<P>(request, &mut record, db_now, policy)? {
         return Ok(answer.into());
     }
-    // It looks claimable: lock the row and judge again, since another claim
+    // It looks claimable: lock the row and apply the rules again, since another claim
     // may have won in between.
     let (mut record, db_now) = plain
         .for_update()
         .first::<(KeyState, DateTime<Utc>)>(conn)?;
-    match judge::<P>(request, &mut record, db_now, policy)? {
+    match claim_rules::<P>(request, &mut record, db_now, policy)? {
         None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
         Some(answer) => Ok(answer.into()),
     }
@@ -293,7 +294,7 @@ enum Answer {
 /// replayed, a live lease respected, and a key too old to resume safely left to
 /// an operator. None: the request may run. A replay takes the stored response
 /// out of `record`.
-fn judge<P: RecoveryPoints>(
+fn claim_rules<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     record: &mut KeyState,
     db_now: DateTime<Utc>,

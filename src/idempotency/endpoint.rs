@@ -74,7 +74,7 @@ pub fn run<E: Endpoint>(
     let canonical = CanonicalRequest::of(params);
     let earlier = |version| E::canonical_under(params, version);
     let request = IdempotentRequest::post(user, key, path, &canonical, &earlier);
-    let lookup = claim::judge_found::<E::Point>(&request, found, context.key_policy())?;
+    let lookup = claim::lookup::<E::Point>(&request, found, context.key_policy())?;
     let phases = E::phases(context, params);
     flow::run(
         context.pool(),

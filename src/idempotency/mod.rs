@@ -20,7 +20,7 @@ mod recovery_point;
 mod stored_response;
 
 pub use canonical::CanonicalRequest;
-pub use claim::{claim, find_caller_key, judge_found, Claim, FoundKey, IdempotentRequest, Lookup};
+pub use claim::{claim, find_caller_key, lookup, Claim, FoundKey, IdempotentRequest, Lookup};
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
 pub use flow::{Outcome, Phases, Transition};

@@ -16,7 +16,7 @@ use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
 
 ridepay_diesel_helpers::text_enum! {
-    /// A ride's payment status, stored as text (with a CHECK). DESIGN §2
+    /// A ride's payment status, stored as text (with a CHECK). `docs/API.md`
     /// draws how one leads to another; each transition is applied once and
     /// only forward.
     pub enum RideStatus {

@@ -13,7 +13,8 @@ use RideStatus::*;
 /// under `PUBLIC_BASE_URL`.
 pub const RETURN_PATH: &str = "/payments/return";
 
-/// The statuses a ride may be in for `to` to follow (DESIGN §2's diagram).
+/// The statuses a ride may be in for `to` to follow (the diagram of
+/// `docs/API.md`, "The ride's life").
 pub fn may_follow(to: RideStatus) -> &'static [RideStatus] {
     match to {
         RequiresAction => &[Pending],

@@ -1,6 +1,6 @@
 //! The ride's life after the hold: `POST /api/rides/{id}/complete` and
 //! `POST /api/rides/{id}/cancel`, holds that lapse, and refunds only of what
-//! was captured (DESIGN §2, "The rest of a ride's life").
+//! was captured (`docs/API.md`, "The ride's life").
 
 use std::time::Duration;
 
