@@ -52,24 +52,28 @@ impl Registered {
 /// Every idempotent endpoint.
 pub fn all() -> Vec<Registered> {
     vec![
-        Registered::of::<rides::RecoveryPoint>(
-            |context| Box::new(Keys::<rides::service::RideEndpoint>::new(context)),
+        Registered::of::<rides::create::RecoveryPoint>(
+            |context| Box::new(Keys::<rides::create::endpoint::RideEndpoint>::new(context)),
             || vec![Box::new(rides::receipt::RideReceipt)],
         ),
         Registered::of::<refunds::RecoveryPoint>(
-            |context| Box::new(Keys::<refunds::service::RefundEndpoint>::new(context)),
+            |context| Box::new(Keys::<refunds::endpoint::RefundEndpoint>::new(context)),
             Vec::new,
         ),
         Registered::of::<rides::complete::RecoveryPoint>(
             |context| {
-                Box::new(Keys::<rides::complete::service::CompleteEndpoint>::new(
+                Box::new(Keys::<rides::complete::endpoint::CompleteEndpoint>::new(
                     context,
                 ))
             },
             Vec::new,
         ),
         Registered::of::<rides::cancel::RecoveryPoint>(
-            |context| Box::new(Keys::<rides::cancel::service::CancelEndpoint>::new(context)),
+            |context| {
+                Box::new(Keys::<rides::cancel::endpoint::CancelEndpoint>::new(
+                    context,
+                ))
+            },
             Vec::new,
         ),
     ]

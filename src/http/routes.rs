@@ -22,7 +22,7 @@ pub fn endpoints() -> Vec<Routed> {
     use utoipa::OpenApi;
     vec![
         Routed {
-            name: rides::RecoveryPoint::ENDPOINT,
+            name: rides::create::RecoveryPoint::ENDPOINT,
             routes: super::rides::configure,
             openapi: super::rides::Api::openapi,
         },

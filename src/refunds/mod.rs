@@ -2,10 +2,10 @@
 //! phases and routes, on the same idempotency machinery as rides, and the
 //! read routes.
 
+pub mod endpoint;
 pub mod model;
 pub mod phases;
 mod recovery_point;
 pub mod request;
-pub mod service;
 
 pub use recovery_point::RecoveryPoint;

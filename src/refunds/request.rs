@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use crate::idempotency::CanonicalRequest;
 use crate::ids::RideId;
-use crate::rides::request::MAX_AMOUNT_CENTS;
+use crate::rides::fare::MAX_AMOUNT_CENTS;
 use crate::validation::{parse_body, FieldError};
 
 /// Stripe's refund reasons.

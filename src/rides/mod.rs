@@ -4,13 +4,9 @@
 
 pub mod cancel;
 pub mod complete;
+pub mod create;
+pub mod fare;
 mod lifecycle;
 pub mod model;
 pub mod payment;
-pub mod phases;
 pub mod receipt;
-mod recovery_point;
-pub mod request;
-pub mod service;
-
-pub use recovery_point::RecoveryPoint;

@@ -15,9 +15,9 @@ use crate::ids::{KeyId, RideId};
 use crate::payments::{GatewayError, Payment, PaymentIntent, Refund as GatewayRefund};
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
+use crate::rides::create::{phases as ride_phases, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
 use crate::rides::payment::{may_follow, settlement};
-use crate::rides::{phases as ride_phases, RecoveryPoint as RidePoint};
 use crate::schema::rides as rides_table;
 use crate::service_error::ServiceError;
 

@@ -14,9 +14,9 @@ use ridepay::idempotency::{
 };
 use ridepay::ids::UserId;
 use ridepay::payments::{self, PaymentIntent};
-use ridepay::rides::phases;
-use ridepay::rides::request::RideParams;
-use ridepay::rides::RecoveryPoint;
+use ridepay::rides::create::phases;
+use ridepay::rides::create::request::RideParams;
+use ridepay::rides::create::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 use ridepay::startup::Application;
 use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};

@@ -13,8 +13,8 @@ use ridepay::db::DbPool;
 use ridepay::idempotency::endpoint;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
 use ridepay::payments;
-use ridepay::rides::request::RideParams;
-use ridepay::rides::service::RideEndpoint;
+use ridepay::rides::create::endpoint::RideEndpoint;
+use ridepay::rides::create::request::RideParams;
 use ridepay::users;
 use ridepay_doubles::SimulatedGateway;
 

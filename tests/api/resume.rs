@@ -2,8 +2,8 @@
 //! finished by a retry once the lease has expired: one ride, one payment.
 
 use ridepay::idempotency::{self, Claim, Lease};
-use ridepay::rides::phases;
-use ridepay::rides::RecoveryPoint;
+use ridepay::rides::create::phases;
+use ridepay::rides::create::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 
 use crate::helpers::{expire_leases, leave_key_at, spawn_app, RideRequest, TestApp, POLICY, RIDE};

@@ -13,9 +13,9 @@ use ridepay::idempotency::endpoint::Keys;
 use ridepay::idempotency::reaper;
 use ridepay::outbox::drainer::{self, DrainerSettings};
 use ridepay::payments;
+use ridepay::rides::create::endpoint::RideEndpoint;
+use ridepay::rides::create::RecoveryPoint;
 use ridepay::rides::receipt::RideReceipt;
-use ridepay::rides::service::RideEndpoint;
-use ridepay::rides::RecoveryPoint;
 use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{

@@ -10,9 +10,9 @@ use crate::http::openapi_components::{
 };
 use crate::ids::RideId;
 use crate::problem::Problem;
+use crate::refunds::endpoint::RefundEndpoint;
 use crate::refunds::model::Refund;
 use crate::refunds::request::{RefundParams, RefundRequest};
-use crate::refunds::service::RefundEndpoint;
 
 /// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
 ///

@@ -12,8 +12,8 @@ use crate::http::openapi_components::{
 use crate::http::routing::post_only;
 use crate::ids::RideId;
 use crate::problem::Problem;
+use crate::rides::cancel::endpoint::CancelEndpoint;
 use crate::rides::cancel::request::{CancelParams, CancelRideRequest};
-use crate::rides::cancel::service::CancelEndpoint;
 use crate::rides::model::RideJson;
 
 /// Cancel an `authorized` or `requires_action` ride, exactly once per

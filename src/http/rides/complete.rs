@@ -12,8 +12,8 @@ use crate::http::openapi_components::{
 use crate::http::routing::post_only;
 use crate::ids::RideId;
 use crate::problem::Problem;
+use crate::rides::complete::endpoint::CompleteEndpoint;
 use crate::rides::complete::request::{CompleteParams, CompleteRideRequest};
-use crate::rides::complete::service::CompleteEndpoint;
 use crate::rides::model::RideJson;
 
 /// Complete an `authorized` ride: capture its final fare, exactly once per

@@ -9,9 +9,9 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::problem::Problem;
+use crate::rides::create::endpoint::RideEndpoint;
+use crate::rides::create::request::{RideParams, RideRequest};
 use crate::rides::model::RideJson;
-use crate::rides::request::{RideParams, RideRequest};
-use crate::rides::service::RideEndpoint;
 
 /// Create a ride and pay for it through a PaymentIntent, exactly once per
 /// `Idempotency-Key`: the fare held (`capture_method` `manual`, the default)

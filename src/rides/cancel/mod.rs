@@ -1,9 +1,9 @@
 //! `POST /api/rides/{id}/cancel`: the hold released, or a cancellation fee
 //! captured from it.
 
+pub mod endpoint;
 pub mod phases;
 mod recovery_point;
 pub mod request;
-pub mod service;
 
 pub use recovery_point::RecoveryPoint;

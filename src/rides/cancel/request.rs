@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::ids::RideId;
-use crate::rides::request::MAX_AMOUNT_CENTS;
+use crate::rides::fare::MAX_AMOUNT_CENTS;
 use crate::validation::{parse_body, FieldError};
 
 /// A validated cancellation. Its JSON form is the canonical request.

@@ -1,9 +1,9 @@
 //! `POST /api/rides/{id}/complete`: the final fare captured, the hold raised
 //! first when the fare is more than it covers.
 
+pub mod endpoint;
 pub mod phases;
 mod recovery_point;
 pub mod request;
-pub mod service;
 
 pub use recovery_point::RecoveryPoint;

@@ -6,7 +6,6 @@ use std::cell::RefCell;
 
 use diesel::PgConnection;
 
-use super::model::{self, Ride};
 use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
@@ -15,6 +14,7 @@ use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::idempotency::Finishing;
 use crate::payments::{self, GatewayError, PaymentIntent};
+use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
 
 /// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,

@@ -7,9 +7,7 @@ use crate::idempotency::CanonicalRequest;
 use crate::payments::CaptureMethod;
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
 
-pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
-pub const MIN_AMOUNT_CENTS: i64 = 50;
-pub const MAX_AMOUNT_CENTS: i64 = 1_000_000;
+use crate::rides::fare::{CURRENCIES, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 
 /// A validated ride request with defaults applied. Its JSON form is the
 /// canonical request: fingerprinted, and stored so a worker can finish it.

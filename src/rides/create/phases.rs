@@ -6,14 +6,14 @@
 use diesel::PgConnection;
 use serde_json::json;
 
-use super::model::{self, NewRide, Ride, RideStatus, Settlement};
-use super::payment::{may_follow, settlement};
-use super::receipt;
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::idempotency::{Finishing, Lease, StoredResponse};
 use crate::payments::{derived_key, CreateIntent, GatewayError, PaymentGateway, PaymentIntent};
 use crate::problem::{Problem, ProblemKind};
+use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
+use crate::rides::payment::{may_follow, settlement};
+use crate::rides::receipt;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::{audit, users};
