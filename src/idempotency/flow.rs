@@ -39,65 +39,95 @@ impl Outcome {
 /// once at the end of the phase's transaction (as rocket-rides-atomic's
 /// `atomic_phase` does with its phase's result).
 #[derive(Debug)]
-pub enum Transition<P> {
-    /// The request reached this recovery point.
-    Advance(P),
+pub enum Transition<P, C> {
+    /// The request reached this recovery point, and what the phase learnt
+    /// that the next one would otherwise read back, if anything.
+    Advance(P, Option<C>),
     /// The request's answer, to store: the key is finished.
     Finish(StoredResponse),
 }
 
 /// What a call came to.
 #[derive(Debug)]
-pub enum Called<P> {
-    /// The call was made: the atomic phase from the same point records what
-    /// it answered.
-    Made,
+pub enum Called<P, C, A> {
+    /// The gateway answered for good: [`Phases::record`] records the answer
+    /// (`A`), with what the phases know (`C`).
+    Answered(C, A),
     /// Nothing needed calling from this point (a hold that already covers
     /// the fare needs no raising), so there is nothing to record: the flow
     /// goes straight on to this point's step, with no transaction and the
     /// key left where it is. A resume from there decides the same.
-    NotNeeded(P),
+    NotNeeded(P, C),
 }
 
+/// What a call of `E`'s came to.
+pub type CallOf<E> = Called<<E as Phases>::Point, <E as Phases>::Known, <E as Phases>::Answer>;
+
 /// An endpoint's phases, one per recovery point, as the flow runs them: what
-/// runs from each point is the point's [`Step`].
+/// runs from each point is the point's [`Step`]. Each phase returns what it
+/// learnt, and the flow hands it to the next; a key resumed from the
+/// database starts with nothing, and a phase handed nothing reads what it
+/// needs.
 pub trait Phases {
     type Point: RecoveryPoints;
+    /// What the phases learn of the request's rows and hand on (the ride
+    /// they wrote, say), so that the next phase need not read it back.
+    type Known;
+    /// What a call's answer was, by value, for the phase that records it.
+    type Answer;
 
-    /// The atomic phase from `point`, in the caller's transaction. From
-    /// Started that is the claim's own, so a request the endpoint refuses
-    /// there rolls the claim back too and the key is not consumed. From a
-    /// point whose step is a call, it records what the call answered.
+    /// The atomic phase from `point` (a point whose step is atomic), in the
+    /// caller's transaction. From Started that is the claim's own, so a
+    /// request the endpoint refuses there rolls the claim back too and the
+    /// key is not consumed.
     fn atomic(
         &self,
         conn: &mut PgConnection,
         lease: &Lease<Self::Point>,
         point: Self::Point,
-    ) -> Result<Transition<Self::Point>, ServiceError>;
+        known: Option<Self::Known>,
+    ) -> Result<Transition<Self::Point, Self::Known>, ServiceError>;
 
-    /// The call made from `point`, holding no connection. A final answer
-    /// (what it made, or a refusal for good) is kept for `atomic` from the
-    /// same point; an error leaves the key at `point`, for a retry that makes
-    /// the same call under the same derived key.
+    /// The call made from `point`, holding no connection. An error leaves
+    /// the key at `point`, for a retry that makes the same call under the
+    /// same derived key.
     fn call(
         &self,
         lease: &Lease<Self::Point>,
         point: Self::Point,
-    ) -> Result<Called<Self::Point>, ServiceError>;
+        known: Option<Self::Known>,
+    ) -> Result<CallOf<Self>, ServiceError>;
 
-    /// The atomic phase from `point` after its call, when it finishes the
-    /// key with one change whose answer is known before the change is sent
-    /// (from what the call and the phases before it left in memory): the
-    /// flow sends the change with the key's final write as one statement,
-    /// with no transaction around it (`Finishing`). `None`, the default,
-    /// runs `atomic` in a transaction.
+    /// The atomic phase that records what a call answered, in the caller's
+    /// transaction: the answer says which call it was.
+    fn record(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease<Self::Point>,
+        known: Self::Known,
+        answer: Self::Answer,
+    ) -> Result<Transition<Self::Point, Self::Known>, ServiceError>;
+
+    /// The recording of `answer` when it finishes the key with one change
+    /// whose answer is known before the change is sent: the flow sends the
+    /// change with the key's final write as one statement, with no
+    /// transaction around it (`Finishing`). `None`, the default, runs
+    /// `record` in a transaction.
     fn finishing(
         &self,
         _lease: &Lease<Self::Point>,
-        _point: Self::Point,
+        _known: &Self::Known,
+        _answer: &Self::Answer,
     ) -> Result<Option<Finishing>, ServiceError> {
         Ok(None)
     }
+}
+
+/// Where a transaction of atomic phases left the key.
+enum Reached<C> {
+    /// At a point whose step is a call, with what the phases learnt.
+    Call(Option<C>),
+    Finished(StoredResponse),
 }
 
 /// Runs `request`, on `conn` until the claim commits: replays, 409s and 422s
@@ -119,35 +149,37 @@ pub fn run<E: Phases>(
         Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
         Lookup::Claimable => {}
     }
-    let (claimed, finished) = conn.transaction(|conn| {
+    let (claimed, reached) = conn.transaction(|conn| {
         let mut claimed = claim::claim_with_first_phase::<E::Point>(conn, request, policy)?;
-        let mut finished = None;
+        let mut reached = Reached::Call(None);
         if let Claim::Acquired(lease) = &mut claimed {
             if lease.recovery_point() == E::Point::STARTED {
                 crash::point(crash::AFTER_CLAIM);
-                finished = atomic_phases(conn, lease, phases)?;
+                let first = phases.atomic(conn, lease, E::Point::STARTED, None)?;
+                reached = atomic_phases(conn, lease, phases, first)?;
             }
         }
-        Ok::<_, ServiceError>((claimed, finished))
+        Ok::<_, ServiceError>((claimed, reached))
     })?;
     drop(conn);
-    match claimed {
-        Claim::Acquired(_) if finished.is_some() => Ok(Outcome {
-            response: finished.expect("checked"),
-            replayed: false,
-        }),
-        Claim::Acquired(lease) => {
+    let lease = match claimed {
+        Claim::Acquired(lease) => lease,
+        Claim::Replay(response) => return Ok(Outcome::replayed(response)),
+        Claim::InUse => return Err(ServiceError::KeyInUse),
+        Claim::Reused => return Err(ServiceError::KeyReused),
+        Claim::NeedsAttention => return Err(ServiceError::NeedsAttention),
+    };
+    let response = match reached {
+        Reached::Finished(response) => response,
+        Reached::Call(known) => {
             crash::after(lease.recovery_point().as_str());
-            Ok(Outcome {
-                response: drive(pool, lease, phases)?,
-                replayed: false,
-            })
+            drive_knowing(pool, lease, phases, known)?
         }
-        Claim::Replay(response) => Ok(Outcome::replayed(response)),
-        Claim::InUse => Err(ServiceError::KeyInUse),
-        Claim::Reused => Err(ServiceError::KeyReused),
-        Claim::NeedsAttention => Err(ServiceError::NeedsAttention),
-    }
+    };
+    Ok(Outcome {
+        response,
+        replayed: false,
+    })
 }
 
 /// Drives a claimed key from its recovery point to Finished, releasing the
@@ -158,75 +190,101 @@ pub fn drive<E: Phases>(
     lease: Lease<E::Point>,
     phases: &E,
 ) -> Result<StoredResponse, ServiceError> {
+    drive_knowing(pool, lease, phases, None)
+}
+
+/// `drive`, with what the phases before learnt.
+fn drive_knowing<E: Phases>(
+    pool: &DbPool,
+    lease: Lease<E::Point>,
+    phases: &E,
+    mut known: Option<E::Known>,
+) -> Result<StoredResponse, ServiceError> {
     release_on_failure(pool, lease, |lease| loop {
         let point = lease.recovery_point();
         if point == E::Point::FINISHED {
             return stored_response(&mut *pool.get()?, lease.key_id());
         }
+        let mut answered = None;
         if let Step::Call(call) = point.step() {
-            let called = phases.call(lease, point)?;
+            let called = phases.call(lease, point, known.take())?;
             crash::after(call);
-            if let Called::NotNeeded(next) = called {
-                lease.pass_to(next);
-                continue;
-            }
-            if let Some(finishing) = phases.finishing(lease, point)? {
-                // The atomic points the statement passes through: a crash
-                // at one is a crash before the statement is sent, as it
-                // would be a rollback of their transaction.
-                for passed in E::Point::ALL
-                    .iter()
-                    .skip_while(|passed| **passed != point)
-                    .skip(1)
-                    .take_while(|passed| {
-                        **passed != E::Point::FINISHED && passed.step() == Step::Atomic
-                    })
-                {
-                    crash::after(passed.as_str());
+            match called {
+                Called::NotNeeded(next, still) => {
+                    lease.pass_to(next);
+                    known = Some(still);
+                    continue;
                 }
-                return lease.finish_with(&mut *pool.get()?, finishing);
+                Called::Answered(learnt, answer) => {
+                    if let Some(finishing) = phases.finishing(lease, &learnt, &answer)? {
+                        crash_where_passed::<E::Point>(point);
+                        return lease.finish_with(&mut *pool.get()?, finishing);
+                    }
+                    answered = Some((learnt, answer));
+                }
             }
         }
-        let finished = in_transaction(&mut *pool.get()?, lease, |conn, lease| {
-            atomic_phases(conn, lease, phases)
+        let reached = in_transaction(&mut *pool.get()?, lease, |conn, lease| {
+            let first = match answered {
+                Some((learnt, answer)) => phases.record(conn, lease, learnt, answer)?,
+                None => phases.atomic(conn, lease, point, known.take())?,
+            };
+            atomic_phases(conn, lease, phases, first)
         })?;
-        match finished {
-            Some(response) => return Ok(response),
-            None => crash::after(lease.recovery_point().as_str()),
+        match reached {
+            Reached::Finished(response) => return Ok(response),
+            Reached::Call(learnt) => {
+                crash::after(lease.recovery_point().as_str());
+                known = learnt;
+            }
         }
     })
 }
 
-/// The atomic phases from the lease's recovery point, in the caller's
-/// transaction, for as long as the next one is atomic too; then the one
-/// fenced write of the key row: the point reached, or the response and
-/// Finished. Returns the response when the key finished.
-pub fn atomic_phases<E: Phases>(
+/// The crash points of the atomic points after `point` that a finishing
+/// statement passes through: a crash at one is a crash before the statement
+/// is sent, as it would be a rollback of their transaction.
+fn crash_where_passed<P: RecoveryPoints>(point: P) {
+    for passed in P::ALL
+        .iter()
+        .skip_while(|passed| **passed != point)
+        .skip(1)
+        .take_while(|passed| **passed != P::FINISHED && passed.step() == Step::Atomic)
+    {
+        crash::after(passed.as_str());
+    }
+}
+
+/// Goes on from the transition of the transaction's first phase, in the
+/// caller's transaction: the atomic phases after it for as long as the next
+/// one is atomic too; then the one fenced write of the key row: the point
+/// reached, or the response and Finished.
+fn atomic_phases<E: Phases>(
     conn: &mut PgConnection,
     lease: &mut Lease<E::Point>,
     phases: &E,
-) -> Result<Option<StoredResponse>, ServiceError> {
-    let mut point = lease.recovery_point();
+    mut transition: Transition<E::Point, E::Known>,
+) -> Result<Reached<E::Known>, ServiceError> {
     loop {
-        match phases.atomic(conn, lease, point)? {
+        match transition {
             Transition::Finish(response) => {
                 lease.finish(conn, &response)?;
-                return Ok(Some(response));
+                return Ok(Reached::Finished(response));
             }
-            Transition::Advance(next) if next == E::Point::FINISHED => {
+            Transition::Advance(next, _) if next == E::Point::FINISHED => {
                 return Err(anyhow::anyhow!(
                     "{} advanced to finished without a response",
                     E::Point::ENDPOINT
                 )
                 .into());
             }
-            Transition::Advance(next) if next.step() == Step::Atomic => {
+            Transition::Advance(next, known) if next.step() == Step::Atomic => {
                 crash::after(next.as_str());
-                point = next;
+                transition = phases.atomic(conn, lease, next, known)?;
             }
-            Transition::Advance(next) => {
+            Transition::Advance(next, known) => {
                 lease.advance(conn, next)?;
-                return Ok(None);
+                return Ok(Reached::Call(known));
             }
         }
     }

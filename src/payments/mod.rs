@@ -5,7 +5,7 @@ mod outcome;
 pub mod stripe;
 
 pub use derived_key::{derived_key, installation_id};
-pub use outcome::{final_outcome, unavailable};
+pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
     IntentStatus, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent, Refund,

@@ -6,17 +6,24 @@ use std::time::Duration;
 use crate::service_error::ServiceError;
 use ridepay_gateway::GatewayError;
 
-/// Sorts a gateway call's answer for the flow: what it made, or a failure
-/// for good (a decline, a rejection), both final and recorded with the key by
-/// the endpoint's next atomic phase; anything else is a 503 that leaves the
-/// key where it stands, for a retry under the same derived key.
-pub fn final_outcome<T>(
-    answer: Result<T, GatewayError>,
-) -> Result<Result<T, GatewayError>, ServiceError> {
+/// A gateway call's answer for good, which the endpoint's next atomic phase
+/// records with the key.
+#[derive(Debug, Clone)]
+pub enum Final<T> {
+    /// What the call made.
+    Made(T),
+    /// A refusal for good: a decline or a rejection.
+    Refused(GatewayError),
+}
+
+/// Sorts a gateway call's answer for the flow: an answer for good, or a 503
+/// that leaves the key where it stands, for a retry under the same derived
+/// key.
+pub fn final_answer<T>(answer: Result<T, GatewayError>) -> Result<Final<T>, ServiceError> {
     match answer {
-        Ok(made) => Ok(Ok(made)),
+        Ok(made) => Ok(Final::Made(made)),
         Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
-            Ok(Err(failure))
+            Ok(Final::Refused(failure))
         }
         Err(failure) => Err(unavailable(failure)),
     }

@@ -4,7 +4,6 @@
 
 pub mod endpoint;
 pub mod model;
-pub mod phases;
 mod recovery_point;
 pub mod request;
 

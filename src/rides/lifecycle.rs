@@ -2,8 +2,6 @@
 //! at a time, the capture that learns a lapsed hold from the gateway, and
 //! the answers they store.
 
-use std::cell::RefCell;
-
 use diesel::prelude::*;
 use serde_json::json;
 
@@ -14,16 +12,17 @@ use crate::db::{recorded, CacheStatement, DbPool};
 use crate::idempotency::{fenced, Finishing, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
-    self, derived_key, CaptureIntent, GatewayError, IntentStatus, PaymentGateway, PaymentIntent,
+    self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
+    PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
 
 /// What a key takes a ride for.
-pub struct Taking {
-    /// In the refusal: "only a ride authorized can be `done`".
-    pub done: &'static str,
+pub struct TakeRide {
+    /// In the refusal: "only a ride authorized can be `verb`".
+    pub verb: &'static str,
     /// The audit record of the taking.
     pub audit_action: &'static str,
     pub allowed: &'static [RideStatus],
@@ -42,7 +41,7 @@ pub fn take(
     user: UserId,
     ride_id: RideId,
     key: KeyId,
-    taking: &Taking,
+    taking: &TakeRide,
 ) -> Result<Ride, ServiceError> {
     // One array parameter (`= ANY`) whatever the statuses: one SQL text.
     let allowed: Vec<&str> = taking
@@ -85,7 +84,7 @@ fn not_taken(
     conn: &mut PgConnection,
     user: UserId,
     ride_id: RideId,
-    taking: &Taking,
+    taking: &TakeRide,
 ) -> Result<ServiceError, ServiceError> {
     let Some(ride) = super::model::find_for_user(conn, user, ride_id)? else {
         return Ok(ServiceError::NotFound);
@@ -112,7 +111,7 @@ fn not_taken(
                     .map(|status| status.as_str())
                     .collect::<Vec<_>>()
                     .join(" or "),
-                taking.done
+                taking.verb
             ),
         ));
     }
@@ -151,45 +150,19 @@ pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Rid
     Ok(ride)
 }
 
-/// The ride a key has taken, as the key's last phase or call left it, for
-/// the next one. Nothing else changes a ride while a key has it taken, and
-/// the key's own row is written fenced at the end of every transaction, so
-/// what memory holds is what the row holds. Resuming, memory is empty and
-/// the ride is read.
-pub struct TakenRide<'a> {
+/// The ride taken by `key`, as the phase before handed it on, else read on
+/// a connection of the pool. Nothing else changes a ride while a key has it
+/// taken, and the key's own row is written fenced at the end of every
+/// transaction, so what was handed on is what the row holds.
+pub fn ride_taken(
+    known: Option<Ride>,
+    pool: &DbPool,
     ride_id: RideId,
-    pool: &'a DbPool,
-    memory: RefCell<Option<Ride>>,
-}
-
-impl<'a> TakenRide<'a> {
-    pub fn new(ride_id: RideId, pool: &'a DbPool) -> Self {
-        TakenRide {
-            ride_id,
-            pool,
-            memory: RefCell::new(None),
-        }
-    }
-
-    pub fn keep(&self, ride: Ride) {
-        *self.memory.borrow_mut() = Some(ride);
-    }
-
-    /// The ride as memory holds it, if it does.
-    pub fn remembered(&self) -> std::cell::Ref<'_, Option<Ride>> {
-        self.memory.borrow()
-    }
-
-    /// The ride taken by `key`: from memory, or read on `conn` (else on a
-    /// connection of the pool).
-    pub fn get(&self, conn: Option<&mut PgConnection>, key: KeyId) -> Result<Ride, ServiceError> {
-        if let Some(ride) = self.memory.take() {
-            return Ok(ride);
-        }
-        match conn {
-            Some(conn) => taken(conn, self.ride_id, key),
-            None => taken(&mut *self.pool.get()?, self.ride_id, key),
-        }
+    key: KeyId,
+) -> Result<Ride, ServiceError> {
+    match known {
+        Some(ride) => Ok(ride),
+        None => taken(&mut *pool.get()?, ride_id, key),
     }
 }
 
@@ -212,9 +185,9 @@ pub fn looked_into(
     intent_id: &str,
     answer: Result<PaymentIntent, GatewayError>,
 ) -> Result<Answer, ServiceError> {
-    match payments::final_outcome(answer)? {
-        Ok(intent) => Ok(Answer::Made(intent)),
-        Err(refusal) => {
+    match payments::final_answer(answer)? {
+        Final::Made(intent) => Ok(Answer::Made(intent)),
+        Final::Refused(refusal) => {
             let now = gateway
                 .retrieve_intent(intent_id)
                 .map_err(crate::payments::unavailable)?;
@@ -324,20 +297,17 @@ pub fn finish_settled(
     Ok(StoredResponse::ok(settled.to_json()))
 }
 
-/// The last phase as one statement when the gateway made what the key
-/// asked (`answer`, as the call kept it) and the ride is in memory: the
-/// ride settled as `status`.
-pub fn made_finishing(
-    ride: &TakenRide,
-    answer: &RefCell<Option<Answer>>,
+/// The key's last phase as one statement (`Finishing`) when the gateway
+/// made what the key asked: the ride settled as `status`.
+pub fn finishing(
+    ride: &Ride,
     key: KeyId,
     status: RideStatus,
+    answer: &Answer,
 ) -> Option<Finishing> {
-    match (ride.remembered().as_ref(), answer.borrow().as_ref()) {
-        (Some(ride), Some(Answer::Made(intent))) => {
-            Some(settled_finishing(ride, key, status, intent))
-        }
-        _ => None,
+    match answer {
+        Answer::Made(intent) => Some(settled_finishing(ride, key, status, intent)),
+        Answer::Lapsed(_) | Answer::Refused(..) => None,
     }
 }
 

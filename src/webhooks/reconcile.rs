@@ -12,10 +12,10 @@ use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency::flow;
 use crate::ids::{KeyId, RideId};
-use crate::payments::{GatewayError, Payment, PaymentIntent, Refund as GatewayRefund};
+use crate::payments::{Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund};
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
-use crate::rides::create::{phases as ride_phases, RecoveryPoint as RidePoint};
+use crate::rides::create::{endpoint as create_ride, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
 use crate::rides::payment::{may_follow, settlement};
 use crate::schema::rides as rides_table;
@@ -221,7 +221,7 @@ fn settle_pending(
     if lease.recovery_point() != RidePoint::RideCreated {
         return Err(NotYet::KeyInFlight);
     }
-    if ride_phases::record_payment(conn, ride, intent)?.is_err() {
+    if let Final::Refused(_) = create_ride::record_payment(conn, ride, intent)? {
         return Ok(());
     }
     lease.advance(conn, RidePoint::ChargeCompleted)?;

@@ -13,8 +13,8 @@ use ridepay::idempotency::{
     self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
 };
 use ridepay::ids::UserId;
-use ridepay::payments::{self, PaymentIntent};
-use ridepay::rides::create::phases;
+use ridepay::payments::{self, Final, PaymentIntent};
+use ridepay::rides::create::endpoint as phases;
 use ridepay::rides::create::request::RideParams;
 use ridepay::rides::create::RecoveryPoint;
 use ridepay::service_error::ServiceError;
@@ -680,7 +680,9 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Pa
     let installation = payments::installation_id(&mut conn).unwrap();
     let intent = phases::pay(&gateway, installation, &lease, &ride).unwrap();
     idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
-        phases::record_payment(conn, &ride, &intent)?.unwrap();
+        let Final::Made(_) = phases::record_payment(conn, &ride, &intent)? else {
+            panic!("the simulated gateway authorizes the test card");
+        };
         lease.advance(conn, RecoveryPoint::ChargeCompleted)
     })
     .unwrap();

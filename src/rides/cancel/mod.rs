@@ -2,7 +2,6 @@
 //! captured from it.
 
 pub mod endpoint;
-pub mod phases;
 mod recovery_point;
 pub mod request;
 

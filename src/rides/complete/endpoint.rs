@@ -1,21 +1,25 @@
-//! `POST /api/rides/{id}/complete` on the idempotency flow: which phase runs
-//! from which recovery point, and what the phases hand each other in memory.
-//! A retry, or the completer, resumes from the recovery point the key
-//! reached.
+//! `POST /api/rides/{id}/complete` on the idempotency flow: the ride taken
+//! for the key (Started); the hold raised when the final fare is more than
+//! it covers (CompletionStarted: Stripe's `increment_authorization`, whose
+//! amount is the new total); the final fare captured (HoldCovers), what the
+//! hold does not cover of it released. A retry, or the completer, resumes
+//! from the recovery point the key reached.
 
-use std::cell::RefCell;
+use diesel::prelude::*;
 
-use diesel::PgConnection;
-
-use super::phases::{self, CompleteLease, Raised, CAPTURE_KEY_PURPOSE};
 use super::recovery_point::RecoveryPoint;
 use super::request::CompleteParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
-use crate::idempotency::Finishing;
-use crate::rides::lifecycle::{self, Answer};
-use crate::rides::model::RideStatus;
+use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::payments::{
+    self, derived_key, Final, GatewayError, IncrementIntent, PaymentGateway, PaymentIntent,
+};
+use crate::problem::{Problem, ProblemKind};
+use crate::rides::lifecycle::{self, Answer, TakeRide};
+use crate::rides::model::{Ride, RideStatus};
+use crate::schema::rides;
 use crate::service_error::ServiceError;
 
 pub struct CompleteEndpoint;
@@ -27,118 +31,238 @@ impl Endpoint for CompleteEndpoint {
     type Phases<'a> = CompletePhases<'a>;
 
     fn phases<'a>(context: &'a ServiceContext, params: &'a CompleteParams) -> CompletePhases<'a> {
-        CompletePhases {
-            context,
-            params,
-            ride: lifecycle::TakenRide::new(params.ride_id, &context.pool),
-            raised: RefCell::new(None),
-            captured: RefCell::new(None),
-        }
+        CompletePhases { context, params }
     }
 }
 
-/// The endpoint's phases, for one request.
+/// The endpoint's phases, for one request. They hand on the ride the key
+/// took, as each leaves it.
 pub struct CompletePhases<'a> {
     context: &'a ServiceContext,
     params: &'a CompleteParams,
-    ride: lifecycle::TakenRide<'a>,
-    raised: RefCell<Option<Raised>>,
-    captured: RefCell<Option<Answer>>,
+}
+
+/// What the gateway answered, by call.
+#[derive(Debug)]
+pub enum Answered {
+    Raise(Final<PaymentIntent>),
+    Capture(Answer),
 }
 
 impl Phases for CompletePhases<'_> {
     type Point = RecoveryPoint;
+    type Known = Ride;
+    type Answer = Answered;
 
     fn atomic(
         &self,
         conn: &mut PgConnection,
         lease: &CompleteLease,
         point: RecoveryPoint,
-    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        _ride: Option<Ride>,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
         match point {
-            RecoveryPoint::Started => {
-                self.ride.keep(phases::begin(conn, lease, self.params)?);
-                Ok(Transition::Advance(RecoveryPoint::CompletionStarted))
-            }
-            RecoveryPoint::CompletionStarted => {
-                let ride = self.ride.get(Some(conn), lease.key_id())?;
-                match self.raised.take().expect("the hold is raised first") {
-                    Ok(raised) => {
-                        let ride = phases::record_raise(conn, &ride, &raised)?;
-                        self.ride.keep(ride);
-                        Ok(Transition::Advance(RecoveryPoint::HoldCovers))
-                    }
-                    Err(refused) => Ok(Transition::Finish(phases::finish_raise_refused(
-                        conn, &ride, lease, &refused,
-                    )?)),
-                }
-            }
-            RecoveryPoint::HoldCovers => {
-                let ride = self.ride.get(Some(conn), lease.key_id())?;
-                let captured = self.captured.take().expect("the capture is made first");
-                Ok(Transition::Finish(phases::finish_captured(
-                    conn, &ride, lease, &captured,
-                )?))
-            }
-            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
+            RecoveryPoint::Started => Ok(Transition::Advance(
+                RecoveryPoint::CompletionStarted,
+                Some(begin(conn, lease, self.params)?),
+            )),
+            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
         }
-    }
-
-    /// What the gateway made finishes with the ride's one change (a
-    /// refusal, or a ride read back on resuming, in a transaction).
-    fn finishing(
-        &self,
-        lease: &CompleteLease,
-        point: RecoveryPoint,
-    ) -> Result<Option<Finishing>, ServiceError> {
-        if point != RecoveryPoint::HoldCovers {
-            return Ok(None);
-        }
-        Ok(lifecycle::made_finishing(
-            &self.ride,
-            &self.captured,
-            lease.key_id(),
-            RideStatus::Captured,
-        ))
     }
 
     fn call(
         &self,
         lease: &CompleteLease,
         point: RecoveryPoint,
-    ) -> Result<Called<RecoveryPoint>, ServiceError> {
+        ride: Option<Ride>,
+    ) -> Result<Called<RecoveryPoint, Ride, Answered>, ServiceError> {
+        let ride = lifecycle::ride_taken(
+            ride,
+            &self.context.pool,
+            self.params.ride_id,
+            lease.key_id(),
+        )?;
         // No pooled connection is held while the gateway works.
-        let ride = self.ride.get(None, lease.key_id())?;
         let gateway = self.context.gateway.as_ref();
-        let called = match point {
-            RecoveryPoint::CompletionStarted if phases::covered(&ride, self.params) => {
-                Called::NotNeeded(RecoveryPoint::HoldCovers)
+        let installation_id = self.context.installation_id;
+        let answered = match point {
+            RecoveryPoint::CompletionStarted if covered(&ride, self.params) => {
+                return Ok(Called::NotNeeded(RecoveryPoint::HoldCovers, ride));
             }
             RecoveryPoint::CompletionStarted => {
-                let raised = phases::raise(
-                    gateway,
-                    self.context.installation_id,
-                    lease,
-                    &ride,
-                    self.params,
-                )?;
-                *self.raised.borrow_mut() = Some(raised);
-                Called::Made
+                Answered::Raise(raise(gateway, installation_id, lease, &ride, self.params)?)
             }
-            _ => {
-                let captured = lifecycle::capture(
-                    gateway,
-                    self.context.installation_id,
-                    CAPTURE_KEY_PURPOSE,
-                    lease.key_id(),
-                    &ride,
-                    self.params.final_amount_cents,
-                )?;
-                *self.captured.borrow_mut() = Some(captured);
-                Called::Made
-            }
+            _ => Answered::Capture(lifecycle::capture(
+                gateway,
+                installation_id,
+                CAPTURE_KEY_PURPOSE,
+                lease.key_id(),
+                &ride,
+                self.params.final_amount_cents,
+            )?),
         };
-        self.ride.keep(ride);
-        Ok(called)
+        Ok(Called::Answered(ride, answered))
+    }
+
+    fn record(
+        &self,
+        conn: &mut PgConnection,
+        lease: &CompleteLease,
+        ride: Ride,
+        answered: Answered,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+        match answered {
+            Answered::Raise(Final::Made(raised)) => Ok(Transition::Advance(
+                RecoveryPoint::HoldCovers,
+                Some(record_raise(conn, &ride, &raised)?),
+            )),
+            Answered::Raise(Final::Refused(refused)) => Ok(Transition::Finish(
+                finish_raise_refused(conn, &ride, lease, &refused)?,
+            )),
+            Answered::Capture(captured) => Ok(Transition::Finish(finish_captured(
+                conn, &ride, lease, &captured,
+            )?)),
+        }
+    }
+
+    /// A capture the gateway made finishes with the ride's one change (a
+    /// refusal in a transaction).
+    fn finishing(
+        &self,
+        lease: &CompleteLease,
+        ride: &Ride,
+        answered: &Answered,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        Ok(match answered {
+            Answered::Capture(captured) => {
+                lifecycle::finishing(ride, lease.key_id(), RideStatus::Captured, captured)
+            }
+            Answered::Raise(_) => None,
+        })
+    }
+}
+
+/// Name the effects in their derived gateway keys.
+pub const INCREMENT_KEY_PURPOSE: &str = "ride-increment";
+pub const CAPTURE_KEY_PURPOSE: &str = "ride-capture";
+
+pub type CompleteLease = Lease<RecoveryPoint>;
+
+/// Started -> CompletionStarted: the ride, `authorized`, taken for the key.
+/// One whose hold lapsed is refused as such, nothing written.
+fn begin(
+    conn: &mut PgConnection,
+    lease: &CompleteLease,
+    params: &CompleteParams,
+) -> Result<Ride, ServiceError> {
+    lifecycle::take(
+        conn,
+        lease.user_id(),
+        params.ride_id,
+        lease.key_id(),
+        &TakeRide {
+            verb: "completed",
+            audit_action: "ride.completion_started",
+            allowed: &[RideStatus::Authorized],
+            expired: ProblemKind::AuthorizationExpired,
+        },
+    )
+}
+
+/// Whether the ride's hold covers the final fare as it is.
+fn covered(ride: &Ride, params: &CompleteParams) -> bool {
+    params.final_amount_cents <= ride.amount_authorized_cents
+}
+
+/// The hold raised to the final fare, which it does not cover. Holds no
+/// connection.
+fn raise(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    lease: &CompleteLease,
+    ride: &Ride,
+    params: &CompleteParams,
+) -> Result<Final<PaymentIntent>, ServiceError> {
+    let answer = gateway.increment_intent(&IncrementIntent {
+        idempotency_key: derived_key(installation_id, INCREMENT_KEY_PURPOSE, lease.key_id()),
+        intent_id: lifecycle::intent_of(ride)?,
+        amount_cents: params.final_amount_cents,
+    });
+    payments::final_answer(answer)
+}
+
+/// CompletionStarted -> HoldCovers: the raised hold recorded on the ride.
+fn record_raise(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    raised: &PaymentIntent,
+) -> Result<Ride, ServiceError> {
+    Ok(diesel::update(rides::table.find(ride.id))
+        .set((
+            rides::amount_authorized_cents.eq(raised.amount_capturable_cents),
+            rides::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Ride::as_returning())
+        .get_result(conn)?)
+}
+
+/// CompletionStarted -> Finished: the gateway would not raise the hold. A
+/// 402 stored with the decline's code (`incremental_authorization_unavailable`
+/// when the card or account offers no increments); the ride stays
+/// `authorized`, so a completion under another key may capture what the
+/// hold covers.
+fn finish_raise_refused(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    lease: &CompleteLease,
+    failure: &GatewayError,
+) -> Result<StoredResponse, ServiceError> {
+    let problem = match failure {
+        GatewayError::Declined {
+            code,
+            decline_code,
+            message,
+            ..
+        } => Problem::new(ProblemKind::CardDeclined, message.clone())
+            .with_extension("code", code.as_str())
+            .with_extension("decline_code", decline_code.clone()),
+        other => Problem::new(
+            ProblemKind::CardDeclined,
+            format!("the hold cannot be raised to the final fare: {other}"),
+        )
+        .with_extension("code", "incremental_authorization_unavailable")
+        .with_extension("decline_code", None::<String>),
+    };
+    lifecycle::finish_refused(conn, ride, lease.key_id(), problem)
+}
+
+/// HoldCovers -> Finished: the capture recorded (200, ride `captured`); a
+/// hold that lapsed makes the ride `expired` (422 `authorization-expired`);
+/// any other refusal leaves it `authorized` (502).
+fn finish_captured(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    lease: &CompleteLease,
+    capture: &Answer,
+) -> Result<StoredResponse, ServiceError> {
+    match capture {
+        Answer::Made(intent) => {
+            lifecycle::finish_settled(conn, ride, lease.key_id(), RideStatus::Captured, intent)
+        }
+        Answer::Lapsed(intent) => {
+            lifecycle::expire(conn, ride, intent)?;
+            let problem = Problem::new(
+                ProblemKind::AuthorizationExpired,
+                "the card's authorization lapsed before the ride was completed; nothing was charged",
+            )
+            .with_extension("ride_id", ride.id);
+            Ok(StoredResponse::problem(&problem))
+        }
+        Answer::Refused(refusal, _) => lifecycle::finish_refused(
+            conn,
+            ride,
+            lease.key_id(),
+            lifecycle::refused_problem(refusal),
+        ),
     }
 }

@@ -2,7 +2,6 @@
 //! first when the fare is more than it covers.
 
 pub mod endpoint;
-pub mod phases;
 mod recovery_point;
 pub mod request;
 

@@ -1,21 +1,29 @@
-//! `POST /api/rides` on the idempotency flow: which phase runs from which
-//! recovery point, and what the phases hand each other in memory. A retry,
-//! or the completer, resumes from the recovery point the key reached.
-
-use std::cell::RefCell;
+//! `POST /api/rides` on the idempotency flow: the ride, pending, with its
+//! audit record (Started); the PaymentIntent, created and confirmed under a
+//! key derived from the key row (RideCreated, holding no connection); what
+//! the gateway answered, recorded on the ride (ChargeCompleted); the answer
+//! stored. A retry, or the completer, resumes from the recovery point the
+//! key reached.
 
 use diesel::PgConnection;
+use serde_json::json;
 
-use super::phases::{self, RideLease};
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
-use crate::idempotency::Finishing;
-use crate::payments::{self, GatewayError, PaymentIntent};
-use crate::rides::model::{self, Ride};
+use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::payments::{
+    self, derived_key, CreateIntent, Final, GatewayError, PaymentGateway, PaymentIntent,
+};
+use crate::problem::{Problem, ProblemKind};
+use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
+use crate::rides::payment::{may_follow, settlement};
+use crate::rides::receipt;
 use crate::service_error::ServiceError;
+use crate::validation::FieldError;
+use crate::{audit, users};
 
 /// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,
 /// `endpoint::Keys<RideEndpoint>` its keys for the completer).
@@ -28,7 +36,7 @@ impl Endpoint for RideEndpoint {
     type Phases<'a> = RidePhases<'a>;
 
     fn phases<'a>(context: &'a ServiceContext, params: &'a RideParams) -> RidePhases<'a> {
-        RidePhases::new(context, params)
+        RidePhases { context, params }
     }
 
     fn canonical_under(params: &RideParams, version: u32) -> Option<Vec<u8>> {
@@ -39,98 +47,42 @@ impl Endpoint for RideEndpoint {
     }
 }
 
-/// The endpoint's phases, for one request.
+/// The endpoint's phases, for one request. They hand on the ride as each
+/// leaves it.
 pub struct RidePhases<'a> {
     context: &'a ServiceContext,
     params: &'a RideParams,
-    /// The ride as the last phase left it, so the next one need not read it
-    /// back (a checkout and a query); None when resuming from the database.
-    ride: RefCell<Option<Ride>>,
-    /// What the gateway answered, for the phase that records it.
-    answered: RefCell<Option<Result<PaymentIntent, GatewayError>>>,
-}
-
-impl<'a> RidePhases<'a> {
-    fn new(context: &'a ServiceContext, params: &'a RideParams) -> Self {
-        RidePhases {
-            context,
-            params,
-            ride: RefCell::new(None),
-            answered: RefCell::new(None),
-        }
-    }
-
-    fn ride(&self, conn: &mut PgConnection, lease: &RideLease) -> Result<Ride, ServiceError> {
-        match self.ride.take() {
-            Some(ride) => Ok(ride),
-            None => Ok(model::find_by_key(conn, lease.key_id())?),
-        }
-    }
-
-    fn keep(&self, ride: Ride) {
-        *self.ride.borrow_mut() = Some(ride);
-    }
 }
 
 impl Phases for RidePhases<'_> {
     type Point = RecoveryPoint;
+    type Known = Ride;
+    type Answer = Final<PaymentIntent>;
 
     fn atomic(
         &self,
         conn: &mut PgConnection,
         lease: &RideLease,
         point: RecoveryPoint,
-    ) -> Result<Transition<RecoveryPoint>, ServiceError> {
+        ride: Option<Ride>,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
         match point {
             // A ride without a card to pay with is refused here, which rolls
             // the claim back too: nothing is written, the key not consumed.
             RecoveryPoint::Started => {
-                self.keep(phases::create_ride(
-                    conn,
-                    lease,
-                    self.params,
-                    &self.context.return_url,
-                )?);
-                Ok(Transition::Advance(RecoveryPoint::RideCreated))
-            }
-            RecoveryPoint::RideCreated => {
-                let ride = self.ride(conn, lease)?;
-                let answer = self.answered.take().expect("the payment is made first");
-                let recorded = match answer {
-                    Ok(intent) => phases::record_payment(conn, &ride, &intent)?,
-                    Err(failure) => Err(failure),
-                };
-                match recorded {
-                    Ok(ride) => {
-                        self.keep(ride);
-                        Ok(Transition::Advance(RecoveryPoint::ChargeCompleted))
-                    }
-                    Err(failure) => Ok(Transition::Finish(phases::finish_unpaid(
-                        conn, &ride, &failure,
-                    )?)),
-                }
+                let ride = create_ride(conn, lease, self.params, &self.context.return_url)?;
+                Ok(Transition::Advance(RecoveryPoint::RideCreated, Some(ride)))
             }
             RecoveryPoint::ChargeCompleted => {
-                let ride = self.ride(conn, lease)?;
-                Ok(Transition::Finish(phases::finish_answered(&ride)))
+                let ride = match ride {
+                    Some(ride) => ride,
+                    None => model::find_by_key(conn, lease.key_id())?,
+                };
+                Ok(Transition::Finish(finish_answered(&ride)))
             }
-            RecoveryPoint::Finished => Err(anyhow::anyhow!("no phase runs from finished").into()),
-        }
-    }
-
-    /// A payment the gateway answered finishes with the ride's one change
-    /// (a rejection, or a ride read back on resuming, in a transaction).
-    fn finishing(
-        &self,
-        _lease: &RideLease,
-        point: RecoveryPoint,
-    ) -> Result<Option<Finishing>, ServiceError> {
-        let (ride, answered) = (self.ride.borrow(), self.answered.borrow());
-        match (point, ride.as_ref(), answered.as_ref()) {
-            (RecoveryPoint::RideCreated, Some(ride), Some(Ok(intent))) => {
-                phases::payment_finishing(ride, intent)
+            RecoveryPoint::RideCreated | RecoveryPoint::Finished => {
+                Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
             }
-            _ => Ok(None),
         }
     }
 
@@ -138,20 +90,282 @@ impl Phases for RidePhases<'_> {
         &self,
         lease: &RideLease,
         _point: RecoveryPoint,
-    ) -> Result<Called<RecoveryPoint>, ServiceError> {
-        let ride = match self.ride.take() {
+        ride: Option<Ride>,
+    ) -> Result<Called<RecoveryPoint, Ride, Final<PaymentIntent>>, ServiceError> {
+        let ride = match ride {
             Some(ride) => ride,
             None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
         };
         // No pooled connection is held while the gateway works.
-        let answer = phases::pay(
+        let answer = pay(
             self.context.gateway.as_ref(),
             self.context.installation_id,
             lease,
             &ride,
         );
-        self.keep(ride);
-        *self.answered.borrow_mut() = Some(payments::final_outcome(answer)?);
-        Ok(Called::Made)
+        Ok(Called::Answered(ride, payments::final_answer(answer)?))
     }
+
+    /// RideCreated -> ChargeCompleted, or Finished for a payment that
+    /// failed for good.
+    fn record(
+        &self,
+        conn: &mut PgConnection,
+        _lease: &RideLease,
+        ride: Ride,
+        answer: Final<PaymentIntent>,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+        let recorded = match answer {
+            Final::Made(intent) => record_payment(conn, &ride, &intent)?,
+            Final::Refused(failure) => Final::Refused(failure),
+        };
+        match recorded {
+            Final::Made(paid) => Ok(Transition::Advance(
+                RecoveryPoint::ChargeCompleted,
+                Some(paid),
+            )),
+            Final::Refused(failure) => {
+                Ok(Transition::Finish(finish_unpaid(conn, &ride, &failure)?))
+            }
+        }
+    }
+
+    /// A payment the gateway answered finishes with the ride's one change
+    /// (a rejection in a transaction).
+    fn finishing(
+        &self,
+        _lease: &RideLease,
+        ride: &Ride,
+        answer: &Final<PaymentIntent>,
+    ) -> Result<Option<Finishing>, ServiceError> {
+        match answer {
+            Final::Made(intent) => payment_finishing(ride, intent),
+            Final::Refused(_) => Ok(None),
+        }
+    }
+}
+
+/// Names this endpoint's effect in its derived gateway keys. Not the
+/// Charges API's `ride-charge`: Stripe refuses a key reused on another
+/// endpoint.
+pub const PAYMENT_KEY_PURPOSE: &str = "ride-payment-intent";
+
+pub type RideLease = Lease<RecoveryPoint>;
+
+/// Started -> RideCreated: the ride, pending, with the card that pays (the
+/// request's, or the user's saved one) and where the rider's browser comes
+/// back to, fixed now so that every resend of the call is the same call;
+/// and its audit record.
+pub fn create_ride(
+    conn: &mut PgConnection,
+    lease: &RideLease,
+    params: &RideParams,
+    return_url: &str,
+) -> Result<Ride, ServiceError> {
+    let (payment_method, customer) = match &params.payment_method {
+        Some(method) => (method.clone(), None),
+        None => {
+            let user = users::find(conn, lease.user_id())?;
+            let method = user.stripe_payment_method_id.ok_or_else(|| {
+                ServiceError::Invalid(vec![FieldError::new(
+                    "payment_method",
+                    "is required: the user has no saved card",
+                )])
+            })?;
+            (method, user.stripe_customer_id)
+        }
+    };
+    let ride = model::insert(
+        conn,
+        &NewRide {
+            user_id: lease.user_id(),
+            idempotency_key_id: lease.key_id(),
+            origin_lat: params.origin_lat,
+            origin_lon: params.origin_lon,
+            target_lat: params.target_lat,
+            target_lon: params.target_lon,
+            amount_cents: params.amount_cents,
+            currency: &params.currency,
+            payment_method: &payment_method,
+            capture_method: params.capture_method,
+            customer: customer.as_deref(),
+            return_url,
+        },
+        audit::of_changed(
+            lease.user_id(),
+            "ride.created",
+            "ride",
+            json!({ "idempotency_key_id": lease.key_id(), "amount_cents": params.amount_cents }),
+        ),
+    )?;
+    Ok(ride)
+}
+
+/// The PaymentIntent, created and confirmed under a key derived from the
+/// key row, from what the ride row recorded: a retry after a timeout or a
+/// crash asks for the same payment and gets it, never a second one. Holds
+/// no database connection.
+pub fn pay(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    lease: &RideLease,
+    ride: &Ride,
+) -> Result<PaymentIntent, GatewayError> {
+    gateway.create_intent(&CreateIntent {
+        idempotency_key: derived_key(installation_id, PAYMENT_KEY_PURPOSE, lease.key_id()),
+        amount_cents: ride.amount_cents,
+        currency: ride.currency.clone(),
+        customer: ride.customer.clone(),
+        payment_method: ride.payment_method.clone(),
+        capture_method: ride.capture_method,
+        return_url: ride.return_url.clone().unwrap_or_default(),
+        metadata: vec![
+            ("ride_id".to_owned(), ride.id.to_string()),
+            ("idempotency_key_id".to_owned(), lease.key_id().to_string()),
+        ],
+    })
+}
+
+/// What the gateway's answer makes of the pending ride: `authorized`,
+/// `captured`, `requires_action` or `processing`. An intent in any other
+/// state is a rejection.
+fn answered(ride: &Ride, intent: &PaymentIntent) -> Result<Final<Settlement>, ServiceError> {
+    if (intent.amount_cents, intent.currency.as_str())
+        != (ride.amount_cents, ride.currency.as_str())
+    {
+        return Err(ServiceError::Internal(anyhow::anyhow!(
+            "PaymentIntent {} is for {} {}, ride {} for {} {}",
+            intent.id,
+            intent.amount_cents,
+            intent.currency,
+            ride.id,
+            ride.amount_cents,
+            ride.currency
+        )));
+    }
+    let answers = [
+        RideStatus::Authorized,
+        RideStatus::Captured,
+        RideStatus::RequiresAction,
+        RideStatus::Processing,
+    ];
+    Ok(
+        match settlement(RideStatus::Pending, intent)
+            .filter(|settled| answers.contains(&settled.status))
+        {
+            Some(settled) => Final::Made(settled),
+            None => Final::Refused(GatewayError::Rejected {
+                message: format!(
+                    "PaymentIntent {} answered as {} on confirmation",
+                    intent.id, intent.status
+                ),
+            }),
+        },
+    )
+}
+
+/// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
+/// the ride, and for a ride paid at once its receipt staged in the same
+/// statement (a held fare's receipt comes with its capture); a rejection
+/// is returned as such (for `finish_unpaid`). Only a holder of the key's lease moves a pending
+/// ride on, so a ride found moved on means the lease was taken over (by the
+/// gateway's event, say).
+pub fn record_payment(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    intent: &PaymentIntent,
+) -> Result<Final<Ride>, ServiceError> {
+    let settled = match answered(ride, intent)? {
+        Final::Made(settled) => settled,
+        Final::Refused(rejected) => return Ok(Final::Refused(rejected)),
+    };
+    let ride = model::settle_recorded(
+        conn,
+        ride.id,
+        may_follow(settled.status),
+        &settled,
+        receipt::OF_CHANGED,
+    )?
+    .ok_or(ServiceError::LeaseLost)?;
+    Ok(Final::Made(ride))
+}
+
+/// RideCreated -> Finished as one statement with the key's final write: a
+/// payment the gateway answered, recorded as `record_payment` does, with the
+/// answer `finish_answered` gives. `None` for a rejection, which is
+/// finished in a transaction.
+pub fn payment_finishing(
+    ride: &Ride,
+    intent: &PaymentIntent,
+) -> Result<Option<Finishing>, ServiceError> {
+    let Final::Made(settled) = answered(ride, intent)? else {
+        return Ok(None);
+    };
+    let response = finish_answered(&ride.settled(&settled));
+    let from = may_follow(settled.status);
+    let change = model::settle_finishing(ride.id, from, settled, receipt::OF_CHANGED);
+    Ok(Some(Finishing::new(change, response)))
+}
+
+/// ChargeCompleted -> Finished: the answer stored. A 202 for a payment
+/// still waiting for the rider or the bank is the key's final answer too:
+/// the ride moves on by itself.
+pub fn finish_answered(ride: &Ride) -> StoredResponse {
+    let waiting = matches!(
+        ride.status,
+        RideStatus::RequiresAction | RideStatus::Processing
+    );
+    if waiting {
+        return StoredResponse::accepted(ride.location(), ride.to_json());
+    }
+    StoredResponse::created(ride.location(), ride.to_json())
+}
+
+/// RideCreated -> Finished for a payment that failed for good: a decline
+/// (402; the PaymentIntent it left behind recorded) or a rejection (502),
+/// stored so that retries get the same answer.
+pub fn finish_unpaid(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    failure: &GatewayError,
+) -> Result<StoredResponse, ServiceError> {
+    let (status, problem, intent) = match failure {
+        GatewayError::Declined {
+            code,
+            decline_code,
+            message,
+            payment_intent,
+        } => (
+            RideStatus::PaymentDeclined,
+            Problem::new(ProblemKind::CardDeclined, message.clone())
+                .with_extension("ride_id", ride.id)
+                .with_extension("code", code.as_str())
+                .with_extension("decline_code", decline_code.clone()),
+            payment_intent.clone(),
+        ),
+        other => {
+            log::error!(
+                "payment gateway rejected the payment of ride {}: {other}",
+                ride.id
+            );
+            (
+                RideStatus::PaymentFailed,
+                Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
+                    .with_extension("ride_id", ride.id),
+                None,
+            )
+        }
+    };
+    let unpaid = model::Settlement {
+        status,
+        payment_intent_id: intent,
+        client_secret: None,
+        next_action: None,
+        amount_authorized_cents: 0,
+        amount_captured_cents: 0,
+        settling_key_id: None,
+    };
+    model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
+        .ok_or(ServiceError::LeaseLost)?;
+    Ok(StoredResponse::problem(&problem))
 }

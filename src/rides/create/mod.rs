@@ -2,7 +2,6 @@
 //! the gateway.
 
 pub mod endpoint;
-pub mod phases;
 mod recovery_point;
 pub mod request;
 
