@@ -33,4 +33,5 @@ pub mod telemetry;
 pub mod users;
 pub mod validation;
 pub mod webhooks;
+pub mod wire;
 pub mod workers;

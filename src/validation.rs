@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// One rejected field of a request, as it appears in a problem's `errors`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {
     pub field: String,
     pub message: String,

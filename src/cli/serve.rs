@@ -36,7 +36,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             cluster.socket_dir().display()
         );
     }
-    actix_web::rt::System::new().block_on(async {
+    crate::http::server::block_on(async {
         let app = Application::build(&settings, &database.url)?;
         println!("ridepay listening on http://{}", app.address());
         if database.cluster.is_some() {

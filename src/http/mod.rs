@@ -21,4 +21,5 @@ pub mod request_id;
 pub mod rides;
 pub mod routes;
 pub mod routing;
+pub mod server;
 pub mod webhooks;

@@ -58,6 +58,11 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
         .expect("the OpenAPI document serialises")
 });
 
+/// The document, as served.
+pub fn document() -> &'static str {
+    DOCUMENT.as_str()
+}
+
 /// This document.
 #[utoipa::path(
     get,

@@ -19,7 +19,9 @@ use crate::service_error::ServiceError;
 use crate::webhooks::callback::{self, Callback};
 use ridepay_gateway::html::{money, page};
 
-pub use crate::rides::payment::RETURN_PATH as PATH;
+/// Where the gateway sends the rider's browser back after authenticating,
+/// under `PUBLIC_BASE_URL`.
+pub const PATH: &str = "/payments/return";
 
 /// How long a rider should wait before reloading while the gateway cannot
 /// be asked.

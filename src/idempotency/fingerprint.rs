@@ -92,26 +92,20 @@ mod tests {
 
     #[test]
     fn is_versioned_hex_sha256() {
-        let fingerprint = Fingerprint::compute("POST", "/api/rides", b"{}");
+        let fingerprint = Fingerprint::compute("POST", "/things", b"{}");
         assert!(fingerprint.as_str().starts_with("v2:"));
         assert_eq!(fingerprint.as_str().len(), 3 + 64);
     }
 
     #[test]
     fn each_part_changes_the_fingerprint() {
-        let base = Fingerprint::compute("POST", "/api/rides", b"{\"a\":1}");
+        let base = Fingerprint::compute("POST", "/things", b"{\"a\":1}");
+        assert_ne!(base, Fingerprint::compute("PUT", "/things", b"{\"a\":1}"));
         assert_ne!(
             base,
-            Fingerprint::compute("PUT", "/api/rides", b"{\"a\":1}")
+            Fingerprint::compute("POST", "/things/1", b"{\"a\":1}")
         );
-        assert_ne!(
-            base,
-            Fingerprint::compute("POST", "/api/rides/1", b"{\"a\":1}")
-        );
-        assert_ne!(
-            base,
-            Fingerprint::compute("POST", "/api/rides", b"{\"a\":2}")
-        );
+        assert_ne!(base, Fingerprint::compute("POST", "/things", b"{\"a\":2}"));
         // Moving bytes between parts is a different request too.
         assert_ne!(
             Fingerprint::compute("POST", "/a", b"b"),
@@ -125,19 +119,16 @@ mod tests {
 
     #[test]
     fn stored_fingerprints_match_by_their_own_version() {
-        let stored = Fingerprint::compute("POST", "/api/rides", b"{}");
+        let stored = Fingerprint::compute("POST", "/things", b"{}");
         let matches = |canonical: &[u8], earlier: EarlierForm<'_>, stored: &str| {
-            Fingerprint::matches_stored("POST", "/api/rides", canonical, earlier, stored)
+            Fingerprint::matches_stored("POST", "/things", canonical, earlier, stored)
         };
         assert!(matches(b"{}", &never, stored.as_str()));
         assert!(!matches(b"{ }", &never, stored.as_str()));
         assert!(!matches(b"{}", &never, "v9:00"));
         assert!(!matches(b"{}", &never, "garbage"));
         // A version 1 fingerprint is compared with the request's version 1 form.
-        let old = format!(
-            "v1:{}",
-            hex::encode(digest(1, "POST", "/api/rides", b"old"))
-        );
+        let old = format!("v1:{}", hex::encode(digest(1, "POST", "/things", b"old")));
         assert!(matches(
             b"new",
             &|v| (v == 1).then(|| b"old".to_vec()),

@@ -27,6 +27,7 @@ use crate::problem::{Problem, ProblemKind};
 use crate::rides;
 use crate::rides::model::{Ride, RideStatus};
 use crate::service_error::ServiceError;
+use crate::wire;
 
 /// The endpoint (`endpoint::run::<RefundEndpoint>` serves a request,
 /// `endpoint::Keys<RefundEndpoint>` its keys for the completer).
@@ -261,7 +262,7 @@ fn finish_refunded(
     lease: &RefundLease,
 ) -> Result<StoredResponse, ServiceError> {
     let refund = model::find_by_key(conn, lease.key_id())?;
-    Ok(StoredResponse::created(refund.location(), refund.to_json()))
+    Ok(wire::refund::created(&refund.json()))
 }
 
 /// RefundCreated -> Finished for a refund the gateway refused for good (the

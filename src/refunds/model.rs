@@ -5,13 +5,12 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
 use crate::db::CacheStatement;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::ids::{KeyId, RefundId, RideId, UserId};
 use crate::payments::RefundState;
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
+use crate::wire::refund::RefundJson;
 
 ridepay_diesel_helpers::text_enum! {
     /// A refund's status, stored as text (with a CHECK).
@@ -50,16 +49,12 @@ impl RefundStatus {
 }
 
 /// A refund of (part of) a ride's charge.
-#[derive(Debug, Clone, Queryable, Selectable, Serialize, ToSchema)]
+#[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
 pub struct Refund {
-    #[schema(value_type = i64)]
     pub id: RefundId,
-    #[schema(value_type = i64)]
     pub ride_id: RideId,
-    #[serde(skip)]
     pub user_id: UserId,
-    #[serde(skip)]
     pub idempotency_key_id: Option<KeyId>,
     pub amount_cents: i64,
     pub currency: String,
@@ -67,21 +62,31 @@ pub struct Refund {
     pub reason: Option<String>,
     /// `pending` (its amount reserved until the gateway settles it),
     /// `succeeded`, `failed` or `canceled`.
-    #[schema(value_type = String, pattern = "^(pending|succeeded|failed|canceled)$")]
     pub status: RefundStatus,
     /// The gateway's refund, once made.
     pub gateway_refund_id: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
-impl Refund {
-    /// The refund JSON of the contract.
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a refund always serialises")
+impl serde::Serialize for Refund {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(serializer)
     }
+}
 
-    pub fn location(&self) -> String {
-        format!("/api/rides/{}/refunds/{}", self.ride_id, self.id)
+impl Refund {
+    /// The refund as the API shows it.
+    pub fn json(&self) -> RefundJson<'_> {
+        RefundJson {
+            id: self.id,
+            ride_id: self.ride_id,
+            amount_cents: self.amount_cents,
+            currency: &self.currency,
+            reason: self.reason.as_deref(),
+            status: self.status.as_str(),
+            gateway_refund_id: self.gateway_refund_id.as_deref(),
+            created_at: self.created_at,
+        }
     }
 }
 

@@ -2,12 +2,12 @@
 //! always valid.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::idempotency::CanonicalRequest;
 use crate::ids::RideId;
 use crate::rides::fare::MAX_AMOUNT_CENTS;
 use crate::validation::{parse_body, FieldError};
+use crate::wire::requests::RefundBody;
 
 /// Stripe's refund reasons.
 pub const REASONS: [&str; 3] = ["requested_by_customer", "duplicate", "fraudulent"];
@@ -24,21 +24,6 @@ pub struct RefundParams {
     pub reason: Option<String>,
     pub ride_id: RideId,
 }
-
-/// The body as sent; unknown and duplicate fields are refused by serde.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = RefundRequest)]
-pub struct RefundBody {
-    /// Minor units (cents); default: all that remains of the charge.
-    #[schema(nullable = false, value_type = i64, minimum = 1, maximum = 1000000, example = 500)]
-    amount_cents: Option<i64>,
-    /// `requested_by_customer`, `duplicate` or `fraudulent`.
-    #[schema(nullable = false, value_type = String, pattern = "^(requested_by_customer|duplicate|fraudulent)$")]
-    reason: Option<String>,
-}
-
-pub use RefundBody as RefundRequest;
 
 impl RefundParams {
     /// An empty body is a refund of everything that remains.

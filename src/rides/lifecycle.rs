@@ -18,6 +18,7 @@ use crate::payments::{
 use crate::problem::{Problem, ProblemKind};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
+use crate::wire;
 
 /// What a key takes a ride for.
 pub struct TakeRide {
@@ -294,7 +295,7 @@ pub fn finish_settled(
     .optional()?
     // Only the key's own lease holder settles a ride it took.
     .ok_or(ServiceError::LeaseLost)?;
-    Ok(StoredResponse::ok(settled.to_json()))
+    Ok(wire::ride::settled(&settled.json()))
 }
 
 /// The key's last phase as one statement (`Finishing`) when the gateway
@@ -320,7 +321,7 @@ fn settled_finishing(
     intent: &PaymentIntent,
 ) -> Finishing {
     let (settlement, audit) = settled(ride, status, intent);
-    let response = StoredResponse::ok(ride.settled(&settlement).to_json());
+    let response = wire::ride::settled(&ride.settled(&settlement).json());
     let change = recorded(
         settled_by_key!(ride, key)
             .filter(fenced())

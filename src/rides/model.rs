@@ -7,13 +7,13 @@ use diesel::query_builder::QueryFragment;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use utoipa::ToSchema;
 
 use crate::db::{recorded, CacheStatement, Recorded};
 use crate::idempotency::fenced;
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
+use crate::wire::ride::RideJson;
 
 ridepay_diesel_helpers::text_enum! {
     /// A ride's payment status, stored as text (with a CHECK). `docs/API.md`
@@ -74,38 +74,6 @@ pub struct Ride {
     pub settling_key_id: Option<KeyId>,
 }
 
-/// The ride JSON of the contract.
-#[derive(Serialize, ToSchema)]
-#[schema(as = Ride)]
-pub struct RideJson<'a> {
-    #[schema(value_type = i64)]
-    id: RideId,
-    origin_lat: f64,
-    origin_lon: f64,
-    target_lat: f64,
-    target_lon: f64,
-    /// The upfront fare (minor units), which the hold covers.
-    amount_cents: i64,
-    currency: &'a str,
-    /// `manual` (held, captured when the ride ends) or `automatic`.
-    #[schema(value_type = String, pattern = "^(manual|automatic)$")]
-    capture_method: CaptureMethod,
-    #[schema(value_type = String, pattern = "^(pending|requires_action|processing|authorized|captured|canceled|expired|payment_declined|payment_failed|refunded|disputed)$")]
-    status: RideStatus,
-    /// The gateway's PaymentIntent, once it answered.
-    payment_intent_id: Option<&'a str>,
-    amount_authorized_cents: i64,
-    amount_captured_cents: i64,
-    amount_refunded_cents: i64,
-    /// While `requires_action`: the gateway's next action in Stripe's shape
-    /// (`{"type": "redirect_to_url", "redirect_to_url": {"url", "return_url"}}`)
-    /// with the PaymentIntent's `client_secret` beside the type, for a
-    /// browser to follow or an app to hand to Stripe's SDK.
-    #[schema(value_type = Option<Object>)]
-    next_action: Option<Value>,
-    created_at: DateTime<Utc>,
-}
-
 impl Serialize for Ride {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.json().serialize(serializer)
@@ -113,6 +81,7 @@ impl Serialize for Ride {
 }
 
 impl Ride {
+    /// The ride as the API shows it.
     pub fn json(&self) -> RideJson<'_> {
         let next_action = match (&self.next_action, self.status) {
             (Some(Value::Object(action)), RideStatus::RequiresAction) => {
@@ -131,7 +100,7 @@ impl Ride {
             amount_cents: self.amount_cents,
             currency: &self.currency,
             capture_method: self.capture_method,
-            status: self.status,
+            status: self.status.as_str(),
             payment_intent_id: self.payment_intent_id.as_deref(),
             amount_authorized_cents: self.amount_authorized_cents,
             amount_captured_cents: self.amount_captured_cents,
@@ -154,15 +123,6 @@ impl Ride {
             settling_key_id: settlement.settling_key_id,
             ..self.clone()
         }
-    }
-
-    /// The ride JSON of the contract.
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.json()).expect("a ride always serialises")
-    }
-
-    pub fn location(&self) -> String {
-        format!("/api/rides/{}", self.id)
     }
 
     /// What a refund gives money back from.

@@ -9,10 +9,6 @@ use crate::payments::{IntentStatus, NextAction, PaymentIntent};
 
 use RideStatus::*;
 
-/// Where the gateway sends the rider's browser back after authenticating,
-/// under `PUBLIC_BASE_URL`.
-pub const RETURN_PATH: &str = "/payments/return";
-
 /// The statuses a ride may be in for `to` to follow (the diagram of
 /// `docs/API.md`, "The ride's life").
 pub fn may_follow(to: RideStatus) -> &'static [RideStatus] {

@@ -1,7 +1,8 @@
 //! The layers of `docs/ARCHITECTURE.md` inside the service crate, checked
 //! on the source: imports between top-level modules point down (or sideways
-//! within a layer) and never round a loop, and only the HTTP layer and the
-//! application know actix. (Between crates, the compiler holds the ladder:
+//! within a layer) and never round a loop; only the HTTP layer knows actix;
+//! only it and `wire` know OpenAPI's schemas and the paths routes are served
+//! at. (Between crates, the compiler holds the ladder:
 //! the service depends on `ridepay-gateway` and `ridepay-doubles`, which
 //! cannot name it.)
 
@@ -27,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("storage", &["db", "users", "audit", "embedded_postgres"]),
     ("idempotency", &["idempotency"]),
+    ("wire", &["wire"]),
     ("payments and the outbox", &["payments", "outbox"]),
     (
         "endpoints",
@@ -186,21 +188,61 @@ fn the_check_sees_a_loop_and_an_upward_import() {
     assert!(layer_of("http") > layer_of("db"));
 }
 
-#[test]
-fn only_the_http_layer_and_the_application_know_actix() {
+/// The files of `src/` outside the top-level modules `allowed` whose code
+/// (comments aside) holds any of `needles`.
+fn outside(allowed: &[&str], needles: &[String]) -> Vec<String> {
     let mut offenders = Vec::new();
     for (module, files) in modules() {
-        if ["http", "startup", "cli"].contains(&module.as_str()) {
+        if allowed.contains(&module.as_str()) {
             continue;
         }
         for file in files {
-            if code(&file).contains("actix_web") {
-                offenders.push(file.display().to_string());
+            let code = code(&file);
+            for needle in needles
+                .iter()
+                .filter(|needle| code.contains(needle.as_str()))
+            {
+                offenders.push(format!("{} ({needle})", file.display()));
             }
         }
     }
+    offenders
+}
+
+#[test]
+fn only_the_http_layer_knows_actix() {
+    let offenders = outside(&["http"], &["actix_web".to_owned()]);
     assert!(
         offenders.is_empty(),
         "actix outside the http layer: {offenders:?}"
+    );
+}
+
+/// The first segment of every path the OpenAPI document serves, as a
+/// string literal starts it (`"/api`, `"/webhooks`, ...).
+fn served_prefixes() -> Vec<String> {
+    let document: serde_json::Value =
+        serde_json::from_str(ridepay::http::openapi::document()).unwrap();
+    let mut prefixes: Vec<String> = document["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|path| format!("\"/{}", path[1..].split('/').next().unwrap()))
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+}
+
+#[test]
+fn only_wire_and_http_know_schemas_and_where_routes_are_served() {
+    let prefixes = served_prefixes();
+    assert!(prefixes.contains(&"\"/api".to_owned()), "{prefixes:?}");
+    let mut needles = prefixes;
+    needles.push("utoipa".to_owned());
+    let offenders = outside(&["wire", "http"], &needles);
+    assert!(
+        offenders.is_empty(),
+        "OpenAPI schemas or route paths outside wire and http: {offenders:#?}"
     );
 }

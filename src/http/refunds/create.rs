@@ -11,8 +11,9 @@ use crate::http::openapi_components::{
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::refunds::endpoint::RefundEndpoint;
-use crate::refunds::model::Refund;
-use crate::refunds::request::{RefundParams, RefundRequest};
+use crate::refunds::request::RefundParams;
+use crate::wire::refund::RefundJson;
+use crate::wire::requests::RefundRequest;
 
 /// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
 ///
@@ -28,7 +29,7 @@ use crate::refunds::request::{RefundParams, RefundRequest};
     request_body(content = RefundRequest, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
-        (status = 201, description = "The refund, made (or the replay of it)", body = Refund,
+        (status = 201, description = "The refund, made (or the replay of it)", body = RefundJson,
             headers(
                 ("Location" = String, description = "`/api/rides/{id}/refunds/{refund_id}`"),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),

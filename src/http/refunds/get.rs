@@ -9,8 +9,9 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::{RefundId, RideId};
 use crate::problem::Problem;
-use crate::refunds::model::{self, Refund};
+use crate::refunds::model;
 use crate::service_error::ServiceError;
+use crate::wire::refund::RefundJson;
 
 /// One refund of one of the caller's rides (where `Location` points).
 #[utoipa::path(
@@ -23,7 +24,7 @@ use crate::service_error::ServiceError;
     ),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The refund", body = Refund),
+        (status = 200, description = "The refund", body = RefundJson),
         (status = 404, description = "No such refund of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         ApiProblems,
     )
@@ -40,5 +41,5 @@ pub async fn get_refund(
     .await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/json"))
-        .body(refund.to_json()))
+        .body(refund.json().body()))
 }

@@ -13,6 +13,7 @@ use crate::problem::Problem;
 use crate::refunds::model::{self, Refund};
 use crate::rides;
 use crate::service_error::ServiceError;
+use crate::wire::refund::RefundJson;
 
 /// A ride's refunds, oldest first. A ride has few, so they come in one page
 /// (`has_more` is always false), shaped like the ride list so a client can
@@ -20,6 +21,7 @@ use crate::service_error::ServiceError;
 #[derive(Serialize, ToSchema)]
 #[schema(as = RefundPage)]
 pub struct Page {
+    #[schema(value_type = Vec<RefundJson>)]
     data: Vec<Refund>,
     has_more: bool,
 }

@@ -13,8 +13,9 @@ use crate::http::routing::post_only;
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::cancel::endpoint::CancelEndpoint;
-use crate::rides::cancel::request::{CancelParams, CancelRideRequest};
-use crate::rides::model::RideJson;
+use crate::rides::cancel::request::CancelParams;
+use crate::wire::requests::CancelRideRequest;
+use crate::wire::ride::RideJson;
 
 /// Cancel an `authorized` or `requires_action` ride, exactly once per
 /// `Idempotency-Key`: the hold released, or a cancellation fee captured from

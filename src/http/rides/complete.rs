@@ -13,8 +13,9 @@ use crate::http::routing::post_only;
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::complete::endpoint::CompleteEndpoint;
-use crate::rides::complete::request::{CompleteParams, CompleteRideRequest};
-use crate::rides::model::RideJson;
+use crate::rides::complete::request::CompleteParams;
+use crate::wire::requests::CompleteRideRequest;
+use crate::wire::ride::RideJson;
 
 /// Complete an `authorized` ride: capture its final fare, exactly once per
 /// `Idempotency-Key`.

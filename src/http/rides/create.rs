@@ -10,8 +10,9 @@ use crate::http::openapi_components::{
 };
 use crate::problem::Problem;
 use crate::rides::create::endpoint::RideEndpoint;
-use crate::rides::create::request::{RideParams, RideRequest};
-use crate::rides::model::RideJson;
+use crate::rides::create::request::RideParams;
+use crate::wire::requests::RideRequest;
+use crate::wire::ride::RideJson;
 
 /// Create a ride and pay for it through a PaymentIntent, exactly once per
 /// `Idempotency-Key`: the fare held (`capture_method` `manual`, the default)

@@ -9,8 +9,9 @@ use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::request_id;
 use crate::ids::RideId;
 use crate::problem::Problem;
-use crate::rides::model::{self, RideJson};
+use crate::rides::model;
 use crate::service_error::ServiceError;
+use crate::wire::ride::RideJson;
 
 /// One of the caller's rides. Another user's ride is a 404, as if it did not
 /// exist.
@@ -41,5 +42,5 @@ pub async fn get_ride(
     .await??;
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "application/json"))
-        .body(ride.to_json()))
+        .body(ride.json().body()))
 }

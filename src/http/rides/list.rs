@@ -10,9 +10,10 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::problem::Problem;
-use crate::rides::model::{self, Ride, RideJson};
+use crate::rides::model::{self, Ride};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
+use crate::wire::ride::RideJson;
 
 const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 100;

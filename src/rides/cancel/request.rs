@@ -1,11 +1,11 @@
 //! The body of `POST /api/rides/{id}/cancel`.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::ids::RideId;
 use crate::rides::fare::MAX_AMOUNT_CENTS;
 use crate::validation::{parse_body, FieldError};
+use crate::wire::requests::CancelBody;
 
 /// A validated cancellation. Its JSON form is the canonical request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,19 +15,6 @@ pub struct CancelParams {
     pub cancellation_fee_cents: i64,
     pub ride_id: RideId,
 }
-
-/// The body as sent; an empty body or `{}` cancels without a fee.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = CancelRideRequest)]
-pub struct CancelBody {
-    /// Captured from the hold (minor units); at most what it covers; 0, the
-    /// default, releases the hold.
-    #[schema(nullable = false, value_type = i64, minimum = 0, maximum = 1000000, example = 500)]
-    cancellation_fee_cents: Option<i64>,
-}
-
-pub use CancelBody as CancelRideRequest;
 
 impl CancelParams {
     pub fn parse(ride_id: RideId, body: &[u8]) -> Result<CancelParams, Vec<FieldError>> {

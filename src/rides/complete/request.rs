@@ -1,11 +1,11 @@
 //! The body of `POST /api/rides/{id}/complete`.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::ids::RideId;
 use crate::rides::fare::{MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 use crate::validation::{parse_body, FieldError};
+use crate::wire::requests::CompleteBody;
 
 /// A validated completion. Its JSON form is the canonical request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,19 +15,6 @@ pub struct CompleteParams {
     pub final_amount_cents: i64,
     pub ride_id: RideId,
 }
-
-/// The body as sent.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = CompleteRideRequest)]
-pub struct CompleteBody {
-    /// The final fare (minor units): captured; above the hold, the hold is
-    /// raised first.
-    #[schema(required, nullable = false, value_type = i64, minimum = 50, maximum = 1000000, example = 1800)]
-    final_amount_cents: Option<i64>,
-}
-
-pub use CompleteBody as CompleteRideRequest;
 
 impl CompleteParams {
     pub fn parse(ride_id: RideId, body: &[u8]) -> Result<CompleteParams, Vec<FieldError>> {

@@ -23,6 +23,7 @@ use crate::rides::payment::{may_follow, settlement};
 use crate::rides::receipt;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
+use crate::wire;
 use crate::{audit, users};
 
 /// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,
@@ -307,18 +308,9 @@ pub fn payment_finishing(
     Ok(Some(Finishing::new(change, response)))
 }
 
-/// ChargeCompleted -> Finished: the answer stored. A 202 for a payment
-/// still waiting for the rider or the bank is the key's final answer too:
-/// the ride moves on by itself.
+/// ChargeCompleted -> Finished: the ride, as the answer stored.
 pub fn finish_answered(ride: &Ride) -> StoredResponse {
-    let waiting = matches!(
-        ride.status,
-        RideStatus::RequiresAction | RideStatus::Processing
-    );
-    if waiting {
-        return StoredResponse::accepted(ride.location(), ride.to_json());
-    }
-    StoredResponse::created(ride.location(), ride.to_json())
+    wire::ride::created(&ride.json())
 }
 
 /// RideCreated -> Finished for a payment that failed for good: a decline

@@ -1,11 +1,11 @@
 //! The body of `POST /api/rides`, parsed into a request that is always valid.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::idempotency::CanonicalRequest;
 use crate::payments::CaptureMethod;
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
+use crate::wire::requests::RideBody;
 
 use crate::rides::fare::{CURRENCIES, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 
@@ -25,40 +25,6 @@ pub struct RideParams {
     pub target_lat: f64,
     pub target_lon: f64,
 }
-
-/// The body as sent. Every field is optional here so that all missing fields
-/// are reported at once; unknown and duplicate fields are refused by serde.
-/// The schema says what is required.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = RideRequest)]
-pub struct RideBody {
-    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.77)]
-    origin_lat: Option<f64>,
-    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.42)]
-    origin_lon: Option<f64>,
-    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.80)]
-    target_lat: Option<f64>,
-    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.27)]
-    target_lon: Option<f64>,
-    /// Minor units (cents).
-    #[schema(required, nullable = false, value_type = i64, minimum = 50, maximum = 1000000, example = 2000)]
-    amount_cents: Option<i64>,
-    /// `usd` (the default), `eur` or `gbp`.
-    #[schema(nullable = false, value_type = String, pattern = "^(usd|eur|gbp)$", example = "usd")]
-    currency: Option<String>,
-    /// A `pm_` id (Stripe's test ids such as `pm_card_visa` included);
-    /// without it the user's saved card pays.
-    #[schema(nullable = false, value_type = String, min_length = 4, max_length = 255,
-        pattern = "^pm_[A-Za-z0-9_]{1,252}$", example = "pm_card_visa")]
-    payment_method: Option<String>,
-    /// `manual` (the default: hold the fare now, capture it when the ride
-    /// ends) or `automatic` (charge now).
-    #[schema(nullable = false, value_type = String, pattern = "^(manual|automatic)$", example = "manual")]
-    capture_method: Option<String>,
-}
-
-pub use RideBody as RideRequest;
 
 impl RideParams {
     pub fn parse(body: &[u8]) -> Result<RideParams, Vec<FieldError>> {

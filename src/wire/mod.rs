@@ -1,0 +1,10 @@
+//! ridepay's API as it is on the wire, with its OpenAPI schemas: the request
+//! bodies as sent, the ride and the refund as answered, and where each
+//! lives. The answers a key stores are rendered in its fenced transaction,
+//! below the HTTP layer, so they are rendered here, where the endpoints'
+//! phases reach them as `http/` does. Nothing here knows actix.
+
+mod field_error;
+pub mod refund;
+pub mod requests;
+pub mod ride;

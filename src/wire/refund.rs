@@ -1,0 +1,46 @@
+//! A refund on the wire: its JSON, where it lives, and the answer that
+//! carries it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::idempotency::StoredResponse;
+use crate::ids::{RefundId, RideId};
+
+/// The refund JSON of the contract: a refund of (part of) a ride's charge.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Refund)]
+pub struct RefundJson<'a> {
+    #[schema(value_type = i64)]
+    pub id: RefundId,
+    #[schema(value_type = i64)]
+    pub ride_id: RideId,
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    /// `requested_by_customer`, `duplicate`, `fraudulent`, or null.
+    pub reason: Option<&'a str>,
+    /// `pending` (its amount reserved until the gateway settles it),
+    /// `succeeded`, `failed` or `canceled`.
+    #[schema(pattern = "^(pending|succeeded|failed|canceled)$")]
+    pub status: &'static str,
+    /// The gateway's refund, once made.
+    pub gateway_refund_id: Option<&'a str>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl RefundJson<'_> {
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a refund always serialises")
+    }
+}
+
+/// Where a refund lives.
+pub fn location(ride_id: RideId, id: RefundId) -> String {
+    format!("/api/rides/{ride_id}/refunds/{id}")
+}
+
+/// The answer to a refund made: 201 at its location.
+pub fn created(refund: &RefundJson) -> StoredResponse {
+    StoredResponse::created(location(refund.ride_id, refund.id), refund.body())
+}

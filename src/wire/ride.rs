@@ -1,0 +1,75 @@
+//! A ride on the wire: its JSON, where it lives, and the answers that carry
+//! it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::idempotency::StoredResponse;
+use crate::ids::RideId;
+use ridepay_gateway::CaptureMethod;
+
+/// The ride JSON of the contract.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Ride)]
+pub struct RideJson<'a> {
+    #[schema(value_type = i64)]
+    pub id: RideId,
+    pub origin_lat: f64,
+    pub origin_lon: f64,
+    pub target_lat: f64,
+    pub target_lon: f64,
+    /// The upfront fare (minor units), which the hold covers.
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    /// `manual` (held, captured when the ride ends) or `automatic`.
+    #[schema(value_type = String, pattern = "^(manual|automatic)$")]
+    pub capture_method: CaptureMethod,
+    #[schema(
+        pattern = "^(pending|requires_action|processing|authorized|captured|canceled|expired|payment_declined|payment_failed|refunded|disputed)$"
+    )]
+    pub status: &'static str,
+    /// The gateway's PaymentIntent, once it answered.
+    pub payment_intent_id: Option<&'a str>,
+    pub amount_authorized_cents: i64,
+    pub amount_captured_cents: i64,
+    pub amount_refunded_cents: i64,
+    /// While `requires_action`: the gateway's next action in Stripe's shape
+    /// (`{"type": "redirect_to_url", "redirect_to_url": {"url", "return_url"}}`)
+    /// with the PaymentIntent's `client_secret` beside the type, for a
+    /// browser to follow or an app to hand to Stripe's SDK.
+    #[schema(value_type = Option<Object>)]
+    pub next_action: Option<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// While a ride is in one of these, its payment waits for the rider or the
+/// bank, and it moves on by itself.
+const WAITING: [&str; 2] = ["requires_action", "processing"];
+
+impl RideJson<'_> {
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a ride always serialises")
+    }
+}
+
+/// Where a ride lives.
+pub fn location(id: RideId) -> String {
+    format!("/api/rides/{id}")
+}
+
+/// The answer to a ride asked for and paid: 201 at its location; a 202 for
+/// a payment still waiting for the rider or the bank, which is the key's
+/// final answer too.
+pub fn created(ride: &RideJson) -> StoredResponse {
+    if WAITING.contains(&ride.status) {
+        return StoredResponse::accepted(location(ride.id), ride.body());
+    }
+    StoredResponse::created(location(ride.id), ride.body())
+}
+
+/// The answer to a ride completed or cancelled: 200, the ride as it is.
+pub fn settled(ride: &RideJson) -> StoredResponse {
+    StoredResponse::ok(ride.body())
+}
