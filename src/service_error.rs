@@ -1,5 +1,6 @@
 //! The one error type of the service layer. Handlers turn it into a problem.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -56,8 +57,19 @@ impl ServiceError {
 impl From<DieselError> for ServiceError {
     fn from(err: DieselError) -> Self {
         match &err {
-            // Broken connections, timeouts (statement, lock) and terminated
-            // sessions: the request may succeed when retried.
+            // A server that turned read-only (25006: a primary demoted to a
+            // standby, or made read-only for a switchover) will not write
+            // on this session again: the pool drops the connection, and a
+            // new one finds the primary (`target_session_attrs=read-write`,
+            // or the proxy in front).
+            DieselError::DatabaseError(DatabaseErrorKind::ReadOnlyTransaction, _) => {
+                SERVER_READ_ONLY.set(true);
+                ServiceError::DatabaseUnavailable(err.to_string())
+            }
+            // Broken connections (class 08), timeouts (statement, lock),
+            // sessions terminated or a server shutting down or starting up
+            // (57P01-57P03, which Diesel reads as unknown): the request may
+            // succeed when retried.
             DieselError::DatabaseError(
                 DatabaseErrorKind::ClosedConnection
                 | DatabaseErrorKind::UnableToSendCommand
@@ -71,6 +83,20 @@ impl From<DieselError> for ServiceError {
             _ => ServiceError::Internal(anyhow::Error::new(err)),
         }
     }
+}
+
+thread_local! {
+    /// Set when a database error on this thread said its server is
+    /// read-only; the pool reads it when the thread's connection comes back.
+    static SERVER_READ_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a database error on this thread, since the last call, said that
+/// its connection's server is read-only. A connection is used by one thread
+/// at a time, and comes back to the pool on the thread that used it: the
+/// pool asks as it takes it back, and drops it if so.
+pub fn take_server_read_only() -> bool {
+    SERVER_READ_ONLY.take()
 }
 
 impl From<diesel::r2d2::PoolError> for ServiceError {

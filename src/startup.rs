@@ -36,7 +36,7 @@ impl Application {
             let mut conn = diesel::PgConnection::establish(database_url).with_context(|| {
                 format!(
                     "cannot connect to the database at {}",
-                    config::mask_url(database_url)
+                    config::conninfo::mask(database_url)
                 )
             })?;
             db::run_migrations(&mut conn)?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+pub mod conninfo;
 mod mask;
 mod source;
 mod summary;
@@ -441,7 +442,13 @@ impl Settings {
             );
         }
         if let Some(url) = &self.database_url {
-            check_url("DATABASE_URL", url, &["postgres", "postgresql"])?;
+            conninfo::Conninfo::parse(url).map_err(|refused| {
+                anyhow::anyhow!(
+                    "DATABASE_URL is not a connection string libpq accepts (a postgres:// URL, \
+                     several hosts and query parameters included, or keyword=value pairs): \
+                     {refused}"
+                )
+            })?;
         }
         if let Some(url) = &self.public_base_url {
             check_url("PUBLIC_BASE_URL", url, &["http", "https"])?;

@@ -1,6 +1,7 @@
 //! The one-line summary of the effective configuration logged at start-up,
 //! with every secret masked.
 
+use super::conninfo;
 use super::mask::mask_url;
 use super::{ApiKey, GatewayKind, Settings};
 
@@ -39,7 +40,7 @@ impl Settings {
             self.bind_addr,
             self.database_url
                 .as_deref()
-                .map(mask_url)
+                .map(|url| format!("[{}]", conninfo::mask(url)))
                 .unwrap_or_else(|| format!("embedded({})", self.data_dir.display())),
             self.pool_size,
             self.lease_timeout.as_secs(),
@@ -85,11 +86,19 @@ mod tests {
         assert!(!summary.contains(":pw@"), "{summary}");
         assert!(!summary.contains("topsecret"), "{summary}");
         assert!(summary.contains("stripe_webhooks=signed"), "{summary}");
+        // libpq's reading: the query's password is the one that counts.
         assert!(
-            summary
-                .contains("postgres://app:***@db.internal:5432/ridepay?sslmode=***&password=***"),
+            summary.contains(
+                "database=[user=app password=*** dbname=ridepay host=db.internal port=5432 \
+                 sslmode=require]"
+            ),
             "{summary}"
         );
         assert!(summary.contains("key=sk_test_**** "), "{summary}");
+        let pairs = Settings::for_database("host=a,b password='hunter 4' dbname=x").summary();
+        assert!(
+            pairs.contains("database=[password=*** dbname=x host=a,b]"),
+            "{pairs}"
+        );
     }
 }

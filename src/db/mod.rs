@@ -135,7 +135,9 @@ impl ManageConnection for Connections {
     }
 
     fn has_broken(&self, conn: &mut PgConnection) -> bool {
-        self.0.has_broken(conn)
+        // Both asked, so the read-only mark is cleared whatever the other.
+        let read_only = crate::service_error::take_server_read_only();
+        self.0.has_broken(conn) || read_only
     }
 }
 

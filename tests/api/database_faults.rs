@@ -12,6 +12,7 @@ use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode}
 
 use crate::helpers::{database_only, on_database, ride_with, Answer, TestApp};
 use crate::server_process::ServerProcess;
+use crate::workers::eventually;
 
 const KEYS: usize = 120;
 
@@ -237,31 +238,13 @@ async fn idle_connections_whose_sessions_were_terminated_cost_no_request() {
         failures_of_rides(&app, &server.address, "warm", 40).await,
         Vec::<u16>::new()
     );
-    let terminated: Vec<bool> = diesel::sql_query(
-        "SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity \
-         WHERE datname = $1 AND application_name = 'ridepay' AND state = 'idle'",
-    )
-    .bind::<diesel::sql_types::Text, _>(&database)
-    .load::<Terminated>(&mut app.db())
-    .unwrap()
-    .into_iter()
-    .map(|row| row.terminated)
-    .collect();
-    assert!(terminated.len() >= 4, "{terminated:?}");
-    assert!(terminated.iter().all(|t| *t));
-    // The backends' exit reaches the sockets.
-    std::thread::sleep(Duration::from_millis(200));
+    let terminated = terminate_idle_sessions(&mut app.db(), &database).await;
+    assert!(terminated >= 4, "{terminated}");
 
     assert_eq!(
         failures_of_rides(&app, &server.address, "after", 40).await,
         Vec::<u16>::new()
     );
-}
-
-#[derive(diesel::QueryableByName)]
-struct Terminated {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    terminated: bool,
 }
 
 /// Likewise after PostgreSQL restarted (immediately, as after a crash) while
@@ -283,4 +266,103 @@ async fn idle_connections_from_before_a_postgres_restart_cost_no_request() {
         failures_of_rides(app, &server.address, "after", 40).await,
         Vec::<u16>::new()
     );
+}
+
+/// A server that turns read-only (a primary demoted, or made read-only for a
+/// switchover) answers 25006 on every write: each such request is a 503,
+/// never a 500, and the pool drops the connection that met it, so once the
+/// database takes writes again, the service does too, by itself, without
+/// waiting for its connections to age out.
+#[tokio::test]
+async fn a_server_turned_read_only_gets_503s_and_the_pool_lets_its_connections_go() {
+    let app = database_only();
+    let server = ServerProcess::start(&app.database_url, &[]);
+    let database = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let admin = || {
+        let mut conn = app.db();
+        // The database's own default would bind this session too.
+        diesel::sql_query("SET default_transaction_read_only = off")
+            .execute(&mut conn)
+            .unwrap();
+        conn
+    };
+    assert_eq!(
+        failures_of_rides(&app, &server.address, "warm", 20).await,
+        Vec::<u16>::new()
+    );
+    // Every session the service opens from now on is read-only: its pooled
+    // ones are ended, and it opens others.
+    diesel::sql_query(format!(
+        "ALTER DATABASE \"{database}\" SET default_transaction_read_only = on"
+    ))
+    .execute(&mut admin())
+    .unwrap();
+    assert!(terminate_idle_sessions(&mut admin(), &database).await > 0);
+
+    let refused = failures_of_rides(&app, &server.address, "read-only", 20).await;
+    assert_eq!(refused, vec![503; 20], "read-only answers");
+
+    diesel::sql_query(format!(
+        "ALTER DATABASE \"{database}\" RESET default_transaction_read_only"
+    ))
+    .execute(&mut admin())
+    .unwrap();
+    // The read-only sessions are still open: each is dropped when a write
+    // meets 25006 on it. Awaited: twenty rides in a row made.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (mut in_a_row, mut sent) = (0, 0);
+    while in_a_row < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the service still fails writes a minute after the database took them again"
+        );
+        let key = format!("writable-{sent}");
+        sent += 1;
+        let answer = app
+            .try_post_ride_to(
+                &server.address,
+                &app.user.api_key,
+                &key,
+                &body_for("fault-1"),
+            )
+            .await
+            .unwrap();
+        match answer.status {
+            201 => in_a_row += 1,
+            503 => in_a_row = 0,
+            other => panic!("{other}: {}", String::from_utf8_lossy(&answer.body)),
+        }
+    }
+}
+
+/// Ends the service's idle sessions on `database`, waits until their
+/// backends are gone (their end then waits in the sockets), and says how
+/// many there were.
+async fn terminate_idle_sessions(conn: &mut diesel::PgConnection, database: &str) -> usize {
+    #[derive(diesel::QueryableByName)]
+    struct Backend {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    let ended: Vec<i32> = diesel::sql_query(
+        "WITH idle AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = $1 \
+         AND application_name = 'ridepay' AND state = 'idle') \
+         SELECT pid FROM idle WHERE pg_terminate_backend(pid)",
+    )
+    .bind::<diesel::sql_types::Text, _>(database)
+    .load::<Backend>(conn)
+    .unwrap()
+    .into_iter()
+    .map(|backend| backend.pid)
+    .collect();
+    let gone = eventually(Duration::from_secs(30), || {
+        diesel::sql_query("SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)")
+            .bind::<diesel::sql_types::Array<diesel::sql_types::Integer>, _>(&ended)
+            .load::<Backend>(conn)
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    assert!(gone, "terminated backends still running");
+    ended.len()
 }

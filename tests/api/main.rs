@@ -13,6 +13,7 @@ mod concurrency;
 mod crash;
 mod create_ride;
 mod database_faults;
+mod database_urls;
 mod docs;
 mod embedded_default;
 mod embedded_security;
