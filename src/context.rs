@@ -27,4 +27,8 @@ impl FlowContext for ServiceContext {
     fn key_policy(&self) -> &KeyPolicy {
         &self.key_policy
     }
+
+    fn installation_id(&self) -> Uuid {
+        self.installation_id
+    }
 }

@@ -35,6 +35,8 @@ diesel::table! {
         needs_attention_at -> Nullable<Timestamptz>,
         last_error -> Nullable<Text>,
         endpoint -> Text,
+        call_version -> Int2,
+        ridepay_key -> Nullable<Text>,
     }
 }
 
@@ -148,6 +150,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         stripe_payment_method_id -> Nullable<Text>,
+        public_id -> Uuid,
     }
 }
 

@@ -397,6 +397,15 @@ impl Settings {
         if self.completer.max_attempts < 1 {
             bail!("COMPLETER_MAX_ATTEMPTS must be at least 1");
         }
+        // A client key reused after its row is reaped derives the same
+        // gateway keys: Stripe must have forgotten them by then (24 hours),
+        // or it would answer with the earlier request's payment.
+        if self.retention < Duration::from_secs(25 * 3600) {
+            bail!(
+                "IDEMPOTENCY_RETENTION_HOURS must be at least 25, so that a reused key never \
+                 meets a payment the gateway still remembers"
+            );
+        }
         if self.completer.charge_deadline >= Duration::from_secs(24 * 3600) {
             bail!(
                 "COMPLETER_CHARGE_DEADLINE_HOURS must be under 24: payment gateways forget \

@@ -4,9 +4,11 @@
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::prelude::*;
+use uuid::Uuid;
 
 use super::canonical::CanonicalRequest;
 use super::fingerprint::{EarlierForm, Fingerprint};
+use super::gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 use super::key::IdempotencyKey;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
@@ -23,6 +25,10 @@ use crate::service_error::ServiceError;
 #[derive(Clone)]
 pub struct IdempotentRequest<'a> {
     pub user_id: UserId,
+    /// The user's random public id and this installation's id: with the key
+    /// and the fingerprint, what the key's gateway calls are derived from.
+    user_public_id: Uuid,
+    installation: Uuid,
     pub key: &'a IdempotencyKey,
     pub method: &'a str,
     /// The path as sent (`/api/rides/7/refunds`), not the route pattern.
@@ -48,16 +54,19 @@ impl std::fmt::Debug for IdempotentRequest<'_> {
 }
 
 impl<'a> IdempotentRequest<'a> {
-    /// A POST by `user_id` to `path` (as sent).
+    /// A POST by `caller` to `path` (as sent), in `installation`.
     pub fn post(
-        user_id: UserId,
+        caller: Caller,
+        installation: Uuid,
         key: &'a IdempotencyKey,
         path: &'a str,
         params: &'a CanonicalRequest,
         earlier: EarlierForm<'a>,
     ) -> Self {
         IdempotentRequest {
-            user_id,
+            user_id: caller.id,
+            user_public_id: caller.public_id,
+            installation,
             key,
             method: "POST",
             path,
@@ -68,6 +77,15 @@ impl<'a> IdempotentRequest<'a> {
 
     fn fingerprint(&self) -> Fingerprint {
         Fingerprint::compute(self.method, self.path, self.params.as_bytes())
+    }
+
+    fn ridepay_key(&self, fingerprint: &Fingerprint) -> RidepayKey {
+        RidepayKey::of(
+            self.installation,
+            self.user_public_id,
+            self.key,
+            fingerprint,
+        )
     }
 
     fn matches(&self, record: &KeyState) -> bool {
@@ -106,6 +124,13 @@ pub enum Claim<P> {
 /// A key row as read with the database's clock.
 pub type FoundKey = Option<(KeyState, DateTime<Utc>)>;
 
+/// Who sent a request: their row and their random public id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub id: UserId,
+    pub public_id: Uuid,
+}
+
 /// The caller whose API key hashes to `api_key_hash`, and their key row,
 /// in one plain SELECT (no lock, no write): the authentication and the
 /// lookup of every idempotent request, so that a replay or a 409 costs that
@@ -114,18 +139,25 @@ pub fn find_caller_key(
     conn: &mut PgConnection,
     api_key_hash: &[u8],
     key: &IdempotencyKey,
-) -> Result<Option<(UserId, FoundKey)>, ServiceError> {
+) -> Result<Option<(Caller, FoundKey)>, ServiceError> {
     use crate::schema::users;
-    let found: Option<(UserId, Option<KeyState>, DateTime<Utc>)> = users::table
+    let found: Option<(UserId, Uuid, Option<KeyState>, DateTime<Utc>)> = users::table
         .left_join(
             keys::idempotency_keys.on(keys::user_id.eq(users::id).and(keys::key.eq(key.as_str()))),
         )
         .filter(users::api_key_hash.eq(api_key_hash))
-        .select((users::id, Option::<KeyState>::as_select(), database_now()))
+        .select((
+            users::id,
+            users::public_id,
+            Option::<KeyState>::as_select(),
+            database_now(),
+        ))
         .cached_as(find_caller_key)
         .get_result(conn)
         .optional()?;
-    Ok(found.map(|(user, state, db_now)| (user, state.map(|state| (state, db_now)))))
+    Ok(found.map(|(id, public_id, state, db_now)| {
+        (Caller { id, public_id }, state.map(|state| (state, db_now)))
+    }))
 }
 
 /// What may be done with the key, as `find_caller_key` read it. The claim
@@ -181,21 +213,27 @@ fn claim_at<P: RecoveryPoints>(
     policy: &KeyPolicy,
     insert_at: P,
 ) -> Result<Claim<P>, ServiceError> {
+    let fingerprint = request.fingerprint();
+    let ridepay_key = request.ridepay_key(&fingerprint);
     let inserted = diesel::insert_into(keys::idempotency_keys)
         .values((
             keys::user_id.eq(request.user_id),
             keys::key.eq(request.key.as_str()),
             keys::request_method.eq(request.method),
             keys::request_path.eq(request.path),
-            keys::request_fingerprint.eq(request.fingerprint().as_str()),
+            keys::request_fingerprint.eq(fingerprint.as_str()),
+            keys::call_version.eq(CURRENT_CALL_VERSION),
+            keys::ridepay_key.eq(ridepay_key.to_hex()),
             keys::request_params.eq(request.params),
             keys::lease_epoch.eq(1),
             keys::locked_at.eq(now),
             keys::recovery_point.eq(insert_at.as_str()),
             keys::endpoint.eq(P::ENDPOINT),
         ))
-        .on_conflict((keys::user_id, keys::key))
-        .do_nothing()
+        // No conflict target: a concurrent insert of the same request
+        // collides on `ridepay_key` as well as on `(user_id, key)`, and a
+        // target would make the second of those an error.
+        .on_conflict_do_nothing()
         .returning(keys::id)
         .get_result::<KeyId>(conn)
         .optional()?;
@@ -204,6 +242,7 @@ fn claim_at<P: RecoveryPoints>(
             key_id,
             request.user_id,
             insert_at,
+            ridepay_key,
         )));
     }
 
@@ -246,8 +285,9 @@ pub(crate) fn take_lease<P: RecoveryPoints>(
     record: &KeyState,
 ) -> Result<Lease<P>, ServiceError> {
     let point = parse_point::<P>(record)?;
+    let calls = GatewayCalls::of(record)?;
     let epoch = bump_epoch(conn, record)?;
-    Ok(Lease::new(record.id, record.user_id, epoch, point))
+    Ok(Lease::new(record.id, record.user_id, epoch, point, calls))
 }
 
 pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyState) -> Result<P, ServiceError> {
@@ -311,6 +351,11 @@ fn claim_rules<P: RecoveryPoints>(
     }
     if !policy.lease_expired(record.locked_at, db_now) {
         return Ok(Some(Answer::InUse));
+    }
+    if record.call_version > CURRENT_CALL_VERSION {
+        // A newer release's key (a rolling deploy): this one would not make
+        // its calls the same way.
+        return Ok(Some(Answer::NeedsAttention));
     }
     let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
     if record.needs_attention_at.is_some()

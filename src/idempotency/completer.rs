@@ -8,6 +8,7 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::claim::{bump_epoch, parse_point};
+use super::gateway_calls::GatewayCalls;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
 use super::record::KeyRecord;
@@ -50,6 +51,7 @@ impl ClaimedKey {
             self.record.user_id,
             self.epoch,
             parse_point::<P>(&self.record)?,
+            GatewayCalls::of(&self.record)?,
         ))
     }
 

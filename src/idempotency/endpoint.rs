@@ -24,6 +24,8 @@ use crate::service_error::ServiceError;
 pub trait FlowContext: Send + Sync {
     fn pool(&self) -> &DbPool;
     fn key_policy(&self) -> &KeyPolicy;
+    /// This database's installation id, part of every key's `RidepayKey`.
+    fn installation_id(&self) -> uuid::Uuid;
 }
 
 pub trait Endpoint: 'static {
@@ -68,12 +70,13 @@ pub fn run<E: Endpoint>(
     path: &str,
     params: &E::Params,
 ) -> Result<Outcome, ServiceError> {
-    let (user, found) =
+    let (caller, found) =
         claim::find_caller_key(&mut conn, api_key_hash, key)?.ok_or(ServiceError::Unauthorized)?;
-    E::admit(&mut conn, user, params)?;
+    E::admit(&mut conn, caller.id, params)?;
     let canonical = CanonicalRequest::of(params);
     let earlier = |version| E::canonical_under(params, version);
-    let request = IdempotentRequest::post(user, key, path, &canonical, &earlier);
+    let installation = context.installation_id();
+    let request = IdempotentRequest::post(caller, installation, key, path, &canonical, &earlier);
     let lookup = claim::lookup::<E::Point>(&request, found, context.key_policy())?;
     let phases = E::phases(context, params);
     flow::run(

@@ -4,6 +4,7 @@ use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
 use super::finishing::{self, Finishing, FinishingStatement};
+use super::gateway_calls::{GatewayCalls, RidepayKey};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::CacheStatement;
@@ -40,6 +41,8 @@ pub struct Lease<P> {
     key_id: KeyId,
     user_id: UserId,
     epoch: i64,
+    /// How the key's gateway calls are made.
+    calls: GatewayCalls,
     /// Where the request is.
     point: P,
     /// Where the key row says it is: ahead of `point` only for a key
@@ -48,11 +51,18 @@ pub struct Lease<P> {
 }
 
 impl<P: RecoveryPoints> Lease<P> {
-    pub(crate) fn new(key_id: KeyId, user_id: UserId, epoch: i64, point: P) -> Self {
+    pub(crate) fn new(
+        key_id: KeyId,
+        user_id: UserId,
+        epoch: i64,
+        point: P,
+        calls: GatewayCalls,
+    ) -> Self {
         Lease {
             key_id,
             user_id,
             epoch,
+            calls,
             point,
             stored: point,
         }
@@ -61,10 +71,16 @@ impl<P: RecoveryPoints> Lease<P> {
     /// The lease of a key the claim inserted at `stored` (in the flow, the
     /// point its first phase reaches, in the same transaction): reaching it
     /// writes nothing more, so a new key is written once per transaction.
-    pub(crate) fn inserted_at(key_id: KeyId, user_id: UserId, stored: P) -> Self {
+    pub(crate) fn inserted_at(
+        key_id: KeyId,
+        user_id: UserId,
+        stored: P,
+        ridepay_key: RidepayKey,
+    ) -> Self {
+        let calls = GatewayCalls::ByRequest(ridepay_key);
         Lease {
             stored,
-            ..Lease::new(key_id, user_id, 1, P::STARTED)
+            ..Lease::new(key_id, user_id, 1, P::STARTED, calls)
         }
     }
 
@@ -78,6 +94,11 @@ impl<P: RecoveryPoints> Lease<P> {
 
     pub fn epoch(&self) -> i64 {
         self.epoch
+    }
+
+    /// How the key's gateway calls are made.
+    pub fn gateway_calls(&self) -> GatewayCalls {
+        self.calls
     }
 
     pub fn recovery_point(&self) -> P {

@@ -11,6 +11,7 @@ pub mod endpoint;
 mod fingerprint;
 mod finishing;
 pub mod flow;
+mod gateway_calls;
 mod key;
 mod lease;
 mod policy;
@@ -20,10 +21,13 @@ mod recovery_point;
 mod stored_response;
 
 pub use canonical::CanonicalRequest;
-pub use claim::{claim, find_caller_key, lookup, Claim, FoundKey, IdempotentRequest, Lookup};
+pub use claim::{
+    claim, find_caller_key, lookup, Caller, Claim, FoundKey, IdempotentRequest, Lookup,
+};
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
 pub use flow::{Outcome, Phases, Transition};
+pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;

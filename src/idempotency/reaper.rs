@@ -1,7 +1,10 @@
-//! The reaper: deletes finished keys older than the retention, in batches, and
-//! never an unfinished one. Rides keep their data; their `idempotency_key_id`
-//! becomes NULL. A key string reused after its row is reaped starts a new,
-//! independent request.
+//! The reaper: deletes keys finished longer ago than the retention, in
+//! batches, and never an unfinished one. Rides keep their data; their
+//! `idempotency_key_id` becomes NULL. A key string reused after its row is
+//! reaped starts a new, independent request; its gateway keys are the first
+//! request's (they derive from what the client sent), so the retention
+//! counts from the key's end, after its last gateway call, and outlasts the
+//! gateway's memory of keys.
 
 use std::time::Duration;
 
@@ -13,7 +16,7 @@ use crate::schema::idempotency_keys::dsl as keys;
 
 const BATCH: i64 = 1_000;
 
-/// Deletes every finished key created more than `retention` ago; returns how
+/// Deletes every key finished more than `retention` ago; returns how
 /// many. Each batch is its own short transaction, so the reaper never holds
 /// many locks, and SKIP LOCKED lets instances reap side by side.
 pub fn reap(conn: &mut PgConnection, retention: Duration) -> QueryResult<usize> {
@@ -23,7 +26,7 @@ pub fn reap(conn: &mut PgConnection, retention: Duration) -> QueryResult<usize> 
         let batch = conn.transaction(|conn| {
             let ids: Vec<i64> = keys::idempotency_keys
                 .filter(keys::recovery_point.eq(FINISHED))
-                .filter(keys::created_at.lt(cutoff))
+                .filter(keys::updated_at.lt(cutoff))
                 .select(keys::id)
                 .limit(BATCH)
                 .for_update()

@@ -25,6 +25,9 @@ pub struct KeyState {
     pub response_body: Option<Vec<u8>>,
     pub created_at: DateTime<Utc>,
     pub needs_attention_at: Option<DateTime<Utc>>,
+    /// How its gateway calls are made (`GatewayCalls`).
+    pub call_version: i16,
+    pub ridepay_key: Option<String>,
 }
 
 impl KeyState {

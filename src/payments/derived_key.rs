@@ -1,10 +1,10 @@
-//! The idempotency keys ridepay sends to the gateway.
+//! The idempotency keys ridepay sends to the gateway, and the metadata that
+//! names what its calls make.
 
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use crate::ids::KeyId;
-
+use crate::idempotency::GatewayCalls;
 use crate::schema::installation;
 
 /// This database's installation id, generated once by the migrations.
@@ -14,32 +14,115 @@ pub fn installation_id(conn: &mut PgConnection) -> QueryResult<Uuid> {
         .first(conn)
 }
 
-/// The gateway idempotency key for one external effect of one key row: stable
-/// across retries (the row id never changes), unique forever (row ids are never
-/// reused) and across deployments sharing a gateway account (the installation
-/// id). Well under Stripe's 255-character limit.
-pub fn derived_key(installation_id: Uuid, purpose: &str, key_row_id: KeyId) -> String {
-    format!(
-        "ridepay-{}-{purpose}-{key_row_id}",
-        installation_id.simple()
-    )
+/// The gateway idempotency key of the call named `step` (`ride-capture`) of
+/// a key whose calls are made as `calls` says: stable across retries, from
+/// any instance; unique across deployments sharing a gateway account (the
+/// installation id is in both versions). Well under Stripe's 255-character
+/// limit.
+///
+/// Version 2's depends on nothing the database assigns: a retry that makes
+/// the key row again after a failover lost it derives the same key, and the
+/// gateway answers with what it already made. `g0` is the call's
+/// generation, the first.
+pub fn derived_key(installation_id: Uuid, calls: GatewayCalls, step: &str) -> String {
+    match calls {
+        GatewayCalls::ByRowId(key_row_id) => {
+            format!("ridepay-{}-{step}-{key_row_id}", installation_id.simple())
+        }
+        GatewayCalls::ByRequest(ridepay_key) => {
+            format!("ridepay2-{step}-{}-g0", ridepay_key.to_hex())
+        }
+    }
 }
+
+/// The metadata of a call that makes something at the gateway (a
+/// PaymentIntent, a refund). Version 2's names the installation and the
+/// request (`ridepay_key`), never a row; version 1's is `rows`, the row ids
+/// it always sent.
+pub fn call_metadata(
+    installation_id: Uuid,
+    calls: GatewayCalls,
+    rows: impl FnOnce() -> Vec<(&'static str, String)>,
+) -> Vec<(String, String)> {
+    let named = match calls {
+        GatewayCalls::ByRowId(_) => rows(),
+        GatewayCalls::ByRequest(ridepay_key) => vec![
+            (INSTALLATION, installation_id.to_string()),
+            (RIDEPAY_KEY, ridepay_key.to_hex()),
+            ("ridepay_generation", "0".to_owned()),
+        ],
+    };
+    named
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+}
+
+/// The metadata that names the installation and the request.
+pub const INSTALLATION: &str = "ridepay_installation";
+pub const RIDEPAY_KEY: &str = "ridepay_key";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::idempotency::RidepayKey;
+    use crate::ids::KeyId;
 
     #[test]
-    fn is_stable_and_distinct() {
+    fn is_stable_and_distinct_in_both_versions() {
         let installation = Uuid::from_u128(7);
-        let key = derived_key(installation, "ride-charge", KeyId(42));
-        assert_eq!(key, derived_key(installation, "ride-charge", KeyId(42)));
-        assert_ne!(key, derived_key(installation, "ride-charge", KeyId(43)));
-        assert_ne!(key, derived_key(installation, "refund", KeyId(42)));
+        let by_row = GatewayCalls::ByRowId(KeyId(42));
+        let key = derived_key(installation, by_row, "ride-charge");
+        assert_eq!(
+            key,
+            "ridepay-00000000000000000000000000000007-ride-charge-42"
+        );
         assert_ne!(
             key,
-            derived_key(Uuid::from_u128(8), "ride-charge", KeyId(42))
+            derived_key(
+                installation,
+                GatewayCalls::ByRowId(KeyId(43)),
+                "ride-charge"
+            )
         );
-        assert!(derived_key(Uuid::max(), "ride-charge", KeyId(i64::MAX)).len() <= 255);
+        assert_ne!(key, derived_key(installation, by_row, "refund"));
+        assert_ne!(key, derived_key(Uuid::from_u128(8), by_row, "ride-charge"));
+        let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
+        let by_request = derived_key(
+            installation,
+            GatewayCalls::ByRequest(request),
+            "ride-charge",
+        );
+        assert_eq!(
+            by_request,
+            format!("ridepay2-ride-charge-{}-g0", "ab".repeat(32))
+        );
+        assert!(by_request.len() <= 255);
+        assert!(
+            derived_key(
+                Uuid::max(),
+                GatewayCalls::ByRowId(KeyId(i64::MAX)),
+                "ride-charge"
+            )
+            .len()
+                <= 255
+        );
+    }
+
+    #[test]
+    fn version_2_metadata_names_no_row() {
+        let request = RidepayKey::parse(&"cd".repeat(32)).unwrap();
+        let metadata = call_metadata(Uuid::from_u128(7), GatewayCalls::ByRequest(request), || {
+            vec![("ride_id", "7".to_owned())]
+        });
+        let names: Vec<&str> = metadata.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["ridepay_installation", "ridepay_key", "ridepay_generation"]
+        );
+        let by_row = call_metadata(Uuid::from_u128(7), GatewayCalls::ByRowId(KeyId(9)), || {
+            vec![("ride_id", "7".to_owned())]
+        });
+        assert_eq!(by_row, [("ride_id".to_owned(), "7".to_owned())]);
     }
 }

@@ -4,7 +4,7 @@ mod derived_key;
 mod outcome;
 pub mod stripe;
 
-pub use derived_key::{derived_key, installation_id};
+pub use derived_key::{call_metadata, derived_key, installation_id, INSTALLATION, RIDEPAY_KEY};
 pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,

@@ -22,7 +22,9 @@ use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::idempotency::{Lease, StoredResponse};
 use crate::ids::UserId;
-use crate::payments::{self, derived_key, Final, GatewayError, PaymentGateway, RefundRequest};
+use crate::payments::{
+    self, call_metadata, derived_key, Final, GatewayError, PaymentGateway, RefundRequest,
+};
 use crate::problem::{Problem, ProblemKind};
 use crate::rides;
 use crate::rides::model::{Ride, RideStatus};
@@ -215,17 +217,19 @@ fn refund_at_gateway(
         message: format!("ride {} has no payment to refund", ride.id),
     })?;
     gateway.refund(&RefundRequest {
-        idempotency_key: derived_key(installation_id, REFUND_KEY_PURPOSE, lease.key_id()),
+        idempotency_key: derived_key(installation_id, lease.gateway_calls(), REFUND_KEY_PURPOSE),
         payment,
         amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
         // How a webhook tells ridepay's own refunds from refunds made
         // elsewhere (the dashboard, say).
-        metadata: vec![
-            ("ride_id".to_owned(), ride.id.to_string()),
-            ("refund_id".to_owned(), refund.id.to_string()),
-            ("idempotency_key_id".to_owned(), lease.key_id().to_string()),
-        ],
+        metadata: call_metadata(installation_id, lease.gateway_calls(), || {
+            vec![
+                ("ride_id", ride.id.to_string()),
+                ("refund_id", refund.id.to_string()),
+                ("idempotency_key_id", lease.key_id().to_string()),
+            ]
+        }),
     })
 }
 

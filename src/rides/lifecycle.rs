@@ -9,7 +9,7 @@ use super::model::{Ride, RideStatus, Settlement};
 use super::receipt;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, DbPool};
-use crate::idempotency::{fenced, Finishing, StoredResponse};
+use crate::idempotency::{fenced, Finishing, GatewayCalls, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
     self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
@@ -210,13 +210,13 @@ pub fn capture(
     gateway: &dyn PaymentGateway,
     installation_id: uuid::Uuid,
     purpose: &str,
-    key: KeyId,
+    calls: GatewayCalls,
     ride: &Ride,
     amount_cents: i64,
 ) -> Result<Answer, ServiceError> {
     let intent_id = intent_of(ride)?;
     let answer = gateway.capture_intent(&CaptureIntent {
-        idempotency_key: derived_key(installation_id, purpose, key),
+        idempotency_key: derived_key(installation_id, calls, purpose),
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
     });

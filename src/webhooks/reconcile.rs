@@ -12,12 +12,15 @@ use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency::flow;
 use crate::ids::{KeyId, RideId};
-use crate::payments::{Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund};
+use crate::payments::{
+    Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund, RIDEPAY_KEY,
+};
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
 use crate::rides::create::{endpoint as create_ride, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
 use crate::rides::payment::{may_follow, settlement};
+use crate::schema::idempotency_keys::dsl as keys;
 use crate::schema::rides as rides_table;
 use crate::service_error::ServiceError;
 
@@ -121,11 +124,23 @@ fn record_only(
 }
 
 /// The ride a PaymentIntent pays for: the one that recorded it, or one that
-/// has not heard back yet, named by the metadata ridepay sends with every
-/// intent and checked against the ride's own key.
+/// has not heard back yet, found by the metadata ridepay sends with every
+/// intent: the key's `ridepay_key`, or (for a key of call version 1) the
+/// ride's and its key row's ids, checked against each other.
 fn ride_of_intent(conn: &mut PgConnection, intent: &PaymentIntent) -> QueryResult<Option<Ride>> {
     if let Some(ride) = ride_of_payment(conn, &Payment::Intent(intent.id.clone()))? {
         return Ok(Some(ride));
+    }
+    if let Some(ridepay_key) = intent.metadata.get(RIDEPAY_KEY) {
+        return rides_table::table
+            .inner_join(
+                keys::idempotency_keys.on(keys::id.nullable().eq(rides_table::idempotency_key_id)),
+            )
+            .filter(keys::ridepay_key.eq(ridepay_key))
+            .filter(rides_table::payment_intent_id.is_null())
+            .select(Ride::as_select())
+            .first(conn)
+            .optional();
     }
     let named = |name: &str| {
         intent
@@ -264,7 +279,9 @@ fn follow_refunds(
     for refund in made {
         match refunds::find_by_gateway_id(conn, &refund.id)? {
             Some(recorded) => refunds::follow(conn, &recorded, refund.status, &refund.id)?,
-            None if refund.metadata.contains_key("refund_id") => {}
+            // Ridepay's own, which its endpoint records.
+            None if refund.metadata.contains_key("refund_id")
+                || refund.metadata.contains_key(RIDEPAY_KEY) => {}
             None => record_outside_refund(conn, &ride, refund)?,
         }
     }

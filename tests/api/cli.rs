@@ -61,7 +61,7 @@ async fn reap_deletes_old_finished_keys_and_prints_the_count() {
     app.post_ride("old", RIDE).await;
     app.post_ride("young", RIDE).await;
     diesel::sql_query(
-        "UPDATE idempotency_keys SET created_at = now() - interval '3 days' WHERE key = 'old'",
+        "UPDATE idempotency_keys SET updated_at = now() - interval '3 days' WHERE key = 'old'",
     )
     .execute(&mut app.db())
     .unwrap();

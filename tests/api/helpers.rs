@@ -327,6 +327,11 @@ impl Answer {
     }
 
     /// Asserts a problem+json answer of `slug` and `status`; returns its body.
+    /// The body as text, for a failure's message.
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     pub fn assert_problem(&self, status: u16, slug: &str) -> Value {
         assert_eq!(
             self.status,
@@ -618,9 +623,22 @@ pub const POLICY: KeyPolicy = KeyPolicy {
     effect_deadline: Duration::from_secs(12 * 3600),
 };
 
+/// The random public id of user `user_id`.
+pub fn public_id(conn: &mut PgConnection, user_id: i64) -> uuid::Uuid {
+    use diesel::prelude::*;
+    use ridepay::schema::users;
+    users::table
+        .find(user_id)
+        .select(users::public_id)
+        .first(conn)
+        .unwrap()
+}
+
 /// `RIDE` under `key` for the app's user, as the claim sees it.
 pub struct RideRequest {
     pub user_id: i64,
+    user_public_id: uuid::Uuid,
+    installation: uuid::Uuid,
     pub key: IdempotencyKey,
     pub params: RideParams,
     canonical: CanonicalRequest,
@@ -629,8 +647,11 @@ pub struct RideRequest {
 impl RideRequest {
     pub fn new(app: &TestApp, key: &str) -> RideRequest {
         let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+        let mut conn = app.db();
         RideRequest {
             user_id: app.user.id,
+            user_public_id: public_id(&mut conn, app.user.id),
+            installation: payments::installation_id(&mut conn).unwrap(),
             key: IdempotencyKey::parse(key.as_bytes()).unwrap(),
             canonical: params.canonical(),
             params,
@@ -638,8 +659,13 @@ impl RideRequest {
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
+        let caller = ridepay::idempotency::Caller {
+            id: UserId(self.user_id),
+            public_id: self.user_public_id,
+        };
         IdempotentRequest::post(
-            UserId(self.user_id),
+            caller,
+            self.installation,
             &self.key,
             "/api/rides",
             &self.canonical,

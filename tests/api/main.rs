@@ -22,6 +22,7 @@ mod fake_gateway;
 mod fake_intents;
 mod file_imports;
 mod gateway_contract;
+mod gateway_keys;
 mod gateway_outcomes;
 mod health;
 mod helpers;

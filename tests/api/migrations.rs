@@ -16,6 +16,9 @@ use crate::workers::eventually;
 /// The last migration before PaymentIntents.
 const BEFORE_PAYMENT_INTENTS: &str = "20261201000015";
 
+/// The last migration before gateway keys from what the client sent.
+const BEFORE_CALL_VERSIONS: &str = "20261201000018";
+
 /// The body a client sent before PaymentIntents, paying with the user's
 /// stored customer, and its canonical form then.
 const OLD_BODY: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000}"#;
@@ -43,6 +46,11 @@ fn sql(conn: &mut PgConnection, statement: &str) {
 
 /// A database as the release before PaymentIntents left it, with a user.
 fn database_before_payment_intents() -> TestApp {
+    database_at(BEFORE_PAYMENT_INTENTS)
+}
+
+/// A database whose newest migration is `last`, with a user.
+fn database_at(last: &str) -> TestApp {
     let url = create_test_database();
     let mut conn = PgConnection::establish(&url).unwrap();
     let newest = |conn: &mut PgConnection| {
@@ -53,10 +61,10 @@ fn database_before_payment_intents() -> TestApp {
             .max()
             .unwrap()
     };
-    while newest(&mut conn).as_str() > BEFORE_PAYMENT_INTENTS {
+    while newest(&mut conn).as_str() > last {
         conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
     }
-    assert_eq!(newest(&mut conn), BEFORE_PAYMENT_INTENTS);
+    assert_eq!(newest(&mut conn), last);
     on_database(url)
 }
 
@@ -232,4 +240,49 @@ async fn rides_keys_and_answers_from_before_payment_intents_are_carried_over() {
         1
     );
     assert_eq!(app.ride(ride_id).await["status"], "refunded");
+}
+
+/// Keys made before gateway keys were derived from what the client sent are
+/// of call version 1 (their calls resent as that release made them), and
+/// every user gets a public id of their own.
+#[test]
+fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
+    let app = database_at(BEFORE_CALL_VERSIONS);
+    let mut conn = app.db();
+    crate::helpers::create_user(&app.database_url, None);
+    sql(
+        &mut conn,
+        &format!(
+            "INSERT INTO idempotency_keys (user_id, key, request_method, request_path, \
+             request_fingerprint, request_params, recovery_point, endpoint, last_run_at) \
+             VALUES ({}, 'in flight', 'POST', '/api/rides', 'v2:{}', '{{}}', 'ride_created', \
+             'rides.create', now())",
+            app.user.id,
+            "0".repeat(64)
+        ),
+    );
+
+    ridepay::db::run_migrations(&mut conn).unwrap();
+
+    #[derive(diesel::QueryableByName, Debug, PartialEq)]
+    struct Key {
+        #[diesel(sql_type = diesel::sql_types::SmallInt)]
+        call_version: i16,
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+        ridepay_key: Option<String>,
+    }
+    let key: Key = diesel::sql_query("SELECT call_version, ridepay_key FROM idempotency_keys")
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(
+        key,
+        Key {
+            call_version: 1,
+            ridepay_key: None
+        }
+    );
+    assert_eq!(
+        crate::helpers::count(&mut conn, "(SELECT DISTINCT public_id FROM users) AS ids"),
+        2
+    );
 }

@@ -189,9 +189,18 @@ async fn the_reaper_deletes_old_finished_keys_only_and_rides_keep_their_data() {
     let old = app.post_ride("old", RIDE).await;
     app.post_ride("young", RIDE).await;
     leave_key_at(&app, "unfinished", RecoveryPoint::RideCreated);
-    diesel::sql_query("UPDATE idempotency_keys SET created_at = now() - interval '49 hours' WHERE key IN ('old', 'unfinished')")
-        .execute(&mut app.db())
-        .unwrap();
+    diesel::sql_query(
+        "UPDATE idempotency_keys SET created_at = now() - interval '49 hours', \
+         updated_at = now() - interval '49 hours' WHERE key IN ('old', 'unfinished')",
+    )
+    .execute(&mut app.db())
+    .unwrap();
+    // Made long ago, finished (its last gateway call) lately: kept.
+    diesel::sql_query(
+        "UPDATE idempotency_keys SET created_at = now() - interval '60 hours' WHERE key = 'young'",
+    )
+    .execute(&mut app.db())
+    .unwrap();
 
     let deleted = reaper::reap(&mut app.db(), Duration::from_secs(48 * 3600)).unwrap();
 
@@ -204,7 +213,13 @@ async fn the_reaper_deletes_old_finished_keys_only_and_rides_keep_their_data() {
     let ride = app.get(old.header("location").unwrap()).await;
     assert_eq!(ride.body, old.body);
     assert_eq!(app.count("rides WHERE idempotency_key_id IS NULL"), 1);
-    // After retention the key names a new request.
+    // After retention the key names a new request. Its gateway key is the
+    // one the first request used (it derives from what the client sent):
+    // the retention outlasts the gateway's memory of keys (24 hours at
+    // Stripe), which the simulated gateway is made to forget here.
+    diesel::sql_query("DELETE FROM simulated_intent_calls")
+        .execute(&mut app.db())
+        .unwrap();
     let reused = app.post_ride("old", RIDE).await;
     assert_eq!(reused.status, 201);
     assert_ne!(reused.json()["id"], old.json()["id"]);

@@ -167,14 +167,14 @@ fn cancel(
             gateway,
             installation_id,
             FEE_KEY_PURPOSE,
-            lease.key_id(),
+            lease.gateway_calls(),
             ride,
             params.cancellation_fee_cents,
         );
     }
     let intent_id = lifecycle::intent_of(ride)?;
     let answer = gateway.cancel_intent(&CancelIntent {
-        idempotency_key: derived_key(installation_id, CANCEL_KEY_PURPOSE, lease.key_id()),
+        idempotency_key: derived_key(installation_id, lease.gateway_calls(), CANCEL_KEY_PURPOSE),
         intent_id: intent_id.clone(),
         cancellation_reason: "requested_by_customer".to_owned(),
     });

@@ -96,7 +96,7 @@ impl Phases for CompletePhases<'_> {
                 gateway,
                 installation_id,
                 CAPTURE_KEY_PURPOSE,
-                lease.key_id(),
+                lease.gateway_calls(),
                 &ride,
                 self.params.final_amount_cents,
             )?),
@@ -184,7 +184,11 @@ fn raise(
     params: &CompleteParams,
 ) -> Result<Final<PaymentIntent>, ServiceError> {
     let answer = gateway.increment_intent(&IncrementIntent {
-        idempotency_key: derived_key(installation_id, INCREMENT_KEY_PURPOSE, lease.key_id()),
+        idempotency_key: derived_key(
+            installation_id,
+            lease.gateway_calls(),
+            INCREMENT_KEY_PURPOSE,
+        ),
         intent_id: lifecycle::intent_of(ride)?,
         amount_cents: params.final_amount_cents,
     });

@@ -15,7 +15,8 @@ use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Phases, Transition};
 use crate::idempotency::{Finishing, Lease, StoredResponse};
 use crate::payments::{
-    self, derived_key, CreateIntent, Final, GatewayError, PaymentGateway, PaymentIntent,
+    self, call_metadata, derived_key, CreateIntent, Final, GatewayError, PaymentGateway,
+    PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
@@ -213,17 +214,19 @@ pub fn pay(
     ride: &Ride,
 ) -> Result<PaymentIntent, GatewayError> {
     gateway.create_intent(&CreateIntent {
-        idempotency_key: derived_key(installation_id, PAYMENT_KEY_PURPOSE, lease.key_id()),
+        idempotency_key: derived_key(installation_id, lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
         amount_cents: ride.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: vec![
-            ("ride_id".to_owned(), ride.id.to_string()),
-            ("idempotency_key_id".to_owned(), lease.key_id().to_string()),
-        ],
+        metadata: call_metadata(installation_id, lease.gateway_calls(), || {
+            vec![
+                ("ride_id", ride.id.to_string()),
+                ("idempotency_key_id", lease.key_id().to_string()),
+            ]
+        }),
     })
 }
 

@@ -10,18 +10,16 @@ pub(crate) fn count_status(intents: &[IntentRow], status: &str) -> usize {
     intents.iter().filter(|i| i.status == status).count()
 }
 
-/// From the gateway's side: one PaymentIntent per key and per ride, each
-/// payment on a captured ride, each decline on a declined one.
+/// From the gateway's side: every PaymentIntent names a request, one per
+/// request (the client key and what it asked: `ridepay_key`) and per ride,
+/// each payment on a captured ride, each decline on a declined one.
 pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
     let rides_naming = records.rides_naming();
-    let mut per_key: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut per_ride: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_request: BTreeMap<&str, usize> = BTreeMap::new();
     for intent in &records.intents {
-        if let Some(key_id) = &intent.key_id {
-            *per_key.entry(key_id).or_default() += 1;
-        }
-        if let Some(ride_id) = &intent.ride_id {
-            *per_ride.entry(ride_id).or_default() += 1;
+        match &intent.ridepay_key {
+            Some(ridepay_key) => *per_request.entry(ridepay_key).or_default() += 1,
+            None => report.flag(CHECKS[0], format!("{} names no request", intent.id)),
         }
         let named_by = |status: &str| {
             rides_naming
@@ -30,11 +28,10 @@ pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
         };
         let described = || {
             format!(
-                "{} ({}, ride {}, key row {})",
+                "{} ({}, ridepay_key {})",
                 intent.id,
                 intent.status,
-                intent.ride_id.as_deref().unwrap_or("?"),
-                intent.key_id.as_deref().unwrap_or("?")
+                intent.ridepay_key.as_deref().unwrap_or("?")
             )
         };
         let paid_by_a_ride = rides_naming
@@ -50,14 +47,11 @@ pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
             );
         }
     }
-    for (key_id, count) in per_key.into_iter().filter(|(_, count)| *count > 1) {
+    for (ridepay_key, count) in per_request.into_iter().filter(|(_, count)| *count > 1) {
         report.flag(
             CHECKS[0],
-            format!("key row {key_id}: {count} PaymentIntents"),
+            format!("request {ridepay_key}: {count} PaymentIntents"),
         );
-    }
-    for (ride_id, count) in per_ride.into_iter().filter(|(_, count)| *count > 1) {
-        report.flag(CHECKS[0], format!("ride {ride_id}: {count} PaymentIntents"));
     }
     for (intent, rides) in rides_naming.iter().filter(|(_, rides)| rides.len() > 1) {
         let ids: Vec<i64> = rides.iter().map(|r| r.id).collect();

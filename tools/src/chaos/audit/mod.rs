@@ -44,7 +44,7 @@ pub fn audit(
         .load(conn)?,
         intents: diesel::sql_query(
             "SELECT id, amount_cents, amount_capturable_cents, amount_received_cents, status, \
-             metadata->>'ride_id' AS ride_id, metadata->>'idempotency_key_id' AS key_id \
+             metadata->>'ridepay_key' AS ridepay_key \
              FROM simulated_payment_intents WHERE gateway = $1 AND created_at >= $2",
         )
         .bind::<Text, _>(ledger.gateway)

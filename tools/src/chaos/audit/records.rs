@@ -55,8 +55,8 @@ impl RideRow {
     }
 }
 
-/// A PaymentIntent as the gateway holds it, with the ride and key ridepay
-/// named in its metadata.
+/// A PaymentIntent as the gateway holds it, with the request ridepay named
+/// in its metadata (`ridepay_key`: one per client key and request).
 #[derive(QueryableByName)]
 pub(crate) struct IntentRow {
     #[diesel(sql_type = Text)]
@@ -71,9 +71,7 @@ pub(crate) struct IntentRow {
     #[diesel(sql_type = Text)]
     pub(crate) status: String,
     #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) ride_id: Option<String>,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub(crate) key_id: Option<String>,
+    pub(crate) ridepay_key: Option<String>,
 }
 
 pub(crate) const SUCCEEDED: &str = "succeeded";

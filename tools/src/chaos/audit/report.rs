@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 pub const CHECKS: [&str; 18] = [
-    "duplicate payments (two for one key or ride)",
+    "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
     "amounts that disagree",

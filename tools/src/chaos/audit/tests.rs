@@ -49,8 +49,7 @@ fn intent(id: &str, status: &str, ride_and_key: i64) -> IntentRow {
         amount_capturable_cents: 0,
         amount_received_cents: if status == SUCCEEDED { 1000 } else { 0 },
         status: status.to_owned(),
-        ride_id: Some(ride_and_key.to_string()),
-        key_id: Some(ride_and_key.to_string()),
+        ridepay_key: Some(format!("request-{ride_and_key}")),
     }
 }
 
@@ -235,7 +234,13 @@ fn every_ride_as_the_campaign_leaves_it_passes() {
 #[test]
 fn a_second_payment_for_a_key_is_a_duplicate_and_an_orphan() {
     let found = violations_after(|records| records.intents.push(intent("pi_1b", SUCCEEDED, 1)));
-    assert_eq!(found, BTreeMap::from([(CHECKS[0], 2), (CHECKS[1], 1)]));
+    assert_eq!(found, BTreeMap::from([(CHECKS[0], 1), (CHECKS[1], 1)]));
+}
+
+#[test]
+fn a_payment_that_names_no_request_is_flagged() {
+    let found = violations_after(|records| records.intents[0].ridepay_key = None);
+    assert_eq!(found, BTreeMap::from([(CHECKS[0], 1)]));
 }
 
 #[test]

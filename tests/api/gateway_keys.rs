@@ -1,0 +1,185 @@
+//! The keys and metadata of gateway calls come from what the client sent,
+//! never from ids the database assigns: a key row lost at an asynchronous
+//! failover, and made again by the client's retry, meets the payment it
+//! already made, and a request that gets a lost row's id again makes its
+//! own. A key made before that rule (call version 1) is resent exactly as
+//! before, and a key of a version this release does not know is left alone.
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+use ridepay::payments::{self, CaptureMethod, CreateIntent, PaymentGateway};
+use ridepay::rides::create::RecoveryPoint;
+use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
+
+use crate::helpers::{
+    count, expire_leases, leave_key_at, ride_with, spawn_app, TestApp, RETURN_URL, RIDE,
+};
+
+fn sql(conn: &mut PgConnection, statement: &str) {
+    diesel::sql_query(statement).execute(conn).unwrap();
+}
+
+/// What an asynchronous failover does to the rows of a request the client
+/// was answered for: gone, and their ids handed out again.
+fn lose_rows_of(app: &TestApp, key: &str) {
+    let mut conn = app.db();
+    conn.transaction(|conn| {
+        let lost = format!(
+            "(SELECT r.id FROM rides r JOIN idempotency_keys k \
+             ON k.id = r.idempotency_key_id WHERE k.key = '{key}')"
+        );
+        sql(conn, &format!("DELETE FROM rides WHERE id = {lost}"));
+        sql(
+            conn,
+            &format!(
+                "SELECT setval('idempotency_keys_id_seq', id, false) FROM idempotency_keys \
+                 WHERE key = '{key}'"
+            ),
+        );
+        sql(
+            conn,
+            &format!("DELETE FROM idempotency_keys WHERE key = '{key}'"),
+        );
+        diesel::QueryResult::Ok(())
+    })
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_retry_after_a_failover_lost_the_key_row_meets_the_payment_it_already_made() {
+    let app = spawn_app().await;
+    let first = app.post_ride("lost at the failover", RIDE).await;
+    assert_eq!(first.status, 201);
+    let intent = first.json()["payment_intent_id"].clone();
+
+    lose_rows_of(&app, "lost at the failover");
+    // Another client's request gets the lost key row's id, with other
+    // parameters: its own payment.
+    let other = app
+        .post_ride(
+            "another",
+            &ride_with(serde_json::json!({ "amount_cents": 2500 })),
+        )
+        .await;
+    assert_eq!(other.status, 201, "{}", other.body_text());
+    assert_ne!(other.json()["payment_intent_id"], intent);
+    // The client retries the request it was answered for: the gateway
+    // answers with the payment it made.
+    let retried = app.post_ride("lost at the failover", RIDE).await;
+    assert_eq!(retried.status, 201, "{}", retried.body_text());
+    assert_eq!(retried.json()["payment_intent_id"], intent);
+    assert_eq!(count(&mut app.db(), "simulated_payment_intents"), 2);
+}
+
+/// A key in flight from before call version 2: its PaymentIntent was
+/// created as version 1 made it, then the instance stopped. The retry must
+/// send that very call (the key from the row id, the metadata naming the
+/// ride and the key row): the gateway then answers with that PaymentIntent.
+#[tokio::test]
+async fn a_key_of_call_version_1_is_resent_exactly_as_before() {
+    let app = spawn_app().await;
+    leave_key_at(&app, "version 1", RecoveryPoint::RideCreated);
+    let mut conn = app.db();
+    sql(
+        &mut conn,
+        "UPDATE idempotency_keys SET call_version = 1, ridepay_key = NULL WHERE key = 'version 1'",
+    );
+    #[derive(diesel::QueryableByName)]
+    struct Made {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        key_id: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        ride_id: i64,
+    }
+    let made: Made = diesel::sql_query(
+        "SELECT k.id AS key_id, r.id AS ride_id FROM idempotency_keys k \
+         JOIN rides r ON r.idempotency_key_id = k.id WHERE k.key = 'version 1'",
+    )
+    .get_result(&mut conn)
+    .unwrap();
+    let installation = payments::installation_id(&mut conn).unwrap();
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &ridepay::config::Settings::for_database(&app.database_url),
+    );
+    let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
+    let version_1 = gateway
+        .create_intent(&CreateIntent {
+            idempotency_key: format!(
+                "ridepay-{}-ride-payment-intent-{}",
+                installation.simple(),
+                made.key_id
+            ),
+            amount_cents: 2000,
+            currency: "usd".to_owned(),
+            customer: None,
+            payment_method: "pm_card_visa".to_owned(),
+            capture_method: CaptureMethod::Automatic,
+            return_url: RETURN_URL.to_owned(),
+            metadata: vec![
+                ("ride_id".to_owned(), made.ride_id.to_string()),
+                ("idempotency_key_id".to_owned(), made.key_id.to_string()),
+            ],
+        })
+        .unwrap();
+    expire_leases(&app);
+
+    let retried = app.post_ride("version 1", RIDE).await;
+
+    assert_eq!(retried.status, 201, "{}", retried.body_text());
+    assert_eq!(retried.json()["payment_intent_id"], version_1.id.as_str());
+    assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
+}
+
+/// A newer release's key met during a rolling deploy: this release would
+/// not make its calls the same way, so it makes none.
+#[tokio::test]
+async fn a_key_of_a_call_version_this_release_does_not_know_is_left_alone() {
+    let app = spawn_app().await;
+    leave_key_at(&app, "from a newer release", RecoveryPoint::RideCreated);
+    let mut conn = app.db();
+    sql(
+        &mut conn,
+        "UPDATE idempotency_keys SET call_version = 3 WHERE key = 'from a newer release'",
+    );
+    expire_leases(&app);
+
+    let answer = app.post_ride("from a newer release", RIDE).await;
+
+    answer.assert_problem(500, "internal-error");
+    assert_eq!(count(&mut conn, "simulated_payment_intents"), 0);
+    assert_eq!(
+        app.key_state("from a newer release")["recovery_point"],
+        "ride_created"
+    );
+}
+
+/// Metadata names no row: the gateway learns the installation and the
+/// request's `ridepay_key`, which the key row holds.
+#[tokio::test]
+async fn a_payment_intents_metadata_names_the_request_and_no_row() {
+    let app = spawn_app().await;
+    let ride = app.post_ride("named", RIDE).await;
+    assert_eq!(ride.status, 201);
+    #[derive(diesel::QueryableByName)]
+    struct Named {
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        metadata: serde_json::Value,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        ridepay_key: String,
+    }
+    let named: Named = diesel::sql_query(
+        "SELECT i.metadata, k.ridepay_key FROM simulated_payment_intents i, idempotency_keys k \
+         WHERE k.key = 'named'",
+    )
+    .get_result(&mut app.db())
+    .unwrap();
+    let installation = payments::installation_id(&mut app.db()).unwrap();
+    assert_eq!(
+        named.metadata,
+        serde_json::json!({
+            "ridepay_installation": installation.to_string(),
+            "ridepay_key": named.ridepay_key,
+            "ridepay_generation": "0",
+        })
+    );
+}
