@@ -57,26 +57,29 @@ impl ServiceError {
 impl From<DieselError> for ServiceError {
     fn from(err: DieselError) -> Self {
         match &err {
-            // A server that turned read-only (25006: a primary demoted to a
-            // standby, or made read-only for a switchover) will not write
-            // on this session again: the pool drops the connection, and a
-            // new one finds the primary (`target_session_attrs=read-write`,
-            // or the proxy in front).
-            DieselError::DatabaseError(DatabaseErrorKind::ReadOnlyTransaction, _) => {
-                SERVER_READ_ONLY.set(true);
-                ServiceError::DatabaseUnavailable(err.to_string())
-            }
-            // Broken connections (class 08), timeouts (statement, lock),
-            // sessions terminated or a server shutting down or starting up
-            // (57P01-57P03, which Diesel reads as unknown): the request may
-            // succeed when retried.
+            // The request may succeed when retried, on another connection:
+            // a server that turned read-only (25006: a primary demoted, or
+            // made read-only for a switchover) will not write on this
+            // session again; a broken connection (class 08), a session
+            // terminated or a server shutting down or starting up
+            // (57P01-57P03), or a pooler in front that lost its server
+            // (PgBouncer's 08P01), is of no more use. Diesel reads most of
+            // these codes as unknown, timeouts too (57014, 55P03): the pool
+            // drops the connection that met any of them, and a new one
+            // finds the primary (`target_session_attrs=read-write`, or the
+            // proxy in front). A timeout costs a reconnect.
             DieselError::DatabaseError(
-                DatabaseErrorKind::ClosedConnection
+                DatabaseErrorKind::ReadOnlyTransaction
+                | DatabaseErrorKind::ClosedConnection
                 | DatabaseErrorKind::UnableToSendCommand
-                | DatabaseErrorKind::SerializationFailure
                 | DatabaseErrorKind::Unknown,
                 _,
-            )
+            ) => {
+                CONNECTION_UNUSABLE.set(true);
+                ServiceError::DatabaseUnavailable(err.to_string())
+            }
+            // A serialization failure is the transaction's, not the session's.
+            DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _)
             | DieselError::BrokenTransactionManager => {
                 ServiceError::DatabaseUnavailable(err.to_string())
             }
@@ -86,17 +89,17 @@ impl From<DieselError> for ServiceError {
 }
 
 thread_local! {
-    /// Set when a database error on this thread said its server is
-    /// read-only; the pool reads it when the thread's connection comes back.
-    static SERVER_READ_ONLY: Cell<bool> = const { Cell::new(false) };
+    /// Set when a database error on this thread made its connection of no
+    /// more use; the pool reads it when the thread's connection comes back.
+    static CONNECTION_UNUSABLE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether a database error on this thread, since the last call, said that
-/// its connection's server is read-only. A connection is used by one thread
-/// at a time, and comes back to the pool on the thread that used it: the
-/// pool asks as it takes it back, and drops it if so.
-pub fn take_server_read_only() -> bool {
-    SERVER_READ_ONLY.take()
+/// Whether a database error on this thread, since the last call, made its
+/// connection of no more use. A connection is used by one thread at a
+/// time, and comes back to the pool on the thread that used it: the pool
+/// asks as it takes it back, and drops it if so.
+pub fn take_connection_unusable() -> bool {
+    CONNECTION_UNUSABLE.take()
 }
 
 impl From<diesel::r2d2::PoolError> for ServiceError {

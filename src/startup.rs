@@ -33,13 +33,23 @@ impl Application {
         // One plain connection first: an unreachable database is one clear
         // error at once, not a pool retrying for its whole timeout.
         let installation_id = {
-            let mut conn = diesel::PgConnection::establish(database_url).with_context(|| {
-                format!(
-                    "cannot connect to the database at {}",
-                    config::conninfo::mask(database_url)
-                )
-            })?;
+            let connect = |url: &str| {
+                diesel::PgConnection::establish(url).with_context(|| {
+                    format!(
+                        "cannot connect to the database at {}",
+                        config::conninfo::mask(url)
+                    )
+                })
+            };
+            // Migrations take a session advisory lock: past any pooler.
+            let direct_url = settings.database_direct_url.as_deref();
+            let mut conn = connect(direct_url.unwrap_or(database_url))?;
             db::run_migrations(&mut conn)?;
+            if direct_url.is_some() {
+                conn = connect(database_url)?;
+            }
+            // As the role the pool connects as.
+            db::set_session_defaults(&mut conn, settings)?;
             payments::installation_id(&mut conn)?
         };
         let listener = TcpListener::bind(&settings.bind_addr)

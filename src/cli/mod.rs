@@ -42,7 +42,8 @@ enum Command {
     /// STRIPE_API_KEY, STRIPE_WEBHOOK_SECRET, RUST_LOG (info). SIGINT (Ctrl-C)
     /// and SIGTERM both let the requests in flight finish.
     Serve,
-    /// Apply pending database migrations and exit.
+    /// Apply pending database migrations (on DATABASE_DIRECT_URL when set),
+    /// set the service role's session limits in its database, and exit.
     Migrate {
         /// Revert every migration instead (development only: drops all data).
         #[arg(long)]
@@ -111,16 +112,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::from_env()?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve::run(settings),
-        Command::Migrate { revert_all } => {
+        Command::Migrate { revert_all: true } => {
             let database = database(&settings)?;
-            let mut conn = connect_with_retry(&database.url)?;
-            if revert_all {
-                db::revert_all_migrations(&mut conn)?;
-                println!("{}", json!({ "migrations": "reverted" }));
-            } else {
-                db::run_migrations(&mut conn)?;
-                println!("{}", json!({ "migrations": "applied" }));
-            }
+            let direct = settings
+                .database_direct_url
+                .as_ref()
+                .unwrap_or(&database.url);
+            db::revert_all_migrations(&mut connect_with_retry(direct)?)?;
+            println!("{}", json!({ "migrations": "reverted" }));
+            Ok(())
+        }
+        Command::Migrate { revert_all: false } => {
+            migrated_connection(&settings)?;
+            println!("{}", json!({ "migrations": "applied" }));
             Ok(())
         }
         Command::Reap => {
@@ -174,11 +178,19 @@ fn database(settings: &Settings) -> anyhow::Result<Database> {
     }
 }
 
-/// A migrated connection, and the database it is on (keep it alive while the
-/// connection is used).
+/// A migrated connection, as the service connects, with the service's
+/// session limits set for its role; and the database it is on (keep it
+/// alive while the connection is used). Migrations go to
+/// `DATABASE_DIRECT_URL` when it is set: their lock is a session's.
 fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnection, Database)> {
     let database = database(settings)?;
+    if let Some(direct) = &settings.database_direct_url {
+        db::run_migrations(&mut connect_with_retry(direct)?)?;
+    }
     let mut conn = connect_with_retry(&database.url)?;
-    db::run_migrations(&mut conn)?;
+    if settings.database_direct_url.is_none() {
+        db::run_migrations(&mut conn)?;
+    }
+    db::set_session_defaults(&mut conn, settings)?;
     Ok((conn, database))
 }

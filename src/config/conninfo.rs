@@ -86,12 +86,23 @@ impl Conninfo {
 
     /// The options as keyword/value pairs, every secret as `***`.
     pub fn masked(&self) -> String {
+        self.render(|option| if option.secret { "***" } else { &option.value })
+    }
+
+    /// The options as a keyword/value connection string, secrets included,
+    /// with `keyword` set to `value` unless it was given.
+    pub fn with_default(&self, keyword: &str, value: &str) -> String {
+        let mut rendered = self.render(|option| &option.value);
+        if self.get(keyword).is_none() {
+            rendered.push_str(&format!(" {keyword}={}", quoted(value)));
+        }
+        rendered
+    }
+
+    fn render<'a>(&'a self, value: impl Fn(&'a ConnOption) -> &'a str) -> String {
         self.options
             .iter()
-            .map(|option| {
-                let value = if option.secret { "***" } else { &option.value };
-                format!("{}={}", option.keyword, quoted(value))
-            })
+            .map(|option| format!("{}={}", option.keyword, quoted(value(option))))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -200,6 +211,12 @@ mod tests {
             Some("a,b"),
             "the masked form reads back"
         );
+        let named = Conninfo::parse(r"host=a password='it\'s secret'")
+            .unwrap()
+            .with_default("fallback_application_name", "ridepay");
+        let named = Conninfo::parse(&named).unwrap();
+        assert_eq!(named.get("password"), Some("it's secret"));
+        assert_eq!(named.get("fallback_application_name"), Some("ridepay"));
         let in_query = mask("postgresql:///ridepay?host=/run/pg&password=hunter2");
         assert!(!in_query.contains("hunter2"), "{in_query}");
         assert!(in_query.contains("host=/run/pg"), "{in_query}");

@@ -168,6 +168,13 @@ pub struct HttpLimits {
 pub struct Settings {
     /// None: run the embedded PostgreSQL of `data_dir`.
     pub database_url: Option<String>,
+    /// Where migrations and their session advisory lock go, past any
+    /// transaction-mode pooler; None: `database_url`.
+    pub database_direct_url: Option<String>,
+    /// Diesel's named prepared statements. A transaction-mode pooler without
+    /// prepared-statement support (PgBouncer before 1.21) would run one
+    /// client's statement for another: off there, every statement unnamed.
+    pub prepared_statements: bool,
     pub bind_addr: String,
     pub pool_size: u32,
     pub statement_timeout: Duration,
@@ -208,6 +215,8 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             database_url: None,
+            database_direct_url: None,
+            prepared_statements: true,
             bind_addr: "127.0.0.1:8080".to_owned(),
             pool_size: 10,
             statement_timeout: Duration::from_secs(5),
@@ -267,6 +276,9 @@ impl Settings {
         let d = Settings::default();
         Ok(Settings {
             database_url: source.text("DATABASE_URL")?,
+            database_direct_url: source.text("DATABASE_DIRECT_URL")?,
+            prepared_statements: source
+                .switch("DATABASE_PREPARED_STATEMENTS", d.prepared_statements)?,
             bind_addr: source.var("BIND_ADDR", d.bind_addr)?,
             pool_size: source.var("DATABASE_POOL_SIZE", d.pool_size)?,
             statement_timeout: source
@@ -450,14 +462,21 @@ impl Settings {
                 self.bind_addr
             );
         }
-        if let Some(url) = &self.database_url {
+        for (name, url) in [
+            ("DATABASE_URL", &self.database_url),
+            ("DATABASE_DIRECT_URL", &self.database_direct_url),
+        ] {
+            let Some(url) = url else { continue };
             conninfo::Conninfo::parse(url).map_err(|refused| {
                 anyhow::anyhow!(
-                    "DATABASE_URL is not a connection string libpq accepts (a postgres:// URL, \
+                    "{name} is not a connection string libpq accepts (a postgres:// URL, \
                      several hosts and query parameters included, or keyword=value pairs): \
                      {refused}"
                 )
             })?;
+        }
+        if self.database_direct_url.is_some() && self.database_url.is_none() {
+            bail!("DATABASE_DIRECT_URL needs DATABASE_URL: the embedded PostgreSQL has no pooler");
         }
         if let Some(url) = &self.public_base_url {
             check_url("PUBLIC_BASE_URL", url, &["http", "https"])?;

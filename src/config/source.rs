@@ -53,6 +53,16 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// `on` or `off` (`true` and `false` too), or `default` when unset.
+    pub fn switch(&self, name: &str, default: bool) -> anyhow::Result<bool> {
+        match self.text(name)?.as_deref() {
+            None => Ok(default),
+            Some("on" | "true") => Ok(true),
+            Some("off" | "false") => Ok(false),
+            Some(other) => bail!("{name}={other:?} is invalid: give on or off"),
+        }
+    }
+
     pub fn millis(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
         Ok(Duration::from_millis(
             self.var(name, default.as_millis() as u64)?,

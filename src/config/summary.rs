@@ -35,14 +35,24 @@ impl Settings {
             ),
         };
         format!(
-            "config: bind={} database={} pool={} lease={}s retention={}h gateway={} \
-             completer={} reaper={} outbox={} receipts={} stripe_webhooks={}",
+            "config: bind={} database={}{} pool={} prepared_statements={} lease={}s \
+             retention={}h gateway={} completer={} reaper={} outbox={} receipts={} \
+             stripe_webhooks={}",
             self.bind_addr,
             self.database_url
                 .as_deref()
                 .map(|url| format!("[{}]", conninfo::mask(url)))
                 .unwrap_or_else(|| format!("embedded({})", self.data_dir.display())),
+            self.database_direct_url
+                .as_deref()
+                .map(|url| format!(" direct=[{}]", conninfo::mask(url)))
+                .unwrap_or_default(),
             self.pool_size,
+            if self.prepared_statements {
+                "on"
+            } else {
+                "off"
+            },
             self.lease_timeout.as_secs(),
             self.retention.as_secs() / 3600,
             gateway,
@@ -78,9 +88,15 @@ mod tests {
         settings.outbox.receipt_webhook_url =
             Some("https://user:pw@hooks.example/r?token=tok_receipts".to_owned());
         settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
+        settings.database_direct_url = Some("host=db.internal password=hunter5".to_owned());
         let summary = settings.summary();
         assert!(!summary.contains("hunter2"), "{summary}");
         assert!(!summary.contains("hunter3"), "{summary}");
+        assert!(!summary.contains("hunter5"), "{summary}");
+        assert!(
+            summary.contains("direct=[password=*** host=db.internal]"),
+            "{summary}"
+        );
         assert!(!summary.contains("tok_receipts"), "{summary}");
         assert!(!summary.contains("secretsecret"), "{summary}");
         assert!(!summary.contains(":pw@"), "{summary}");

@@ -10,6 +10,7 @@ pub use ridepay_diesel_helpers::{database_now, CacheStatement};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use diesel::connection::{CacheSize, Connection};
 use diesel::migration::{Migration, MigrationSource, MigrationVersion};
 use diesel::pg::Pg;
 use diesel::pg::PgConnection;
@@ -20,6 +21,7 @@ use diesel::sql_types::Text;
 use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
+use crate::config::conninfo::Conninfo;
 use crate::config::Settings;
 use crate::telemetry::log_throttle::LogThrottle;
 
@@ -55,32 +57,37 @@ impl MigrationSource<Pg> for Migrations {
 /// lets several instances start at once without racing on migrations.
 const MIGRATION_LOCK_ID: i64 = 0x0072_6964_6570_6179;
 
-/// Per-session limits, so that no request can wait on a lock, run a statement
-/// or sit in an open transaction forever.
-#[derive(Debug, Clone, Copy)]
-struct SessionLimits {
-    statement_timeout: Duration,
-    lock_timeout: Duration,
-    idle_in_transaction_timeout: Duration,
+/// The limits every session of the service gets, so that no request can
+/// wait on a lock, run a statement or sit in an open transaction forever:
+/// the service role's defaults in its database, set at start-up and by
+/// `ridepay migrate`, so that a session has them from its first statement,
+/// through any pooler. A `SET` would not hold behind a transaction-mode
+/// pooler (it hands one server session to many clients, and would leak the
+/// setting to whichever client came next), and PgBouncer refuses a
+/// connection's startup `options`.
+pub fn set_session_defaults(conn: &mut PgConnection, settings: &Settings) -> QueryResult<()> {
+    let millis = |limit: Duration| format!("{}ms", limit.as_millis());
+    diesel::sql_query("SELECT ridepay_set_session_limits($1, $2, $3)")
+        .bind::<Text, _>(millis(settings.statement_timeout))
+        .bind::<Text, _>(millis(settings.lock_timeout))
+        .bind::<Text, _>(millis(settings.idle_in_transaction_timeout))
+        .execute(conn)?;
+    Ok(())
 }
 
-impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionLimits {
+/// What each new connection of the pool is set up with, without a round
+/// trip: Diesel's statement cache off where prepared statements are.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionSetup {
+    prepared_statements: bool,
+}
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for ConnectionSetup {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        // set_config takes bind parameters, where SET would need the values
-        // spliced into the SQL text.
-        let millis = |limit: Duration| format!("{}ms", limit.as_millis());
-        diesel::sql_query(
-            "SELECT set_config('application_name', 'ridepay', false), \
-                    set_config('statement_timeout', $1, false), \
-                    set_config('lock_timeout', $2, false), \
-                    set_config('idle_in_transaction_session_timeout', $3, false)",
-        )
-        .bind::<Text, _>(millis(self.statement_timeout))
-        .bind::<Text, _>(millis(self.lock_timeout))
-        .bind::<Text, _>(millis(self.idle_in_transaction_timeout))
-        .execute(conn)
-        .map(drop)
-        .map_err(diesel::r2d2::Error::QueryError)
+        if !self.prepared_statements {
+            conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        }
+        Ok(())
     }
 }
 
@@ -135,10 +142,19 @@ impl ManageConnection for Connections {
     }
 
     fn has_broken(&self, conn: &mut PgConnection) -> bool {
-        // Both asked, so the read-only mark is cleared whatever the other.
-        let read_only = crate::service_error::take_server_read_only();
-        self.0.has_broken(conn) || read_only
+        // Both asked, so the mark is cleared whatever the other says.
+        let unusable = crate::service_error::take_connection_unusable();
+        self.0.has_broken(conn) || unusable
     }
+}
+
+/// The connection string with `application_name` ridepay unless it names
+/// one: how operators (and the tests) tell the service's sessions.
+fn named(database_url: &str) -> String {
+    Conninfo::parse(database_url).map_or_else(
+        |_| database_url.to_owned(),
+        |info| info.with_default("fallback_application_name", "ridepay"),
+    )
 }
 
 /// Builds the pool without connecting: connections open on first use, so a
@@ -152,12 +168,10 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .test_on_check_out(true)
         .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
         .error_handler(Box::new(ConnectErrors))
-        .connection_customizer(Box::new(SessionLimits {
-            statement_timeout: settings.statement_timeout,
-            lock_timeout: settings.lock_timeout,
-            idle_in_transaction_timeout: settings.idle_in_transaction_timeout,
+        .connection_customizer(Box::new(ConnectionSetup {
+            prepared_statements: settings.prepared_statements,
         }))
-        .build_unchecked(Connections(ConnectionManager::new(database_url)))
+        .build_unchecked(Connections(ConnectionManager::new(named(database_url))))
 }
 
 /// Applies pending migrations under a session advisory lock, so instances

@@ -238,7 +238,7 @@ async fn idle_connections_whose_sessions_were_terminated_cost_no_request() {
         failures_of_rides(&app, &server.address, "warm", 40).await,
         Vec::<u16>::new()
     );
-    let terminated = terminate_idle_sessions(&mut app.db(), &database).await;
+    let terminated = terminate_service_sessions(&mut app.db(), &database).await;
     assert!(terminated >= 4, "{terminated}");
 
     assert_eq!(
@@ -297,7 +297,7 @@ async fn a_server_turned_read_only_gets_503s_and_the_pool_lets_its_connections_g
     ))
     .execute(&mut admin())
     .unwrap();
-    assert!(terminate_idle_sessions(&mut admin(), &database).await > 0);
+    assert!(terminate_service_sessions(&mut admin(), &database).await > 0);
 
     let refused = failures_of_rides(&app, &server.address, "read-only", 20).await;
     assert_eq!(refused, vec![503; 20], "read-only answers");
@@ -335,19 +335,20 @@ async fn a_server_turned_read_only_gets_503s_and_the_pool_lets_its_connections_g
     }
 }
 
-/// Ends the service's idle sessions on `database`, waits until their
-/// backends are gone (their end then waits in the sockets), and says how
-/// many there were.
-async fn terminate_idle_sessions(conn: &mut diesel::PgConnection, database: &str) -> usize {
+/// Ends the service's sessions on `database` (with no request in flight,
+/// all idle but a background worker's), waits until their backends are
+/// gone (their end then waits in the sockets), and says how many there
+/// were.
+async fn terminate_service_sessions(conn: &mut diesel::PgConnection, database: &str) -> usize {
     #[derive(diesel::QueryableByName)]
     struct Backend {
         #[diesel(sql_type = diesel::sql_types::Integer)]
         pid: i32,
     }
     let ended: Vec<i32> = diesel::sql_query(
-        "WITH idle AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = $1 \
-         AND application_name = 'ridepay' AND state = 'idle') \
-         SELECT pid FROM idle WHERE pg_terminate_backend(pid)",
+        "WITH service AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = $1 \
+         AND application_name = 'ridepay') \
+         SELECT pid FROM service WHERE pg_terminate_backend(pid)",
     )
     .bind::<diesel::sql_types::Text, _>(database)
     .load::<Backend>(conn)

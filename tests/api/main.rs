@@ -34,6 +34,7 @@ mod log_lines;
 mod migrations;
 mod operations;
 mod payment_return;
+mod pooler;
 mod prepared_statements;
 mod read_rides;
 mod refunds;

@@ -1,0 +1,1 @@
+DROP FUNCTION ridepay_set_session_limits(text, text, text);

@@ -1,0 +1,127 @@
+//! Clients as ride apps write them: each sends its rides one after another
+//! and retries a ride, under the same `Idempotency-Key`, until it gets a
+//! final answer, backing off on a 503, a 409 or a broken connection.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+
+/// What one key's request came to.
+#[derive(Debug)]
+pub struct Answered {
+    pub key: String,
+    pub amount_cents: i64,
+    /// Every answer's status, in order (0: the connection broke).
+    pub statuses: Vec<u16>,
+    /// The final answer's body.
+    pub body: Vec<u8>,
+}
+
+impl Answered {
+    pub fn status(&self) -> u16 {
+        *self.statuses.last().unwrap()
+    }
+}
+
+/// The ride of key `key`: its own amount, so a mix-up would show.
+pub fn ride(amount_cents: i64) -> String {
+    format!(
+        r#"{{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": {amount_cents}, "currency": "usd", "payment_method": "pm_card_visa", "capture_method": "automatic"}}"#
+    )
+}
+
+pub async fn post(
+    client: &reqwest::Client,
+    address: &str,
+    api_key: &str,
+    key: &str,
+    body: &str,
+) -> (u16, Vec<u8>, Option<String>) {
+    let sent = client
+        .post(format!("{address}/api/rides"))
+        .bearer_auth(api_key)
+        .header("Idempotency-Key", key)
+        .header("Content-Type", "application/json")
+        .body(body.to_owned())
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await;
+    match sent {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let replayed = response
+                .headers()
+                .get("idempotent-replayed")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let body = response
+                .bytes()
+                .await
+                .map(|b| b.to_vec())
+                .unwrap_or_default();
+            (status, body, replayed)
+        }
+        Err(_) => (0, Vec::new(), None),
+    }
+}
+
+/// Sends the ride of `amount_cents` under `key` until it gets a final
+/// answer, backing off on a 503, a 409 or a broken connection, for at most
+/// `patience`.
+pub async fn until_final(
+    client: &reqwest::Client,
+    address: &str,
+    api_key: &str,
+    key: &str,
+    amount_cents: i64,
+    patience: Duration,
+) -> Answered {
+    let body = ride(amount_cents);
+    let deadline = Instant::now() + patience;
+    let mut statuses = Vec::new();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let (status, answer, _) = post(client, address, api_key, key, &body).await;
+        statuses.push(status);
+        if !matches!(status, 0 | 409 | 503) || Instant::now() >= deadline {
+            return Answered {
+                key: key.to_owned(),
+                amount_cents,
+                statuses,
+                body: answer,
+            };
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Runs `clients` clients of `rides_each` rides each against `address`;
+/// `acknowledged` counts the rides answered 201 so far. Each key is retried
+/// for at most `patience`.
+pub async fn run(
+    address: &str,
+    api_key: &str,
+    clients: usize,
+    rides_each: usize,
+    acknowledged: &AtomicUsize,
+    patience: Duration,
+) -> Vec<Answered> {
+    let client = reqwest::Client::new();
+    let client = &client;
+    let runs = (0..clients).map(|c| async move {
+        let mut answered = Vec::new();
+        for r in 0..rides_each {
+            let key = format!("ha-{c}-{r}");
+            let amount_cents = 1000 + (c * rides_each + r) as i64;
+            let answer = until_final(client, address, api_key, &key, amount_cents, patience).await;
+            if answer.status() == 201 {
+                acknowledged.fetch_add(1, Ordering::SeqCst);
+            }
+            answered.push(answer);
+        }
+        answered
+    });
+    join_all(runs).await.into_iter().flatten().collect()
+}

@@ -1,0 +1,342 @@
+//! Beyond one database server: ridepay on PostgreSQL replicated under
+//! Patroni, with retrying clients, the Stripe client against
+//! `ridepay fake-gateway` (its ledger in a PostgreSQL of its own: a
+//! gateway's records do not fail over with ridepay's), and the primary
+//! crashed mid-run. This binary runs after the main suite; it needs
+//! Debian's `patroni` and `etcd-server` (under `CI=true` a missing one
+//! fails it; elsewhere it is skipped, saying why).
+
+mod clients;
+mod patroni;
+// Shared with the main suite, which uses all of it.
+#[allow(dead_code)]
+#[path = "../api/server_process.rs"]
+mod server_process;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+use ridepay::embedded_postgres::EmbeddedPostgres;
+use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
+use ridepay_doubles::SimulatedGatewaySettings;
+
+use clients::Answered;
+use patroni::{Cluster, Tools};
+use server_process::ServerProcess;
+
+const FAKE_API_KEY: &str = "sk_test_ridepay_ha";
+
+/// `ridepay fake-gateway` on a ledger in a PostgreSQL of its own, losing
+/// one response in ten after acting.
+struct Gateway {
+    fake: FakeGateway,
+    ledger_url: String,
+}
+
+fn gateway() -> Gateway {
+    let dir = std::env::temp_dir().join(format!(
+        "ridepay-test-ha-ledger-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the ledger's PostgreSQL");
+    cluster.stop_when_process_exits(&dir).unwrap();
+    let mut admin = PgConnection::establish(&cluster.superuser_url("postgres")).unwrap();
+    diesel::sql_query("CREATE DATABASE ledger")
+        .execute(&mut admin)
+        .unwrap();
+    let ledger_url = cluster.superuser_url("ledger");
+    let fake = FakeGateway::start(FakeGatewayConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: ledger_url.clone(),
+        faults: SimulatedGatewaySettings {
+            lost_response_rate: 0.1,
+            ..SimulatedGatewaySettings::default()
+        },
+        api_key: Some(FAKE_API_KEY.to_owned()),
+        webhook: None,
+        limits: ConnectionLimits::default(),
+    })
+    .expect("start the fake gateway");
+    Gateway { fake, ledger_url }
+}
+
+/// ridepay on `database_url`, paying through the Stripe client at
+/// `gateway`, its completer on.
+fn ridepay(database_url: &str, gateway: &Gateway) -> ServerProcess {
+    ServerProcess::start(
+        database_url,
+        &[
+            ("GATEWAY", "stripe"),
+            ("STRIPE_API_KEY", FAKE_API_KEY),
+            ("STRIPE_API_BASE", &gateway.fake.url()),
+            ("STRIPE_TIMEOUT_MS", "500"),
+            ("STRIPE_CONNECT_TIMEOUT_MS", "300"),
+            ("COMPLETER_ENABLED", "true"),
+        ],
+    )
+}
+
+/// A user of the service on `database_url`; returns their API key.
+fn user(database_url: &str) -> String {
+    let mut conn = PgConnection::establish(database_url).unwrap();
+    let card = ridepay::users::SavedCard {
+        customer: None,
+        payment_method: None,
+    };
+    let (_, key) = ridepay::users::create(&mut conn, "rider@example.com", card).unwrap();
+    key.expose().to_owned()
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
+}
+
+fn count(database_url: &str, sql: &str) -> i64 {
+    diesel::sql_query(sql)
+        .get_result::<Count>(&mut PgConnection::establish(database_url).unwrap())
+        .unwrap()
+        .count
+}
+
+/// What every run must end with, failover or not: every request answered,
+/// and never with a 500 (a 503 or a 409 while the database changes hands);
+/// each key answered 201 for good with its own ride, replayed byte for byte;
+/// each key finished once in the database; one PaymentIntent per request at
+/// the gateway.
+async fn assert_every_key_paid_once(
+    answers: &[Answered],
+    address: &str,
+    api_key: &str,
+    database_url: &str,
+    ledger_url: &str,
+) {
+    let client = reqwest::Client::new();
+    for answer in answers {
+        assert!(
+            answer
+                .statuses
+                .iter()
+                .all(|status| [201, 409, 503].contains(status)),
+            "{}: {:?} (0: no answer)",
+            answer.key,
+            answer.statuses
+        );
+        assert_eq!(
+            answer.status(),
+            201,
+            "{}: {:?}",
+            answer.key,
+            answer.statuses
+        );
+        let ride: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(ride["amount_cents"], answer.amount_cents, "{}", answer.key);
+        let (status, body, replayed) = clients::post(
+            &client,
+            address,
+            api_key,
+            &answer.key,
+            &clients::ride(answer.amount_cents),
+        )
+        .await;
+        assert_eq!(
+            (status, replayed.as_deref()),
+            (201, Some("true")),
+            "{}",
+            answer.key
+        );
+        assert_eq!(body, answer.body, "{}: the replay differs", answer.key);
+    }
+    let keys = answers.len() as i64;
+    assert_eq!(
+        count(
+            database_url,
+            "SELECT count(*) AS count FROM idempotency_keys WHERE recovery_point = 'finished'"
+        ),
+        keys
+    );
+    assert_eq!(
+        count(database_url, "SELECT count(*) AS count FROM rides"),
+        keys
+    );
+    assert_eq!(
+        count(
+            ledger_url,
+            "SELECT count(DISTINCT metadata->>'ridepay_key') AS count FROM simulated_payment_intents"
+        ),
+        keys,
+        "one request per key"
+    );
+    assert_eq!(
+        count(
+            ledger_url,
+            "SELECT count(*) AS count FROM simulated_payment_intents"
+        ),
+        keys,
+        "one PaymentIntent per key"
+    );
+}
+
+fn statuses_seen(answers: &[Answered]) -> BTreeMap<u16, usize> {
+    let mut seen = BTreeMap::new();
+    for status in answers.iter().flat_map(|answer| &answer.statuses) {
+        *seen.entry(*status).or_default() += 1;
+    }
+    seen
+}
+
+/// ridepay paying through the fake gateway on a database of the Patroni
+/// cluster, with a user.
+struct Deployment {
+    cluster: Cluster,
+    database_url: String,
+    gateway: Gateway,
+    server: ServerProcess,
+    api_key: String,
+}
+
+impl Deployment {
+    fn start(tools: &Tools) -> Deployment {
+        let cluster = Cluster::start(tools);
+        cluster.create_database("ridepay", "ridepay-ha", "ridepay");
+        let database_url = cluster.url_of_every_node("ridepay", "ridepay-ha", "ridepay");
+        let gateway = gateway();
+        let server = ridepay(&database_url, &gateway);
+        let api_key = user(&database_url);
+        Deployment {
+            cluster,
+            database_url,
+            gateway,
+            server,
+            api_key,
+        }
+    }
+
+    async fn assert_every_key_paid_once(&self, answers: &[Answered]) {
+        assert_every_key_paid_once(
+            answers,
+            &self.server.address,
+            &self.api_key,
+            &self.database_url,
+            &self.gateway.ledger_url,
+        )
+        .await;
+    }
+}
+
+/// The primary crashes (Patroni and PostgreSQL SIGKILLed together) while
+/// 16 clients send rides through a `DATABASE_URL` naming both nodes: the
+/// synchronous standby is promoted by Patroni, ridepay follows by itself,
+/// and no acknowledged ride is lost nor any key paid twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patroni_failover_loses_no_acknowledged_ride_and_pays_each_key_once() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let mut deployment = Deployment::start(&tools);
+    let acknowledged = AtomicUsize::new(0);
+    let primary = deployment
+        .cluster
+        .await_primary(None, Duration::from_secs(30));
+    let (address, api_key) = (
+        deployment.server.address.clone(),
+        deployment.api_key.clone(),
+    );
+
+    let load = clients::run(
+        &address,
+        &api_key,
+        16,
+        12,
+        &acknowledged,
+        Duration::from_secs(150),
+    );
+    let cluster = &mut deployment.cluster;
+    let failover = async {
+        while acknowledged.load(Ordering::SeqCst) < 40 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let before = acknowledged.load(Ordering::SeqCst);
+        cluster.crash(primary);
+        // Off the clients' task: they keep sending while Patroni promotes.
+        let rest_ports = cluster.rest_ports();
+        tokio::task::spawn_blocking(move || {
+            patroni::await_primary_among(&rest_ports, Some(primary), Duration::from_secs(90))
+        })
+        .await
+        .unwrap();
+        before
+    };
+    let (answers, acknowledged_before) = tokio::join!(load, failover);
+
+    eprintln!(
+        "{acknowledged_before} rides acknowledged before the crash; answers seen: {:?}",
+        statuses_seen(&answers)
+    );
+    deployment.assert_every_key_paid_once(&answers).await;
+}
+
+/// The synchronous standby's PostgreSQL stops answering (SIGSTOP), its
+/// Patroni still running: every commit waits for it, and no ride is
+/// answered 201 meanwhile, though `statement_timeout` (5 s) passes many
+/// times over. A cancelled wait would commit locally and answer success
+/// with nothing replicated. Once the standby answers again, every key
+/// ends, paid once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synchronous_standby_that_stops_answering_never_lets_a_ride_be_answered_201() {
+    let Some(tools) = Tools::find() else {
+        return;
+    };
+    let deployment = Deployment::start(&tools);
+    let primary = deployment
+        .cluster
+        .await_primary(None, Duration::from_secs(30));
+    let standby = 1 - primary;
+    let (address, api_key) = (&deployment.server.address, &deployment.api_key);
+    let client = reqwest::Client::new();
+    let patience = Duration::from_secs(60);
+    let warm = clients::until_final(&client, address, api_key, "warm", 999, patience).await;
+    assert_eq!(warm.status(), 201, "{:?}", warm.statuses);
+
+    deployment
+        .cluster
+        .signal_postgres(standby, nix::sys::signal::Signal::SIGSTOP);
+    // Each waits 12 s for an answer: well past the statement timeout, well
+    // within the standby's wal_sender_timeout (60 s).
+    let frozen: Vec<(u16, Vec<u8>, Option<String>)> =
+        futures_util::future::join_all((0..8).map(|i| {
+            let client = client.clone();
+            async move {
+                let key = format!("frozen-{i}");
+                tokio::time::timeout(
+                    Duration::from_secs(12),
+                    clients::post(&client, address, api_key, &key, &clients::ride(2000 + i)),
+                )
+                .await
+                .unwrap_or((0, Vec::new(), None))
+            }
+        }))
+        .await;
+    deployment
+        .cluster
+        .signal_postgres(standby, nix::sys::signal::Signal::SIGCONT);
+
+    for (status, body, _) in &frozen {
+        assert_ne!(
+            *status,
+            201,
+            "answered 201 while the synchronous standby was stopped: {}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    let mut answers = vec![warm];
+    for i in 0..8 {
+        let key = format!("frozen-{i}");
+        answers
+            .push(clients::until_final(&client, address, api_key, &key, 2000 + i, patience).await);
+    }
+    deployment.assert_every_key_paid_once(&answers).await;
+}
