@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ use nix::unistd::{Pid, Uid, User};
 pub struct Tools {
     patroni: PathBuf,
     etcd: PathBuf,
-    pg_bin: PathBuf,
+    pub pg_bin: PathBuf,
 }
 
 impl Tools {
@@ -73,7 +73,7 @@ fn found(path: &Option<PathBuf>) -> &'static str {
 }
 
 /// A free loopback port (free when asked).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -116,6 +116,42 @@ pub fn await_primary_among(rest_ports: &[u16], except: Option<usize>, limit: Dur
     primary.unwrap()
 }
 
+/// The postmaster of `data_dir` (from its pid file) and the processes it
+/// started.
+fn postgres_processes(data_dir: &Path) -> Vec<Pid> {
+    let Some(postmaster) = std::fs::read_to_string(data_dir.join("postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
+    else {
+        return Vec::new();
+    };
+    let mut processes = vec![Pid::from_raw(postmaster)];
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        // `pid (name) state ppid ...`: the name may hold spaces.
+        let parent = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                let after_name = &stat[stat.rfind(')')? + 1..];
+                after_name.split_whitespace().nth(1)?.parse::<i32>().ok()
+            });
+        if parent == Some(postmaster) {
+            processes.push(Pid::from_raw(pid));
+        }
+    }
+    processes
+}
+
+/// A machine crash of the PostgreSQL of `data_dir`: every one of its
+/// processes SIGKILLed.
+pub fn kill_postgres(data_dir: &Path) {
+    for pid in postgres_processes(data_dir) {
+        let _ = kill(pid, Signal::SIGKILL);
+    }
+}
+
 pub const SUPERUSER_PASSWORD: &str = "ha-superuser";
 const REPLICATION_PASSWORD: &str = "ha-replication";
 
@@ -136,31 +172,8 @@ impl Node {
         )
     }
 
-    /// The postmaster (from its pid file) and the processes it started.
     fn postgres_processes(&self) -> Vec<Pid> {
-        let Some(postmaster) = std::fs::read_to_string(self.data_dir.join("postmaster.pid"))
-            .ok()
-            .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
-        else {
-            return Vec::new();
-        };
-        let mut processes = vec![Pid::from_raw(postmaster)];
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            // `pid (name) state ppid ...`: the name may hold spaces.
-            let parent = std::fs::read_to_string(entry.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    let after_name = &stat[stat.rfind(')')? + 1..];
-                    after_name.split_whitespace().nth(1)?.parse::<i32>().ok()
-                });
-            if parent == Some(postmaster) {
-                processes.push(Pid::from_raw(pid));
-            }
-        }
-        processes
+        postgres_processes(&self.data_dir)
     }
 }
 
