@@ -34,6 +34,8 @@ mod log_lines;
 mod migrations;
 mod operations;
 mod payment_return;
+#[path = "../common/pgbouncer.rs"]
+mod pgbouncer;
 mod pooler;
 mod prepared_statements;
 mod read_rides;

@@ -8,6 +8,8 @@
 
 mod clients;
 mod patroni;
+#[path = "../common/pgbouncer.rs"]
+mod pgbouncer;
 mod streaming;
 // Shared with the main suite, which uses all of it.
 #[allow(dead_code)]
@@ -77,6 +79,23 @@ fn ridepay(database_url: &str, gateway: &Gateway) -> ServerProcess {
             ("COMPLETER_ENABLED", "true"),
         ],
     )
+}
+
+/// Whether a new connection to `database_url` reaches a primary.
+fn on_primary(database_url: &str) -> bool {
+    #[derive(diesel::QueryableByName)]
+    struct Recovery {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        standby: bool,
+    }
+    PgConnection::establish(database_url)
+        .ok()
+        .and_then(|mut conn| {
+            diesel::sql_query("SELECT pg_is_in_recovery() AS standby")
+                .get_result::<Recovery>(&mut conn)
+                .ok()
+        })
+        .is_some_and(|recovery| !recovery.standby)
 }
 
 /// A user of the service on `database_url`; returns their API key.
@@ -196,6 +215,21 @@ fn statuses_seen(answers: &[Answered]) -> BTreeMap<u16, usize> {
     seen
 }
 
+/// How ridepay reaches the Patroni cluster.
+#[derive(Clone, Copy)]
+enum Route {
+    /// A `DATABASE_URL` naming every node.
+    Libpq,
+    /// A PgBouncer on each node in this pool mode, going down with its
+    /// node, and HAProxy in front sending connections to the PgBouncer of
+    /// the node Patroni names primary; migrations straight to the nodes.
+    /// (libpq cannot pick the primary's PgBouncer itself: PgBouncer hands
+    /// its clients the server's parameters as they were when it first
+    /// connected, so after a promotion `target_session_attrs` still reads
+    /// the new primary's as a standby's.)
+    PgBouncer(&'static str),
+}
+
 /// ridepay paying through the fake gateway on a database of the Patroni
 /// cluster, with a user.
 struct Deployment {
@@ -204,22 +238,92 @@ struct Deployment {
     gateway: Gateway,
     server: ServerProcess,
     api_key: String,
+    /// Each node's PgBouncer, when the route has them.
+    poolers: Vec<Option<pgbouncer::PgBouncer>>,
+    _proxy: Option<patroni::HaProxy>,
 }
 
 impl Deployment {
-    fn start(tools: &Tools) -> Deployment {
+    /// `None` when a tool is missing (and not under `CI=true`).
+    fn start(tools: &Tools, route: Route) -> Option<Deployment> {
         let cluster = Cluster::start(tools);
         cluster.create_database("ridepay", "ridepay-ha", "ridepay");
-        let database_url = cluster.url_of_every_node("ridepay", "ridepay-ha", "ridepay");
+        let direct_url = cluster.url_of_every_node("ridepay", "ridepay-ha", "ridepay");
         let gateway = gateway();
-        let server = ridepay(&database_url, &gateway);
-        let api_key = user(&database_url);
-        Deployment {
+        let (database_url, poolers, proxy, mut env) = match route {
+            Route::Libpq => (direct_url.clone(), Vec::new(), None, Vec::new()),
+            Route::PgBouncer(mode) => {
+                let binary = pgbouncer::pgbouncer_binary()?;
+                let poolers: Vec<pgbouncer::PgBouncer> = cluster
+                    .nodes
+                    .iter()
+                    .map(|node| {
+                        let node_url = format!(
+                            "host=127.0.0.1 port={} user=ridepay password=ridepay-ha \
+                             dbname=ridepay",
+                            node.pg_port
+                        );
+                        pgbouncer::PgBouncer::start(&binary, &node_url, mode)
+                    })
+                    .collect();
+                let backends: Vec<(u16, u16)> = poolers
+                    .iter()
+                    .zip(&cluster.nodes)
+                    .map(|(pooler, node)| (pooler.port(), node.rest_port))
+                    .collect();
+                let proxy = patroni::HaProxy::start(&backends)?;
+                let poolers = poolers.into_iter().map(Some).collect();
+                let url = format!(
+                    "host=127.0.0.1 port={} user=ridepay password=ridepay-ha dbname=ridepay \
+                     connect_timeout=2",
+                    proxy.port
+                );
+                // HAProxy takes every server for up until its first checks:
+                // awaited, ten new connections in a row on the primary.
+                let mut in_a_row = 0;
+                patroni::wait_for(
+                    "HAProxy to send only to the primary",
+                    Duration::from_secs(30),
+                    || {
+                        in_a_row = if on_primary(&url) { in_a_row + 1 } else { 0 };
+                        in_a_row >= 10
+                    },
+                );
+                let mut env = vec![("DATABASE_DIRECT_URL", direct_url.clone())];
+                if mode == "transaction" {
+                    env.push(("DATABASE_PREPARED_STATEMENTS", "off".to_owned()));
+                }
+                (url, poolers, Some(proxy), env)
+            }
+        };
+        env.extend([
+            ("GATEWAY", "stripe".to_owned()),
+            ("STRIPE_API_KEY", FAKE_API_KEY.to_owned()),
+            ("STRIPE_API_BASE", gateway.fake.url()),
+            ("STRIPE_TIMEOUT_MS", "500".to_owned()),
+            ("STRIPE_CONNECT_TIMEOUT_MS", "300".to_owned()),
+            ("COMPLETER_ENABLED", "true".to_owned()),
+        ]);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let server = ServerProcess::start(&database_url, &env);
+        let api_key = user(&direct_url);
+        Some(Deployment {
             cluster,
-            database_url,
+            database_url: direct_url,
             gateway,
             server,
             api_key,
+            poolers,
+            _proxy: proxy,
+        })
+    }
+
+    /// A machine crash of node `i`: its Patroni, its PostgreSQL and its
+    /// PgBouncer, if it has one, all SIGKILLed.
+    fn crash(&mut self, i: usize) {
+        self.cluster.crash(i);
+        if let Some(pooler) = self.poolers.get_mut(i) {
+            pooler.take();
         }
     }
 
@@ -236,15 +340,16 @@ impl Deployment {
 }
 
 /// The primary crashes (Patroni and PostgreSQL SIGKILLed together) while
-/// 16 clients send rides through a `DATABASE_URL` naming both nodes: the
-/// synchronous standby is promoted by Patroni, ridepay follows by itself,
-/// and no acknowledged ride is lost nor any key paid twice.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_patroni_failover_loses_no_acknowledged_ride_and_pays_each_key_once() {
+/// 16 clients send rides through `route`: the synchronous standby is
+/// promoted by Patroni, ridepay follows by itself, and no acknowledged ride
+/// is lost nor any key paid twice.
+async fn failover_under_load(route: Route) {
     let Some(tools) = Tools::find() else {
         return;
     };
-    let mut deployment = Deployment::start(&tools);
+    let Some(mut deployment) = Deployment::start(&tools, route) else {
+        return;
+    };
     let acknowledged = AtomicUsize::new(0);
     let primary = deployment
         .cluster
@@ -262,13 +367,13 @@ async fn a_patroni_failover_loses_no_acknowledged_ride_and_pays_each_key_once() 
         &acknowledged,
         Duration::from_secs(150),
     );
-    let cluster = &mut deployment.cluster;
+    let rest_ports = deployment.cluster.rest_ports();
+    let deployed = &mut deployment;
     let failover = async {
         reached(&acknowledged, 40).await;
         let before = acknowledged.load(Ordering::SeqCst);
-        cluster.crash(primary);
+        deployed.crash(primary);
         // Off the clients' task: they keep sending while Patroni promotes.
-        let rest_ports = cluster.rest_ports();
         tokio::task::spawn_blocking(move || {
             patroni::await_primary_among(&rest_ports, Some(primary), Duration::from_secs(90))
         })
@@ -285,6 +390,23 @@ async fn a_patroni_failover_loses_no_acknowledged_ride_and_pays_each_key_once() 
     deployment.assert_every_key_paid_once(&answers).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patroni_failover_loses_no_acknowledged_ride_and_pays_each_key_once() {
+    failover_under_load(Route::Libpq).await;
+}
+
+/// The same through a PgBouncer on each node, which goes down with it,
+/// behind HAProxy checking Patroni's `/primary`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_through_pgbouncer_in_session_mode() {
+    failover_under_load(Route::PgBouncer("session")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_through_pgbouncer_in_transaction_mode_with_prepared_statements_off() {
+    failover_under_load(Route::PgBouncer("transaction")).await;
+}
+
 /// The synchronous standby's PostgreSQL stops answering (SIGSTOP), its
 /// Patroni still running: every commit waits for it, and no ride is
 /// answered 201 meanwhile, though `statement_timeout` (5 s) passes many
@@ -296,7 +418,9 @@ async fn a_synchronous_standby_that_stops_answering_never_lets_a_ride_be_answere
     let Some(tools) = Tools::find() else {
         return;
     };
-    let deployment = Deployment::start(&tools);
+    let Some(deployment) = Deployment::start(&tools, Route::Libpq) else {
+        return;
+    };
     let primary = deployment
         .cluster
         .await_primary(None, Duration::from_secs(30));

@@ -367,3 +367,71 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// HAProxy on loopback sending each new connection to whichever of
+/// `backends` (host port, Patroni REST port) Patroni names primary, and
+/// ending the sessions of a backend that stops being it; stopped when
+/// dropped.
+pub struct HaProxy {
+    child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl HaProxy {
+    /// `None` when HAProxy is missing (and not under `CI=true`).
+    pub fn start(backends: &[(u16, u16)]) -> Option<HaProxy> {
+        let binary = PathBuf::from("/usr/sbin/haproxy");
+        if !binary.exists() {
+            let reason = "needs HAProxy: apt-get install haproxy";
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{reason}");
+            eprintln!("skipped: {reason}");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "ridepay-test-haproxy-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir(&dir).unwrap();
+        let port = free_port();
+        let servers: String = backends
+            .iter()
+            .enumerate()
+            .map(|(i, (backend, rest))| {
+                format!("  server node{i} 127.0.0.1:{backend} check port {rest}\n")
+            })
+            .collect();
+        std::fs::write(
+            dir.join("haproxy.cfg"),
+            format!(
+                "global\n  maxconn 200\n\
+                 defaults\n  mode tcp\n  timeout connect 2s\n  timeout client 5m\n  timeout server 5m\n\
+                 listen postgres\n  bind 127.0.0.1:{port}\n  option httpchk GET /primary\n\
+                 \x20 http-check expect status 200\n\
+                 \x20 default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions\n\
+                 {servers}"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(&binary)
+            .args(["-db", "-f"])
+            .arg(dir.join("haproxy.cfg"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start haproxy");
+        let proxy = HaProxy { child, port, dir };
+        wait_for("HAProxy", Duration::from_secs(30), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(proxy)
+    }
+}
+
+impl Drop for HaProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
