@@ -22,6 +22,20 @@ impl Answered {
     pub fn status(&self) -> u16 {
         *self.statuses.last().unwrap()
     }
+
+    /// Every attempt answered, and never with a 500 (a 503 or a 409 while
+    /// the database changes hands), and the last a 201.
+    pub fn assert_paid(&self) {
+        assert!(
+            self.statuses
+                .iter()
+                .all(|status| [201, 409, 503].contains(status)),
+            "{}: {:?} (0: no answer)",
+            self.key,
+            self.statuses
+        );
+        assert_eq!(self.status(), 201, "{}: {:?}", self.key, self.statuses);
+    }
 }
 
 /// The ride of key `key`: its own amount, so a mix-up would show.
