@@ -66,19 +66,19 @@ fn gateway() -> Gateway {
 }
 
 /// ridepay on `database_url`, paying through the Stripe client at
-/// `gateway`, its completer on.
-fn ridepay(database_url: &str, gateway: &Gateway) -> ServerProcess {
-    ServerProcess::start(
-        database_url,
-        &[
-            ("GATEWAY", "stripe"),
-            ("STRIPE_API_KEY", FAKE_API_KEY),
-            ("STRIPE_API_BASE", &gateway.fake.url()),
-            ("STRIPE_TIMEOUT_MS", "500"),
-            ("STRIPE_CONNECT_TIMEOUT_MS", "300"),
-            ("COMPLETER_ENABLED", "true"),
-        ],
-    )
+/// `gateway`, its completer on, with `extra` settings.
+fn ridepay(database_url: &str, gateway: &Gateway, extra: &[(&str, &str)]) -> ServerProcess {
+    let base = gateway.fake.url();
+    let mut env = vec![
+        ("GATEWAY", "stripe"),
+        ("STRIPE_API_KEY", FAKE_API_KEY),
+        ("STRIPE_API_BASE", base.as_str()),
+        ("STRIPE_TIMEOUT_MS", "500"),
+        ("STRIPE_CONNECT_TIMEOUT_MS", "300"),
+        ("COMPLETER_ENABLED", "true"),
+    ];
+    env.extend_from_slice(extra);
+    ServerProcess::start(database_url, &env)
 }
 
 /// Whether a new connection to `database_url` reaches a primary.
@@ -235,7 +235,7 @@ impl Deployment {
         cluster.create_database("ridepay", "ridepay-ha", "ridepay");
         let direct_url = cluster.url_of_every_node("ridepay", "ridepay-ha", "ridepay");
         let gateway = gateway();
-        let (database_url, poolers, proxy, mut env) = match route {
+        let (database_url, poolers, proxy, env) = match route {
             Route::Libpq => (direct_url.clone(), Vec::new(), None, Vec::new()),
             Route::PgBouncer(mode) => {
                 let binary = pgbouncer::pgbouncer_binary()?;
@@ -281,16 +281,8 @@ impl Deployment {
                 (url, poolers, Some(proxy), env)
             }
         };
-        env.extend([
-            ("GATEWAY", "stripe".to_owned()),
-            ("STRIPE_API_KEY", FAKE_API_KEY.to_owned()),
-            ("STRIPE_API_BASE", gateway.fake.url()),
-            ("STRIPE_TIMEOUT_MS", "500".to_owned()),
-            ("STRIPE_CONNECT_TIMEOUT_MS", "300".to_owned()),
-            ("COMPLETER_ENABLED", "true".to_owned()),
-        ]);
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let server = ServerProcess::start(&database_url, &env);
+        let server = ridepay(&database_url, &gateway, &env);
         let api_key = user(&direct_url);
         Some(Deployment {
             cluster,
@@ -473,7 +465,7 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     pair.create_database("ridepay", "ridepay");
     let database_url = pair.url("ridepay", "ridepay");
     let gateway = gateway();
-    let server = ridepay(&database_url, &gateway);
+    let server = ridepay(&database_url, &gateway, &[]);
     let api_key = user(&database_url);
     let acknowledged = AtomicUsize::new(0);
 
