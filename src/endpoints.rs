@@ -79,6 +79,14 @@ pub fn all() -> Vec<Registered> {
     ]
 }
 
+/// Every endpoint's keys, for the completer and reconciliation.
+pub fn resumable(context: &Arc<ServiceContext>) -> Vec<Box<dyn Resumable>> {
+    all()
+        .iter()
+        .map(|endpoint| (endpoint.resumable)(context.clone()))
+        .collect()
+}
+
 /// Every point where `RIDEPAY_CRASH_AT` can stop the server: the shared ones,
 /// and `after-<point>` and `after-<call>` of each endpoint.
 pub fn crash_points() -> Vec<String> {

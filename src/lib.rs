@@ -24,6 +24,7 @@ pub mod outbound;
 pub mod outbox;
 pub mod payments;
 pub mod problem;
+pub mod reconciliation;
 pub mod refunds;
 pub mod rides;
 pub mod schema;

@@ -37,6 +37,8 @@ diesel::table! {
         endpoint -> Text,
         call_version -> Int2,
         ridepay_key -> Nullable<Text>,
+        call_generation -> Int2,
+        outcome_unknown_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -66,6 +68,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    reconciliation (singleton) {
+        singleton -> Bool,
+        holder -> Nullable<Uuid>,
+        held_until -> Nullable<Timestamptz>,
+        listed_before -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     recovery_points (endpoint, point) {
         endpoint -> Text,
         point -> Text,
@@ -85,6 +96,18 @@ diesel::table! {
         gateway_refund_id -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    released_payments (ridepay_key) {
+        ridepay_key -> Text,
+        payment_intent_id -> Text,
+        action -> Text,
+        amount_cents -> Int8,
+        currency -> Text,
+        released_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
     }
 }
 
@@ -169,8 +192,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotent_endpoints,
     installation,
     receipts,
+    reconciliation,
     recovery_points,
     refunds,
+    released_payments,
     rides,
     staged_jobs,
     stripe_events,

@@ -33,6 +33,11 @@ pub enum ServiceError {
         reason: String,
         retry_after: Duration,
     },
+    /// The gateway answers a call of the key with a failure it saved under
+    /// the call's key, so no retry can learn what the call did; the key
+    /// waits for reconciliation, which finds out from the gateway's lists.
+    #[error("the payment gateway's answer is known only to reconciliation: {reason}")]
+    AwaitingReconciliation { reason: String },
     /// The key is too old to resume safely, or a worker gave up on it.
     #[error("the idempotency key needs an operator's attention")]
     NeedsAttention,

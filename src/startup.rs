@@ -26,6 +26,36 @@ pub struct Application {
     workers: Workers,
 }
 
+/// What every service call needs: the pool, the gateway `GATEWAY` names,
+/// the key policy, and where riders' browsers reach the service
+/// (`public_base`).
+pub fn service_context(
+    settings: &Settings,
+    pool: DbPool,
+    installation_id: uuid::Uuid,
+    public_base: &str,
+) -> anyhow::Result<ServiceContext> {
+    let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
+        #[cfg(feature = "simulated")]
+        GatewayKind::Simulated => Arc::new(
+            SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
+                .with_authentication_page(format!("{public_base}{}", authentication_page::PATH))
+                .with_in_flight_hook(|| crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT)),
+        ),
+        GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
+    };
+    Ok(ServiceContext {
+        pool,
+        gateway,
+        key_policy: KeyPolicy {
+            lease_timeout: settings.lease_timeout,
+            effect_deadline: settings.completer.charge_deadline,
+        },
+        installation_id,
+        return_url: format!("{public_base}{}", payment_return::PATH),
+    })
+}
+
 impl Application {
     /// Connects to `database_url`, applies pending migrations and binds
     /// `settings.bind_addr` (port 0 picks a free port).
@@ -74,25 +104,12 @@ impl Application {
         });
         #[cfg(not(feature = "simulated"))]
         let bank_page = None;
-        let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
-            #[cfg(feature = "simulated")]
-            GatewayKind::Simulated => Arc::new(
-                SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
-                    .with_authentication_page(format!("{public_base}{}", authentication_page::PATH))
-                    .with_in_flight_hook(|| crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT)),
-            ),
-            GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
-        };
-        let context = Arc::new(ServiceContext {
-            pool: pool.clone(),
-            gateway,
-            key_policy: KeyPolicy {
-                lease_timeout: settings.lease_timeout,
-                effect_deadline: settings.completer.charge_deadline,
-            },
+        let context = Arc::new(service_context(
+            settings,
+            pool.clone(),
             installation_id,
-            return_url: format!("{public_base}{}", payment_return::PATH),
-        });
+            public_base,
+        )?);
         let workers = Workers::start(settings, context.clone())?;
         let server = server::start(settings, listener, context, bank_page)?;
         Ok(Application {

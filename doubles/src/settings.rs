@@ -13,9 +13,16 @@ pub struct SimulatedGatewaySettings {
     pub lost_response_rate: f64,
     /// Share of calls refused as rate-limited before charging.
     pub rate_limit_rate: f64,
-    /// `ridepay fake-gateway` only: share of calls answered with a 500 that
-    /// is saved under the key and answered to every retry, as Stripe does.
+    /// Share of calls answered with a 500 that is saved under the key and
+    /// answered to every retry, as Stripe does: half of them before acting,
+    /// half after.
     pub saved_error_rate: f64,
+    /// How long a new PaymentIntent is missing from search, as Stripe's
+    /// search index lags (lists never do).
+    pub search_lag: Duration,
+    /// Forget a key this long after its first call, as Stripe does after
+    /// 24 hours (a call under it then acts afresh); `None` keeps every key.
+    pub forget_keys: Option<Duration>,
     /// How long a hold lasts before it lapses (Stripe's: seven days).
     pub authorization_ttl: Duration,
     /// Whether its clock ticks and its events reach ridepay in-process
@@ -31,6 +38,8 @@ impl Default for SimulatedGatewaySettings {
             lost_response_rate: 0.0,
             rate_limit_rate: 0.0,
             saved_error_rate: 0.0,
+            search_lag: Duration::ZERO,
+            forget_keys: None,
             authorization_ttl: Duration::from_secs(7 * 24 * 3600),
             events_enabled: true,
         }

@@ -18,8 +18,8 @@ use super::intents::{self, IntentSettings};
 use super::refunds;
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, IntentPage,
+    ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -68,10 +68,12 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
         self
     }
 
-    /// One call with the fault knobs around it: rate limit, latency, a
-    /// failure before acting, and a response lost after `act` committed.
+    /// One call under `key` with the fault knobs around it: rate limit,
+    /// latency, a failure before acting, a 500 saved under the key (before
+    /// or after acting), and a response lost after `act` committed.
     fn with_faults<T>(
         &self,
+        key: &str,
         act: impl FnOnce(&mut PgConnection) -> Result<(T, String), GatewayError>,
     ) -> Result<T, GatewayError> {
         let mut rng = rand::thread_rng();
@@ -92,6 +94,22 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
             });
         }
         let mut conn = self.connection()?;
+        if let Some(age) = self.faults.forget_keys {
+            intents::forget_older_than(&mut conn, key, age)?;
+        }
+        // A key answered before is answered as before (its saved 500
+        // included), whatever the dice say now.
+        if rng.gen_bool(self.faults.saved_error_rate) && !intents::is_kept(&mut conn, key)? {
+            if rng.gen_bool(0.5) {
+                // What it made stays made; its answer is lost for good.
+                let _made = act(&mut conn);
+            }
+            intents::save_failure(&mut conn, key)?;
+            // The first answer is a plain 500; retries get it replayed.
+            return Err(GatewayError::OutcomeUnknown {
+                reason: format!("simulated 500, saved under key {key}"),
+            });
+        }
         let (answer, recorded_id) = act(&mut conn)?;
         if rng.gen_bool(self.faults.lost_response_rate) {
             return Err(GatewayError::OutcomeUnknown {
@@ -111,7 +129,7 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
 
 impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for SimulatedGateway<M> {
     fn create_intent(&self, request: &CreateIntent) -> Result<PaymentIntent, GatewayError> {
-        self.with_faults(|conn| {
+        self.with_faults(&request.idempotency_key, |conn| {
             let intent = intents::create(conn, request, &self.intents)?;
             let id = intent.id.clone();
             Ok((intent, id))
@@ -119,21 +137,21 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
     }
 
     fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError> {
-        self.with_faults(|conn| {
+        self.with_faults(&request.idempotency_key, |conn| {
             let intent = intents::capture(conn, request, &self.intents)?;
             Ok((intent, request.intent_id.clone()))
         })
     }
 
     fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError> {
-        self.with_faults(|conn| {
+        self.with_faults(&request.idempotency_key, |conn| {
             let intent = intents::increment(conn, request, &self.intents)?;
             Ok((intent, request.intent_id.clone()))
         })
     }
 
     fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError> {
-        self.with_faults(|conn| {
+        self.with_faults(&request.idempotency_key, |conn| {
             let intent = intents::cancel(conn, request, &self.intents)?;
             Ok((intent, request.intent_id.clone()))
         })
@@ -145,7 +163,7 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
     }
 
     fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError> {
-        self.with_faults(|conn| {
+        self.with_faults(&request.idempotency_key, |conn| {
             let refund = refunds::refund(conn, request, Double::Simulated)?;
             let id = refund.id.clone();
             Ok((refund, id))
@@ -154,5 +172,14 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
 
     fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError> {
         refunds::refunds_of(&mut *self.connection()?, payment)
+    }
+
+    fn list_intents(&self, request: &ListIntents) -> Result<IntentPage, GatewayError> {
+        intents::list(&mut *self.connection()?, request, &self.intents)
+    }
+
+    fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError> {
+        let lag = self.faults.search_lag;
+        intents::search(&mut *self.connection()?, metadata, lag, &self.intents)
     }
 }

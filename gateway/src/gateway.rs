@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
+use super::listing::{IntentPage, ListIntents};
 
 /// Why a gateway call did not do what was asked. The variants are what
 /// ridepay must do next, not how the gateway said it.
@@ -33,9 +34,14 @@ pub enum GatewayError {
     /// which the gateway deduplicates.
     #[error("outcome unknown: {reason}")]
     OutcomeUnknown { reason: String },
+    /// A failure the gateway saved under the key and answers every retry
+    /// with (Stripe's 500 replayed with `Idempotent-Replayed: true`): the
+    /// call may or may not have acted, and no retry under this key can
+    /// learn which. Reconciliation finds out with the gateway's lists.
+    #[error("failure saved under the key: {reason}")]
+    SavedFailure { reason: String },
     /// Something an operator must fix (credentials, a key reused with other
-    /// parameters, a failure the gateway saved under the key). Retrying
-    /// cannot help until they do.
+    /// parameters). Retrying cannot help until they do.
     #[error("gateway misconfigured: {reason}")]
     Misconfigured { reason: String },
 }
@@ -121,6 +127,13 @@ pub trait PaymentGateway: Send + Sync {
     /// remains is `Rejected`.
     fn refund(&self, request: &RefundRequest) -> Result<Refund, GatewayError>;
     /// Every refund of a payment, in its status now: what refund events are
-    /// checked against.
+    /// checked against, and what proves a refund was not made.
     fn refunds_of(&self, payment: &Payment) -> Result<Vec<Refund>, GatewayError>;
+    /// A page of PaymentIntents, newest first, as Stripe's list gives them:
+    /// it never lags, so what it does not show was not made.
+    fn list_intents(&self, request: &ListIntents) -> Result<IntentPage, GatewayError>;
+    /// The PaymentIntents whose metadata has every pair of `metadata`, as
+    /// Stripe's search finds them: quick, but a new one may be missing for
+    /// a while (up to an hour in an incident), so it proves nothing absent.
+    fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError>;
 }

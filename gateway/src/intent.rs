@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 ridepay_diesel_helpers::text_enum! {
@@ -56,9 +57,11 @@ pub struct PaymentError {
 }
 
 /// A PaymentIntent as the gateway holds it now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PaymentIntent {
     pub id: String,
+    /// When the gateway made it (Stripe's `created`, whole seconds).
+    pub created: DateTime<Utc>,
     pub status: IntentStatus,
     pub amount_cents: i64,
     pub amount_capturable_cents: i64,
@@ -78,7 +81,36 @@ pub struct PaymentIntent {
     #[serde(default)]
     pub disputed: bool,
     pub metadata: BTreeMap<String, String>,
+    /// Whether the gateway answered from what it saved under the call's
+    /// key (Stripe's `Idempotent-Replayed: true`) rather than by acting
+    /// now: the intent as it was then, which may have changed since.
+    #[serde(default, skip_serializing)]
+    pub replayed: bool,
 }
+
+/// The same intent whether or not the gateway answered it again from what
+/// it saved: `replayed` says how it came, not what it is.
+impl PartialEq for PaymentIntent {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.created == other.created
+            && self.status == other.status
+            && self.amount_cents == other.amount_cents
+            && self.amount_capturable_cents == other.amount_capturable_cents
+            && self.amount_received_cents == other.amount_received_cents
+            && self.currency == other.currency
+            && self.capture_method == other.capture_method
+            && self.client_secret == other.client_secret
+            && self.next_action == other.next_action
+            && self.latest_charge == other.latest_charge
+            && self.last_payment_error == other.last_payment_error
+            && self.cancellation_reason == other.cancellation_reason
+            && self.disputed == other.disputed
+            && self.metadata == other.metadata
+    }
+}
+
+impl Eq for PaymentIntent {}
 
 /// Creates and confirms a PaymentIntent, exactly once per
 /// `idempotency_key`.

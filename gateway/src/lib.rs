@@ -8,6 +8,7 @@
 mod gateway;
 pub mod html;
 mod intent;
+mod listing;
 pub mod stripe_signature;
 
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
@@ -15,6 +16,7 @@ pub use intent::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, IncrementIntent, IntentStatus,
     NextAction, PaymentError, PaymentIntent,
 };
+pub use listing::{metadata_query, parse_metadata_query, IntentPage, ListIntents};
 
 /// The Stripe API version every request of the Stripe client names and every
 /// answer of the fake Stripe claims: pinned, so that a change of the

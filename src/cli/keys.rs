@@ -56,6 +56,37 @@ pub fn run(
     Ok(())
 }
 
+/// What will happen to the key next, and who does it.
+fn next_step(
+    record: &KeyRecord,
+    now: chrono::DateTime<chrono::Utc>,
+    settings: &Settings,
+) -> String {
+    let deadline = record.created_at + db::span(settings.completer.charge_deadline);
+    if record.recovery_point == idempotency::FINISHED {
+        return "nothing: finished; retries get the stored response".to_owned();
+    }
+    if record.needs_attention_at.is_some() {
+        return "an operator settles it (see last_error)".to_owned();
+    }
+    if let Some(since) = record.outcome_unknown_at {
+        let looked_up = since + db::span(settings.reconcile.search_lag);
+        let then = if now < deadline {
+            format!(
+                "not made: sent again under generation {}",
+                record.call_generation + 1
+            )
+        } else {
+            "not made: ended with a stored 502 (past the deadline for sending it again)".to_owned()
+        };
+        return format!(
+            "reconciliation looks its call up in the gateway's lists from {looked_up}: \
+             made: recorded; {then}"
+        );
+    }
+    "the completer (or the client's retry) resumes it".to_owned()
+}
+
 fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &Settings) -> Value {
     let lease_held = record
         .locked_at
@@ -68,6 +99,9 @@ fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &S
         "recovery_point": record.recovery_point,
         "lease": { "epoch": record.lease_epoch, "locked_at": record.locked_at, "held": lease_held },
         "attempts": record.attempts,
+        "call_generation": record.call_generation,
+        "outcome_unknown_at": record.outcome_unknown_at,
+        "next": next_step(record, now, settings),
         "next_attempt_at": record.next_attempt_at,
         "needs_attention_at": record.needs_attention_at,
         "last_error": record.last_error,

@@ -1,4 +1,5 @@
 //! The command line: `ridepay [serve]`, `migrate`, `reap`, `users`, `keys`,
+//! `reconcile`,
 //! `fake-gateway`, `db`. Every subcommand run in the same folder as `serve`
 //! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
 //! and stops the embedded cluster again if it was the one that started it.
@@ -6,6 +7,7 @@
 #[cfg(feature = "simulated")]
 mod fake_gateway;
 mod keys;
+mod reconcile;
 mod serve;
 #[cfg(feature = "simulated")]
 mod signals;
@@ -58,6 +60,10 @@ enum Command {
     /// Inspect idempotency keys.
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// Run one reconciliation pass with the gateway now and print its
+    /// summary as JSON: keys whose call's answer the gateway lost resolved,
+    /// payments no ride records released.
+    Reconcile(reconcile::ReconcileArgs),
     /// Serve a Stripe-compatible fake of the PaymentIntents and Refunds APIs,
     /// backed by the simulated gateway's tables, with its own authentication
     /// page, fault knobs and optional signed webhooks. Prints the address it
@@ -137,6 +143,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys(command) => {
             keys::run(&mut migrated_connection(&settings)?.0, &settings, command)
         }
+        Command::Reconcile(args) => reconcile::run(&settings, &args),
         #[cfg(feature = "simulated")]
         Command::FakeGateway(args) => fake_gateway::run(&settings, &args),
         Command::Db(command) => db_command(&settings, command),

@@ -132,6 +132,21 @@ pub struct CompleterConfig {
     pub charge_deadline: Duration,
 }
 
+/// The settings of reconciliation (`RECONCILE_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileConfig {
+    pub enabled: bool,
+    pub interval: Duration,
+    /// How long a key left to reconciliation waits before it is looked up,
+    /// so the gateway's search (which lags) can find what its call made.
+    pub search_lag: Duration,
+    /// How old a PaymentIntent no ride records must be before it is
+    /// released.
+    pub orphan_grace: Duration,
+    /// How far back a pass lists the gateway's PaymentIntents at most.
+    pub window: Duration,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxConfig {
     pub enabled: bool,
@@ -185,6 +200,7 @@ pub struct Settings {
     pub rate_limit: RateLimitConfig,
     pub http: HttpLimits,
     pub completer: CompleterConfig,
+    pub reconcile: ReconcileConfig,
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
     pub gateway: GatewayKind,
@@ -241,6 +257,13 @@ impl Default for Settings {
                 interval: Duration::from_secs(5),
                 max_attempts: 10,
                 charge_deadline: Duration::from_secs(12 * 3600),
+            },
+            reconcile: ReconcileConfig {
+                enabled: true,
+                interval: Duration::from_secs(60),
+                search_lag: Duration::from_secs(120),
+                orphan_grace: Duration::from_secs(600),
+                window: Duration::from_secs(48 * 3600),
             },
             reaper: WorkerSettings {
                 enabled: true,
@@ -318,6 +341,14 @@ impl Settings {
                     d.completer.charge_deadline,
                 )?,
             },
+            reconcile: ReconcileConfig {
+                enabled: source.var("RECONCILE_ENABLED", d.reconcile.enabled)?,
+                interval: source.secs("RECONCILE_INTERVAL_SECS", d.reconcile.interval)?,
+                search_lag: source.secs("RECONCILE_SEARCH_LAG_SECS", d.reconcile.search_lag)?,
+                orphan_grace: source
+                    .secs("RECONCILE_ORPHAN_GRACE_SECS", d.reconcile.orphan_grace)?,
+                window: source.hours("RECONCILE_WINDOW_HOURS", d.reconcile.window)?,
+            },
             reaper: WorkerSettings {
                 enabled: source.var("REAPER_ENABLED", d.reaper.enabled)?,
                 interval: source.secs("REAPER_INTERVAL_SECS", d.reaper.interval)?,
@@ -342,6 +373,15 @@ impl Settings {
                 lost_response_rate: source.rate("SIMULATED_GATEWAY_LOST_RESPONSE_RATE")?,
                 rate_limit_rate: source.rate("SIMULATED_GATEWAY_RATE_LIMIT_RATE")?,
                 saved_error_rate: source.rate("SIMULATED_GATEWAY_SAVED_ERROR_RATE")?,
+                search_lag: source.millis(
+                    "SIMULATED_GATEWAY_SEARCH_LAG_MS",
+                    d.simulated_gateway.search_lag,
+                )?,
+                // Seconds after its first call; unset, keys are kept.
+                forget_keys: match source.text("SIMULATED_GATEWAY_FORGET_KEYS")? {
+                    Some(_) => Some(source.secs("SIMULATED_GATEWAY_FORGET_KEYS", Duration::ZERO)?),
+                    None => None,
+                },
                 authorization_ttl: source.secs(
                     "SIMULATED_GATEWAY_AUTHORIZATION_TTL_SECS",
                     d.simulated_gateway.authorization_ttl,
@@ -385,6 +425,11 @@ impl Settings {
                 interval: Duration::from_millis(200),
                 ..d.completer
             },
+            reconcile: ReconcileConfig {
+                enabled: false,
+                interval: Duration::from_millis(200),
+                ..d.reconcile
+            },
             reaper: WorkerSettings {
                 enabled: false,
                 interval: Duration::from_secs(3600),
@@ -418,6 +463,9 @@ impl Settings {
                  meets a payment the gateway still remembers"
             );
         }
+        if self.reconcile.window < Duration::from_secs(3600) {
+            bail!("RECONCILE_WINDOW_HOURS must be at least 1");
+        }
         if self.completer.charge_deadline >= Duration::from_secs(24 * 3600) {
             bail!(
                 "COMPLETER_CHARGE_DEADLINE_HOURS must be under 24: payment gateways forget \
@@ -426,6 +474,7 @@ impl Settings {
         }
         for (name, interval) in [
             ("COMPLETER_INTERVAL_SECS", self.completer.interval),
+            ("RECONCILE_INTERVAL_SECS", self.reconcile.interval),
             ("REAPER_INTERVAL_SECS", self.reaper.interval),
             ("OUTBOX_INTERVAL_SECS", self.outbox.interval),
         ] {
@@ -436,6 +485,7 @@ impl Settings {
         // Each running worker may hold a connection; requests need the rest.
         let workers = [
             self.completer.enabled,
+            self.reconcile.enabled,
             self.reaper.enabled,
             self.outbox.enabled,
         ]

@@ -36,8 +36,8 @@ impl Settings {
         };
         format!(
             "config: bind={} database={}{} pool={} prepared_statements={} lease={}s \
-             retention={}h gateway={} completer={} reaper={} outbox={} receipts={} \
-             stripe_webhooks={}",
+             retention={}h gateway={} completer={} reconcile={} reaper={} outbox={} \
+             receipts={} stripe_webhooks={}",
             self.bind_addr,
             self.database_url
                 .as_deref()
@@ -57,6 +57,7 @@ impl Settings {
             self.retention.as_secs() / 3600,
             gateway,
             on_off(self.completer.enabled, self.completer.interval),
+            on_off(self.reconcile.enabled, self.reconcile.interval),
             on_off(self.reaper.enabled, self.reaper.interval),
             on_off(self.outbox.enabled, self.outbox.interval),
             self.outbox

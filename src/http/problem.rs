@@ -73,6 +73,17 @@ pub fn from_service_error(err: ServiceError) -> Problem {
                 )
                 .with_retry_after(retry_after)
             }
+            ServiceError::AwaitingReconciliation { reason } => {
+                log::warn!("waiting for reconciliation: {reason}");
+                metrics::idempotency_outcome("reconciling");
+                Problem::new(
+                    ProblemKind::PaymentGatewayUnavailable,
+                    "the payment gateway lost its answer to this request; reconciliation is \
+                     finding out what it did. Retry with the same Idempotency-Key: it will not \
+                     be made twice",
+                )
+                .with_retry_after(RECONCILING_RETRY_AFTER)
+            }
             ServiceError::LeaseLost => {
                 log::warn!("idempotency lease lost to another worker");
                 Problem::new(
@@ -103,6 +114,10 @@ pub fn from_service_error(err: ServiceError) -> Problem {
         }
     }
 }
+
+/// What a client waiting for reconciliation is asked to wait: about one of
+/// its passes (`RECONCILE_INTERVAL_SECS`' default).
+const RECONCILING_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 impl From<actix_web::error::BlockingError> for Problem {
     fn from(err: actix_web::error::BlockingError) -> Self {

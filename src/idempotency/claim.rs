@@ -109,6 +109,8 @@ pub enum Lookup {
     Reused,
     /// Too old to resume safely; an operator must settle it.
     NeedsAttention,
+    /// Waiting for reconciliation to learn what a call did.
+    Reconciling,
 }
 
 /// The outcome of a claim.
@@ -119,6 +121,7 @@ pub enum Claim<P> {
     InUse,
     Reused,
     NeedsAttention,
+    Reconciling,
 }
 
 /// A key row as read with the database's clock.
@@ -177,6 +180,7 @@ pub fn lookup<P: RecoveryPoints>(
             Some(Answer::InUse) => Lookup::InUse,
             Some(Answer::Reused) => Lookup::Reused,
             Some(Answer::NeedsAttention) => Lookup::NeedsAttention,
+            Some(Answer::Reconciling) => Lookup::Reconciling,
         },
     })
 }
@@ -274,6 +278,7 @@ impl<P> From<Answer> for Claim<P> {
             Answer::InUse => Claim::InUse,
             Answer::Reused => Claim::Reused,
             Answer::NeedsAttention => Claim::NeedsAttention,
+            Answer::Reconciling => Claim::Reconciling,
         }
     }
 }
@@ -328,11 +333,13 @@ enum Answer {
     InUse,
     Reused,
     NeedsAttention,
+    Reconciling,
 }
 
 /// The claim's rules, in order: a different request is refused, a finished one
-/// replayed, a live lease respected, and a key too old to resume safely left to
-/// an operator. None: the request may run. A replay takes the stored response
+/// replayed, a live lease respected, a key whose call's outcome only the
+/// gateway's lists can tell left to reconciliation, and a key too old to
+/// resume safely left to an operator. None: the request may run. A replay takes the stored response
 /// out of `record`.
 fn claim_rules<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
@@ -356,6 +363,9 @@ fn claim_rules<P: RecoveryPoints>(
         // A newer release's key (a rolling deploy): this one would not make
         // its calls the same way.
         return Ok(Some(Answer::NeedsAttention));
+    }
+    if record.outcome_unknown_at.is_some() {
+        return Ok(Some(Answer::Reconciling));
     }
     let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
     if record.needs_attention_at.is_some()

@@ -8,6 +8,7 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::claim::{bump_epoch, parse_point};
+use super::flow::Resolution;
 use super::gateway_calls::GatewayCalls;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
@@ -34,13 +35,21 @@ pub trait Resumable: Send + Sync {
 
     /// Drives the claimed key to Finished.
     fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError>;
+
+    /// Resolves the claimed key, left to reconciliation (`flow::resolve`).
+    fn reconcile(
+        &self,
+        key: ClaimedKey,
+        past_deadline: bool,
+        dry_run: bool,
+    ) -> Result<Resolution, ServiceError>;
 }
 
 /// A key the completer holds the lease of.
 #[derive(Debug)]
 pub struct ClaimedKey {
     pub record: KeyRecord,
-    epoch: i64,
+    pub(super) epoch: i64,
 }
 
 impl ClaimedKey {
@@ -80,6 +89,8 @@ pub struct CompleterReport {
     pub failed: usize,
     pub needs_attention: usize,
     pub lease_lost: usize,
+    /// Keys whose call was answered by a failure saved under its key.
+    pub reconciling: usize,
 }
 
 /// One pass: claims and finishes up to `batch_size` abandoned keys.
@@ -111,6 +122,11 @@ pub fn run_once(
                 report.lease_lost += 1;
                 count("lease_lost");
             }
+            // Left to reconciliation by the flow; not a failed attempt.
+            Err(ServiceError::AwaitingReconciliation { .. }) => {
+                report.reconciling += 1;
+                count("reconciling");
+            }
             Err(err) => {
                 report.failed += 1;
                 count("failed");
@@ -140,6 +156,8 @@ fn claim_next<'a>(
         let Some(record) = keys::idempotency_keys
             .filter(keys::recovery_point.ne(FINISHED))
             .filter(keys::needs_attention_at.is_null())
+            // Reconciliation's: no retry under the same key can learn more.
+            .filter(keys::outcome_unknown_at.is_null())
             .filter(keys::id.ne_all(tried))
             .filter(
                 keys::locked_at

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::canonical::CanonicalRequest;
 use super::claim::{self, parse_point, IdempotentRequest};
 use super::completer::{ClaimedKey, Resumable};
-use super::flow::{self, Outcome, Phases};
+use super::flow::{self, Outcome, Phases, Resolution};
 use super::key::IdempotencyKey;
 use super::policy::KeyPolicy;
 use super::record::KeyRecord;
@@ -114,5 +114,17 @@ impl<E: Endpoint> Resumable for Keys<E> {
         let lease = key.lease::<E::Point>()?;
         let phases = E::phases(&self.context, &params);
         flow::drive(self.context.pool(), lease, &phases)
+    }
+
+    fn reconcile(
+        &self,
+        key: ClaimedKey,
+        past_deadline: bool,
+        dry_run: bool,
+    ) -> Result<Resolution, ServiceError> {
+        let params: E::Params = key.params()?;
+        let lease = key.lease::<E::Point>()?;
+        let phases = E::phases(&self.context, &params);
+        flow::resolve(self.context.pool(), lease, &phases, past_deadline, dry_run)
     }
 }

@@ -63,6 +63,47 @@ pub enum Called<P, C, A> {
 /// What a call of `E`'s came to.
 pub type CallOf<E> = Called<<E as Phases>::Point, <E as Phases>::Known, <E as Phases>::Answer>;
 
+/// What the gateway's lists say a call made, when its answer was a
+/// failure saved under its key (reconciliation's lookup).
+#[derive(Debug)]
+pub enum Found<C, A> {
+    /// It was made: the answer, as the gateway holds it now, which
+    /// [`Phases::record`] records as it records any answer.
+    Made(C, A),
+    /// Proven never made. `refused` is the answer that ends the key without
+    /// it (a stored 502), once the call may no longer be sent again.
+    Absent { known: C, refused: A },
+}
+
+impl<C, A> Found<C, A> {
+    /// The same finding, its answers wrapped by `wrap` (in the answer of a
+    /// phase with several calls, say).
+    pub fn map<B>(self, wrap: impl Fn(A) -> B) -> Found<C, B> {
+        match self {
+            Found::Made(known, answer) => Found::Made(known, wrap(answer)),
+            Found::Absent { known, refused } => Found::Absent {
+                known,
+                refused: wrap(refused),
+            },
+        }
+    }
+}
+
+/// What a lookup of `E`'s found.
+pub type FoundOf<E> = Found<<E as Phases>::Known, <E as Phases>::Answer>;
+
+/// What reconciliation did with a key left to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// The call was made: recorded.
+    Recorded,
+    /// Proven not made: sent again under the next generation's key.
+    Reissued,
+    /// Proven not made, past the deadline for sending it again: ended
+    /// with a stored 502.
+    Refused,
+}
+
 /// An endpoint's phases, one per recovery point, as the flow runs them: what
 /// runs from each point is the point's [`Step`]. Each phase returns what it
 /// learnt, and the flow hands it to the next; a key resumed from the
@@ -108,6 +149,17 @@ pub trait Phases {
         answer: Self::Answer,
     ) -> Result<Transition<Self::Point, Self::Known>, ServiceError>;
 
+    /// What the call from `point` made, found in the gateway's lists (never
+    /// its search alone, which may lag), for a call answered by a failure
+    /// the gateway saved under its key. Holds no connection while the
+    /// gateway is asked. An error proves nothing either way.
+    fn look_up(
+        &self,
+        lease: &Lease<Self::Point>,
+        point: Self::Point,
+        known: Option<Self::Known>,
+    ) -> Result<FoundOf<Self>, ServiceError>;
+
     /// The recording of `answer` when it finishes the key with one change
     /// whose answer is known before the change is sent: the flow sends the
     /// change with the key's final write as one statement, with no
@@ -147,6 +199,7 @@ pub fn run<E: Phases>(
         Lookup::InUse => return Err(ServiceError::KeyInUse),
         Lookup::Reused => return Err(ServiceError::KeyReused),
         Lookup::NeedsAttention => return Err(ServiceError::NeedsAttention),
+        Lookup::Reconciling => return Err(reconciling()),
         Lookup::Claimable => {}
     }
     let (claimed, reached) = conn.transaction(|conn| {
@@ -168,6 +221,7 @@ pub fn run<E: Phases>(
         Claim::InUse => return Err(ServiceError::KeyInUse),
         Claim::Reused => return Err(ServiceError::KeyReused),
         Claim::NeedsAttention => return Err(ServiceError::NeedsAttention),
+        Claim::Reconciling => return Err(reconciling()),
     };
     let response = match reached {
         Reached::Finished(response) => response,
@@ -180,6 +234,12 @@ pub fn run<E: Phases>(
         response,
         replayed: false,
     })
+}
+
+fn reconciling() -> ServiceError {
+    ServiceError::AwaitingReconciliation {
+        reason: "a call's answer was a failure the gateway saved under its key".to_owned(),
+    }
 }
 
 /// Drives a claimed key from its recovery point to Finished, releasing the
@@ -198,15 +258,85 @@ fn drive_knowing<E: Phases>(
     pool: &DbPool,
     lease: Lease<E::Point>,
     phases: &E,
-    mut known: Option<E::Known>,
+    known: Option<E::Known>,
 ) -> Result<StoredResponse, ServiceError> {
-    release_on_failure(pool, lease, |lease| loop {
+    release_on_failure(pool, lease, |lease| {
+        run_phases(pool, lease, phases, known, None)
+    })
+}
+
+/// Resolves a key left to reconciliation, whose lease the caller took:
+/// what the call from its point made is looked up; made, it is recorded
+/// as its answer would have been; proven not made, the call is sent again
+/// under its next generation's key, or, `past_deadline`, the key ends with
+/// the refusal the phases give. Either way the phases then drive the key
+/// on, as a retry would. `dry_run` looks and changes nothing.
+pub fn resolve<E: Phases>(
+    pool: &DbPool,
+    lease: Lease<E::Point>,
+    phases: &E,
+    past_deadline: bool,
+    dry_run: bool,
+) -> Result<Resolution, ServiceError> {
+    let point = lease.recovery_point();
+    if !matches!(point.step(), Step::Call(_)) {
+        // An event recorded what the call made meanwhile: the key goes on.
+        if !dry_run {
+            drive(pool, lease, phases)?;
+        }
+        return Ok(Resolution::Recorded);
+    }
+    let found = match phases.look_up(&lease, point, None) {
+        Ok(found) => found,
+        // Proves nothing: the key waits for the next pass.
+        Err(err) if !dry_run => {
+            lease.leave_to_reconciliation(&mut *pool.get()?)?;
+            return Err(err);
+        }
+        Err(err) => return Err(err),
+    };
+    if dry_run {
+        return Ok(match found {
+            Found::Made(..) => Resolution::Recorded,
+            Found::Absent { .. } if past_deadline => Resolution::Refused,
+            Found::Absent { .. } => Resolution::Reissued,
+        });
+    }
+    let mut resolution = Resolution::Recorded;
+    release_on_failure(pool, lease, |lease| {
+        let (known, answered) = match found {
+            Found::Made(known, answer) => (None, Some((known, answer))),
+            Found::Absent { known, refused } if past_deadline => {
+                resolution = Resolution::Refused;
+                (None, Some((known, refused)))
+            }
+            Found::Absent { known, .. } => {
+                lease.next_generation(&mut *pool.get()?)?;
+                resolution = Resolution::Reissued;
+                (Some(known), None)
+            }
+        };
+        run_phases(pool, lease, phases, known, answered)
+    })?;
+    Ok(resolution)
+}
+
+/// The phases from the lease's point to Finished: each call, then the
+/// atomic phases that record it. `answered` is a call's answer already in
+/// hand (found by reconciliation), recorded before anything is called.
+fn run_phases<E: Phases>(
+    pool: &DbPool,
+    lease: &mut Lease<E::Point>,
+    phases: &E,
+    mut known: Option<E::Known>,
+    mut answered: Option<(E::Known, E::Answer)>,
+) -> Result<StoredResponse, ServiceError> {
+    loop {
         let point = lease.recovery_point();
         if point == E::Point::FINISHED {
             return stored_response(&mut *pool.get()?, lease.key_id());
         }
-        let mut answered = None;
-        if let Step::Call(call) = point.step() {
+        if let (None, Step::Call(call)) = (&answered, point.step()) {
             let called = phases.call(lease, point, known.take())?;
             crash::after(call);
             match called {
@@ -225,7 +355,7 @@ fn drive_knowing<E: Phases>(
             }
         }
         let reached = in_transaction(&mut *pool.get()?, lease, |conn, lease| {
-            let first = match answered {
+            let first = match answered.take() {
                 Some((learnt, answer)) => phases.record(conn, lease, learnt, answer)?,
                 None => phases.atomic(conn, lease, point, known.take())?,
             };
@@ -238,7 +368,7 @@ fn drive_knowing<E: Phases>(
                 known = learnt;
             }
         }
-    })
+    }
 }
 
 /// The crash points of the atomic points after `point` that a finishing
@@ -301,10 +431,14 @@ fn release_on_failure<P: RecoveryPoints>(
     let result = phases(&mut lease);
     if let Err(err) = &result {
         if !matches!(err, ServiceError::LeaseLost) {
-            let released = pool
-                .get()
-                .map_err(ServiceError::from)
-                .and_then(|mut conn| lease.release(&mut conn));
+            let waits = matches!(err, ServiceError::AwaitingReconciliation { .. });
+            let released = pool.get().map_err(ServiceError::from).and_then(|mut conn| {
+                if waits {
+                    lease.leave_to_reconciliation(&mut conn)
+                } else {
+                    lease.release(&mut conn)
+                }
+            });
             if let Err(release_err) = released {
                 log::warn!(
                     "could not release idempotency key {} ({release_err}); it frees itself when the lease expires",

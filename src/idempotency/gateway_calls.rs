@@ -60,37 +60,68 @@ impl std::fmt::Debug for RidepayKey {
     }
 }
 
-/// What a key's gateway calls are derived from.
+/// How a key's gateway calls are made: what their keys are derived from,
+/// and which generation of them is live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GatewayCalls {
-    /// Version 1, keys made before version 2: from the key row's id, with
+pub struct GatewayCalls {
+    pub from: DerivedFrom,
+    /// 0 at first; one more each time reconciliation proved that a call
+    /// answered by a failure the gateway saved under its key made nothing,
+    /// and sends it again under a new key.
+    pub generation: i16,
+}
+
+/// What a key's gateway keys are derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DerivedFrom {
+    /// Version 1, keys made before version 2: the key row's id, with
     /// metadata naming the rows.
-    ByRowId(KeyId),
-    /// Version 2: from the request's `RidepayKey`, with metadata naming it.
-    ByRequest(RidepayKey),
+    RowId(KeyId),
+    /// Version 2: the request's `RidepayKey`, with metadata naming it.
+    Request(RidepayKey),
 }
 
 impl GatewayCalls {
+    /// The first generation of calls derived from `from`.
+    pub fn first(from: DerivedFrom) -> GatewayCalls {
+        GatewayCalls {
+            from,
+            generation: 0,
+        }
+    }
+
     /// How the calls of the key `record` holds are made. A version this
     /// release does not know (a newer release's key, met during a rolling
     /// deploy) is left alone: resent with other parameters, its calls would
     /// not be the same calls.
     pub fn of(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
-        match (record.call_version, &record.ridepay_key) {
-            (1, _) => Ok(GatewayCalls::ByRowId(record.id)),
-            (2, Some(hex_text)) => RidepayKey::parse(hex_text)
-                .map(GatewayCalls::ByRequest)
-                .ok_or_else(|| {
-                    anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id).into()
-                }),
+        let from = match (record.call_version, &record.ridepay_key) {
+            (1, _) => DerivedFrom::RowId(record.id),
+            (2, Some(hex_text)) => {
+                DerivedFrom::Request(RidepayKey::parse(hex_text).ok_or_else(|| {
+                    anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id)
+                })?)
+            }
             (version, _) => {
                 log::warn!(
                     "idempotency key {} is of call version {version}, unknown to this \
                      release (at most {CURRENT_CALL_VERSION}): left to a release that knows it",
                     record.id
                 );
-                Err(ServiceError::NeedsAttention)
+                return Err(ServiceError::NeedsAttention);
             }
+        };
+        Ok(GatewayCalls {
+            from,
+            generation: record.call_generation,
+        })
+    }
+
+    /// The next generation's calls.
+    pub fn next_generation(self) -> GatewayCalls {
+        GatewayCalls {
+            generation: self.generation + 1,
+            ..self
         }
     }
 }

@@ -4,7 +4,7 @@ use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
 use super::finishing::{self, Finishing, FinishingStatement};
-use super::gateway_calls::{GatewayCalls, RidepayKey};
+use super::gateway_calls::{DerivedFrom, GatewayCalls, RidepayKey};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::CacheStatement;
@@ -77,7 +77,7 @@ impl<P: RecoveryPoints> Lease<P> {
         stored: P,
         ridepay_key: RidepayKey,
     ) -> Self {
-        let calls = GatewayCalls::ByRequest(ridepay_key);
+        let calls = GatewayCalls::first(DerivedFrom::Request(ridepay_key));
         Lease {
             stored,
             ..Lease::new(key_id, user_id, 1, P::STARTED, calls)
@@ -191,6 +191,40 @@ impl<P: RecoveryPoints> Lease<P> {
             keys::updated_at.eq(now),
         ))
         .execute(conn)?;
+        Ok(())
+    }
+
+    /// Gives the lease up, leaving the key to reconciliation: the call from
+    /// the current point was answered by a failure the gateway saved under
+    /// its key. Does nothing if the lease was already lost.
+    pub fn leave_to_reconciliation(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
+        diesel::update(
+            keys::idempotency_keys
+                .filter(keys::id.eq(self.key_id))
+                .filter(keys::lease_epoch.eq(self.epoch)),
+        )
+        .set((
+            keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+            keys::outcome_unknown_at.eq(crate::db::database_now().nullable()),
+            keys::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+        Ok(())
+    }
+
+    /// Moves the key's calls on to their next generation, fenced: only a
+    /// holder of the lease who proved the current generation's call made
+    /// nothing does (reconciliation).
+    pub fn next_generation(&mut self, conn: &mut PgConnection) -> Result<(), ServiceError> {
+        let next = self.calls.next_generation();
+        let updated = diesel::update(self.fenced())
+            .set((
+                keys::call_generation.eq(next.generation),
+                keys::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        self.checked(updated == 1, self.point)?;
+        self.calls = next;
         Ok(())
     }
 

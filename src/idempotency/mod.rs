@@ -4,6 +4,7 @@
 //! Generic over an endpoint's recovery points; it knows nothing of any
 //! endpoint.
 
+pub mod awaiting;
 mod canonical;
 mod claim;
 pub mod completer;
@@ -26,8 +27,8 @@ pub use claim::{
 };
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
-pub use flow::{Outcome, Phases, Transition};
-pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
+pub use flow::{Outcome, Phases, Resolution, Transition};
+pub use gateway_calls::{DerivedFrom, GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;

@@ -28,6 +28,11 @@ pub struct KeyState {
     /// How its gateway calls are made (`GatewayCalls`).
     pub call_version: i16,
     pub ridepay_key: Option<String>,
+    /// The live generation of its gateway calls (`GatewayCalls`).
+    pub call_generation: i16,
+    /// When a call's answer was a failure the gateway saved under its key:
+    /// the key waits for reconciliation.
+    pub outcome_unknown_at: Option<DateTime<Utc>>,
 }
 
 impl KeyState {

@@ -4,7 +4,7 @@
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use crate::idempotency::GatewayCalls;
+use crate::idempotency::{DerivedFrom, GatewayCalls};
 use crate::schema::installation;
 
 /// This database's installation id, generated once by the migrations.
@@ -23,14 +23,21 @@ pub fn installation_id(conn: &mut PgConnection) -> QueryResult<Uuid> {
 /// Version 2's depends on nothing the database assigns: a retry that makes
 /// the key row again after a failover lost it derives the same key, and the
 /// gateway answers with what it already made. `g0` is the call's
-/// generation, the first.
+/// generation, the first; reconciliation moves a call whose answer the
+/// gateway lost for good on to `g1`, and so on. A version 1 key's first
+/// generation is its key as it always was; later ones end in `-g<n>`.
 pub fn derived_key(installation_id: Uuid, calls: GatewayCalls, step: &str) -> String {
-    match calls {
-        GatewayCalls::ByRowId(key_row_id) => {
-            format!("ridepay-{}-{step}-{key_row_id}", installation_id.simple())
+    let generation = calls.generation;
+    match calls.from {
+        DerivedFrom::RowId(key_row_id) => {
+            let first = format!("ridepay-{}-{step}-{key_row_id}", installation_id.simple());
+            match generation {
+                0 => first,
+                later => format!("{first}-g{later}"),
+            }
         }
-        GatewayCalls::ByRequest(ridepay_key) => {
-            format!("ridepay2-{step}-{}-g0", ridepay_key.to_hex())
+        DerivedFrom::Request(ridepay_key) => {
+            format!("ridepay2-{step}-{}-g{generation}", ridepay_key.to_hex())
         }
     }
 }
@@ -44,12 +51,12 @@ pub fn call_metadata(
     calls: GatewayCalls,
     rows: impl FnOnce() -> Vec<(&'static str, String)>,
 ) -> Vec<(String, String)> {
-    let named = match calls {
-        GatewayCalls::ByRowId(_) => rows(),
-        GatewayCalls::ByRequest(ridepay_key) => vec![
+    let named = match calls.from {
+        DerivedFrom::RowId(_) => rows(),
+        DerivedFrom::Request(ridepay_key) => vec![
             (INSTALLATION, installation_id.to_string()),
             (RIDEPAY_KEY, ridepay_key.to_hex()),
-            ("ridepay_generation", "0".to_owned()),
+            (GENERATION, calls.generation.to_string()),
         ],
     };
     named
@@ -61,6 +68,7 @@ pub fn call_metadata(
 /// The metadata that names the installation and the request.
 pub const INSTALLATION: &str = "ridepay_installation";
 pub const RIDEPAY_KEY: &str = "ridepay_key";
+pub const GENERATION: &str = "ridepay_generation";
 
 #[cfg(test)]
 mod tests {
@@ -71,7 +79,7 @@ mod tests {
     #[test]
     fn is_stable_and_distinct_in_both_versions() {
         let installation = Uuid::from_u128(7);
-        let by_row = GatewayCalls::ByRowId(KeyId(42));
+        let by_row = GatewayCalls::first(DerivedFrom::RowId(KeyId(42)));
         let key = derived_key(installation, by_row, "ride-charge");
         assert_eq!(
             key,
@@ -81,7 +89,7 @@ mod tests {
             key,
             derived_key(
                 installation,
-                GatewayCalls::ByRowId(KeyId(43)),
+                GatewayCalls::first(DerivedFrom::RowId(KeyId(43))),
                 "ride-charge"
             )
         );
@@ -90,7 +98,7 @@ mod tests {
         let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
         let by_request = derived_key(
             installation,
-            GatewayCalls::ByRequest(request),
+            GatewayCalls::first(DerivedFrom::Request(request)),
             "ride-charge",
         );
         assert_eq!(
@@ -98,10 +106,22 @@ mod tests {
             format!("ridepay2-ride-charge-{}-g0", "ab".repeat(32))
         );
         assert!(by_request.len() <= 255);
+        let request_calls = GatewayCalls::first(DerivedFrom::Request(request));
+        assert_eq!(
+            derived_key(installation, request_calls.next_generation(), "ride-charge"),
+            format!("ridepay2-ride-charge-{}-g1", "ab".repeat(32))
+        );
+        assert_eq!(
+            derived_key(installation, by_row.next_generation(), "ride-charge"),
+            format!("{key}-g1")
+        );
         assert!(
             derived_key(
                 Uuid::max(),
-                GatewayCalls::ByRowId(KeyId(i64::MAX)),
+                GatewayCalls {
+                    from: DerivedFrom::RowId(KeyId(i64::MAX)),
+                    generation: 99
+                },
                 "ride-charge"
             )
             .len()
@@ -112,7 +132,8 @@ mod tests {
     #[test]
     fn version_2_metadata_names_no_row() {
         let request = RidepayKey::parse(&"cd".repeat(32)).unwrap();
-        let metadata = call_metadata(Uuid::from_u128(7), GatewayCalls::ByRequest(request), || {
+        let calls = GatewayCalls::first(DerivedFrom::Request(request));
+        let metadata = call_metadata(Uuid::from_u128(7), calls.next_generation(), || {
             vec![("ride_id", "7".to_owned())]
         });
         let names: Vec<&str> = metadata.iter().map(|(name, _)| name.as_str()).collect();
@@ -120,7 +141,9 @@ mod tests {
             names,
             ["ridepay_installation", "ridepay_key", "ridepay_generation"]
         );
-        let by_row = call_metadata(Uuid::from_u128(7), GatewayCalls::ByRowId(KeyId(9)), || {
+        assert_eq!(metadata[2].1, "1");
+        let by_row = GatewayCalls::first(DerivedFrom::RowId(KeyId(9)));
+        let by_row = call_metadata(Uuid::from_u128(7), by_row, || {
             vec![("ride_id", "7".to_owned())]
         });
         assert_eq!(by_row, [("ride_id".to_owned(), "7".to_owned())]);

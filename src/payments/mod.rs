@@ -1,14 +1,18 @@
 //! Payments: the gateway trait, its implementations, and derived keys.
 
 mod derived_key;
+pub mod lookup;
 mod outcome;
+pub mod released;
 pub mod stripe;
 
-pub use derived_key::{call_metadata, derived_key, installation_id, INSTALLATION, RIDEPAY_KEY};
+pub use derived_key::{
+    call_metadata, derived_key, installation_id, GENERATION, INSTALLATION, RIDEPAY_KEY,
+};
 pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentStatus, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent, Refund,
-    RefundRequest, RefundState,
+    IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError, PaymentGateway,
+    PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

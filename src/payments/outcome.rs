@@ -18,12 +18,16 @@ pub enum Final<T> {
 
 /// Sorts a gateway call's answer for the flow: an answer for good, or a 503
 /// that leaves the key where it stands, for a retry under the same derived
-/// key.
+/// key (or, after a failure the gateway saved under it, for
+/// reconciliation).
 pub fn final_answer<T>(answer: Result<T, GatewayError>) -> Result<Final<T>, ServiceError> {
     match answer {
         Ok(made) => Ok(Final::Made(made)),
         Err(failure @ (GatewayError::Declined { .. } | GatewayError::Rejected { .. })) => {
             Ok(Final::Refused(failure))
+        }
+        Err(GatewayError::SavedFailure { reason }) => {
+            Err(ServiceError::AwaitingReconciliation { reason })
         }
         Err(failure) => Err(unavailable(failure)),
     }

@@ -19,11 +19,11 @@ use super::request::RefundParams;
 use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
 use crate::idempotency::{Lease, StoredResponse};
 use crate::ids::UserId;
 use crate::payments::{
-    self, call_metadata, derived_key, Final, GatewayError, PaymentGateway, RefundRequest,
+    self, call_metadata, derived_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides;
@@ -97,14 +97,7 @@ impl Phases for RefundPhases<'_> {
         _point: RecoveryPoint,
         refund: Option<Refund>,
     ) -> Result<Called<RecoveryPoint, Refund, Final<payments::Refund>>, ServiceError> {
-        let (ride, refund) = {
-            let mut conn = self.context.pool.get()?;
-            let refund = match refund {
-                Some(refund) => refund,
-                None => model::find_by_key(&mut conn, lease.key_id())?,
-            };
-            (rides::model::find_ride(&mut conn, refund.ride_id)?, refund)
-        };
+        let (ride, refund) = self.with_ride(lease, refund)?;
         // No pooled connection is held while the gateway works.
         let answer = refund_at_gateway(
             self.context.gateway.as_ref(),
@@ -114,6 +107,28 @@ impl Phases for RefundPhases<'_> {
             &refund,
         );
         Ok(Called::Answered(refund, payments::final_answer(answer)?))
+    }
+
+    /// Any generation's refund, from the payment's refunds.
+    fn look_up(
+        &self,
+        lease: &RefundLease,
+        _point: RecoveryPoint,
+        refund: Option<Refund>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let (ride, refund) = self.with_ride(lease, refund)?;
+        let Some(payment) = ride.payment() else {
+            return Err(anyhow::anyhow!("ride {} has no payment to refund", ride.id).into());
+        };
+        let call = refund_metadata(self.context.installation_id, lease, &ride, &refund);
+        let made = lookup::refund_made(self.context.gateway.as_ref(), &payment, &call)?;
+        Ok(match made {
+            Some(made) => Found::Made(refund, Final::Made(made)),
+            None => Found::Absent {
+                known: refund,
+                refused: Final::Refused(lookup::never_made()),
+            },
+        })
     }
 
     /// RefundCreated -> RefundCompleted, or Finished for a refund the
@@ -134,6 +149,22 @@ impl Phases for RefundPhases<'_> {
                 Ok(Transition::Finish(finish_failed(conn, &refund, &failure)?))
             }
         }
+    }
+}
+
+impl RefundPhases<'_> {
+    /// The refund the key made (read, unless handed on) and its ride.
+    fn with_ride(
+        &self,
+        lease: &RefundLease,
+        refund: Option<Refund>,
+    ) -> Result<(Ride, Refund), ServiceError> {
+        let mut conn = self.context.pool.get()?;
+        let refund = match refund {
+            Some(refund) => refund,
+            None => model::find_by_key(&mut conn, lease.key_id())?,
+        };
+        Ok((rides::model::find_ride(&mut conn, refund.ride_id)?, refund))
     }
 }
 
@@ -221,15 +252,25 @@ fn refund_at_gateway(
         payment,
         amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
-        // How a webhook tells ridepay's own refunds from refunds made
-        // elsewhere (the dashboard, say).
-        metadata: call_metadata(installation_id, lease.gateway_calls(), || {
-            vec![
-                ("ride_id", ride.id.to_string()),
-                ("refund_id", refund.id.to_string()),
-                ("idempotency_key_id", lease.key_id().to_string()),
-            ]
-        }),
+        metadata: refund_metadata(installation_id, lease, ride, refund),
+    })
+}
+
+/// The metadata of the gateway refund: how a webhook tells ridepay's own
+/// refunds from refunds made elsewhere (the dashboard, say), and how
+/// reconciliation finds it.
+fn refund_metadata(
+    installation_id: uuid::Uuid,
+    lease: &RefundLease,
+    ride: &Ride,
+    refund: &Refund,
+) -> Vec<(String, String)> {
+    call_metadata(installation_id, lease.gateway_calls(), || {
+        vec![
+            ("ride_id", ride.id.to_string()),
+            ("refund_id", refund.id.to_string()),
+            ("idempotency_key_id", lease.key_id().to_string()),
+        ]
     })
 }
 

@@ -9,6 +9,7 @@ use super::model::{Ride, RideStatus, Settlement};
 use super::receipt;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, DbPool};
+use crate::idempotency::flow::Found;
 use crate::idempotency::{fenced, Finishing, GatewayCalls, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
@@ -203,6 +204,34 @@ pub fn looked_into(
             })
         }
     }
+}
+
+/// What a capture, cancellation or raise of the ride's PaymentIntent did,
+/// judged from the intent as the gateway holds it now (reconciliation's
+/// lookup): made when `done` finds its effect there; a hold that lapsed as
+/// such; else proven not made.
+pub fn judged(
+    gateway: &dyn PaymentGateway,
+    ride: Ride,
+    done: impl Fn(&PaymentIntent) -> bool,
+) -> Result<Found<Ride, Answer>, ServiceError> {
+    let intent_id = intent_of(&ride)?;
+    let now = gateway
+        .retrieve_intent(&intent_id)
+        .map_err(payments::unavailable)?
+        .ok_or_else(|| anyhow::anyhow!("the gateway has no PaymentIntent {intent_id}"))?;
+    Ok(if done(&now) {
+        Found::Made(ride, Answer::Made(now))
+    } else if now.status == IntentStatus::Canceled
+        && now.cancellation_reason.as_deref() == Some("automatic")
+    {
+        Found::Made(ride, Answer::Lapsed(now))
+    } else {
+        Found::Absent {
+            known: ride,
+            refused: Answer::Refused(payments::lookup::never_made(), Some(now)),
+        }
+    })
 }
 
 /// Captures `amount` of the ride's hold under a key derived for `purpose`.

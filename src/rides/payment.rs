@@ -88,6 +88,7 @@ mod tests {
     fn intent(status: IntentStatus) -> PaymentIntent {
         PaymentIntent {
             id: "pi_1".to_owned(),
+            created: chrono::DateTime::UNIX_EPOCH,
             status,
             amount_cents: 2000,
             amount_capturable_cents: if status == IntentStatus::RequiresCapture {
@@ -112,6 +113,7 @@ mod tests {
             last_payment_error: None,
             cancellation_reason: None,
             disputed: false,
+            replayed: false,
             metadata: BTreeMap::new(),
         }
     }

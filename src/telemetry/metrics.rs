@@ -19,9 +19,13 @@ pub struct Metrics {
     /// fencing_refused, or the slug of an endpoint's refusal
     /// (`refund-not-allowed`, `invalid-ride-state`, `authorization-expired`).
     pub idempotency: IntCounterVec,
-    /// Completer results per key: finished, failed, needs_attention, lease_lost.
+    /// Completer results per key: finished, failed, needs_attention,
+    /// lease_lost, reconciling.
     pub completer: IntCounterVec,
     pub reaper_deleted: IntCounter,
+    /// What reconciliation passes did: matched, recorded, reissued, refused,
+    /// orphan_cancelled, orphan_refunded, needs_attention, unresolved.
+    pub reconciliation: IntCounterVec,
     /// Outbox deliveries: delivered, failed.
     pub outbox: IntCounterVec,
     /// Stripe webhook events by type (the types ridepay acts on, or `other`,
@@ -96,6 +100,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             IntCounter::new(
                 "reaper_deleted_keys_total",
                 "Finished keys the reaper deleted",
+            )
+            .unwrap(),
+        ),
+        reconciliation: register(
+            r,
+            IntCounterVec::new(
+                Opts::new(
+                    "reconciliation_total",
+                    "What reconciliation passes found and did, by outcome",
+                ),
+                &["outcome"],
             )
             .unwrap(),
         ),

@@ -1,6 +1,6 @@
-//! The background workers of one instance: completer, reaper, outbox
-//! drainer and, with the simulated gateway, the sender of its events, each a
-//! thread on its own interval. Each is safe to run on every instance at once
+//! The background workers of one instance: completer, reconciliation,
+//! reaper, outbox drainer and, with the simulated gateway, the sender of its
+//! events, each a thread on its own interval. Each is safe to run on every instance at once
 //! (see their modules), so there is no leader to elect.
 
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,6 +14,7 @@ use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbox::drainer::{self, DrainerSettings};
+use crate::reconciliation::{self, PassOptions, Summary};
 
 #[cfg(feature = "simulated")]
 mod simulated_events;
@@ -54,10 +55,7 @@ impl Workers {
                     max: Duration::from_secs(10 * 60),
                 },
             };
-            let resumable: Vec<Box<dyn Resumable>> = endpoints::all()
-                .iter()
-                .map(|endpoint| (endpoint.resumable)(context.clone()))
-                .collect();
+            let resumable = endpoints::resumable(&context);
             let pool = context.pool.clone();
             workers.spawn("completer", settings.completer.interval, move || {
                 let endpoints: Vec<&dyn Resumable> = resumable.iter().map(AsRef::as_ref).collect();
@@ -67,6 +65,22 @@ impl Workers {
                     }
                     Ok(_) => {}
                     Err(err) => log::error!("completer pass failed: {err}"),
+                }
+            });
+        }
+        if settings.reconcile.enabled {
+            let resumable = endpoints::resumable(&context);
+            let context = context.clone();
+            let reconcile = settings.reconcile.clone();
+            workers.spawn("reconcile", reconcile.interval, move || {
+                let endpoints: Vec<&dyn Resumable> = resumable.iter().map(AsRef::as_ref).collect();
+                let options = PassOptions::default();
+                match reconciliation::run_pass(&context, &endpoints, &reconcile, options) {
+                    Ok(summary) if summary != Summary::default() && !summary.skipped => {
+                        log::info!("reconciliation: {summary:?}")
+                    }
+                    Ok(_) => {}
+                    Err(err) => log::error!("reconciliation pass failed: {err}"),
                 }
             });
         }

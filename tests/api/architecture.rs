@@ -32,7 +32,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("payments and the outbox", &["payments", "outbox"]),
     (
         "endpoints",
-        &["context", "rides", "refunds", "webhooks", "endpoints"],
+        &[
+            "context",
+            "rides",
+            "refunds",
+            "webhooks",
+            "endpoints",
+            "reconciliation",
+        ],
     ),
     ("http", &["http"]),
     ("application", &["startup", "workers", "cli"]),

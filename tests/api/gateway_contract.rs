@@ -511,6 +511,7 @@ fn the_same_intent_key_replays_and_other_parameters_are_misconfigured(
     });
 
     assert_eq!(again, first);
+    assert!(again.replayed && !first.replayed);
     assert!(
         matches!(other, Err(GatewayError::Misconfigured { .. })),
         "{other:?}"

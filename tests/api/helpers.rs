@@ -10,7 +10,8 @@ use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
-    self, CanonicalRequest, Claim, IdempotencyKey, IdempotentRequest, KeyPolicy,
+    self, CanonicalRequest, Claim, DerivedFrom, Fingerprint, GatewayCalls, IdempotencyKey,
+    IdempotentRequest, KeyPolicy, RidepayKey,
 };
 use ridepay::ids::UserId;
 use ridepay::payments::{self, Final, PaymentIntent};
@@ -646,7 +647,12 @@ pub struct RideRequest {
 
 impl RideRequest {
     pub fn new(app: &TestApp, key: &str) -> RideRequest {
-        let params = RideParams::parse(RIDE.as_bytes()).unwrap();
+        Self::with_body(app, key, RIDE)
+    }
+
+    /// `body` under `key`.
+    pub fn with_body(app: &TestApp, key: &str, body: &str) -> RideRequest {
+        let params = RideParams::parse(body.as_bytes()).unwrap();
         let mut conn = app.db();
         RideRequest {
             user_id: app.user.id,
@@ -656,6 +662,23 @@ impl RideRequest {
             canonical: params.canonical(),
             params,
         }
+    }
+
+    /// What the request's gateway calls are derived from.
+    pub fn ridepay_key(&self) -> RidepayKey {
+        let fingerprint = Fingerprint::compute("POST", "/api/rides", self.canonical.as_bytes());
+        RidepayKey::of(
+            self.installation,
+            self.user_public_id,
+            &self.key,
+            &fingerprint,
+        )
+    }
+
+    /// The gateway key of its PaymentIntent's create, in generation 0.
+    pub fn payment_key(&self) -> String {
+        let calls = GatewayCalls::first(DerivedFrom::Request(self.ridepay_key()));
+        payments::derived_key(self.installation, calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
@@ -831,4 +854,35 @@ pub fn capture_request(key: &str, id: &str, cents: i64) -> ridepay::payments::Ca
         intent_id: id.to_owned(),
         amount_to_capture_cents: cents,
     }
+}
+
+/// One reconciliation pass on the app's database, as an instance with
+/// `configure`'s settings runs it (search lag and orphan grace none, so the
+/// test need not wait for them).
+pub fn reconcile_with(
+    app: &TestApp,
+    dry_run: bool,
+    configure: impl FnOnce(&mut Settings),
+) -> ridepay::reconciliation::Summary {
+    let mut settings = Settings::for_database(&app.database_url);
+    settings.reconcile.search_lag = Duration::ZERO;
+    settings.reconcile.orphan_grace = Duration::ZERO;
+    configure(&mut settings);
+    let installation = payments::installation_id(&mut app.db()).unwrap();
+    let pool = ridepay::db::build_pool(&app.database_url, &settings);
+    let context = std::sync::Arc::new(
+        ridepay::startup::service_context(&settings, pool, installation, &app.address).unwrap(),
+    );
+    let resumable = ridepay::endpoints::resumable(&context);
+    let endpoints: Vec<_> = resumable.iter().map(AsRef::as_ref).collect();
+    let options = ridepay::reconciliation::PassOptions {
+        since: None,
+        dry_run,
+    };
+    ridepay::reconciliation::run_pass(&context, &endpoints, &settings.reconcile, options).unwrap()
+}
+
+/// `reconcile_with` on the simulated gateway, without faults.
+pub fn reconcile(app: &TestApp) -> ridepay::reconciliation::Summary {
+    reconcile_with(app, false, |_| {})
 }

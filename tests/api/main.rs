@@ -39,6 +39,7 @@ mod pgbouncer;
 mod pooler;
 mod prepared_statements;
 mod read_rides;
+mod reconciliation;
 mod refunds;
 mod request_bodies;
 mod resume;

@@ -133,7 +133,7 @@ fn a_closed_port_is_unavailable() {
 }
 
 #[test]
-fn a_500_stripe_saved_under_the_key_goes_to_an_operator_and_each_failure_names_its_request() {
+fn a_500_stripe_saved_under_the_key_is_known_as_such_and_each_failure_names_its_request() {
     let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 1.0);
     let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
     let hold = intent_request("saved", "pm_card_visa", CaptureMethod::Manual);
@@ -142,15 +142,17 @@ fn a_500_stripe_saved_under_the_key_goes_to_an_operator_and_each_failure_names_i
     let retried = client.create_intent(&hold).unwrap_err();
 
     // The first 500 may have acted, for all the client knows; its retry is
-    // answered from what Stripe saved, so no retry can learn more.
+    // answered from what Stripe saved, so no retry can learn more: that is
+    // reconciliation's to find out.
     assert!(
         matches!(&first, GatewayError::OutcomeUnknown { reason } if reason.contains("Stripe request req_")),
         "{first:?}"
     );
     assert!(
-        matches!(&retried, GatewayError::Misconfigured { reason }
+        matches!(&retried, GatewayError::SavedFailure { reason }
             if reason.contains("saved under this key") && reason.contains("Stripe request req_")),
         "{retried:?}"
     );
-    assert_eq!(ledger_count(&ledger, ""), 0);
+    // Before or after acting, the fake chose; never twice.
+    assert!(ledger_count(&ledger, "") <= 1);
 }

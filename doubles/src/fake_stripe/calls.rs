@@ -10,6 +10,7 @@ use diesel::PgConnection;
 use super::http::{Request, Response};
 use super::state::{Reply, State};
 use super::wire::{self, api_error, invalid_request};
+use crate::intents;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 
 /// One write under Stripe's idempotency, with the fault knobs around it: a
@@ -40,12 +41,6 @@ pub fn with_faults<T>(
              retry later.",
         ));
     };
-    if state.saved_errors.has(&key) {
-        return Reply::Answer(
-            api_error("Simulated failure, saved under this key.")
-                .with_header("Idempotent-Replayed", "true"),
-        );
-    }
     let parsed = match parse(request, key.clone()) {
         Ok(parsed) => parsed,
         Err(refusal) => return Reply::Answer(refusal),
@@ -56,14 +51,28 @@ pub fn with_faults<T>(
     if rng.gen_bool(faults.fail_rate) {
         return Reply::Answer(api_error("Simulated failure before acting."));
     }
-    if rng.gen_bool(faults.saved_error_rate) {
-        state.saved_errors.save(key);
-        return Reply::Answer(api_error("Simulated failure, saved under this key."));
-    }
     let mut conn = match connection(state) {
         Ok(conn) => conn,
         Err(refusal) => return Reply::Answer(refusal),
     };
+    if let Some(age) = faults.forget_keys {
+        if let Err(failure) = intents::forget_older_than(&mut conn, &key, age) {
+            return Reply::Answer(wire::refusal(failure));
+        }
+    }
+    // A 500 saved under the key, half of them after acting; a retry gets
+    // it again, replayed (`wire::refusal` of the kept `SavedFailure`).
+    // A key answered before is answered as before (its saved 500
+    // included), whatever the dice say now.
+    if rng.gen_bool(faults.saved_error_rate) && !intents::is_kept(&mut conn, &key).unwrap_or(true) {
+        if rng.gen_bool(0.5) {
+            let _made = record(&mut conn, parsed);
+        }
+        return Reply::Answer(match intents::save_failure(&mut conn, &key) {
+            Ok(()) => api_error("Simulated failure, saved under this key."),
+            Err(failure) => wire::refusal(failure),
+        });
+    }
     let answer = match record(&mut conn, parsed) {
         Ok(answer) => answer,
         Err(refusal) => return Reply::Answer(refusal),

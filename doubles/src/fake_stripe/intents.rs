@@ -10,8 +10,8 @@ use super::state::{Reply, State};
 use super::wire::{self, intent_object, invalid_request};
 use crate::{intents, refunds};
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    Payment, PaymentIntent,
+    parse_metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    IncrementIntent, ListIntents, Payment, PaymentIntent,
 };
 
 /// What the doubles answered, as Stripe answers it: a decline carries the
@@ -22,6 +22,8 @@ fn answer(
     result: Result<PaymentIntent, GatewayError>,
 ) -> Result<Response, Response> {
     match result {
+        Ok(intent) if intent.replayed => Ok(Response::json(200, &intent_object(&intent, None))
+            .with_header("Idempotent-Replayed", "true")),
         Ok(intent) => Ok(Response::json(200, &intent_object(&intent, None))),
         Err(GatewayError::Declined {
             code,
@@ -174,6 +176,80 @@ pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
             "resource_missing",
             format!("No such payment_intent: '{id}'"),
         ),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `GET /v1/payment_intents`: `created[gte]`, `customer`, `starting_after`
+/// and `limit`, newest first.
+pub fn list(state: &State, request: &Request) -> Response {
+    let listed = Form::from_query(&request.query).and_then(|query| {
+        let created_gte = match query.param("created[gte]") {
+            Some(seconds) => seconds
+                .parse::<i64>()
+                .ok()
+                .and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0))
+                .ok_or_else(|| {
+                    invalid_request(
+                        400,
+                        "parameter_invalid_integer",
+                        format!("Invalid integer: {seconds}"),
+                    )
+                })?,
+            None => chrono::DateTime::UNIX_EPOCH,
+        };
+        let limit = match query.param("limit") {
+            Some(limit) => limit
+                .parse::<u8>()
+                .ok()
+                .filter(|limit| (1..=ListIntents::MAX_LIMIT).contains(limit))
+                .ok_or_else(|| {
+                    invalid_request(
+                        400,
+                        "parameter_invalid_integer",
+                        "limit must be an integer from 1 to 100.",
+                    )
+                })?,
+            None => 10,
+        };
+        let list = ListIntents {
+            created_gte,
+            customer: query.param("customer"),
+            starting_after: query.param("starting_after"),
+            limit,
+        };
+        let mut conn = connection(state)?;
+        intents::list(&mut conn, &list, &state.intents).map_err(wire::refusal)
+    });
+    match listed {
+        Ok(page) => Response::json(200, &wire::intent_page(&page, false)),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `GET /v1/payment_intents/search`: `metadata['k']:'v'` clauses joined by
+/// `AND`, the only query this fake understands; a new intent is found only
+/// after the search lag.
+pub fn search(state: &State, request: &Request) -> Response {
+    let found = Form::from_query(&request.query).and_then(|query| {
+        let text = query.required("query")?;
+        let pairs = parse_metadata_query(&text).ok_or_else(|| {
+            invalid_request(
+                400,
+                "parameter_invalid",
+                "This fake searches by metadata['key']:'value' clauses joined by AND only.",
+            )
+        })?;
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let lag = state.config.faults.search_lag;
+        let mut conn = connection(state)?;
+        intents::search(&mut conn, &pairs, lag, &state.intents).map_err(wire::refusal)
+    });
+    match found {
+        Ok(page) => Response::json(200, &wire::intent_page(&page, true)),
         Err(refusal) => refusal,
     }
 }

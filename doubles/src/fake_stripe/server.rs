@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::{read_request, write_response, Request, Response};
-use super::state::{InFlight, Reply, SavedErrors, State};
+use super::state::{InFlight, Reply, State};
 use super::wire::{invalid_request, rate_limited};
 use super::{authentication_page, intents, refunds, webhooks};
 use crate::events::Double;
@@ -48,7 +48,6 @@ impl FakeGateway {
             config,
             pool,
             in_flight: InFlight::default(),
-            saved_errors: SavedErrors::default(),
         });
         // It serves for the rest of the process, as a server would.
         thread::Builder::new()
@@ -159,6 +158,9 @@ fn route(state: &State, request: &Request) -> Reply {
     if let Some(refusal) = authenticate(state, request) {
         return Reply::Answer(refusal);
     }
+    if (request.method.as_str(), request.path.as_str()) == ("GET", "/v1/payment_intents/search") {
+        return Reply::Answer(intents::search(state, request));
+    }
     if let Some(rest) = request.path.strip_prefix("/v1/payment_intents/") {
         return match (request.method.as_str(), rest.split_once('/')) {
             ("POST", Some((id, action))) => intents::act(state, request, id, action),
@@ -172,6 +174,7 @@ fn route(state: &State, request: &Request) -> Reply {
     }
     match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/v1/payment_intents") => intents::create(state, request),
+        ("GET", "/v1/payment_intents") => Reply::Answer(intents::list(state, request)),
         ("POST", "/v1/refunds") => refunds::create(state, request),
         ("GET", "/v1/refunds") => Reply::Answer(refunds::list(state, request)),
         (method, path) => Reply::Answer(invalid_request(

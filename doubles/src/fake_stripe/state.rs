@@ -1,5 +1,5 @@
 //! What every connection of a fake Stripe shares: its configuration and
-//! ledger, the keys in flight and the saved errors, where its events go;
+//! ledger, the keys in flight, where its events go;
 //! and what a handler does with its connection.
 
 use std::collections::HashSet;
@@ -23,9 +23,6 @@ pub struct State {
     /// Its PaymentIntents' authentication page is its own.
     pub intents: IntentSettings,
     pub in_flight: InFlight,
-    /// Keys whose answer was a saved 500 (Stripe keeps them 24 hours; the
-    /// fake, while it runs).
-    pub saved_errors: SavedErrors,
     /// Set at start (`--webhook-url`), or later by a test that learns the
     /// receiver's address only after the fake is running.
     pub(super) webhook: Mutex<Option<WebhookTarget>>,
@@ -41,19 +38,6 @@ impl State {
 /// one of them gets Stripe's 409 instead of racing the first.
 #[derive(Default)]
 pub struct InFlight(Mutex<HashSet<String>>);
-
-#[derive(Default)]
-pub struct SavedErrors(Mutex<HashSet<String>>);
-
-impl SavedErrors {
-    pub fn save(&self, key: String) {
-        self.0.lock().expect("saved errors").insert(key);
-    }
-
-    pub fn has(&self, key: &str) -> bool {
-        self.0.lock().expect("saved errors").contains(key)
-    }
-}
 
 pub struct InFlightGuard<'a> {
     keys: &'a InFlight,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::http::Response;
-use ridepay_gateway::{GatewayError, PaymentIntent, Refund};
+use ridepay_gateway::{GatewayError, IntentPage, PaymentIntent, Refund};
 
 /// A PaymentIntent: every required field of the schema, and the nullable
 /// ones ridepay's client reads.
@@ -51,7 +51,7 @@ pub fn intent_object(intent: &PaymentIntent, expanded: Option<i64>) -> IntentObj
         cancellation_reason: intent.cancellation_reason.clone(),
         client_secret: intent.client_secret.clone(),
         confirmation_method: "automatic",
-        created: chrono::Utc::now().timestamp(),
+        created: intent.created.timestamp(),
         currency: intent.currency.clone(),
         latest_charge,
         last_payment_error: intent.last_payment_error.as_ref().map(|error| {
@@ -154,6 +154,32 @@ pub fn refund_list(refunds: &[Refund]) -> Value {
     })
 }
 
+/// A page of PaymentIntents, as the list (`url`) or the search
+/// (`search_result`) answers.
+pub fn intent_page(page: &IntentPage, search: bool) -> Value {
+    let data: Vec<IntentObject> = page
+        .intents
+        .iter()
+        .map(|intent| intent_object(intent, None))
+        .collect();
+    if search {
+        json!({
+            "object": "search_result",
+            "data": data,
+            "has_more": page.has_more,
+            "next_page": null,
+            "url": "/v1/payment_intents/search",
+        })
+    } else {
+        json!({
+            "object": "list",
+            "data": data,
+            "has_more": page.has_more,
+            "url": "/v1/payment_intents",
+        })
+    }
+}
+
 /// A dispute of a PaymentIntent's charge, as its event carries it.
 pub fn dispute_object(intent: &PaymentIntent) -> Value {
     json!({
@@ -234,6 +260,14 @@ pub fn refusal(err: GatewayError) -> Response {
             invalid_request(400, code, message)
         }
         GatewayError::Misconfigured { reason } => error(400, "idempotency_error", None, reason),
+        // Stripe's answer to every retry after a 500 it saved.
+        GatewayError::SavedFailure { .. } => error(
+            500,
+            "api_error",
+            None,
+            "Simulated failure, saved under this key.",
+        )
+        .with_header("Idempotent-Replayed", "true"),
         other => api_error(other.to_string()),
     }
 }

@@ -12,6 +12,26 @@ use crate::schema::simulated_intent_calls;
 use ridepay_diesel_helpers::CacheStatement;
 use ridepay_gateway::GatewayError;
 
+/// What a call makes, marked as given again from its key's kept answer.
+pub(crate) trait Replayable {
+    fn replayed(self) -> Self;
+}
+
+impl Replayable for ridepay_gateway::PaymentIntent {
+    fn replayed(self) -> Self {
+        ridepay_gateway::PaymentIntent {
+            replayed: true,
+            ..self
+        }
+    }
+}
+
+impl Replayable for ridepay_gateway::Refund {
+    fn replayed(self) -> Self {
+        self
+    }
+}
+
 /// What a call answered, as kept with its key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +47,58 @@ pub(crate) enum Answer<T> {
     Rejected {
         message: String,
     },
+    /// A 500 saved under the key, answered to every retry.
+    SavedFailure,
+}
+
+/// The operation a failure saved before acting is kept under.
+const SAVED_FAILURE: &str = "saved_failure";
+
+/// Saves a 500 under `key`, as Stripe does with a request that failed once
+/// it began executing: in place of the answer of what the call made (a
+/// failure after acting), or alone (before acting). Every later call under
+/// the key is answered with it.
+pub fn save_failure(conn: &mut PgConnection, key: &str) -> Result<(), GatewayError> {
+    let answer = serde_json::to_value(Answer::<()>::SavedFailure).expect("answers serialise");
+    diesel::insert_into(simulated_intent_calls::table)
+        .values((
+            simulated_intent_calls::idempotency_key.eq(key),
+            simulated_intent_calls::operation.eq(SAVED_FAILURE),
+            simulated_intent_calls::parameters.eq(Value::Null),
+            simulated_intent_calls::answer.eq(&answer),
+        ))
+        .on_conflict(simulated_intent_calls::idempotency_key)
+        .do_update()
+        .set(simulated_intent_calls::answer.eq(&answer))
+        .execute(conn)
+        .map_err(storage)?;
+    Ok(())
+}
+
+/// Whether anything is kept under `key`: a call under it is answered from
+/// that, not made afresh.
+pub fn is_kept(conn: &mut PgConnection, key: &str) -> Result<bool, GatewayError> {
+    diesel::select(diesel::dsl::exists(simulated_intent_calls::table.find(key)))
+        .get_result(conn)
+        .map_err(storage)
+}
+
+/// Forgets `key` if it was first used longer than `age` ago, as Stripe
+/// forgets a key after 24 hours: a call under it then acts afresh.
+pub fn forget_older_than(
+    conn: &mut PgConnection,
+    key: &str,
+    age: std::time::Duration,
+) -> Result<(), GatewayError> {
+    let cutoff = chrono::Utc::now() - chrono::Duration::from_std(age).unwrap_or_default();
+    diesel::delete(
+        simulated_intent_calls::table
+            .filter(simulated_intent_calls::idempotency_key.eq(key))
+            .filter(simulated_intent_calls::created_at.le(cutoff)),
+    )
+    .execute(conn)
+    .map_err(storage)?;
+    Ok(())
 }
 
 /// The answer to keep for `result`, as JSON: `None` for a failure that is
@@ -69,6 +141,9 @@ impl<T> Answer<T> {
                 payment_intent,
             }),
             Answer::Rejected { message } => Err(GatewayError::Rejected { message }),
+            Answer::SavedFailure => Err(GatewayError::SavedFailure {
+                reason: "simulated failure, saved under the key".to_owned(),
+            }),
         }
     }
 }
@@ -102,9 +177,14 @@ impl<'a> Call<'a> {
     /// The answer kept for the key: the same operation and parameters get it
     /// again; others, an error an operator must look at, as Stripe's
     /// `idempotency_error` is.
-    pub(crate) fn replay<T: DeserializeOwned>(&self, kept: KeptCall) -> Result<T, GatewayError> {
+    pub(crate) fn replay<T: DeserializeOwned + Replayable>(
+        &self,
+        kept: KeptCall,
+    ) -> Result<T, GatewayError> {
         let key = self.key;
-        if kept.operation != self.operation || kept.parameters != self.parameters {
+        // Stripe answers its saved 500 whatever the retry's parameters.
+        let same_call = kept.operation == self.operation && kept.parameters == self.parameters;
+        if kept.operation != SAVED_FAILURE && !same_call {
             return Err(GatewayError::Misconfigured {
                 reason: format!(
                     "idempotency_error: key {key} was first used for {} with other parameters",
@@ -116,7 +196,7 @@ impl<'a> Call<'a> {
             serde_json::from_value(kept.answer).map_err(|err| GatewayError::Misconfigured {
                 reason: format!("unreadable kept answer for key {key}: {err}"),
             })?;
-        answer.into_result()
+        answer.into_result().map(Replayable::replayed)
     }
 
     pub(crate) fn kept(&self, conn: &mut PgConnection) -> QueryResult<Option<KeptCall>> {
@@ -130,7 +210,7 @@ impl<'a> Call<'a> {
 
     /// The answer another call kept under the key first, as it answers
     /// this one.
-    pub(crate) fn answered_meanwhile<T: DeserializeOwned>(
+    pub(crate) fn answered_meanwhile<T: DeserializeOwned + Replayable>(
         &self,
         conn: &mut PgConnection,
     ) -> Result<T, GatewayError> {
@@ -165,7 +245,7 @@ impl<'a> Call<'a> {
     /// `result`, its answer kept by `write` with what it makes (false when
     /// another call under the key answered first, and `write` wrote
     /// nothing); else that other call's answer.
-    pub(crate) fn answer_once<T: Clone + Serialize + DeserializeOwned>(
+    pub(crate) fn answer_once<T: Clone + Serialize + DeserializeOwned + Replayable>(
         &self,
         conn: &mut PgConnection,
         result: Result<T, GatewayError>,

@@ -101,9 +101,9 @@ pub(crate) fn create(
              amount_capturable_cents, amount_received_cents, currency, customer, payment_method, \
              capture_method, return_url, status, latest_charge, last_error_code, \
              last_error_decline_code, last_error_message, authorization_expires_at, settles_at, \
-             metadata, gateway) \
+             metadata, gateway, created_at) \
              VALUES ($8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-                 $23, $24, $25, $26) \
+                 $23, $24, $25, $26, $27) \
              RETURNING id, gateway"
         ),
         &[intent.status],
@@ -128,6 +128,7 @@ pub(crate) fn create(
     .bind::<Nullable<Timestamptz>, _>(intent.settles_at)
     .bind::<Jsonb, _>(&intent.metadata)
     .bind::<Text, _>(intent.gateway)
+    .bind::<Timestamptz, _>(intent.created_at)
     .cached_as(create)
     .get_result(conn);
     wrote(written)

@@ -68,6 +68,10 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         metadata: json!(metadata),
         gateway: settings.double,
         disputed: false,
+        // Whole seconds, as Stripe's `created`: the answer and every later
+        // read agree.
+        created_at: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
+            .unwrap_or_default(),
     })
 }
 

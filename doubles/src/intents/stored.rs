@@ -40,6 +40,8 @@ pub(crate) struct StoredIntent {
     pub(crate) metadata: Value,
     pub(crate) gateway: Double,
     pub(crate) disputed: bool,
+    /// When it was made, in whole seconds as Stripe's `created`.
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 impl StoredIntent {
@@ -59,6 +61,7 @@ impl StoredIntent {
         });
         PaymentIntent {
             id: self.id.clone(),
+            created: self.created_at,
             status: self.status,
             amount_cents: self.amount_cents,
             amount_capturable_cents: self.amount_capturable_cents,
@@ -72,6 +75,7 @@ impl StoredIntent {
             cancellation_reason: self.cancellation_reason.clone(),
             disputed: self.disputed,
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
+            replayed: false,
         }
     }
 }

@@ -10,8 +10,8 @@ use super::{intents, refunds};
 use crate::config::{ApiKey, StripeSettings};
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, Payment,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    metadata_query, CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent,
+    IntentPage, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct StripeGateway {
@@ -59,15 +59,17 @@ impl StripeGateway {
     }
 
     /// One form-encoded POST under `idempotency_key`, its 2xx body read by
-    /// `accepted`; transient failures logged with the key.
+    /// `accepted` (told whether Stripe replayed it); transient failures
+    /// logged with the key.
     fn post<T>(
         &self,
         url: &str,
         idempotency_key: &str,
         form: Vec<(String, String)>,
-        accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+        accepted: impl FnOnce(&[u8], bool) -> Result<T, GatewayError>,
     ) -> Result<T, GatewayError> {
-        let accepted = |answer: &Answer| outcome::classify(answer, accepted);
+        let accepted =
+            |answer: &Answer| outcome::classify(answer, |body| accepted(body, answer.replayed));
         let result = self
             .authorized(self.agent.post(url))
             .header("Idempotency-Key", idempotency_key)
@@ -147,7 +149,7 @@ impl PaymentGateway for StripeGateway {
             &self.intents_url,
             &request.idempotency_key,
             intents::create_form(request),
-            intents::payment_intent,
+            intents::answered_intent,
         )
     }
 
@@ -156,7 +158,7 @@ impl PaymentGateway for StripeGateway {
             &format!("{}/{}/capture", self.intents_url, request.intent_id),
             &request.idempotency_key,
             intents::capture_form(request),
-            intents::payment_intent,
+            intents::answered_intent,
         )
     }
 
@@ -168,7 +170,7 @@ impl PaymentGateway for StripeGateway {
             ),
             &request.idempotency_key,
             intents::increment_form(request),
-            intents::payment_intent,
+            intents::answered_intent,
         )
     }
 
@@ -177,7 +179,7 @@ impl PaymentGateway for StripeGateway {
             &format!("{}/{}/cancel", self.intents_url, request.intent_id),
             &request.idempotency_key,
             intents::cancel_form(request),
-            intents::payment_intent,
+            intents::answered_intent,
         )
     }
 
@@ -195,7 +197,7 @@ impl PaymentGateway for StripeGateway {
             &self.refunds_url,
             &request.idempotency_key,
             refunds::refund_form(request),
-            refunds::refund,
+            |body, _replayed| refunds::refund(body),
         )
     }
 
@@ -207,6 +209,33 @@ impl PaymentGateway for StripeGateway {
                 refunds::refund_list,
             )?
             .unwrap_or_default())
+    }
+
+    fn list_intents(&self, request: &ListIntents) -> Result<IntentPage, GatewayError> {
+        let query = intents::list_query(request);
+        let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.get(&self.intents_url, &query, intents::intent_page)?
+            .ok_or_else(|| missing_list("PaymentIntents"))
+    }
+
+    fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError> {
+        let query = metadata_query(metadata);
+        let limit = ListIntents::MAX_LIMIT.to_string();
+        self.get(
+            &format!("{}/search", self.intents_url),
+            &[("query", &query), ("limit", &limit)],
+            intents::intent_page,
+        )?
+        .ok_or_else(|| missing_list("PaymentIntent search"))
+    }
+}
+
+/// A 404 for a list: not Stripe at `STRIPE_API_BASE`, or a starting point
+/// Stripe no longer has. A failed lookup proves nothing.
+fn missing_list(what: &str) -> GatewayError {
+    GatewayError::Unavailable {
+        reason: format!("Stripe answered 404 to a {what} request"),
+        retry_after: None,
     }
 }
 

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::wire::ListObject;
 use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentStatus, NextAction, PaymentError, PaymentIntent,
+    IntentPage, IntentStatus, ListIntents, NextAction, PaymentError, PaymentIntent,
 };
 
 /// A form body, in Stripe's `a[b]` notation.
@@ -73,6 +74,7 @@ pub const NEWER_PARAMETERS: &[&str] =
 #[derive(Debug, Deserialize)]
 struct IntentObject {
     id: String,
+    created: i64,
     status: String,
     amount: i64,
     #[serde(default)]
@@ -119,6 +121,23 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
     };
     let object: IntentObject =
         serde_json::from_slice(body).map_err(|err| unreadable(err.to_string()))?;
+    intent_of(object)
+}
+
+/// A POST's PaymentIntent, and whether Stripe answered it from what it
+/// saved under the key (`Idempotent-Replayed: true`).
+pub fn answered_intent(body: &[u8], replayed: bool) -> Result<PaymentIntent, GatewayError> {
+    Ok(PaymentIntent {
+        replayed,
+        ..payment_intent(body)?
+    })
+}
+
+/// What ridepay reads of a PaymentIntent object.
+fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
+    let unreadable = |why: String| GatewayError::OutcomeUnknown {
+        reason: format!("unreadable PaymentIntent from Stripe: {why}"),
+    };
     let status = IntentStatus::parse(&object.status)
         .ok_or_else(|| unreadable(format!("status {:?}", object.status)))?;
     let capture_method = match object.capture_method.as_str() {
@@ -138,8 +157,11 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
         ),
         _ => (None, false),
     };
+    let created = chrono::DateTime::from_timestamp(object.created, 0)
+        .ok_or_else(|| unreadable(format!("created {}", object.created)))?;
     Ok(PaymentIntent {
         id: object.id,
+        created,
         status,
         amount_cents: object.amount,
         amount_capturable_cents: object.amount_capturable,
@@ -161,6 +183,40 @@ pub fn payment_intent(body: &[u8]) -> Result<PaymentIntent, GatewayError> {
         cancellation_reason: object.cancellation_reason,
         disputed,
         metadata: object.metadata,
+        replayed: false,
+    })
+}
+
+/// The query of `GET /v1/payment_intents`: `created[gte]` in whole
+/// seconds (rounded down, so nothing created in the second is missed).
+pub fn list_query(request: &ListIntents) -> Vec<(&'static str, String)> {
+    let mut query = vec![
+        ("created[gte]", request.created_gte.timestamp().to_string()),
+        ("limit", request.limit.to_string()),
+    ];
+    query.extend(request.customer.iter().map(|c| ("customer", c.clone())));
+    query.extend(
+        request
+            .starting_after
+            .iter()
+            .map(|id| ("starting_after", id.clone())),
+    );
+    query
+}
+
+/// A page of PaymentIntents: a list (`"object": "list"`) or a search
+/// result (`"object": "search_result"`), read alike.
+pub fn intent_page(body: &[u8]) -> Result<IntentPage, GatewayError> {
+    let page: ListObject<IntentObject> = serde_json::from_slice(body)
+        .map_err(|err| super::outcome::unreadable("PaymentIntent list", err))?;
+    let intents = page
+        .data
+        .into_iter()
+        .map(intent_of)
+        .collect::<Result<_, _>>()?;
+    Ok(IntentPage {
+        intents,
+        has_more: page.has_more,
     })
 }
 

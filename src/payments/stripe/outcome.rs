@@ -71,15 +71,12 @@ pub fn classify<T>(
                 retry_after: Some(answer.retry_after.unwrap_or(DEFAULT_RETRY_AFTER)),
             })
         }
-        // Stripe saved a failure under this key and will answer it forever
-        // (for 24 hours): no retry can learn what happened. An operator looks
-        // the payment up by its metadata.
+        // Stripe saved a failure under this key and will answer it to every
+        // retry (for 24 hours): no retry can learn what happened, and
+        // reconciliation finds out by listing what Stripe made.
         500.. if answer.replayed => {
-            return Err(GatewayError::Misconfigured {
-                reason: described(
-                    "Stripe answers a failure it saved under this key; look the payment \
-                     up by its metadata (ride_id, idempotency_key_id) before settling it",
-                ),
+            return Err(GatewayError::SavedFailure {
+                reason: described("Stripe answers a failure it saved under this key"),
             })
         }
         // Stripe says a retry cannot help: an operator must look.
@@ -319,13 +316,17 @@ mod tests {
             failed(Some(true), false),
             Err(GatewayError::OutcomeUnknown { reason }) if reason.contains("Stripe request req_7Ab")
         ));
-        for (should_retry, replayed) in [(Some(false), false), (Some(true), true), (None, true)] {
+        assert!(matches!(
+            failed(Some(false), false),
+            Err(GatewayError::Misconfigured { reason }) if reason.contains("req_7Ab")
+        ));
+        for should_retry in [Some(false), Some(true), None] {
             assert!(
                 matches!(
-                    failed(should_retry, replayed),
-                    Err(GatewayError::Misconfigured { reason }) if reason.contains("req_7Ab")
+                    failed(should_retry, true),
+                    Err(GatewayError::SavedFailure { reason }) if reason.contains("req_7Ab")
                 ),
-                "{should_retry:?} {replayed}"
+                "{should_retry:?}"
             );
         }
     }

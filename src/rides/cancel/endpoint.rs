@@ -10,9 +10,9 @@ use super::recovery_point::RecoveryPoint;
 use super::request::CancelParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
 use crate::idempotency::{Finishing, Lease, StoredResponse};
-use crate::payments::{derived_key, CancelIntent, PaymentGateway};
+use crate::payments::{derived_key, CancelIntent, IntentStatus, PaymentGateway};
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, Answer, TakeRide};
 use crate::rides::model::{self, Ride, RideStatus};
@@ -82,6 +82,29 @@ impl Phases for CancelPhases<'_> {
             self.params,
         )?;
         Ok(Called::Answered(ride, answer))
+    }
+
+    /// The cancellation or the fee's capture, judged from the
+    /// PaymentIntent now.
+    fn look_up(
+        &self,
+        lease: &CancelLease,
+        _point: RecoveryPoint,
+        ride: Option<Ride>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let ride = lifecycle::ride_taken(
+            ride,
+            &self.context.pool,
+            self.params.ride_id,
+            lease.key_id(),
+        )?;
+        let done = match self.params.cancellation_fee_cents {
+            0 => IntentStatus::Canceled,
+            _ => IntentStatus::Succeeded,
+        };
+        lifecycle::judged(self.context.gateway.as_ref(), ride, |now| {
+            now.status == done
+        })
     }
 
     fn record(

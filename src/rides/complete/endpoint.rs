@@ -11,10 +11,11 @@ use super::recovery_point::RecoveryPoint;
 use super::request::CompleteParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Phases, Transition};
+use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
 use crate::idempotency::{Finishing, Lease, StoredResponse};
 use crate::payments::{
-    self, derived_key, Final, GatewayError, IncrementIntent, PaymentGateway, PaymentIntent,
+    self, derived_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
+    PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, Answer, TakeRide};
@@ -102,6 +103,40 @@ impl Phases for CompletePhases<'_> {
             )?),
         };
         Ok(Called::Answered(ride, answered))
+    }
+
+    /// The raise or the capture, judged from the PaymentIntent now.
+    fn look_up(
+        &self,
+        lease: &CompleteLease,
+        point: RecoveryPoint,
+        ride: Option<Ride>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let ride = lifecycle::ride_taken(
+            ride,
+            &self.context.pool,
+            self.params.ride_id,
+            lease.key_id(),
+        )?;
+        let gateway = self.context.gateway.as_ref();
+        let total = self.params.final_amount_cents;
+        // From CompletionStarted, the call made is the capture when the
+        // hold covers the fare: the key stays stored there
+        // (`Called::NotNeeded`).
+        Ok(match point {
+            RecoveryPoint::CompletionStarted if !covered(&ride, self.params) => {
+                lifecycle::judged(gateway, ride, |now| now.amount_cents >= total)?.map(|answer| {
+                    match answer {
+                        Answer::Made(raised) => Answered::Raise(Final::Made(raised)),
+                        Answer::Lapsed(_) | Answer::Refused(..) => {
+                            Answered::Raise(Final::Refused(lookup::never_made()))
+                        }
+                    }
+                })
+            }
+            _ => lifecycle::judged(gateway, ride, |now| now.status == IntentStatus::Succeeded)?
+                .map(Answered::Capture),
+        })
     }
 
     fn record(

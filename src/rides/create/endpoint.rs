@@ -12,11 +12,11 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Phases, Transition};
-use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
+use crate::idempotency::{DerivedFrom, Finishing, Lease, StoredResponse};
 use crate::payments::{
-    self, call_metadata, derived_key, CreateIntent, Final, GatewayError, PaymentGateway,
-    PaymentIntent,
+    self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
+    IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
@@ -99,13 +99,41 @@ impl Phases for RidePhases<'_> {
             None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
         };
         // No pooled connection is held while the gateway works.
-        let answer = pay(
-            self.context.gateway.as_ref(),
-            self.context.installation_id,
-            lease,
-            &ride,
-        );
+        let gateway = self.context.gateway.as_ref();
+        let answer = pay(gateway, self.context.installation_id, lease, &ride)
+            .and_then(|intent| reread_if_replayed(gateway, intent));
         Ok(Called::Answered(ride, payments::final_answer(answer)?))
+    }
+
+    /// Any generation's PaymentIntent, from the gateway's lists.
+    fn look_up(
+        &self,
+        lease: &RideLease,
+        _point: RecoveryPoint,
+        ride: Option<Ride>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let ride = match ride {
+            Some(ride) => ride,
+            None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
+        };
+        let call = payment_metadata(self.context.installation_id, lease, &ride);
+        let made = lookup::intents_made(
+            self.context.gateway.as_ref(),
+            &call,
+            ride.created_at,
+            ride.customer.as_deref(),
+        )?;
+        Ok(match made.into_iter().next() {
+            // A decline, as its answer would have said it.
+            Some(intent) if intent.status == IntentStatus::RequiresPaymentMethod => {
+                Found::Made(ride, Final::Refused(declined(intent)))
+            }
+            Some(intent) => Found::Made(ride, Final::Made(intent)),
+            None => Found::Absent {
+                known: ride,
+                refused: Final::Refused(lookup::never_made()),
+            },
+        })
     }
 
     /// RideCreated -> ChargeCompleted, or Finished for a payment that
@@ -113,11 +141,19 @@ impl Phases for RidePhases<'_> {
     fn record(
         &self,
         conn: &mut PgConnection,
-        _lease: &RideLease,
+        lease: &RideLease,
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
         let recorded = match answer {
+            Final::Made(intent) if intent.replayed && released(conn, lease)? => {
+                Final::Refused(GatewayError::Rejected {
+                    message: format!(
+                        "PaymentIntent {} was released by reconciliation: no ride recorded it",
+                        intent.id
+                    ),
+                })
+            }
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };
@@ -141,10 +177,61 @@ impl Phases for RidePhases<'_> {
         answer: &Final<PaymentIntent>,
     ) -> Result<Option<Finishing>, ServiceError> {
         match answer {
-            Final::Made(intent) => payment_finishing(ride, intent),
-            Final::Refused(_) => Ok(None),
+            // An answer given again may be of a payment since released:
+            // `record` looks.
+            Final::Made(intent) if !intent.replayed => payment_finishing(ride, intent),
+            Final::Made(_) | Final::Refused(_) => Ok(None),
         }
     }
+}
+
+/// A create answered from what the gateway saved under its key is of the
+/// PaymentIntent as it was then: read again, as it is now (a hold since
+/// cancelled by reconciliation is then a rejection). Still marked
+/// replayed, so that `record` checks for its tombstone.
+fn reread_if_replayed(
+    gateway: &dyn PaymentGateway,
+    intent: PaymentIntent,
+) -> Result<PaymentIntent, GatewayError> {
+    if !intent.replayed {
+        return Ok(intent);
+    }
+    Ok(match gateway.retrieve_intent(&intent.id)? {
+        Some(now) => PaymentIntent {
+            replayed: true,
+            ..now
+        },
+        None => intent,
+    })
+}
+
+/// The decline a PaymentIntent left behind, as the create's answer says it.
+fn declined(intent: PaymentIntent) -> GatewayError {
+    let error = intent.last_payment_error.unwrap_or(payments::PaymentError {
+        code: None,
+        decline_code: None,
+        message: None,
+    });
+    GatewayError::Declined {
+        code: error.code.unwrap_or_else(|| "card_declined".to_owned()),
+        decline_code: error.decline_code,
+        message: error
+            .message
+            .unwrap_or_else(|| "Your card was declined.".to_owned()),
+        payment_intent: Some(intent.id),
+    }
+}
+
+/// Whether reconciliation released the key's payment, decided under the
+/// lock it decides under (`payments::released`).
+fn released(conn: &mut PgConnection, lease: &RideLease) -> Result<bool, ServiceError> {
+    let DerivedFrom::Request(ridepay_key) = lease.gateway_calls().from else {
+        // Version 1 payments name no `ridepay_key`: never released.
+        return Ok(false);
+    };
+    let ridepay_key = ridepay_key.to_hex();
+    released::lock(conn, &ridepay_key)?;
+    Ok(released::is_released(conn, &ridepay_key)?)
 }
 
 /// Names this endpoint's effect in its derived gateway keys. Not the
@@ -221,12 +308,22 @@ pub fn pay(
         payment_method: ride.payment_method.clone(),
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: call_metadata(installation_id, lease.gateway_calls(), || {
-            vec![
-                ("ride_id", ride.id.to_string()),
-                ("idempotency_key_id", lease.key_id().to_string()),
-            ]
-        }),
+        metadata: payment_metadata(installation_id, lease, ride),
+    })
+}
+
+/// The metadata of the ride's PaymentIntent, by which reconciliation finds
+/// it.
+fn payment_metadata(
+    installation_id: uuid::Uuid,
+    lease: &RideLease,
+    ride: &Ride,
+) -> Vec<(String, String)> {
+    call_metadata(installation_id, lease.gateway_calls(), || {
+        vec![
+            ("ride_id", ride.id.to_string()),
+            ("idempotency_key_id", lease.key_id().to_string()),
+        ]
     })
 }
 

@@ -167,10 +167,12 @@ async fn kill_at_random(
     }
 }
 
-/// Every instance: short lease and completer interval, so abandoned keys are
-/// taken over and finished within the campaign; the outbox on; no reaper; no
-/// per-key rate limit (one user sends everything, and the limiter is not what
-/// the campaign tests).
+/// Every instance: short lease, completer and reconciliation intervals, so
+/// abandoned keys are taken over and finished, and keys whose answer the
+/// gateway saved as a 500 resolved, within the campaign (reconciliation looks
+/// them up at once, and releases a payment no ride records after 10 s); the
+/// outbox on; no reaper; no per-key rate limit (one user sends everything,
+/// and the limiter is not what the campaign tests).
 fn instance_env() -> Vec<(String, String)> {
     vec![
         var("HTTP_WORKERS", 2),
@@ -180,6 +182,10 @@ fn instance_env() -> Vec<(String, String)> {
         var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
         var("COMPLETER_ENABLED", true),
         var("COMPLETER_INTERVAL_SECS", 1),
+        var("RECONCILE_ENABLED", true),
+        var("RECONCILE_INTERVAL_SECS", 1),
+        var("RECONCILE_SEARCH_LAG_SECS", 0),
+        var("RECONCILE_ORPHAN_GRACE_SECS", 10),
         var("OUTBOX_ENABLED", true),
         var("OUTBOX_INTERVAL_SECS", 1),
         var("REAPER_ENABLED", false),

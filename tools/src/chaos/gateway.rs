@@ -56,6 +56,10 @@ impl Gateway {
                 options.lost_response_rate,
             ),
             var("SIMULATED_GATEWAY_RATE_LIMIT_RATE", options.rate_limit_rate),
+            var(
+                "SIMULATED_GATEWAY_SAVED_ERROR_RATE",
+                options.saved_error_rate,
+            ),
         ];
         if options.gateway == GatewayChoice::Simulated {
             return Ok(Gateway {
@@ -71,10 +75,6 @@ impl Gateway {
         let webhook_address = format!("127.0.0.1:{}", fixed_port()?);
         let mut fake_env = faults;
         fake_env.extend([
-            var(
-                "SIMULATED_GATEWAY_SAVED_ERROR_RATE",
-                options.saved_error_rate,
-            ),
             var("FAKE_GATEWAY_API_KEY", API_KEY),
             var("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET),
         ]);

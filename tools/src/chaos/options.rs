@@ -46,11 +46,10 @@ pub struct Options {
     /// Share of gateway calls answered with a rate limit (429 from the fake).
     #[arg(long, default_value_t = 0.02)]
     pub rate_limit_rate: f64,
-    /// Share of calls the fake answers 500 and saves that answer under the
-    /// key (`--gateway stripe` only). ridepay leaves such a key to an
-    /// operator, as no retry can learn what Stripe did, so the audit reports
-    /// each one as a key not finished: off by default.
-    #[arg(long, default_value_t = 0.0)]
+    /// Share of gateway calls answered with a 500 saved under the key and
+    /// replayed to every retry, as Stripe does (half before acting, half
+    /// after): reconciliation resolves each such key.
+    #[arg(long, default_value_t = 0.02)]
     pub saved_error_rate: f64,
     /// Delay of every gateway call.
     #[arg(long, default_value_t = 10)]

@@ -123,6 +123,18 @@ impl Summary<'_> {
             "refunds at the gateway (not failed or cancelled)",
             self.audit.gateway_refunds.to_string(),
         );
+        row(
+            "500s the gateway saved under a key",
+            self.audit.saved_failures.to_string(),
+        );
+        row(
+            "calls reconciliation sent again (next generation)",
+            self.audit.generations_reissued.to_string(),
+        );
+        row(
+            "payments reconciliation released",
+            self.audit.payments_released.to_string(),
+        );
         for check in CHECKS {
             row(
                 &format!("violation: {check}"),

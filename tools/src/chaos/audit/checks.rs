@@ -12,12 +12,16 @@ pub(crate) fn count_status(intents: &[IntentRow], status: &str) -> usize {
 
 /// From the gateway's side: every PaymentIntent names a request, one per
 /// request (the client key and what it asked: `ridepay_key`) and per ride,
-/// each payment on a captured ride, each decline on a declined one.
+/// each payment on a captured ride, each decline on a declined one, and
+/// each one a ride records unless reconciliation released it.
 pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
     let rides_naming = records.rides_naming();
     let mut per_request: BTreeMap<&str, usize> = BTreeMap::new();
     for intent in &records.intents {
+        let released = records.released.contains(&intent.id);
         match &intent.ridepay_key {
+            // A payment released is no longer one of its request's.
+            Some(_) if released => {}
             Some(ridepay_key) => *per_request.entry(ridepay_key).or_default() += 1,
             None => report.flag(CHECKS[0], format!("{} names no request", intent.id)),
         }
@@ -37,8 +41,13 @@ pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
         let paid_by_a_ride = rides_naming
             .get(intent.id.as_str())
             .is_some_and(|rides| rides.iter().any(|r| r.paid()));
-        if intent.status == SUCCEEDED && !paid_by_a_ride {
+        if intent.status == SUCCEEDED && !paid_by_a_ride && !released {
             report.flag(CHECKS[1], described());
+        }
+        // A decline or a cancelled intent holds nothing.
+        let holds_or_took = ![DECLINED, "canceled"].contains(&intent.status.as_str());
+        if holds_or_took && !rides_naming.contains_key(intent.id.as_str()) && !released {
+            report.flag(CHECKS[18], described());
         }
         if intent.status == DECLINED && !named_by("payment_declined") {
             report.flag(

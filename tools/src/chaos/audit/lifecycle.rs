@@ -108,8 +108,13 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
             report.flag(
                 CHECKS[10],
                 format!(
-                    "ride {} captured {} of {} authorized",
-                    ride.id, ride.amount_captured_cents, ride.amount_authorized_cents
+                    "ride {} ({}, {} of {}) captured {} of {} authorized",
+                    ride.id,
+                    ride.status,
+                    ride.capture_method,
+                    ride.amount_cents,
+                    ride.amount_captured_cents,
+                    ride.amount_authorized_cents
                 ),
             );
         }

@@ -45,7 +45,8 @@ pub fn audit(
         intents: diesel::sql_query(
             "SELECT id, amount_cents, amount_capturable_cents, amount_received_cents, status, \
              metadata->>'ridepay_key' AS ridepay_key \
-             FROM simulated_payment_intents WHERE gateway = $1 AND created_at >= $2",
+             FROM simulated_payment_intents \
+             WHERE gateway = $1 AND created_at >= date_trunc('second', $2)",
         )
         .bind::<Text, _>(ledger.gateway)
         .bind::<Timestamptz, _>(started)
@@ -54,6 +55,13 @@ pub fn audit(
         gateway_refunds: lifecycle::gateway_refunds(ledger, started)?,
         refunds: lifecycle::refunds(conn, user_id)?,
         ride_records: lifecycle::ride_records(conn, user_id)?,
+        released: diesel::sql_query(
+            "SELECT payment_intent_id FROM released_payments WHERE released_at IS NOT NULL",
+        )
+        .load::<records::Released>(conn)?
+        .into_iter()
+        .map(|released| released.payment_intent_id)
+        .collect(),
     };
     let events_applied = diesel::sql_query(
         "SELECT count(*) AS count FROM stripe_events \
@@ -75,6 +83,21 @@ pub fn audit(
             .iter()
             .map(|total| total.count)
             .sum(),
+        saved_failures: diesel::sql_query(
+            "SELECT count(*) AS count FROM simulated_intent_calls \
+             WHERE answer = '\"saved_failure\"' AND created_at >= $1",
+        )
+        .bind::<Timestamptz, _>(started)
+        .get_result::<Count>(&mut ledger.conn)?
+        .count,
+        generations_reissued: diesel::sql_query(
+            "SELECT coalesce(sum(call_generation), 0)::bigint AS count FROM idempotency_keys \
+             WHERE user_id = $1",
+        )
+        .bind::<BigInt, _>(user_id)
+        .get_result::<Count>(conn)?
+        .count,
+        payments_released: records.released.len(),
         ..AuditReport::default()
     };
     check_intents(&mut report, &records);

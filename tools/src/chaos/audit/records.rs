@@ -1,7 +1,7 @@
 //! What the audit reads: the keys, rides and PaymentIntents of a run, and
 //! the gateway's own records, indexed the ways the checks look them up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
@@ -92,6 +92,13 @@ pub struct Ledger {
     pub gateway: &'static str,
 }
 
+/// PaymentIntents reconciliation released.
+#[derive(QueryableByName)]
+pub(crate) struct Released {
+    #[diesel(sql_type = Text)]
+    pub(crate) payment_intent_id: String,
+}
+
 /// Keys of `user_id` not yet finished, for waiting on the completer.
 pub fn unfinished_keys(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<i64> {
     Ok(diesel::sql_query(
@@ -116,6 +123,9 @@ pub(crate) struct Records {
     pub(crate) refunds: Vec<RideTotal>,
     /// Audit records about rides, per ride and action.
     pub(crate) ride_records: Vec<ActionCount>,
+    /// PaymentIntents no ride recorded, which reconciliation released
+    /// (cancelled or refunded).
+    pub(crate) released: HashSet<String>,
 }
 
 impl Records {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 18] = [
+pub const CHECKS: [&str; 19] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -21,6 +21,7 @@ pub const CHECKS: [&str; 18] = [
     "refunds beyond what was captured",
     "rides left taken by a finished key",
     "ride transitions applied more than once",
+    "payments no ride records that were not released",
 ];
 
 #[derive(Debug, Default)]
@@ -38,6 +39,12 @@ pub struct AuditReport {
     /// the checks of completions, cancellations and refunds looked at.
     pub capture_calls: i64,
     pub gateway_refunds: i64,
+    /// 500s the gateway saved under a key and replayed to its retries, the
+    /// calls reconciliation sent again under a later generation's key, and
+    /// the payments it released.
+    pub saved_failures: i64,
+    pub generations_reissued: i64,
+    pub payments_released: usize,
 }
 
 impl AuditReport {

@@ -192,6 +192,7 @@ fn records() -> Records {
             records_of(5, "ride.cancellation_started", 1),
             records_of(5, "ride.canceled", 1),
         ],
+        released: Default::default(),
     }
 }
 
@@ -234,7 +235,26 @@ fn every_ride_as_the_campaign_leaves_it_passes() {
 #[test]
 fn a_second_payment_for_a_key_is_a_duplicate_and_an_orphan() {
     let found = violations_after(|records| records.intents.push(intent("pi_1b", SUCCEEDED, 1)));
-    assert_eq!(found, BTreeMap::from([(CHECKS[0], 1), (CHECKS[1], 1)]));
+    assert_eq!(
+        found,
+        BTreeMap::from([(CHECKS[0], 1), (CHECKS[1], 1), (CHECKS[18], 1)])
+    );
+}
+
+#[test]
+fn a_second_payment_for_a_key_that_reconciliation_released_is_neither() {
+    let found = violations_after(|records| {
+        records.intents.push(intent("pi_1b", SUCCEEDED, 1));
+        records.released.insert("pi_1b".to_owned());
+    });
+    assert_eq!(found, BTreeMap::new());
+}
+
+#[test]
+fn a_hold_no_ride_records_is_flagged() {
+    let found =
+        violations_after(|records| records.intents.push(intent("pi_9", "requires_capture", 9)));
+    assert_eq!(found, BTreeMap::from([(CHECKS[18], 1)]));
 }
 
 #[test]

@@ -1,0 +1,2 @@
+DROP INDEX simulated_intent_calls_created_at;
+DROP INDEX simulated_payment_intents_listed;

@@ -1,0 +1,110 @@
+//! What a call made, found in the gateway's lists when its answer was a
+//! failure saved under its key: reconciliation's lookups. A list never
+//! lags, so what it does not show was not made; search may find sooner,
+//! but proves nothing absent. A lookup that fails proves nothing either.
+
+use std::collections::BTreeMap;
+use std::thread;
+
+use chrono::{DateTime, Utc};
+
+use super::derived_key::GENERATION;
+use super::outcome::unavailable;
+use crate::service_error::ServiceError;
+use ridepay_gateway::{GatewayError, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund};
+
+/// How long before its ride the gateway may have dated a PaymentIntent
+/// (its clock against the database's).
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
+
+/// Whether `metadata` carries every pair of `call`'s metadata but its
+/// generation: any generation of the call.
+pub fn of_call(metadata: &BTreeMap<String, String>, call: &[(String, String)]) -> bool {
+    call.iter()
+        .filter(|(name, _)| name != GENERATION)
+        .all(|(name, value)| metadata.get(name) == Some(value))
+}
+
+/// The PaymentIntents, of any generation, that a create whose metadata is
+/// `call` made since `since` (for `customer`, when the call named one),
+/// newest first: found by search first, else proven by listing every page.
+pub fn intents_made(
+    gateway: &dyn PaymentGateway,
+    call: &[(String, String)],
+    since: DateTime<Utc>,
+    customer: Option<&str>,
+) -> Result<Vec<PaymentIntent>, ServiceError> {
+    let pairs: Vec<(&str, &str)> = call
+        .iter()
+        .filter(|(name, _)| name != GENERATION)
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let searched = patiently(|| gateway.search_intents(&pairs))?;
+    let found: Vec<PaymentIntent> = searched
+        .intents
+        .into_iter()
+        .filter(|intent| of_call(&intent.metadata, call))
+        .collect();
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let mut made = Vec::new();
+    let mut page_request = Some(ListIntents::since(
+        since - CLOCK_SKEW,
+        customer.map(str::to_owned),
+    ));
+    while let Some(request) = page_request {
+        let page = patiently(|| gateway.list_intents(&request))?;
+        page_request = request.after(&page);
+        made.extend(
+            page.intents
+                .into_iter()
+                .filter(|intent| of_call(&intent.metadata, call)),
+        );
+    }
+    Ok(made)
+}
+
+/// The refund, of any generation, that a refund call whose metadata is
+/// `call` made of `payment`.
+pub fn refund_made(
+    gateway: &dyn PaymentGateway,
+    payment: &Payment,
+    call: &[(String, String)],
+) -> Result<Option<Refund>, ServiceError> {
+    Ok(patiently(|| gateway.refunds_of(payment))?
+        .into_iter()
+        .find(|refund| of_call(&refund.metadata, call)))
+}
+
+/// The refusal that ends a key whose call the gateway lost its answer to,
+/// proven never made, once it may no longer be sent again (a stored 502).
+pub fn never_made() -> GatewayError {
+    GatewayError::Rejected {
+        message: "the payment gateway failed this call and made nothing; it is past the \
+                  deadline for sending it again"
+            .to_owned(),
+    }
+}
+
+/// How many times a read the gateway rate-limited is tried again.
+const RATE_LIMITED_TRIES: u32 = 5;
+
+/// A gateway read, tried again after the wait the gateway asked for when it
+/// rate-limited it (Stripe allows 100 reads a second live, 25 in test
+/// mode); any other failure proves nothing and is returned.
+pub fn patiently<T>(mut read: impl FnMut() -> Result<T, GatewayError>) -> Result<T, ServiceError> {
+    let mut tries = 1;
+    loop {
+        match read() {
+            Err(GatewayError::Unavailable {
+                retry_after: Some(wait),
+                ..
+            }) if tries < RATE_LIMITED_TRIES => {
+                thread::sleep(wait);
+                tries += 1;
+            }
+            other => return other.map_err(unavailable),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Payments at the gateway that no ride records, released by
+//! reconciliation (a hold cancelled, a capture refunded), and the
+//! tombstone each leaves under its `ridepay_key` before it is released: a
+//! request of that key that meets the payment afterwards (its create
+//! answered again from what the gateway saved) ends with a stored 502
+//! rather than record a payment given back.
+//!
+//! Whether a key's payment is released is decided under a transaction
+//! lock on the key's hash, which reconciliation holds while it checks that
+//! no one works on the key and writes the tombstone, and a request holds
+//! while it checks the tombstone and records the payment: one of them goes
+//! first, and the other sees what it did.
+
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+
+use crate::schema::released_payments;
+
+/// Takes the transaction lock of `ridepay_key`'s release decision, until
+/// the caller's transaction ends.
+pub fn lock(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<()> {
+    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7)) IS NULL")
+        .bind::<Text, _>(ridepay_key)
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Whether the payment of `ridepay_key` was released (or is being). Read
+/// under [`lock`], in a statement after it.
+pub fn is_released(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(
+        released_payments::table.find(ridepay_key),
+    ))
+    .get_result(conn)
+}
+
+/// A payment to release, as its tombstone records it.
+#[derive(Debug, Clone, PartialEq, Eq, Insertable, Queryable, Selectable)]
+#[diesel(table_name = released_payments, check_for_backend(diesel::pg::Pg))]
+pub struct Release {
+    pub ridepay_key: String,
+    pub payment_intent_id: String,
+    /// `cancel` (a hold) or `refund` (a capture).
+    pub action: String,
+    pub amount_cents: i64,
+    pub currency: String,
+}
+
+/// Writes the tombstone, under [`lock`]; false when there is one already.
+pub fn tombstone(conn: &mut PgConnection, release: &Release) -> QueryResult<bool> {
+    Ok(diesel::insert_into(released_payments::table)
+        .values(release)
+        .on_conflict_do_nothing()
+        .execute(conn)?
+        == 1)
+}
+
+/// Tombstones whose release the gateway has not confirmed yet: a pass
+/// that stopped between the two sends them again, under the same keys.
+pub fn unconfirmed(conn: &mut PgConnection) -> QueryResult<Vec<Release>> {
+    released_payments::table
+        .filter(released_payments::released_at.is_null())
+        .select(Release::as_select())
+        .load(conn)
+}
+
+/// Records that the gateway released it.
+pub fn confirmed(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<()> {
+    diesel::update(released_payments::table.find(ridepay_key))
+        .set(released_payments::released_at.eq(crate::db::database_now().nullable()))
+        .execute(conn)?;
+    Ok(())
+}
