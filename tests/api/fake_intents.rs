@@ -141,6 +141,40 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
     conforms("POST", "/v1/payment_intents/{intent}/cancel", &canceled);
     conforms("GET", "/v1/payment_intents/{intent}", &retrieved);
     conforms("GET", "/v1/payment_intents/{intent}", &missing);
+    // Reconciliation's lookups: a list by `created`, page by page, and a
+    // search by metadata; a query the fake cannot read is a 400.
+    let since = chrono::Utc::now().timestamp() - 60;
+    let first_page = fake
+        .get(&format!("{create}?created[gte]={since}&limit=2"))
+        .await;
+    let last = first_page.1["data"][1]["id"].as_str().unwrap().to_owned();
+    let next_page = fake
+        .get(&format!(
+            "{create}?created[gte]={since}&limit=2&starting_after={last}"
+        ))
+        .await;
+    let found = fake
+        .get(&format!(
+            "{create}/search?query=metadata%5B%27ride_id%27%5D%3A%277%27"
+        ))
+        .await;
+    let unreadable = fake
+        .get(&format!("{create}/search?query=status%3A%27x%27"))
+        .await;
+    for listed in [&first_page, &next_page] {
+        conforms("GET", create, listed);
+    }
+    conforms("GET", "/v1/payment_intents/search", &found);
+    conforms("GET", "/v1/payment_intents/search", &unreadable);
+    assert_eq!(
+        (
+            first_page.1["has_more"].as_bool(),
+            next_page.1["data"].as_array().map(Vec::len)
+        ),
+        (Some(true), Some(2))
+    );
+    assert_eq!(found.1["data"].as_array().map(Vec::len), Some(4));
+    assert_eq!(unreadable.0, 400);
 
     assert_eq!(hold.1["status"], "requires_capture");
     assert_eq!(paid.1["status"], "succeeded");

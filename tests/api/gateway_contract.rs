@@ -8,7 +8,7 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
     CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
-    Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
+    ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -540,6 +540,105 @@ fn a_lost_intent_answer_is_unknown_and_a_retry_gets_the_same_intent(
 }
 
 /// Each scenario as a test of its own, for one kind of gateway.
+/// Intents of a customer, one of them tagged: a list finds them all at once,
+/// newest first and page by page; a search finds the tagged one only once
+/// its lag has passed.
+fn lists_find_every_intent_at_once_and_search_only_after_its_lag(
+    under_test: &impl GatewayUnderTest,
+) {
+    let lagging = under_test.gateway(SimulatedGatewaySettings {
+        search_lag: Duration::from_secs(3600),
+        ..Default::default()
+    });
+    let since = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let made: Vec<PaymentIntent> = (0..5)
+        .map(|i| {
+            let mut request = intent_request(
+                &format!("listed {i}"),
+                "pm_card_visa",
+                CaptureMethod::Manual,
+            );
+            request.customer = Some(if i == 4 { "cus_other" } else { "cus_listed" }.to_owned());
+            request.metadata.push(("tag".to_owned(), format!("t{i}")));
+            lagging.create_intent(&request).unwrap()
+        })
+        .collect();
+    let mut listed = Vec::new();
+    let mut page_request = Some(ListIntents {
+        limit: 2,
+        ..ListIntents::since(since, Some("cus_listed".to_owned()))
+    });
+    let mut pages = 0;
+    while let Some(request) = page_request {
+        let page = lagging.list_intents(&request).unwrap();
+        assert!(page.intents.len() <= 2);
+        page_request = request.after(&page);
+        listed.extend(page.intents);
+        pages += 1;
+    }
+    let mut expected: Vec<&str> = made[..4].iter().map(|i| i.id.as_str()).collect();
+    let mut got: Vec<&str> = listed.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(pages >= 2);
+    expected.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    let later = ListIntents::since(chrono::Utc::now() + chrono::Duration::hours(1), None);
+    assert_eq!(lagging.list_intents(&later).unwrap().intents, []);
+
+    let tagged = [("tag", "t2"), ("ride_id", "7")];
+    assert_eq!(lagging.search_intents(&tagged).unwrap().intents, []);
+    let found = under_test
+        .healthy()
+        .search_intents(&tagged)
+        .unwrap()
+        .intents;
+    assert_eq!(found, [made[2].clone()]);
+}
+
+/// A 500 saved under a key, before acting or after: the first answer may
+/// have acted, every retry gets the saved failure, and nothing is made
+/// twice.
+fn a_saved_500_is_answered_to_every_retry_and_acts_at_most_once(
+    under_test: &impl GatewayUnderTest,
+) {
+    let saving = under_test.gateway(SimulatedGatewaySettings {
+        saved_error_rate: 1.0,
+        ..Default::default()
+    });
+    for i in 0..6 {
+        let request = intent_request(&format!("saved {i}"), "pm_card_visa", CaptureMethod::Manual);
+        let first = saving.create_intent(&request).unwrap_err();
+        assert!(
+            matches!(first, GatewayError::OutcomeUnknown { .. }),
+            "{first:?}"
+        );
+        for retry in [&saving, &under_test.healthy()] {
+            let again = retry.create_intent(&request).unwrap_err();
+            assert!(
+                matches!(again, GatewayError::SavedFailure { .. }),
+                "{again:?}"
+            );
+        }
+    }
+    assert!(intents_held(under_test) <= 6);
+}
+
+/// A key the gateway forgot (Stripe, after 24 hours) is a new key: the
+/// same call under it acts again. Why no call is resent after the
+/// completer's deadline.
+fn a_forgotten_key_acts_afresh(under_test: &impl GatewayUnderTest) {
+    let forgetful = under_test.gateway(SimulatedGatewaySettings {
+        forget_keys: Some(Duration::ZERO),
+        ..Default::default()
+    });
+    let request = intent_request("forgotten", "pm_card_visa", CaptureMethod::Manual);
+    let first = forgetful.create_intent(&request).unwrap();
+    let second = forgetful.create_intent(&request).unwrap();
+    assert_ne!(first.id, second.id);
+    assert_eq!(intents_held(under_test), 2);
+}
+
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
         mod $kind {
@@ -580,6 +679,9 @@ macro_rules! every_scenario {
             a_canceled_hold_cannot_be_captured,
             the_same_intent_key_replays_and_other_parameters_are_misconfigured,
             a_lost_intent_answer_is_unknown_and_a_retry_gets_the_same_intent,
+            lists_find_every_intent_at_once_and_search_only_after_its_lag,
+            a_saved_500_is_answered_to_every_retry_and_acts_at_most_once,
+            a_forgotten_key_acts_afresh,
         );
     };
 }

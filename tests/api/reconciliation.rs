@@ -371,3 +371,192 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
         keys.len() as i64
     );
 }
+
+/// Neither the completer nor a retry calls the gateway for a key left to
+/// reconciliation, however long it has waited: the saved 500 would only be
+/// answered again. `ridepay keys stuck` says what reconciliation will do.
+#[tokio::test]
+async fn a_key_left_to_reconciliation_is_left_to_it() {
+    let app = spawn_app_with(|_| {}).await;
+    saved_before_acting(&app, "left").await;
+    crate::helpers::expire_leases(&app);
+    let context = crate::workers::context(&app, Default::default());
+
+    let report = crate::workers::complete_once(&context, &crate::workers::completer_settings(1));
+
+    assert_eq!(report, Default::default());
+    assert!(waits_for_reconciliation(&app, "left"));
+    let stuck = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .args(["keys", "stuck", "--idle-secs", "0"])
+        .env_clear()
+        .env("DATABASE_URL", &app.database_url)
+        .env("RUST_LOG", "off")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let stuck: serde_json::Value = serde_json::from_slice(&stuck.stdout).unwrap();
+    let next = stuck["next"].as_str().unwrap();
+    assert!(
+        next.contains("reconciliation") && next.contains("generation 1"),
+        "{next}"
+    );
+}
+
+/// Completions and cancellations through a gateway that saves a 500 for
+/// every call: the raise, the capture and the fee's capture are each made
+/// once, and the rides end as their requests asked.
+#[tokio::test]
+async fn captures_raises_and_cancellations_whose_answer_was_a_saved_500_are_made_once() {
+    let app = spawn_app_with(|_| {}).await;
+    let saving = spawn_server(&app.database_url, |settings| {
+        settings.simulated_gateway.saved_error_rate = 1.0;
+    })
+    .await;
+    // (action, body, the ride's status and captured amount at the end)
+    let asked = [
+        (
+            "complete",
+            r#"{"final_amount_cents": 1500}"#,
+            "captured",
+            1500,
+        ),
+        (
+            "complete",
+            r#"{"final_amount_cents": 2600}"#,
+            "captured",
+            2600,
+        ),
+        (
+            "cancel",
+            r#"{"cancellation_fee_cents": 300}"#,
+            "canceled",
+            300,
+        ),
+        ("cancel", r#"{}"#, "canceled", 0),
+    ];
+    let mut rides = Vec::new();
+    for (i, (action, body, ..)) in asked.iter().enumerate() {
+        let ride_id = app.held_ride(&format!("ride {i}"), "pm_card_visa").await;
+        let key = format!("{action} {i}");
+        let url = format!("{saving}/api/rides/{ride_id}/{action}");
+        let through_saving = || app.post_idempotent(&url, &app.user.api_key, &key, body);
+        through_saving()
+            .await
+            .unwrap()
+            .assert_problem(503, "payment-gateway-unavailable");
+        let answer = through_saving().await.unwrap();
+        assert_reconciling(&answer);
+        rides.push((ride_id, key));
+    }
+
+    // Some calls are sent again (a raise first, then its capture): as many
+    // passes as it takes, each resolving what the last one left.
+    for _ in 0..4 {
+        reconcile(&app);
+    }
+
+    for ((ride_id, key), (action, body, status, captured)) in rides.iter().zip(asked) {
+        let answer = app.post_on_ride(*ride_id, action, key, body).await;
+        assert_eq!(answer.status, 200, "{key}: {}", answer.body_text());
+        let ride = app.ride(*ride_id).await;
+        assert_eq!(
+            (
+                ride["status"].as_str(),
+                ride["amount_captured_cents"].as_i64()
+            ),
+            (Some(status), Some(captured)),
+            "{ride}"
+        );
+        assert!(
+            ride["amount_authorized_cents"].as_i64() >= ride["amount_captured_cents"].as_i64(),
+            "{ride}"
+        );
+    }
+    // One capture call per PaymentIntent the gateway kept, whatever its
+    // generation.
+    assert_eq!(
+        count(
+            &mut app.db(),
+            "(SELECT parameters->>'intent_id' FROM simulated_intent_calls \
+              WHERE operation = 'capture' GROUP BY 1 HAVING count(*) > 1) AS twice"
+        ),
+        0
+    );
+}
+
+/// One pass at a time across instances: a pass finds the lease held and
+/// does nothing; once the holder's lease has run out (it died), the next
+/// pass runs.
+#[tokio::test]
+async fn a_pass_runs_only_while_no_other_holds_the_lease() {
+    let app = spawn_app_with(|_| {}).await;
+    saved_before_acting(&app, "one at a time").await;
+    sql(
+        &mut app.db(),
+        "UPDATE reconciliation SET holder = gen_random_uuid(), \
+         held_until = now() + interval '1 hour'",
+    );
+
+    let skipped = reconcile(&app);
+
+    assert!(skipped.skipped, "{skipped:?}");
+    assert!(waits_for_reconciliation(&app, "one at a time"));
+    sql(
+        &mut app.db(),
+        "UPDATE reconciliation SET held_until = now() - interval '1 second'",
+    );
+    let ran = reconcile(&app);
+    assert_eq!((ran.skipped, ran.reissued), (false, 1), "{ran:?}");
+    assert_eq!(
+        count(&mut app.db(), "reconciliation WHERE holder IS NULL"),
+        1
+    );
+}
+
+/// `ridepay reconcile` runs one pass and prints its summary; `--dry-run`
+/// first says what it would do and does nothing.
+#[tokio::test]
+async fn ridepay_reconcile_prints_its_summary_and_a_dry_run_changes_nothing() {
+    let app = spawn_app_with(|_| {}).await;
+    saved_before_acting(&app, "from the command line").await;
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
+            .arg("reconcile")
+            .args(args)
+            .env_clear()
+            .env("DATABASE_URL", &app.database_url)
+            .env("RECONCILE_SEARCH_LAG_SECS", "0")
+            .env("RUST_LOG", "off")
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+
+    let dry = run(&["--dry-run", "--since", "2h"]);
+    assert!(waits_for_reconciliation(&app, "from the command line"));
+    let done = run(&[]);
+
+    // The pass that made the payment then finds it recorded.
+    assert_eq!((&dry["matched"], &done["matched"]), (&json!(0), &json!(1)));
+    for summary in [&dry, &done] {
+        assert_eq!(summary["reissued"], 1, "{summary}");
+        for field in [
+            "recorded",
+            "orphans_cancelled",
+            "orphans_refunded",
+            "needs_attention",
+        ] {
+            assert_eq!(summary[field], 0, "{field}: {summary}");
+        }
+    }
+    assert_eq!(
+        app.post_ride("from the command line", RIDE).await.status,
+        201
+    );
+}

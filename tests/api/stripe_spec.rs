@@ -586,6 +586,28 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
             Vec::<String>::new()
         );
     }
+    // Reconciliation's lookups: a list by `created` and customer, from a
+    // starting point, and a search by metadata.
+    use ridepay::payments::stripe::intents::{list_query as intents_query, search_query};
+    let owned = |query: Vec<(&str, String)>| -> Vec<(String, String)> {
+        query
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect()
+    };
+    let list = ridepay::payments::ListIntents {
+        starting_after: Some("pi_1".to_owned()),
+        ..ridepay::payments::ListIntents::since(chrono::Utc::now(), Some("cus_1".to_owned()))
+    };
+    assert_eq!(
+        spec.check_query("GET", "/v1/payment_intents", &owned(intents_query(&list))),
+        Vec::<String>::new()
+    );
+    let search = owned(search_query(&[("ridepay_key", "ab12")]));
+    assert_eq!(
+        spec.check_query("GET", "/v1/payment_intents/search", &search),
+        Vec::<String>::new()
+    );
     let expand = [("expand[]".to_owned(), "latest_charge".to_owned())];
     assert_eq!(
         spec.check_query("GET", intent, &expand),

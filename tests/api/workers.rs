@@ -34,7 +34,7 @@ pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool
     done()
 }
 
-fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
+pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
     let pool = ridepay::db::build_pool(
         &app.database_url,
         &Settings::for_database(&app.database_url),
@@ -49,7 +49,7 @@ fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContex
     })
 }
 
-fn completer_settings(max_attempts: i32) -> CompleterSettings {
+pub fn completer_settings(max_attempts: i32) -> CompleterSettings {
     CompleterSettings {
         policy: POLICY,
         batch_size: 10,
@@ -61,7 +61,7 @@ fn completer_settings(max_attempts: i32) -> CompleterSettings {
     }
 }
 
-fn complete_once(
+pub fn complete_once(
     context: &Arc<ServiceContext>,
     settings: &CompleterSettings,
 ) -> completer::CompleterReport {

@@ -452,10 +452,12 @@ async fn a_synchronous_standby_that_stops_answering_never_lets_a_ride_be_answere
 /// receiver stopped while commits go on, then the primary crashes and the
 /// standby is promoted by hand. Rides acknowledged after the stop are lost
 /// with the primary; their payments are not. No client key pays twice:
-/// every key a client sends again, the lost ones included, meets the
+/// every key a client sends again soon, the lost ones included, meets the
 /// PaymentIntent it was first answered with, and requests handed a lost
-/// row's id again make their own. The payments whose rides were lost are
-/// listed (reconciliation finds and releases them).
+/// row's id again make their own. Reconciliation then refunds the payments
+/// of the lost rides no client came back for, and a client that comes back
+/// after that gets a 502 for its key: every payment at the gateway is a
+/// ride's or was given back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     let Some(tools) = Tools::find() else {
@@ -465,7 +467,8 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     pair.create_database("ridepay", "ridepay");
     let database_url = pair.url("ridepay", "ridepay");
     let gateway = gateway();
-    let server = ridepay(&database_url, &gateway, &[]);
+    // Reconciliation is run by hand below, once half the keys are back.
+    let server = ridepay(&database_url, &gateway, &[("RECONCILE_ENABLED", "false")]);
     let api_key = user(&database_url);
     let acknowledged = AtomicUsize::new(0);
 
@@ -493,42 +496,119 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     for answer in &answers {
         answer.assert_paid();
     }
-    let lost = count(
-        &gateway.ledger_url,
-        "SELECT count(*) AS count FROM simulated_payment_intents",
-    ) - count(&database_url, "SELECT count(*) AS count FROM rides");
+    let intents = "SELECT count(*) AS count FROM simulated_payment_intents";
+    let rides = "SELECT count(*) AS count FROM rides";
+    let lost = count(&gateway.ledger_url, intents) - count(&database_url, rides);
+    // Half the clients send their keys again at once, as a client whose
+    // answer was lost would: the payment each was first answered with, never
+    // a second one. The other half come back only after reconciliation has
+    // released the payments of rides lost with the primary.
+    let (soon, late): (Vec<_>, Vec<_>) = answers.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    for (_, answer) in &soon {
+        let again = resend(&client, &server.address, &api_key, answer).await;
+        assert_eq!(again.status(), 201, "{}: {:?}", answer.key, again.statuses);
+        assert_same_payment(answer, &again);
+    }
+    let late_and_lost: Vec<&str> = late
+        .iter()
+        .filter(|(_, answer)| !recorded(&database_url, answer))
+        .map(|(_, answer)| answer.key.as_str())
+        .collect();
+
+    let summary = reconcile(&database_url, &gateway);
+
     eprintln!(
         "answers seen: {:?}; {lost} payments whose rides were lost with the primary, \
-         left for reconciliation",
-        statuses_seen(&answers)
+         {} of them released by reconciliation: {summary}",
+        statuses_seen(&answers),
+        late_and_lost.len()
     );
-    // Each key sent again, as a client whose answer was lost would: the
-    // payment it was first answered with, never a second one.
-    for answer in &answers {
-        let first: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
-        let again = clients::until_final(
-            &client,
-            &server.address,
-            &api_key,
-            &answer.key,
-            answer.amount_cents,
-            Duration::from_secs(60),
-        )
-        .await;
-        assert_eq!(again.status(), 201, "{}: {:?}", answer.key, again.statuses);
-        let now: serde_json::Value = serde_json::from_slice(&again.body).unwrap();
-        assert_eq!(
-            now["payment_intent_id"], first["payment_intent_id"],
-            "{}: paid twice",
-            answer.key
-        );
+    let released = summary["orphans_refunded"].as_u64().unwrap()
+        + summary["orphans_cancelled"].as_u64().unwrap();
+    assert_eq!(released, late_and_lost.len() as u64, "{summary}");
+    // A late key whose ride was lost meets its released payment: a 502,
+    // never a ride recording money given back; every other late key its
+    // first payment.
+    for (_, answer) in &late {
+        let again = resend(&client, &server.address, &api_key, answer).await;
+        if late_and_lost.contains(&answer.key.as_str()) {
+            assert_eq!(again.status(), 502, "{}: {:?}", answer.key, again.statuses);
+        } else {
+            assert_eq!(again.status(), 201, "{}: {:?}", answer.key, again.statuses);
+            assert_same_payment(answer, &again);
+        }
     }
     assert_eq!(
-        count(
-            &gateway.ledger_url,
-            "SELECT count(*) AS count FROM simulated_payment_intents"
-        ),
+        count(&gateway.ledger_url, intents),
         answers.len() as i64,
         "one PaymentIntent per key"
     );
+    // Every payment at the gateway is a ride's, or was given back.
+    assert_eq!(
+        count(
+            &database_url,
+            "SELECT count(*) AS count FROM rides WHERE status = 'captured'"
+        ) + released as i64,
+        answers.len() as i64
+    );
+}
+
+/// `answer`'s key sent again until its answer is final.
+async fn resend(
+    client: &reqwest::Client,
+    address: &str,
+    api_key: &str,
+    answer: &Answered,
+) -> Answered {
+    clients::until_final(
+        client,
+        address,
+        api_key,
+        &answer.key,
+        answer.amount_cents,
+        Duration::from_secs(60),
+    )
+    .await
+}
+
+fn assert_same_payment(first: &Answered, again: &Answered) {
+    let intent = |answer: &Answered| {
+        serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap()["payment_intent_id"]
+            .clone()
+    };
+    assert_eq!(intent(again), intent(first), "{}: paid twice", first.key);
+}
+
+/// Whether the ride `answer` was acknowledged for is in the database.
+fn recorded(database_url: &str, answer: &Answered) -> bool {
+    let ride: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    let intent = ride["payment_intent_id"].as_str().unwrap();
+    count(
+        database_url,
+        &format!("SELECT count(*) AS count FROM rides WHERE payment_intent_id = '{intent}'"),
+    ) == 1
+}
+
+/// One reconciliation pass by `ridepay reconcile`, releasing at once what
+/// no ride records; its summary.
+fn reconcile(database_url: &str, gateway: &Gateway) -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .arg("reconcile")
+        .env_clear()
+        .env("DATABASE_URL", database_url)
+        .env("GATEWAY", "stripe")
+        .env("STRIPE_API_KEY", FAKE_API_KEY)
+        .env("STRIPE_API_BASE", gateway.fake.url())
+        .env("RECONCILE_ORPHAN_GRACE_SECS", "0")
+        .env("RECONCILE_SEARCH_LAG_SECS", "0")
+        .env("RUST_LOG", "off")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
 }

@@ -10,8 +10,8 @@ use super::{intents, refunds};
 use crate::config::{ApiKey, StripeSettings};
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    metadata_query, CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent,
-    IntentPage, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, IntentPage,
+    ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct StripeGateway {
@@ -212,30 +212,30 @@ impl PaymentGateway for StripeGateway {
     }
 
     fn list_intents(&self, request: &ListIntents) -> Result<IntentPage, GatewayError> {
-        let query = intents::list_query(request);
-        let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        self.get(&self.intents_url, &query, intents::intent_page)?
-            .ok_or_else(|| missing_list("PaymentIntents"))
+        self.get_page(&self.intents_url, &intents::list_query(request))
     }
 
     fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError> {
-        let query = metadata_query(metadata);
-        let limit = ListIntents::MAX_LIMIT.to_string();
-        self.get(
-            &format!("{}/search", self.intents_url),
-            &[("query", &query), ("limit", &limit)],
-            intents::intent_page,
-        )?
-        .ok_or_else(|| missing_list("PaymentIntent search"))
+        let url = format!("{}/search", self.intents_url);
+        self.get_page(&url, &intents::search_query(metadata))
     }
 }
 
-/// A 404 for a list: not Stripe at `STRIPE_API_BASE`, or a starting point
-/// Stripe no longer has. A failed lookup proves nothing.
-fn missing_list(what: &str) -> GatewayError {
-    GatewayError::Unavailable {
-        reason: format!("Stripe answered 404 to a {what} request"),
-        retry_after: None,
+impl StripeGateway {
+    /// A page of PaymentIntents. A 404 is no answer for a list: not Stripe
+    /// at `STRIPE_API_BASE`, or a starting point Stripe no longer has; it
+    /// proves nothing.
+    fn get_page(
+        &self,
+        url: &str,
+        query: &[(&'static str, String)],
+    ) -> Result<IntentPage, GatewayError> {
+        let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.get(url, &query, intents::intent_page)?
+            .ok_or_else(|| GatewayError::Unavailable {
+                reason: format!("Stripe answered 404 to GET {url}"),
+                retry_after: None,
+            })
     }
 }
 

@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use super::wire::ListObject;
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentPage, IntentStatus, ListIntents, NextAction, PaymentError, PaymentIntent,
+    metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, PaymentError,
+    PaymentIntent,
 };
 
 /// A form body, in Stripe's `a[b]` notation.
@@ -202,6 +203,15 @@ pub fn list_query(request: &ListIntents) -> Vec<(&'static str, String)> {
             .map(|id| ("starting_after", id.clone())),
     );
     query
+}
+
+/// The query of `GET /v1/payment_intents/search` for intents whose
+/// metadata has every pair, a full page.
+pub fn search_query(metadata: &[(&str, &str)]) -> Vec<(&'static str, String)> {
+    vec![
+        ("query", metadata_query(metadata)),
+        ("limit", ListIntents::MAX_LIMIT.to_string()),
+    ]
 }
 
 /// A page of PaymentIntents: a list (`"object": "list"`) or a search
