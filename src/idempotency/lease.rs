@@ -27,10 +27,9 @@ macro_rules! finished_with {
     };
 }
 
-type FencedRow = Filter<
-    Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>,
-    Eq<keys::recovery_point, &'static str>,
->;
+type HeldRow =
+    Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>;
+type FencedRow = Filter<HeldRow, Eq<keys::recovery_point, &'static str>>;
 
 /// Proof of holding a key's lease at a given fencing epoch, and the recovery
 /// point reached. Every phase commit checks all three against the row: if
@@ -181,16 +180,12 @@ impl<P: RecoveryPoints> Lease<P> {
     /// completer) can resume at once instead of waiting for it to expire.
     /// Does nothing if the lease was already lost.
     pub fn release(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        diesel::update(
-            keys::idempotency_keys
-                .filter(keys::id.eq(self.key_id))
-                .filter(keys::lease_epoch.eq(self.epoch)),
-        )
-        .set((
-            keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
-            keys::updated_at.eq(now),
-        ))
-        .execute(conn)?;
+        diesel::update(self.held())
+            .set((
+                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+                keys::updated_at.eq(now),
+            ))
+            .execute(conn)?;
         Ok(())
     }
 
@@ -198,17 +193,13 @@ impl<P: RecoveryPoints> Lease<P> {
     /// the current point was answered by a failure the gateway saved under
     /// its key. Does nothing if the lease was already lost.
     pub fn leave_to_reconciliation(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        diesel::update(
-            keys::idempotency_keys
-                .filter(keys::id.eq(self.key_id))
-                .filter(keys::lease_epoch.eq(self.epoch)),
-        )
-        .set((
-            keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
-            keys::outcome_unknown_at.eq(crate::db::database_now().nullable()),
-            keys::updated_at.eq(now),
-        ))
-        .execute(conn)?;
+        diesel::update(self.held())
+            .set((
+                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
+                keys::outcome_unknown_at.eq(crate::db::database_now().nullable()),
+                keys::updated_at.eq(now),
+            ))
+            .execute(conn)?;
         Ok(())
     }
 
@@ -228,11 +219,16 @@ impl<P: RecoveryPoints> Lease<P> {
         Ok(())
     }
 
-    /// The row, as long as it is still ours and where we left it.
-    fn fenced(&self) -> FencedRow {
+    /// The row, as long as the lease is still ours, wherever the key is.
+    fn held(&self) -> HeldRow {
         keys::idempotency_keys
             .filter(keys::id.eq(self.key_id))
             .filter(keys::lease_epoch.eq(self.epoch))
+    }
+
+    /// The row, as long as it is still ours and where we left it.
+    fn fenced(&self) -> FencedRow {
+        self.held()
             .filter(keys::recovery_point.eq(self.stored.as_str()))
     }
 

@@ -108,3 +108,47 @@ pub fn patiently<T>(mut read: impl FnMut() -> Result<T, GatewayError>) -> Result
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    #[test]
+    fn a_rate_limited_read_is_tried_again_after_the_wait_asked_and_any_other_failure_is_not() {
+        let calls = Cell::new(0);
+        let limited_twice = patiently(|| {
+            calls.set(calls.get() + 1);
+            match calls.get() {
+                1 | 2 => Err(GatewayError::Unavailable {
+                    reason: "429".to_owned(),
+                    retry_after: Some(Duration::from_millis(1)),
+                }),
+                n => Ok(n),
+            }
+        });
+        assert_eq!(limited_twice.unwrap(), 3);
+
+        let failing = Cell::new(0);
+        let failed = patiently(|| -> Result<(), _> {
+            failing.set(failing.get() + 1);
+            Err(GatewayError::OutcomeUnknown {
+                reason: "reset".to_owned(),
+            })
+        });
+        assert!(failed.is_err());
+        assert_eq!(failing.get(), 1);
+
+        let forever = Cell::new(0);
+        let gave_up = patiently(|| -> Result<(), _> {
+            forever.set(forever.get() + 1);
+            Err(GatewayError::Unavailable {
+                reason: "429".to_owned(),
+                retry_after: Some(Duration::from_millis(1)),
+            })
+        });
+        assert!(gave_up.is_err());
+        assert_eq!(forever.get(), RATE_LIMITED_TRIES);
+    }
+}

@@ -246,7 +246,15 @@ fn release_at_gateway(
             );
             summary.needs_attention += 1;
         }
-        Err(other) => return Err(crate::payments::unavailable(other)),
+        // Its tombstone stays unconfirmed: the next pass sends it again,
+        // under the same key, so it is made once.
+        Err(other) => {
+            log::warn!(
+                "reconciliation's release of PaymentIntent {} is not confirmed yet: {other}",
+                release.payment_intent_id
+            );
+            summary.unresolved += 1;
+        }
     }
     Ok(())
 }

@@ -20,8 +20,9 @@ pub struct Summary {
     /// What reconciliation cannot repair: an operator looks (the log says
     /// which).
     pub needs_attention: usize,
-    /// Keys whose lookup proved nothing this time (the gateway failed or
-    /// rate-limited it): the next pass tries again.
+    /// Keys whose lookup proved nothing this time, and releases whose
+    /// answer was lost (the gateway failed or rate-limited them): the next
+    /// pass tries again.
     pub unresolved: usize,
     /// Another instance's pass was running: this one did nothing.
     pub skipped: bool,

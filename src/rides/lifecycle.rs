@@ -10,7 +10,7 @@ use super::receipt;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, DbPool};
 use crate::idempotency::flow::Found;
-use crate::idempotency::{fenced, Finishing, GatewayCalls, StoredResponse};
+use crate::idempotency::{fenced, Finishing, GatewayCalls, Lease, RecoveryPoints, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
     self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
@@ -156,15 +156,15 @@ pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Rid
 /// a connection of the pool. Nothing else changes a ride while a key has it
 /// taken, and the key's own row is written fenced at the end of every
 /// transaction, so what was handed on is what the row holds.
-pub fn ride_taken(
+pub fn ride_taken<P: RecoveryPoints>(
     known: Option<Ride>,
     pool: &DbPool,
     ride_id: RideId,
-    key: KeyId,
+    lease: &Lease<P>,
 ) -> Result<Ride, ServiceError> {
     match known {
         Some(ride) => Ok(ride),
-        None => taken(&mut *pool.get()?, ride_id, key),
+        None => taken(&mut *pool.get()?, ride_id, lease.key_id()),
     }
 }
 
@@ -181,10 +181,14 @@ pub enum Answer {
 
 /// Sorts a call's answer: a refusal is looked into, the gateway asked for
 /// the PaymentIntent, so that a hold that lapsed is told from other
-/// refusals. Holds no connection.
+/// refusals, and a PaymentIntent already in `done`, the status the call
+/// leaves it in (an earlier generation of the call made it, say: the
+/// gateway answers `payment_intent_unexpected_state`), is recorded as made.
+/// Holds no connection.
 pub fn looked_into(
     gateway: &dyn PaymentGateway,
     intent_id: &str,
+    done: IntentStatus,
     answer: Result<PaymentIntent, GatewayError>,
 ) -> Result<Answer, ServiceError> {
     match payments::final_answer(answer)? {
@@ -194,16 +198,18 @@ pub fn looked_into(
                 .retrieve_intent(intent_id)
                 .map_err(crate::payments::unavailable)?;
             Ok(match now {
-                Some(intent)
-                    if intent.status == IntentStatus::Canceled
-                        && intent.cancellation_reason.as_deref() == Some("automatic") =>
-                {
-                    Answer::Lapsed(intent)
-                }
+                Some(intent) if lapsed(&intent) => Answer::Lapsed(intent),
+                Some(intent) if intent.status == done => Answer::Made(intent),
                 now => Answer::Refused(refusal, now),
             })
         }
     }
+}
+
+/// A hold the gateway released on its own when it lapsed.
+fn lapsed(intent: &PaymentIntent) -> bool {
+    intent.status == IntentStatus::Canceled
+        && intent.cancellation_reason.as_deref() == Some("automatic")
 }
 
 /// What a capture, cancellation or raise of the ride's PaymentIntent did,
@@ -222,9 +228,7 @@ pub fn judged(
         .ok_or_else(|| anyhow::anyhow!("the gateway has no PaymentIntent {intent_id}"))?;
     Ok(if done(&now) {
         Found::Made(ride, Answer::Made(now))
-    } else if now.status == IntentStatus::Canceled
-        && now.cancellation_reason.as_deref() == Some("automatic")
-    {
+    } else if lapsed(&now) {
         Found::Made(ride, Answer::Lapsed(now))
     } else {
         Found::Absent {
@@ -249,7 +253,7 @@ pub fn capture(
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
     });
-    looked_into(gateway, &intent_id, answer)
+    looked_into(gateway, &intent_id, IntentStatus::Succeeded, answer)
 }
 
 /// The ride's PaymentIntent; a ride that can be completed or cancelled has one.

@@ -15,8 +15,8 @@ pub struct Metrics {
     http_requests: IntCounterVec,
     http_duration: HistogramVec,
     /// How idempotent requests (every endpoint's) ended: created, replayed,
-    /// in_use, reused, declined, rejected, transient, lease_takeover,
-    /// fencing_refused, or the slug of an endpoint's refusal
+    /// in_use, reused, declined, rejected, transient, reconciling,
+    /// lease_takeover, fencing_refused, or the slug of an endpoint's refusal
     /// (`refund-not-allowed`, `invalid-ride-state`, `authorization-expired`).
     pub idempotency: IntCounterVec,
     /// Completer results per key: finished, failed, needs_attention,

@@ -9,14 +9,7 @@ use serde_json::Value;
 use crate::helpers::{spawn_app, RIDE};
 
 fn ridepay(database_url: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_ridepay"))
-        .args(args)
-        .current_dir(std::env::temp_dir())
-        .env_clear()
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "off")
-        .output()
-        .unwrap();
+    let output = crate::server_process::run(database_url, args, &[]);
     (
         output.status.success(),
         String::from_utf8(output.stdout).unwrap(),

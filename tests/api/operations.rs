@@ -362,14 +362,7 @@ async fn operators_can_inspect_keys_and_rotate_api_keys() {
         .await
         .assert_problem(503, "payment-gateway-unavailable");
     let run = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_ridepay"))
-            .args(args)
-            .current_dir(std::env::temp_dir())
-            .env_clear()
-            .env("DATABASE_URL", &app.database_url)
-            .env("RUST_LOG", "off")
-            .output()
-            .unwrap();
+        let output = crate::server_process::run(&app.database_url, args, &[]);
         assert!(
             output.status.success(),
             "{args:?}: {}",

@@ -14,6 +14,7 @@ use crate::helpers::{
     count, held_ride, ledger_count, reconcile, reconcile_with, ride_with, spawn_app_with,
     spawn_fake_gateway, spawn_server, stripe_settings, Answer, RideRequest, TestApp, RIDE,
 };
+use crate::server_process::run_json;
 
 fn sql(conn: &mut PgConnection, statement: &str) {
     diesel::sql_query(statement).execute(conn).unwrap();
@@ -386,15 +387,11 @@ async fn a_key_left_to_reconciliation_is_left_to_it() {
 
     assert_eq!(report, Default::default());
     assert!(waits_for_reconciliation(&app, "left"));
-    let stuck = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
-        .args(["keys", "stuck", "--idle-secs", "0"])
-        .env_clear()
-        .env("DATABASE_URL", &app.database_url)
-        .env("RUST_LOG", "off")
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
-    let stuck: serde_json::Value = serde_json::from_slice(&stuck.stdout).unwrap();
+    let stuck = run_json(
+        &app.database_url,
+        &["keys", "stuck", "--idle-secs", "0"],
+        &[],
+    );
     let next = stuck["next"].as_str().unwrap();
     assert!(
         next.contains("reconciliation") && next.contains("generation 1"),
@@ -520,22 +517,12 @@ async fn ridepay_reconcile_prints_its_summary_and_a_dry_run_changes_nothing() {
     let app = spawn_app_with(|_| {}).await;
     saved_before_acting(&app, "from the command line").await;
     let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
-            .arg("reconcile")
-            .args(args)
-            .env_clear()
-            .env("DATABASE_URL", &app.database_url)
-            .env("RECONCILE_SEARCH_LAG_SECS", "0")
-            .env("RUST_LOG", "off")
-            .current_dir(std::env::temp_dir())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+        let args = [&["reconcile"], args].concat();
+        run_json(
+            &app.database_url,
+            &args,
+            &[("RECONCILE_SEARCH_LAG_SECS", "0")],
+        )
     };
 
     let dry = run(&["--dry-run", "--since", "2h"]);
@@ -558,5 +545,28 @@ async fn ridepay_reconcile_prints_its_summary_and_a_dry_run_changes_nothing() {
     assert_eq!(
         app.post_ride("from the command line", RIDE).await.status,
         201
+    );
+}
+
+/// A change at the gateway whose event never came (here the hold lapsed
+/// with no event sent): the pass that matches the PaymentIntent to its ride
+/// moves the ride as the event would have.
+#[tokio::test]
+async fn a_ride_whose_event_never_came_takes_the_gateways_state() {
+    let app = spawn_app_with(|_| {}).await;
+    let ride_id = app.held_ride("held", "pm_card_visa").await;
+    sql(
+        &mut app.db(),
+        "UPDATE simulated_payment_intents SET status = 'canceled', \
+         cancellation_reason = 'automatic', amount_capturable_cents = 0",
+    );
+
+    let summary = reconcile(&app);
+
+    assert_eq!(summary.matched, 1, "{summary:?}");
+    assert_eq!(app.ride(ride_id).await["status"], "expired");
+    assert_eq!(
+        count(&mut app.db(), "audit_records WHERE action = 'ride.expired'"),
+        1
     );
 }

@@ -5,6 +5,31 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Runs `ridepay <args>` on `database_url` to its end, with `env` and no
+/// developer's `.env` (nor its log).
+pub fn run(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "off")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// `run`, which must succeed, and what it printed, read as one JSON value.
+pub fn run_json(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let output = run(database_url, args, env);
+    assert!(
+        output.status.success(),
+        "ridepay {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 pub struct ServerProcess {
     child: Child,
     pub address: String,
@@ -56,6 +81,7 @@ impl ServerProcess {
             .env("OUTBOX_ENABLED", "false")
             .env("OUTBOX_INTERVAL_SECS", "1")
             .env("REAPER_ENABLED", "false")
+            .env("RECONCILE_ENABLED", "false")
             // The fault and load tests send far more than a client should.
             .env("RATE_LIMIT_PER_SECOND", "0")
             .env("RATE_LIMIT_ADDRESS_PER_SECOND", "0")

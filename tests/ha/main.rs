@@ -467,8 +467,9 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     pair.create_database("ridepay", "ridepay");
     let database_url = pair.url("ridepay", "ridepay");
     let gateway = gateway();
-    // Reconciliation is run by hand below, once half the keys are back.
-    let server = ridepay(&database_url, &gateway, &[("RECONCILE_ENABLED", "false")]);
+    // Reconciliation (off in the server) is run by hand below, once half
+    // the keys are back.
+    let server = ridepay(&database_url, &gateway, &[]);
     let api_key = user(&database_url);
     let acknowledged = AtomicUsize::new(0);
 
@@ -509,13 +510,26 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         assert_eq!(again.status(), 201, "{}: {:?}", answer.key, again.statuses);
         assert_same_payment(answer, &again);
     }
+    // Keys lost whole with the primary (a key whose row survived at an
+    // earlier point is finished by the completer, or a retry, instead).
     let late_and_lost: Vec<&str> = late
         .iter()
-        .filter(|(_, answer)| !recorded(&database_url, answer))
+        .filter(|(_, answer)| !kept(&database_url, answer))
         .map(|(_, answer)| answer.key.as_str())
         .collect();
 
-    let summary = reconcile(&database_url, &gateway);
+    // Passes until none leaves a release unconfirmed (the fake loses one
+    // answer in ten; a release is sent again under its key).
+    let mut released = 0;
+    let mut summary = serde_json::Value::Null;
+    for _ in 0..10 {
+        summary = reconcile(&database_url, &gateway);
+        released += summary["orphans_refunded"].as_u64().unwrap()
+            + summary["orphans_cancelled"].as_u64().unwrap();
+        if summary["unresolved"] == 0 {
+            break;
+        }
+    }
 
     eprintln!(
         "answers seen: {:?}; {lost} payments whose rides were lost with the primary, \
@@ -523,8 +537,6 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         statuses_seen(&answers),
         late_and_lost.len()
     );
-    let released = summary["orphans_refunded"].as_u64().unwrap()
-        + summary["orphans_cancelled"].as_u64().unwrap();
     assert_eq!(released, late_and_lost.len() as u64, "{summary}");
     // A late key whose ride was lost meets its released payment: a 502,
     // never a ride recording money given back; every other late key its
@@ -579,36 +591,30 @@ fn assert_same_payment(first: &Answered, again: &Answered) {
     assert_eq!(intent(again), intent(first), "{}: paid twice", first.key);
 }
 
-/// Whether the ride `answer` was acknowledged for is in the database.
-fn recorded(database_url: &str, answer: &Answered) -> bool {
-    let ride: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
-    let intent = ride["payment_intent_id"].as_str().unwrap();
+/// Whether the key `answer` was acknowledged for is in the database.
+fn kept(database_url: &str, answer: &Answered) -> bool {
     count(
         database_url,
-        &format!("SELECT count(*) AS count FROM rides WHERE payment_intent_id = '{intent}'"),
+        &format!(
+            "SELECT count(*) AS count FROM idempotency_keys WHERE key = '{}'",
+            answer.key
+        ),
     ) == 1
 }
 
 /// One reconciliation pass by `ridepay reconcile`, releasing at once what
 /// no ride records; its summary.
 fn reconcile(database_url: &str, gateway: &Gateway) -> serde_json::Value {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ridepay"))
-        .arg("reconcile")
-        .env_clear()
-        .env("DATABASE_URL", database_url)
-        .env("GATEWAY", "stripe")
-        .env("STRIPE_API_KEY", FAKE_API_KEY)
-        .env("STRIPE_API_BASE", gateway.fake.url())
-        .env("RECONCILE_ORPHAN_GRACE_SECS", "0")
-        .env("RECONCILE_SEARCH_LAG_SECS", "0")
-        .env("RUST_LOG", "off")
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let base = gateway.fake.url();
+    server_process::run_json(
+        database_url,
+        &["reconcile"],
+        &[
+            ("GATEWAY", "stripe"),
+            ("STRIPE_API_KEY", FAKE_API_KEY),
+            ("STRIPE_API_BASE", &base),
+            ("RECONCILE_ORPHAN_GRACE_SECS", "0"),
+            ("RECONCILE_SEARCH_LAG_SECS", "0"),
+        ],
+    )
 }

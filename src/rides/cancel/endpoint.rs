@@ -67,12 +67,7 @@ impl Phases for CancelPhases<'_> {
         _point: RecoveryPoint,
         ride: Option<Ride>,
     ) -> Result<Called<RecoveryPoint, Ride, Answer>, ServiceError> {
-        let ride = lifecycle::ride_taken(
-            ride,
-            &self.context.pool,
-            self.params.ride_id,
-            lease.key_id(),
-        )?;
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
         // No pooled connection is held while the gateway works.
         let answer = cancel(
             self.context.gateway.as_ref(),
@@ -92,12 +87,7 @@ impl Phases for CancelPhases<'_> {
         _point: RecoveryPoint,
         ride: Option<Ride>,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = lifecycle::ride_taken(
-            ride,
-            &self.context.pool,
-            self.params.ride_id,
-            lease.key_id(),
-        )?;
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
         let done = match self.params.cancellation_fee_cents {
             0 => IntentStatus::Canceled,
             _ => IntentStatus::Succeeded,
@@ -201,7 +191,7 @@ fn cancel(
         intent_id: intent_id.clone(),
         cancellation_reason: "requested_by_customer".to_owned(),
     });
-    lifecycle::looked_into(gateway, &intent_id, answer)
+    lifecycle::looked_into(gateway, &intent_id, IntentStatus::Canceled, answer)
 }
 
 /// CancellationStarted -> Finished: the ride `canceled` (200; a fee

@@ -77,12 +77,7 @@ impl Phases for CompletePhases<'_> {
         point: RecoveryPoint,
         ride: Option<Ride>,
     ) -> Result<Called<RecoveryPoint, Ride, Answered>, ServiceError> {
-        let ride = lifecycle::ride_taken(
-            ride,
-            &self.context.pool,
-            self.params.ride_id,
-            lease.key_id(),
-        )?;
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
         // No pooled connection is held while the gateway works.
         let gateway = self.context.gateway.as_ref();
         let installation_id = self.context.installation_id;
@@ -112,12 +107,7 @@ impl Phases for CompletePhases<'_> {
         point: RecoveryPoint,
         ride: Option<Ride>,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = lifecycle::ride_taken(
-            ride,
-            &self.context.pool,
-            self.params.ride_id,
-            lease.key_id(),
-        )?;
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
         let gateway = self.context.gateway.as_ref();
         let total = self.params.final_amount_cents;
         // From CompletionStarted, the call made is the capture when the
