@@ -100,6 +100,7 @@ impl Application {
                 double: Double::Simulated,
                 authentication_page: format!("{public_base}{}", authentication_page::PATH),
                 authorization_ttl: settings.simulated_gateway.authorization_ttl,
+                extended_authorization_ttl: settings.simulated_gateway.extended_authorization_ttl,
             },
         });
         #[cfg(not(feature = "simulated"))]

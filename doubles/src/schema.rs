@@ -67,6 +67,7 @@ diesel::table! {
         gateway -> Text,
         disputed -> Bool,
         settles_at -> Nullable<Timestamptz>,
+        overcapture_max_cents -> Nullable<Int8>,
     }
 }
 

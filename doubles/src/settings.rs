@@ -25,6 +25,8 @@ pub struct SimulatedGatewaySettings {
     pub forget_keys: Option<Duration>,
     /// How long a hold lasts before it lapses (Stripe's: seven days).
     pub authorization_ttl: Duration,
+    /// How long an extended hold lasts (Stripe's: up to 30 days).
+    pub extended_authorization_ttl: Duration,
     /// Whether its clock ticks and its events reach ridepay in-process
     /// (off only to measure a request's own statements).
     pub events_enabled: bool,
@@ -41,6 +43,7 @@ impl Default for SimulatedGatewaySettings {
             search_lag: Duration::ZERO,
             forget_keys: None,
             authorization_ttl: Duration::from_secs(7 * 24 * 3600),
+            extended_authorization_ttl: Duration::from_secs(30 * 24 * 3600),
             events_enabled: true,
         }
     }

@@ -47,6 +47,7 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
             double: Double::Simulated,
             authentication_page: DEFAULT_AUTHENTICATION_PAGE.to_owned(),
             authorization_ttl: faults.authorization_ttl,
+            extended_authorization_ttl: faults.extended_authorization_ttl,
         };
         SimulatedGateway {
             pool,

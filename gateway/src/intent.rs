@@ -81,6 +81,16 @@ pub struct PaymentIntent {
     #[serde(default)]
     pub disputed: bool,
     pub metadata: BTreeMap<String, String>,
+    /// What a hold lets be captured without asking the card again: more
+    /// than the hold when the card allows overcapture (its charge's
+    /// `card.overcapture.maximum_amount_capturable`, status `available`);
+    /// `None` when it does not, or once nothing is held.
+    #[serde(default)]
+    pub amount_capturable_max_cents: Option<i64>,
+    /// When a hold lapses (its charge's `card.capture_before`): seven days
+    /// after it was placed, up to 30 with an extended authorization.
+    #[serde(default)]
+    pub capture_before: Option<DateTime<Utc>>,
     /// Whether the gateway answered from what it saved under the call's
     /// key (Stripe's `Idempotent-Replayed: true`) rather than by acting
     /// now: the intent as it was then, which may have changed since.
@@ -107,6 +117,8 @@ impl PartialEq for PaymentIntent {
             && self.cancellation_reason == other.cancellation_reason
             && self.disputed == other.disputed
             && self.metadata == other.metadata
+            && self.amount_capturable_max_cents == other.amount_capturable_max_cents
+            && self.capture_before == other.capture_before
     }
 }
 
@@ -127,6 +139,41 @@ pub struct CreateIntent {
     /// Where the rider's browser lands after authenticating.
     pub return_url: String,
     pub metadata: Vec<(String, String)>,
+    /// What a hold asks of the card beyond the fare (ignored for a payment
+    /// captured at once). Left out of the call's parameters when it is the
+    /// increments alone, as every call made before the others were asked.
+    #[serde(skip_serializing_if = "HoldRequest::is_increments_only")]
+    pub hold: HoldRequest,
+}
+
+/// The card features a hold asks for, each `if_available`: raising it
+/// later (`request_incremental_authorization`), capturing more than it
+/// (`request_overcapture`), and lasting up to 30 days
+/// (`request_extended_authorization`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HoldRequest {
+    pub incremental: bool,
+    pub overcapture: bool,
+    pub extended: bool,
+}
+
+impl HoldRequest {
+    /// What holds asked for before overcapture and extended holds.
+    pub const INCREMENTS_ONLY: HoldRequest = HoldRequest {
+        incremental: true,
+        overcapture: false,
+        extended: false,
+    };
+    /// Everything card networks give ride-hailing.
+    pub const RIDE_HAILING: HoldRequest = HoldRequest {
+        incremental: true,
+        overcapture: true,
+        extended: true,
+    };
+
+    pub fn is_increments_only(&self) -> bool {
+        *self == Self::INCREMENTS_ONLY
+    }
 }
 
 /// Captures (part of) a hold: what is not captured is released.

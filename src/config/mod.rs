@@ -386,6 +386,10 @@ impl Settings {
                     "SIMULATED_GATEWAY_AUTHORIZATION_TTL_SECS",
                     d.simulated_gateway.authorization_ttl,
                 )?,
+                extended_authorization_ttl: source.secs(
+                    "SIMULATED_GATEWAY_EXTENDED_AUTHORIZATION_TTL_SECS",
+                    d.simulated_gateway.extended_authorization_ttl,
+                )?,
                 events_enabled: source.var(
                     "SIMULATED_GATEWAY_EVENTS_ENABLED",
                     d.simulated_gateway.events_enabled,

@@ -11,8 +11,8 @@ pub use derived_key::{
 };
 pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError, PaymentGateway,
-    PaymentIntent, Refund, RefundRequest, RefundState,
+    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,
+    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

@@ -113,6 +113,8 @@ mod tests {
             last_payment_error: None,
             cancellation_reason: None,
             disputed: false,
+            amount_capturable_max_cents: None,
+            capture_before: None,
             replayed: false,
             metadata: BTreeMap::new(),
         }

@@ -38,10 +38,29 @@ impl Fake {
     }
 }
 
+/// What a charge's card says a hold allows, newer than the vendored
+/// specification (as Stripe's 2026 example charge has them): the only
+/// fields of the fake's answers not checked against it.
+const NEWER_CHARGE_CARD_FIELDS: &[&str] = &[
+    "capture_before",
+    "overcapture",
+    "extended_authorization",
+    "incremental_authorization",
+];
+
 /// Asserts that the answer is what the specification says `method` on the
 /// path template answers with `status`.
 fn conforms(method: &str, template: &str, (status, body): &(u16, Value)) {
-    let errors = spec().check_response(method, template, *status, body);
+    let mut checked = body.clone();
+    if let Some(card) = checked
+        .pointer_mut("/latest_charge/payment_method_details/card")
+        .and_then(Value::as_object_mut)
+    {
+        for newer in NEWER_CHARGE_CARD_FIELDS {
+            card.remove(*newer);
+        }
+    }
+    let errors = spec().check_response(method, template, *status, &checked);
     assert!(
         errors.is_empty(),
         "{method} {template} {status}: {errors:#?}\n{body:#}"
@@ -318,7 +337,19 @@ async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_desc
     ];
     for (event, kind) in events.iter().zip(kinds) {
         let mut errors = spec().check_object("event", event);
-        errors.extend(spec().check_object(kind, &event["data"]["object"]));
+        errors.extend(
+            spec()
+                .check_object(kind, &event["data"]["object"])
+                .into_iter()
+                .filter(|error| {
+                    !NEWER_CHARGE_CARD_FIELDS.iter().any(|newer| {
+                        *error
+                            == format!(
+                                "charge.payment_method_details.card.{newer}: not in the schema"
+                            )
+                    })
+                }),
+        );
         assert!(
             errors.is_empty(),
             "{}: {errors:#?}\n{event:#}",

@@ -7,8 +7,9 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    CancelIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent, IntentStatus,
-    ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
+    CancelIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest, IncrementIntent,
+    IntentStatus, ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState,
+    StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -639,6 +640,75 @@ fn a_forgotten_key_acts_afresh(under_test: &impl GatewayUnderTest) {
     assert_eq!(intents_held(under_test), 2);
 }
 
+/// A hold that asks for everything ride-hailing gets, on `payment_method`.
+fn ride_hailing_hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+    gateway
+        .create_intent(&CreateIntent {
+            hold: HoldRequest::RIDE_HAILING,
+            ..intent_request(key, payment_method, CaptureMethod::Manual)
+        })
+        .unwrap()
+}
+
+/// Days from now to `at`, rounded.
+fn days_until(at: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
+    let left = at.expect("a hold says when it lapses") - chrono::Utc::now();
+    (left.num_hours() + 12) / 24
+}
+
+/// Overcapture and extended holds as the test cards say, when a hold asks:
+/// `pm_card_visa` lets 20 % over the hold be captured and lasts 7 days;
+/// `pm_card_ridepay_extendedHold` the same for 30 days;
+/// `pm_card_ridepay_noOvercapture` nothing over the hold; a hold that asks
+/// for increments only gets no overcapture. A raise moves the room with it.
+fn overcapture_and_extended_holds_are_as_their_test_cards_say(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let visa = ride_hailing_hold(&*gateway, "visa", "pm_card_visa");
+    let extended = ride_hailing_hold(&*gateway, "extended", "pm_card_ridepay_extendedHold");
+    let plain = ride_hailing_hold(&*gateway, "plain", "pm_card_ridepay_noOvercapture");
+    let unasked = hold(&*gateway, "unasked", "pm_card_visa");
+
+    assert_eq!(
+        [&visa, &extended, &plain].map(|hold| hold.amount_capturable_max_cents),
+        [Some(2400), Some(2400), None]
+    );
+    assert_eq!(
+        [&visa, &extended, &plain].map(|hold| days_until(hold.capture_before)),
+        [7, 30, 7]
+    );
+    assert_eq!(
+        under_test
+            .healthy()
+            .retrieve_intent(&unasked.id)
+            .unwrap()
+            .unwrap()
+            .amount_capturable_max_cents,
+        None
+    );
+    let over = capture(&*gateway, "over", &visa.id, 2350).unwrap();
+    assert_eq!(
+        (over.status, over.amount_received_cents),
+        (IntentStatus::Succeeded, 2350)
+    );
+    for (key, intent, cents) in [("too far", &extended, 2401), ("no room", &plain, 2001)] {
+        let refused = capture(&*gateway, key, &intent.id, cents).unwrap_err();
+        assert!(
+            matches!(refused, GatewayError::Rejected { .. }),
+            "{refused:?}"
+        );
+    }
+    let raised = gateway
+        .increment_intent(&IncrementIntent {
+            idempotency_key: "raise".to_owned(),
+            intent_id: extended.id.clone(),
+            amount_cents: 3000,
+        })
+        .unwrap();
+    assert_eq!(raised.amount_cents, 3000);
+    let now = gateway.retrieve_intent(&extended.id).unwrap().unwrap();
+    assert_eq!(now.amount_capturable_max_cents, Some(3600));
+}
+
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
         mod $kind {
@@ -682,6 +752,7 @@ macro_rules! every_scenario {
             lists_find_every_intent_at_once_and_search_only_after_its_lag,
             a_saved_500_is_answered_to_every_retry_and_acts_at_most_once,
             a_forgotten_key_acts_afresh,
+            overcapture_and_extended_holds_are_as_their_test_cards_say,
         );
     };
 }

@@ -119,6 +119,7 @@ async fn a_key_of_call_version_1_is_resent_exactly_as_before() {
                 ("ride_id".to_owned(), made.ride_id.to_string()),
                 ("idempotency_key_id".to_owned(), made.key_id.to_string()),
             ],
+            hold: payments::HoldRequest::INCREMENTS_ONLY,
         })
         .unwrap();
     expire_leases(&app);

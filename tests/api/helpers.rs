@@ -841,6 +841,7 @@ pub fn intent_request(
         capture_method,
         return_url: RETURN_URL.to_owned(),
         metadata: vec![("ride_id".to_owned(), "7".to_owned())],
+        hold: ridepay::payments::HoldRequest::INCREMENTS_ONLY,
     }
 }
 

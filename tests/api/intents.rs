@@ -19,6 +19,7 @@ fn settings() -> IntentSettings {
         double: ridepay_doubles::events::Double::Simulated,
         authentication_page: "http://127.0.0.1:8080/simulated-gateway/authenticate".to_owned(),
         authorization_ttl: Duration::from_secs(7 * 24 * 3600),
+        extended_authorization_ttl: Duration::from_secs(30 * 24 * 3600),
     }
 }
 
@@ -96,7 +97,8 @@ fn a_card_that_succeeds_is_held_or_paid_by_its_capture_method() {
         ),
         (IntentStatus::RequiresCapture, 2000, 0)
     );
-    assert!(hold.id.starts_with("pi_") && hold.latest_charge.is_none());
+    // A hold has its charge, uncaptured, as Stripe's has.
+    assert!(hold.id.starts_with("pi_") && hold.latest_charge.is_some());
     assert!(hold
         .client_secret
         .as_deref()

@@ -17,6 +17,7 @@ fn settings() -> IntentSettings {
         double: ridepay_doubles::events::Double::Simulated,
         authentication_page: "http://127.0.0.1/unused".to_owned(),
         authorization_ttl: Duration::from_secs(3600),
+        extended_authorization_ttl: Duration::from_secs(3600),
     }
 }
 

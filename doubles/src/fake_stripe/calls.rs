@@ -150,6 +150,13 @@ impl Form {
             })
     }
 
+    /// Whether it asks for the charge itself (`expand[]=latest_charge`).
+    pub fn expands_latest_charge(&self) -> bool {
+        self.0
+            .iter()
+            .any(|(name, value)| name == "expand[]" && value == "latest_charge")
+    }
+
     /// `metadata[name]=value` pairs.
     pub fn metadata(&self) -> Vec<(String, String)> {
         self.0

@@ -11,7 +11,7 @@ use super::wire::{self, intent_object, invalid_request};
 use crate::{intents, refunds};
 use ridepay_gateway::{
     parse_metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
-    IncrementIntent, ListIntents, Payment, PaymentIntent,
+    HoldRequest, IncrementIntent, ListIntents, Payment, PaymentIntent,
 };
 
 /// What the doubles answered, as Stripe answers it: a decline carries the
@@ -21,10 +21,23 @@ fn answer(
     state: &State,
     result: Result<PaymentIntent, GatewayError>,
 ) -> Result<Response, Response> {
+    answer_expanded(conn, state, result, false)
+}
+
+/// `answer`, its charge expanded when `expand` (`expand[]=latest_charge`;
+/// nothing refunded yet).
+fn answer_expanded(
+    conn: &mut PgConnection,
+    state: &State,
+    result: Result<PaymentIntent, GatewayError>,
+    expand: bool,
+) -> Result<Response, Response> {
+    let object = |intent: &PaymentIntent| intent_object(intent, expand.then_some(0));
     match result {
-        Ok(intent) if intent.replayed => Ok(Response::json(200, &intent_object(&intent, None))
-            .with_header("Idempotent-Replayed", "true")),
-        Ok(intent) => Ok(Response::json(200, &intent_object(&intent, None))),
+        Ok(intent) if intent.replayed => {
+            Ok(Response::json(200, &object(&intent)).with_header("Idempotent-Replayed", "true"))
+        }
+        Ok(intent) => Ok(Response::json(200, &object(&intent))),
         Err(GatewayError::Declined {
             code,
             decline_code,
@@ -79,12 +92,33 @@ pub fn create(state: &State, request: &Request) -> Reply {
             capture_method: capture_method(&form)?,
             return_url: form.param("return_url").unwrap_or_default(),
             metadata: form.metadata(),
+            hold: hold_request(&form),
         })
     };
+    let expand = Form::parse(request).is_ok_and(|form| form.expands_latest_charge());
     with_faults(state, request, parse, |conn, create| {
         let result = intents::create(conn, &create, &state.intents);
-        answer(conn, state, result)
+        answer_expanded(conn, state, result, expand)
     })
+}
+
+/// What a hold asks of the card (`payment_method_options[card][request_*]
+/// = if_available`); a payment captured at once asks nothing, and is kept
+/// as holds were before the other features.
+fn hold_request(form: &Form) -> HoldRequest {
+    if form.param("capture_method").as_deref() != Some("manual") {
+        return HoldRequest::INCREMENTS_ONLY;
+    }
+    let asks = |feature: &str| {
+        form.param(&format!("payment_method_options[card][request_{feature}]"))
+            .as_deref()
+            == Some("if_available")
+    };
+    HoldRequest {
+        incremental: asks("incremental_authorization"),
+        overcapture: asks("overcapture"),
+        extended: asks("extended_authorization"),
+    }
 }
 
 /// `POST /v1/payment_intents/{id}/{action}`.
@@ -153,10 +187,7 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
 
 /// `GET /v1/payment_intents/{id}`, its charge expanded when asked.
 pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
-    let expand_charge = serde_urlencoded::from_str::<Vec<(String, String)>>(query)
-        .unwrap_or_default()
-        .iter()
-        .any(|(name, value)| name == "expand[]" && value == "latest_charge");
+    let expand_charge = Form::from_query(query).is_ok_and(|form| form.expands_latest_charge());
     let found = connection(state).and_then(|mut conn| {
         let intent = intents::retrieve(&mut conn, id, &state.intents).map_err(wire::refusal)?;
         let refunded = match &intent {

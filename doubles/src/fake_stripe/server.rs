@@ -43,6 +43,7 @@ impl FakeGateway {
                 double: Double::Fake,
                 authentication_page: format!("http://{address}{}", authentication_page::PATH),
                 authorization_ttl: config.faults.authorization_ttl,
+                extended_authorization_ttl: config.faults.extended_authorization_ttl,
             },
             webhook: Mutex::new(config.webhook.clone()),
             config,

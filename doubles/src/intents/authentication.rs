@@ -43,7 +43,7 @@ impl StoredIntent {
                 StoredIntent {
                     status: IntentStatus::RequiresCapture,
                     amount_capturable_cents: self.amount_cents,
-                    authorization_expires_at: Some(expiry(settings)),
+                    authorization_expires_at: Some(expiry(settings, false)),
                     ..self.clone()
                 }
             }

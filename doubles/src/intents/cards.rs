@@ -5,7 +5,16 @@
 pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
     (
         "pm_card_visa",
-        "succeeds (and every other pm_card_ method Stripe names a card by)",
+        "succeeds; a hold that asks allows 20 % overcapture (and every other pm_card_ \
+         method Stripe names a card by, without overcapture)",
+    ),
+    (
+        "pm_card_ridepay_noOvercapture",
+        "ridepay's: holds, without overcapture (increments still offered)",
+    ),
+    (
+        "pm_card_ridepay_extendedHold",
+        "ridepay's: a hold that asks allows 20 % overcapture and lasts 30 days",
     ),
     (
         "pm_card_visa_chargeDeclined",
@@ -57,6 +66,38 @@ pub(crate) fn behaviour(payment_method: &str) -> Behaviour {
         "pm_card_ridepay_incrementDeclined" => Behaviour::RefusesIncrements,
         pm if pm.starts_with("pm_card_") => Behaviour::Succeeds,
         _ => Behaviour::Unknown,
+    }
+}
+
+/// What a card allows a hold beyond the fare, when the hold asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HoldFeatures {
+    /// Capture up to this share over the hold (Visa's taxis and limousines:
+    /// 20 %), in percent.
+    pub(crate) overcapture_percent: Option<i64>,
+    /// Last 30 days, not 7.
+    pub(crate) extended: bool,
+}
+
+pub(crate) fn hold_features(payment_method: &str) -> HoldFeatures {
+    let (overcapture_percent, extended) = match payment_method {
+        "pm_card_visa" => (Some(20), false),
+        "pm_card_ridepay_extendedHold" => (Some(20), true),
+        _ => (None, false),
+    };
+    HoldFeatures {
+        overcapture_percent,
+        extended,
+    }
+}
+
+impl HoldFeatures {
+    /// What a hold of `amount_cents` lets be captured, when overcapture is
+    /// both allowed and asked for.
+    pub(crate) fn overcapture_max(&self, asked: bool, amount_cents: i64) -> Option<i64> {
+        self.overcapture_percent
+            .filter(|_| asked)
+            .map(|percent| amount_cents + amount_cents * percent / 100)
     }
 }
 

@@ -89,8 +89,15 @@ pub(crate) fn from_now(wait: Duration) -> DateTime<Utc> {
     Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
 }
 
-pub(crate) fn expiry(settings: &IntentSettings) -> DateTime<Utc> {
-    from_now(settings.authorization_ttl)
+/// When a hold placed now lapses (an extended one later), in whole
+/// seconds, as Stripe's `capture_before`.
+pub(crate) fn expiry(settings: &IntentSettings, extended: bool) -> DateTime<Utc> {
+    let at = from_now(if extended {
+        settings.extended_authorization_ttl
+    } else {
+        settings.authorization_ttl
+    });
+    DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at)
 }
 
 /// The control that lapses a hold at once, so no test waits a week.

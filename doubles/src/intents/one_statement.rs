@@ -101,9 +101,9 @@ pub(crate) fn create(
              amount_capturable_cents, amount_received_cents, currency, customer, payment_method, \
              capture_method, return_url, status, latest_charge, last_error_code, \
              last_error_decline_code, last_error_message, authorization_expires_at, settles_at, \
-             metadata, gateway, created_at) \
+             metadata, gateway, created_at, overcapture_max_cents) \
              VALUES ($8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-                 $23, $24, $25, $26, $27) \
+                 $23, $24, $25, $26, $27, $28) \
              RETURNING id, gateway"
         ),
         &[intent.status],
@@ -129,6 +129,7 @@ pub(crate) fn create(
     .bind::<Jsonb, _>(&intent.metadata)
     .bind::<Text, _>(intent.gateway)
     .bind::<Timestamptz, _>(intent.created_at)
+    .bind::<Nullable<BigInt>, _>(intent.overcapture_max_cents)
     .cached_as(create)
     .get_result(conn);
     wrote(written)
@@ -151,7 +152,7 @@ pub(crate) fn change(
              amount_capturable_cents = $12, amount_received_cents = $13, latest_charge = $14, \
              last_error_code = $15, last_error_decline_code = $16, last_error_message = $17, \
              cancellation_reason = $18, increments = $19, authorization_expires_at = $20, \
-             settles_at = $21, updated_at = now() \
+             settles_at = $21, overcapture_max_cents = $22, updated_at = now() \
              WHERE id = $8 AND updated_at = $9 \
              RETURNING id, gateway"
         ),
@@ -172,6 +173,7 @@ pub(crate) fn change(
     .bind::<Integer, _>(intent.increments)
     .bind::<Nullable<Timestamptz>, _>(intent.authorization_expires_at)
     .bind::<Nullable<Timestamptz>, _>(intent.settles_at)
+    .bind::<Nullable<BigInt>, _>(intent.overcapture_max_cents)
     .cached_as(change)
     .get_result(conn);
     wrote(written)

@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use serde::Serialize;
 use serde_json::json;
 
-use super::cards::{behaviour, Behaviour, DECLINE_MESSAGE};
+use super::cards::{behaviour, hold_features, Behaviour, DECLINE_MESSAGE};
 use super::changes::{read_and_change, ATTEMPTS};
 use super::clock::{expiry, from_now, PROCESSING_SETTLES_AFTER};
 use super::errors::{contended, declined, no_such_intent, storage, unexpected_state};
@@ -38,6 +38,8 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         Behaviour::Declines(decline_code) => Some(decline_code),
         _ => None,
     };
+    let features = hold_features(&request.payment_method);
+    let extended = held && request.hold.extended && features.extended;
     let metadata: BTreeMap<&str, &str> = request
         .metadata
         .iter()
@@ -54,7 +56,13 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         capture_method: request.capture_method,
         return_url: Some(request.return_url.clone()),
         status,
-        latest_charge: (status == IntentStatus::Succeeded).then(|| random_id("ch_sim_")),
+        // A hold has its charge too, uncaptured: what reports the card's
+        // features.
+        latest_charge: matches!(
+            status,
+            IntentStatus::Succeeded | IntentStatus::RequiresCapture
+        )
+        .then(|| random_id("ch_sim_")),
         last_error_code: decline.map(|_| "card_declined".to_owned()),
         last_error_decline_code: decline.map(str::to_owned),
         last_error_message: decline.map(|_| DECLINE_MESSAGE.to_owned()),
@@ -62,7 +70,7 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         payment_method: request.payment_method.clone(),
         increments: 0,
         authorization_expires_at: (status == IntentStatus::RequiresCapture)
-            .then(|| expiry(settings)),
+            .then(|| expiry(settings, extended)),
         settles_at: (status == IntentStatus::Processing)
             .then(|| from_now(PROCESSING_SETTLES_AFTER)),
         metadata: json!(metadata),
@@ -72,6 +80,9 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         // read agree.
         created_at: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
             .unwrap_or_default(),
+        overcapture_max_cents: (status == IntentStatus::RequiresCapture)
+            .then(|| features.overcapture_max(request.hold.overcapture, request.amount_cents))
+            .flatten(),
     })
 }
 
@@ -180,19 +191,24 @@ pub fn capture(
         if intent.status != IntentStatus::RequiresCapture {
             return Err(unexpected_state(intent.status, "capture"));
         }
-        if !(1..=intent.amount_capturable_cents).contains(&request.amount_to_capture_cents) {
+        // Overcapture: up to what the card allows over the hold.
+        let most = intent
+            .overcapture_max_cents
+            .unwrap_or(intent.amount_capturable_cents);
+        if !(1..=most).contains(&request.amount_to_capture_cents) {
             return Err(GatewayError::Rejected {
-                message: format!(
-                    "amount_too_large: amount_to_capture must be at most {}",
-                    intent.amount_capturable_cents
-                ),
+                message: format!("amount_too_large: amount_to_capture must be at most {most}"),
             });
         }
         Ok(StoredIntent {
             status: IntentStatus::Succeeded,
             amount_received_cents: request.amount_to_capture_cents,
             amount_capturable_cents: 0,
-            latest_charge: Some(random_id("ch_sim_")),
+            overcapture_max_cents: None,
+            latest_charge: intent
+                .latest_charge
+                .clone()
+                .or_else(|| Some(random_id("ch_sim_"))),
             ..intent.clone()
         })
     })
@@ -222,10 +238,15 @@ pub fn increment(
         if behaviour(&intent.payment_method) == Behaviour::RefusesIncrements {
             return Err(declined("generic_decline", &intent.id));
         }
+        // Overcapture room grows with the hold.
+        let overcapture = hold_features(&intent.payment_method);
         Ok(StoredIntent {
             amount_cents: request.amount_cents,
             amount_capturable_cents: request.amount_cents,
             increments: intent.increments + 1,
+            overcapture_max_cents: intent
+                .overcapture_max_cents
+                .and_then(|_| overcapture.overcapture_max(true, request.amount_cents)),
             ..intent.clone()
         })
     })
@@ -248,6 +269,7 @@ pub fn cancel(
             status: IntentStatus::Canceled,
             cancellation_reason: Some(request.cancellation_reason.clone()),
             amount_capturable_cents: 0,
+            overcapture_max_cents: None,
             ..intent.clone()
         })
     })

@@ -12,4 +12,6 @@ pub struct IntentSettings {
     pub authentication_page: String,
     /// How long a hold lasts before it lapses.
     pub authorization_ttl: Duration,
+    /// How long an extended hold lasts.
+    pub extended_authorization_ttl: Duration,
 }

@@ -42,6 +42,8 @@ pub(crate) struct StoredIntent {
     pub(crate) disputed: bool,
     /// When it was made, in whole seconds as Stripe's `created`.
     pub(crate) created_at: DateTime<Utc>,
+    /// What a hold lets be captured, when its card allows overcapture.
+    pub(crate) overcapture_max_cents: Option<i64>,
 }
 
 impl StoredIntent {
@@ -54,6 +56,7 @@ impl StoredIntent {
             )),
             return_url: self.return_url.clone(),
         });
+        let held = self.status == IntentStatus::RequiresCapture;
         let last_payment_error = self.last_error_code.as_ref().map(|code| PaymentError {
             code: Some(code.clone()),
             decline_code: self.last_error_decline_code.clone(),
@@ -75,6 +78,8 @@ impl StoredIntent {
             cancellation_reason: self.cancellation_reason.clone(),
             disputed: self.disputed,
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
+            amount_capturable_max_cents: self.overcapture_max_cents.filter(|_| held),
+            capture_before: self.authorization_expires_at.filter(|_| held),
             replayed: false,
         }
     }

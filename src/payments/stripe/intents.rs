@@ -41,10 +41,23 @@ pub fn create_form(request: &CreateIntent) -> Form {
             .map(|customer| pair("customer", customer)),
     );
     if request.capture_method == CaptureMethod::Manual {
-        form.push(pair(
-            "payment_method_options[card][request_incremental_authorization]",
-            "if_available",
-        ));
+        let hold = request.hold;
+        for (asked, feature) in [
+            (hold.incremental, "request_incremental_authorization"),
+            (hold.overcapture, "request_overcapture"),
+            (hold.extended, "request_extended_authorization"),
+        ] {
+            if asked {
+                form.push(pair(
+                    &format!("payment_method_options[card][{feature}]"),
+                    "if_available",
+                ));
+            }
+        }
+        // The charge says what the card allowed: read it with the answer.
+        if !hold.is_increments_only() {
+            form.push(pair("expand[]", "latest_charge"));
+        }
     }
     form.extend(metadata_fields(&request.metadata));
     form
@@ -67,8 +80,11 @@ pub fn cancel_form(request: &CancelIntent) -> Form {
 
 /// The parameters newer than the vendored specification the client sends,
 /// each named so the conformance check can allow exactly these.
-pub const NEWER_PARAMETERS: &[&str] =
-    &["payment_method_options[card][request_incremental_authorization]"];
+pub const NEWER_PARAMETERS: &[&str] = &[
+    "payment_method_options[card][request_incremental_authorization]",
+    "payment_method_options[card][request_overcapture]",
+    "payment_method_options[card][request_extended_authorization]",
+];
 
 /// A PaymentIntent as the specification describes it, as far as ridepay
 /// reads it.
@@ -148,16 +164,27 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         other => CaptureMethod::parse(other)
             .ok_or_else(|| unreadable(format!("capture_method {other:?}")))?,
     };
-    // Retrieved with `expand[]=latest_charge`, the charge comes whole and
-    // says whether it is disputed; created or captured, only its id.
-    let (latest_charge, disputed) = match object.latest_charge {
-        Some(Value::String(id)) => (Some(id), false),
-        Some(Value::Object(charge)) => (
+    // With `expand[]=latest_charge`, the charge comes whole and says
+    // whether it is disputed and what the card allows a hold; otherwise
+    // only its id.
+    let (latest_charge, charge) = match object.latest_charge {
+        Some(Value::String(id)) => (Some(id), Value::Null),
+        Some(charge @ Value::Object(_)) => (
             charge.get("id").and_then(Value::as_str).map(str::to_owned),
-            charge.get("disputed").and_then(Value::as_bool) == Some(true),
+            charge,
         ),
-        _ => (None, false),
+        _ => (None, Value::Null),
     };
+    let disputed = charge["disputed"].as_bool() == Some(true);
+    let card = &charge["payment_method_details"]["card"];
+    let held = status == IntentStatus::RequiresCapture;
+    let amount_capturable_max_cents = (card["overcapture"]["status"] == "available" && held)
+        .then(|| card["overcapture"]["maximum_amount_capturable"].as_i64())
+        .flatten();
+    let capture_before = card["capture_before"]
+        .as_i64()
+        .filter(|_| held)
+        .and_then(|at| chrono::DateTime::from_timestamp(at, 0));
     let created = chrono::DateTime::from_timestamp(object.created, 0)
         .ok_or_else(|| unreadable(format!("created {}", object.created)))?;
     Ok(PaymentIntent {
@@ -184,6 +211,8 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         cancellation_reason: object.cancellation_reason,
         disputed,
         metadata: object.metadata,
+        amount_capturable_max_cents,
+        capture_before,
         replayed: false,
     })
 }

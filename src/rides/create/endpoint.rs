@@ -16,7 +16,7 @@ use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
 use crate::idempotency::{DerivedFrom, Finishing, Lease, StoredResponse};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
-    IntentStatus, PaymentGateway, PaymentIntent,
+    HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
@@ -309,6 +309,8 @@ pub fn pay(
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
         metadata: payment_metadata(installation_id, lease, ride),
+        // What holds of call versions 1 and 2 ask, resent the same.
+        hold: HoldRequest::INCREMENTS_ONLY,
     })
 }
 

@@ -1,0 +1,1 @@
+ALTER TABLE simulated_payment_intents DROP COLUMN overcapture_max_cents;
