@@ -137,6 +137,8 @@ diesel::table! {
         amount_authorized_cents -> Int8,
         amount_captured_cents -> Int8,
         settling_key_id -> Nullable<Int8>,
+        amount_capturable_max_cents -> Nullable<Int8>,
+        hold_expires_at -> Nullable<Timestamptz>,
     }
 }
 

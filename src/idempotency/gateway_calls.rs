@@ -10,9 +10,10 @@ use super::key::IdempotencyKey;
 use super::record::KeyState;
 use crate::ids::KeyId;
 use crate::service_error::ServiceError;
+use ridepay_gateway::HoldRequest;
 
 /// The version new keys get.
-pub const CURRENT_CALL_VERSION: i16 = 2;
+pub const CURRENT_CALL_VERSION: i16 = 3;
 
 /// A hash of what the client sent, in this installation: the installation
 /// id, the user's random public id, the client's `Idempotency-Key` and the
@@ -65,6 +66,11 @@ impl std::fmt::Debug for RidepayKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatewayCalls {
     pub from: DerivedFrom,
+    /// The key's `call_version`: 2's holds ask for increments only; 3's for
+    /// overcapture and an extended authorization too, under keys of their
+    /// own, so that a request of either version made again after a failover
+    /// lost its row never meets the other's call under its key.
+    pub version: i16,
     /// 0 at first; one more each time reconciliation proved that a call
     /// answered by a failure the gateway saved under its key made nothing,
     /// and sends it again under a new key.
@@ -77,16 +83,32 @@ pub enum DerivedFrom {
     /// Version 1, keys made before version 2: the key row's id, with
     /// metadata naming the rows.
     RowId(KeyId),
-    /// Version 2: the request's `RidepayKey`, with metadata naming it.
+    /// Versions 2 and 3: the request's `RidepayKey`, with metadata naming
+    /// it.
     Request(RidepayKey),
 }
 
 impl GatewayCalls {
-    /// The first generation of calls derived from `from`.
+    /// The first generation of calls derived from `from`, as new keys
+    /// make them (version 1 for a row id).
     pub fn first(from: DerivedFrom) -> GatewayCalls {
+        let version = match from {
+            DerivedFrom::RowId(_) => 1,
+            DerivedFrom::Request(_) => CURRENT_CALL_VERSION,
+        };
         GatewayCalls {
             from,
+            version,
             generation: 0,
+        }
+    }
+
+    /// What the key's holds ask of the card.
+    pub fn hold_request(self) -> HoldRequest {
+        if self.version >= 3 {
+            HoldRequest::RIDE_HAILING
+        } else {
+            HoldRequest::INCREMENTS_ONLY
         }
     }
 
@@ -97,7 +119,7 @@ impl GatewayCalls {
     pub fn of(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
         let from = match (record.call_version, &record.ridepay_key) {
             (1, _) => DerivedFrom::RowId(record.id),
-            (2, Some(hex_text)) => {
+            (2 | 3, Some(hex_text)) => {
                 DerivedFrom::Request(RidepayKey::parse(hex_text).ok_or_else(|| {
                     anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id)
                 })?)
@@ -113,6 +135,7 @@ impl GatewayCalls {
         };
         Ok(GatewayCalls {
             from,
+            version: record.call_version,
             generation: record.call_generation,
         })
     }

@@ -24,8 +24,10 @@ pub fn installation_id(conn: &mut PgConnection) -> QueryResult<Uuid> {
 /// the key row again after a failover lost it derives the same key, and the
 /// gateway answers with what it already made. `g0` is the call's
 /// generation, the first; reconciliation moves a call whose answer the
-/// gateway lost for good on to `g1`, and so on. A version 1 key's first
-/// generation is its key as it always was; later ones end in `-g<n>`.
+/// gateway lost for good on to `g1`, and so on. Version 3's keys start
+/// `ridepay3-`: their holds ask for more, so their calls are other calls. A
+/// version 1 key's first generation is its key as it always was; later ones
+/// end in `-g<n>`.
 pub fn derived_key(installation_id: Uuid, calls: GatewayCalls, step: &str) -> String {
     let generation = calls.generation;
     match calls.from {
@@ -36,9 +38,11 @@ pub fn derived_key(installation_id: Uuid, calls: GatewayCalls, step: &str) -> St
                 later => format!("{first}-g{later}"),
             }
         }
-        DerivedFrom::Request(ridepay_key) => {
-            format!("ridepay2-{step}-{}-g{generation}", ridepay_key.to_hex())
-        }
+        DerivedFrom::Request(ridepay_key) => format!(
+            "ridepay{}-{step}-{}-g{generation}",
+            calls.version,
+            ridepay_key.to_hex()
+        ),
     }
 }
 
@@ -96,20 +100,28 @@ mod tests {
         assert_ne!(key, derived_key(installation, by_row, "refund"));
         assert_ne!(key, derived_key(Uuid::from_u128(8), by_row, "ride-charge"));
         let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
-        let by_request = derived_key(
-            installation,
-            GatewayCalls::first(DerivedFrom::Request(request)),
-            "ride-charge",
-        );
+        let version_2 = GatewayCalls {
+            version: 2,
+            ..GatewayCalls::first(DerivedFrom::Request(request))
+        };
+        let by_request = derived_key(installation, version_2, "ride-charge");
         assert_eq!(
             by_request,
             format!("ridepay2-ride-charge-{}-g0", "ab".repeat(32))
+        );
+        assert_eq!(
+            derived_key(
+                installation,
+                GatewayCalls::first(DerivedFrom::Request(request)),
+                "ride-charge"
+            ),
+            format!("ridepay3-ride-charge-{}-g0", "ab".repeat(32))
         );
         assert!(by_request.len() <= 255);
         let request_calls = GatewayCalls::first(DerivedFrom::Request(request));
         assert_eq!(
             derived_key(installation, request_calls.next_generation(), "ride-charge"),
-            format!("ridepay2-ride-charge-{}-g1", "ab".repeat(32))
+            format!("ridepay3-ride-charge-{}-g1", "ab".repeat(32))
         );
         assert_eq!(
             derived_key(installation, by_row.next_generation(), "ride-charge"),
@@ -120,6 +132,7 @@ mod tests {
                 Uuid::max(),
                 GatewayCalls {
                     from: DerivedFrom::RowId(KeyId(i64::MAX)),
+                    version: 1,
                     generation: 99
                 },
                 "ride-charge"

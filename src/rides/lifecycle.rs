@@ -294,6 +294,8 @@ fn settled(
         amount_authorized_cents: ride.amount_authorized_cents,
         amount_captured_cents: intent.amount_received_cents,
         settling_key_id: None,
+        amount_capturable_max_cents: None,
+        hold_expires_at: None,
     };
     let audit = audit::of_changed(
         ride.user_id,
@@ -384,6 +386,8 @@ pub fn expire(
                     amount_authorized_cents: ride.amount_authorized_cents,
                     amount_captured_cents: 0,
                     settling_key_id: None,
+                    amount_capturable_max_cents: None,
+                    hold_expires_at: None,
                 },
                 rides::updated_at.eq(diesel::dsl::now),
             ))

@@ -72,6 +72,10 @@ pub struct Ride {
     pub amount_captured_cents: i64,
     /// The key completing or cancelling the ride, while it does.
     pub settling_key_id: Option<KeyId>,
+    /// While held: what may be captured without asking the card again.
+    pub amount_capturable_max_cents: Option<i64>,
+    /// While held: when the hold lapses.
+    pub hold_expires_at: Option<DateTime<Utc>>,
 }
 
 impl Serialize for Ride {
@@ -105,6 +109,8 @@ impl Ride {
             amount_authorized_cents: self.amount_authorized_cents,
             amount_captured_cents: self.amount_captured_cents,
             amount_refunded_cents: self.amount_refunded_cents,
+            amount_capturable_max_cents: self.amount_capturable_max_cents,
+            hold_expires_at: self.hold_expires_at,
             next_action,
             created_at: self.created_at,
         }
@@ -121,6 +127,8 @@ impl Ride {
             amount_authorized_cents: settlement.amount_authorized_cents,
             amount_captured_cents: settlement.amount_captured_cents,
             settling_key_id: settlement.settling_key_id,
+            amount_capturable_max_cents: settlement.amount_capturable_max_cents,
+            hold_expires_at: settlement.hold_expires_at,
             ..self.clone()
         }
     }
@@ -250,6 +258,10 @@ pub struct Settlement {
     pub amount_authorized_cents: i64,
     pub amount_captured_cents: i64,
     pub settling_key_id: Option<KeyId>,
+    /// What the hold lets be captured, and when it lapses: `None` for a
+    /// ride not held.
+    pub amount_capturable_max_cents: Option<i64>,
+    pub hold_expires_at: Option<DateTime<Utc>>,
 }
 
 /// The ride `ride_id` while a settlement may apply to it: still in one of

@@ -64,6 +64,12 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
         },
         amount_captured_cents: intent.amount_received_cents,
         settling_key_id: None,
+        amount_capturable_max_cents: (status == Authorized).then(|| {
+            intent
+                .amount_capturable_max_cents
+                .unwrap_or(intent.amount_capturable_cents)
+        }),
+        hold_expires_at: intent.capture_before.filter(|_| status == Authorized),
     })
 }
 

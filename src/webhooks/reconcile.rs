@@ -259,6 +259,8 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
         amount_authorized_cents: ride.amount_authorized_cents,
         amount_captured_cents: ride.amount_captured_cents,
         settling_key_id: ride.settling_key_id,
+        amount_capturable_max_cents: None,
+        hold_expires_at: None,
     };
     if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
         log::warn!("ride {ride_id} is disputed");

@@ -35,6 +35,13 @@ pub struct RideJson<'a> {
     pub amount_authorized_cents: i64,
     pub amount_captured_cents: i64,
     pub amount_refunded_cents: i64,
+    /// While `authorized`: what may be captured without asking the card
+    /// again (more than `amount_authorized_cents` when the card allows
+    /// overcapture); null otherwise.
+    pub amount_capturable_max_cents: Option<i64>,
+    /// While `authorized`: when the hold lapses (seven days after it was
+    /// placed, up to 30 for an extended one); null otherwise.
+    pub hold_expires_at: Option<DateTime<Utc>>,
     /// While `requires_action`: the gateway's next action in Stripe's shape
     /// (`{"type": "redirect_to_url", "redirect_to_url": {"url", "return_url"}}`)
     /// with the PaymentIntent's `client_secret` beside the type, for a

@@ -11,7 +11,8 @@ use ridepay::rides::create::RecoveryPoint;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
 
 use crate::helpers::{
-    count, expire_leases, leave_key_at, ride_with, spawn_app, TestApp, RETURN_URL, RIDE,
+    count, expire_leases, leave_key_at, ride_with, spawn_app, RideRequest, TestApp, RETURN_URL,
+    RIDE,
 };
 
 fn sql(conn: &mut PgConnection, statement: &str) {
@@ -131,6 +132,51 @@ async fn a_key_of_call_version_1_is_resent_exactly_as_before() {
     assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
 }
 
+/// A key in flight from before call version 3, whose hold asks for
+/// increments only: the retry sends that very call (its `ridepay2-` key, no
+/// overcapture or extended authorization asked), and the gateway answers
+/// with the PaymentIntent it made.
+#[tokio::test]
+async fn a_key_of_call_version_2_is_resent_exactly_as_before() {
+    let app = spawn_app().await;
+    leave_key_at(&app, "version 2", RecoveryPoint::RideCreated);
+    let mut conn = app.db();
+    sql(
+        &mut conn,
+        "UPDATE idempotency_keys SET call_version = 2 WHERE key = 'version 2'",
+    );
+    let request = RideRequest::new(&app, "version 2");
+    let installation = payments::installation_id(&mut conn).unwrap();
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &ridepay::config::Settings::for_database(&app.database_url),
+    );
+    let version_2 = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
+        .create_intent(&CreateIntent {
+            idempotency_key: request.payment_key_of_version(2),
+            amount_cents: 2000,
+            currency: "usd".to_owned(),
+            customer: None,
+            payment_method: "pm_card_visa".to_owned(),
+            capture_method: CaptureMethod::Automatic,
+            return_url: RETURN_URL.to_owned(),
+            metadata: vec![
+                ("ridepay_installation".to_owned(), installation.to_string()),
+                ("ridepay_key".to_owned(), request.ridepay_key().to_hex()),
+                ("ridepay_generation".to_owned(), "0".to_owned()),
+            ],
+            hold: payments::HoldRequest::INCREMENTS_ONLY,
+        })
+        .unwrap();
+    expire_leases(&app);
+
+    let retried = app.post_ride("version 2", RIDE).await;
+
+    assert_eq!(retried.status, 201, "{}", retried.body_text());
+    assert_eq!(retried.json()["payment_intent_id"], version_2.id.as_str());
+    assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
+}
+
 /// A newer release's key met during a rolling deploy: this release would
 /// not make its calls the same way, so it makes none.
 #[tokio::test]
@@ -140,7 +186,7 @@ async fn a_key_of_a_call_version_this_release_does_not_know_is_left_alone() {
     let mut conn = app.db();
     sql(
         &mut conn,
-        "UPDATE idempotency_keys SET call_version = 3 WHERE key = 'from a newer release'",
+        "UPDATE idempotency_keys SET call_version = 4 WHERE key = 'from a newer release'",
     );
     expire_leases(&app);
 

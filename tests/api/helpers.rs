@@ -681,6 +681,15 @@ impl RideRequest {
         payments::derived_key(self.installation, calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
+    /// The same, as a key of call version `version` derives it.
+    pub fn payment_key_of_version(&self, version: i16) -> String {
+        let calls = GatewayCalls {
+            version,
+            ..GatewayCalls::first(DerivedFrom::Request(self.ridepay_key()))
+        };
+        payments::derived_key(self.installation, calls, phases::PAYMENT_KEY_PURPOSE)
+    }
+
     pub fn claimable(&self) -> IdempotentRequest<'_> {
         let caller = ridepay::idempotency::Caller {
             id: UserId(self.user_id),

@@ -20,6 +20,7 @@ mod embedded_security;
 mod endpoints;
 mod fake_gateway;
 mod fake_intents;
+mod fares;
 mod file_imports;
 mod gateway_contract;
 mod gateway_keys;

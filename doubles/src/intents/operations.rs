@@ -204,7 +204,6 @@ pub fn capture(
             status: IntentStatus::Succeeded,
             amount_received_cents: request.amount_to_capture_cents,
             amount_capturable_cents: 0,
-            overcapture_max_cents: None,
             latest_charge: intent
                 .latest_charge
                 .clone()
@@ -269,7 +268,6 @@ pub fn cancel(
             status: IntentStatus::Canceled,
             cancellation_reason: Some(request.cancellation_reason.clone()),
             amount_capturable_cents: 0,
-            overcapture_max_cents: None,
             ..intent.clone()
         })
     })

@@ -42,7 +42,8 @@ pub(crate) struct StoredIntent {
     pub(crate) disputed: bool,
     /// When it was made, in whole seconds as Stripe's `created`.
     pub(crate) created_at: DateTime<Utc>,
-    /// What a hold lets be captured, when its card allows overcapture.
+    /// What a hold lets (or let) be captured, when its card allows
+    /// overcapture: kept after the capture, as a record of the room.
     pub(crate) overcapture_max_cents: Option<i64>,
 }
 

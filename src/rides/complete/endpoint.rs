@@ -194,9 +194,15 @@ fn begin(
     )
 }
 
-/// Whether the ride's hold covers the final fare as it is.
+/// Whether the ride's hold covers the final fare as it is, overcapture
+/// included: then it is captured at once, with no raise. Decided from the
+/// ride as the completion took it, which nothing changes while the key
+/// holds it, so a resume decides the same.
 fn covered(ride: &Ride, params: &CompleteParams) -> bool {
-    params.final_amount_cents <= ride.amount_authorized_cents
+    params.final_amount_cents
+        <= ride
+            .amount_capturable_max_cents
+            .unwrap_or(ride.amount_authorized_cents)
 }
 
 /// The hold raised to the final fare, which it does not cover. Holds no
@@ -229,6 +235,11 @@ fn record_raise(
     Ok(diesel::update(rides::table.find(ride.id))
         .set((
             rides::amount_authorized_cents.eq(raised.amount_capturable_cents),
+            // The overcapture room moves with the hold; an answer that does
+            // not say (Stripe's, unexpanded) leaves the hold alone.
+            rides::amount_capturable_max_cents.eq(raised
+                .amount_capturable_max_cents
+                .unwrap_or(raised.amount_capturable_cents)),
             rides::updated_at.eq(diesel::dsl::now),
         ))
         .returning(Ride::as_returning())

@@ -16,7 +16,7 @@ use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
 use crate::idempotency::{DerivedFrom, Finishing, Lease, StoredResponse};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
-    HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
+    IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
@@ -309,8 +309,7 @@ pub fn pay(
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
         metadata: payment_metadata(installation_id, lease, ride),
-        // What holds of call versions 1 and 2 ask, resent the same.
-        hold: HoldRequest::INCREMENTS_ONLY,
+        hold: lease.gateway_calls().hold_request(),
     })
 }
 
@@ -458,6 +457,8 @@ pub fn finish_unpaid(
         amount_authorized_cents: 0,
         amount_captured_cents: 0,
         settling_key_id: None,
+        amount_capturable_max_cents: None,
+        hold_expires_at: None,
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;

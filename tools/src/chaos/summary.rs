@@ -31,9 +31,9 @@ pub const SERVER_EVENTS: [LogEvent; 7] = [
         &["simulated rate limit", "Stripe rate-limited"],
     ),
     (
-        "503 logged: a failure the gateway saved under the key",
-        ANSWERED_503,
-        &["Stripe answers a failure it saved"],
+        "503 logged: a failure the gateway saved, waiting for reconciliation",
+        "waiting for reconciliation: ",
+        &[""],
     ),
     (
         "503 logged: gateway unavailable, all kinds",

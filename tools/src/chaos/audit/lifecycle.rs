@@ -104,7 +104,15 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
         .collect();
     for ride in &records.rides {
         let intent = index.intent_of(ride);
-        if ride.amount_captured_cents > ride.amount_authorized_cents {
+        // Overcapture takes up to the room the card allowed over the hold.
+        let most = intent.map_or(ride.amount_authorized_cents, |intent| {
+            ride.amount_authorized_cents.max(
+                intent
+                    .overcapture_max_cents
+                    .unwrap_or(ride.amount_authorized_cents),
+            )
+        });
+        if ride.amount_captured_cents > most {
             report.flag(
                 CHECKS[10],
                 format!(
@@ -203,7 +211,7 @@ fn check_gateway(report: &mut AuditReport, records: &Records) {
         .map(|total| (total.intent_id.as_str(), total))
         .collect();
     for intent in &records.intents {
-        if intent.amount_received_cents > intent.amount_cents {
+        if intent.amount_received_cents > intent.capturable_at_most() {
             report.flag(
                 CHECKS[10],
                 format!(

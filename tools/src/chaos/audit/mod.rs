@@ -44,7 +44,7 @@ pub fn audit(
         .load(conn)?,
         intents: diesel::sql_query(
             "SELECT id, amount_cents, amount_capturable_cents, amount_received_cents, status, \
-             metadata->>'ridepay_key' AS ridepay_key \
+             metadata->>'ridepay_key' AS ridepay_key, overcapture_max_cents \
              FROM simulated_payment_intents \
              WHERE gateway = $1 AND created_at >= date_trunc('second', $2)",
         )

@@ -72,6 +72,16 @@ pub(crate) struct IntentRow {
     pub(crate) status: String,
     #[diesel(sql_type = Nullable<Text>)]
     pub(crate) ridepay_key: Option<String>,
+    /// What the hold let be captured, when its card allowed overcapture.
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) overcapture_max_cents: Option<i64>,
+}
+
+impl IntentRow {
+    /// The most it may have taken: the hold, or the overcapture room.
+    pub(crate) fn capturable_at_most(&self) -> i64 {
+        self.overcapture_max_cents.unwrap_or(self.amount_cents)
+    }
 }
 
 pub(crate) const SUCCEEDED: &str = "succeeded";

@@ -50,6 +50,7 @@ fn intent(id: &str, status: &str, ride_and_key: i64) -> IntentRow {
         amount_received_cents: if status == SUCCEEDED { 1000 } else { 0 },
         status: status.to_owned(),
         ridepay_key: Some(format!("request-{ride_and_key}")),
+        overcapture_max_cents: None,
     }
 }
 
