@@ -98,32 +98,18 @@ async fn a_key_of_call_version_1_is_resent_exactly_as_before() {
     .get_result(&mut conn)
     .unwrap();
     let installation = payments::installation_id(&mut conn).unwrap();
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &ridepay::config::Settings::for_database(&app.database_url),
+    let version_1 = made_earlier(
+        &app,
+        format!(
+            "ridepay-{}-ride-payment-intent-{}",
+            installation.simple(),
+            made.key_id
+        ),
+        vec![
+            ("ride_id".to_owned(), made.ride_id.to_string()),
+            ("idempotency_key_id".to_owned(), made.key_id.to_string()),
+        ],
     );
-    let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
-    let version_1 = gateway
-        .create_intent(&CreateIntent {
-            idempotency_key: format!(
-                "ridepay-{}-ride-payment-intent-{}",
-                installation.simple(),
-                made.key_id
-            ),
-            amount_cents: 2000,
-            currency: "usd".to_owned(),
-            customer: None,
-            payment_method: "pm_card_visa".to_owned(),
-            capture_method: CaptureMethod::Automatic,
-            return_url: RETURN_URL.to_owned(),
-            metadata: vec![
-                ("ride_id".to_owned(), made.ride_id.to_string()),
-                ("idempotency_key_id".to_owned(), made.key_id.to_string()),
-            ],
-            hold: payments::HoldRequest::INCREMENTS_ONLY,
-        })
-        .unwrap();
-    expire_leases(&app);
 
     let retried = app.post_ride("version 1", RIDE).await;
 
@@ -147,34 +133,50 @@ async fn a_key_of_call_version_2_is_resent_exactly_as_before() {
     );
     let request = RideRequest::new(&app, "version 2");
     let installation = payments::installation_id(&mut conn).unwrap();
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &ridepay::config::Settings::for_database(&app.database_url),
+    let version_2 = made_earlier(
+        &app,
+        request.payment_key_of_version(2),
+        vec![
+            ("ridepay_installation".to_owned(), installation.to_string()),
+            ("ridepay_key".to_owned(), request.ridepay_key().to_hex()),
+            ("ridepay_generation".to_owned(), "0".to_owned()),
+        ],
     );
-    let version_2 = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
-        .create_intent(&CreateIntent {
-            idempotency_key: request.payment_key_of_version(2),
-            amount_cents: 2000,
-            currency: "usd".to_owned(),
-            customer: None,
-            payment_method: "pm_card_visa".to_owned(),
-            capture_method: CaptureMethod::Automatic,
-            return_url: RETURN_URL.to_owned(),
-            metadata: vec![
-                ("ridepay_installation".to_owned(), installation.to_string()),
-                ("ridepay_key".to_owned(), request.ridepay_key().to_hex()),
-                ("ridepay_generation".to_owned(), "0".to_owned()),
-            ],
-            hold: payments::HoldRequest::INCREMENTS_ONLY,
-        })
-        .unwrap();
-    expire_leases(&app);
 
     let retried = app.post_ride("version 2", RIDE).await;
 
     assert_eq!(retried.status, 201, "{}", retried.body_text());
     assert_eq!(retried.json()["payment_intent_id"], version_2.id.as_str());
     assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
+}
+
+/// `RIDE`'s PaymentIntent as a key of an earlier call version made it,
+/// under `key` with `metadata`, its hold asking for increments only; and
+/// the key's lease expired, for its retry to take.
+fn made_earlier(
+    app: &TestApp,
+    key: String,
+    metadata: Vec<(String, String)>,
+) -> payments::PaymentIntent {
+    let pool = ridepay::db::build_pool(
+        &app.database_url,
+        &ridepay::config::Settings::for_database(&app.database_url),
+    );
+    let made = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
+        .create_intent(&CreateIntent {
+            idempotency_key: key,
+            amount_cents: 2000,
+            currency: "usd".to_owned(),
+            customer: None,
+            payment_method: "pm_card_visa".to_owned(),
+            capture_method: CaptureMethod::Automatic,
+            return_url: RETURN_URL.to_owned(),
+            metadata,
+            hold: payments::HoldRequest::INCREMENTS_ONLY,
+        })
+        .unwrap();
+    expire_leases(app);
+    made
 }
 
 /// A newer release's key met during a rolling deploy: this release would
