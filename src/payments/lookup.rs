@@ -19,7 +19,7 @@ const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
 
 /// Whether `metadata` carries every pair of `call`'s metadata but its
 /// generation: any generation of the call.
-pub fn of_call(metadata: &BTreeMap<String, String>, call: &[(String, String)]) -> bool {
+fn of_call(metadata: &BTreeMap<String, String>, call: &[(String, String)]) -> bool {
     call.iter()
         .filter(|(name, _)| name != GENERATION)
         .all(|(name, value)| metadata.get(name) == Some(value))
