@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A ridepay client that retries the right way, walking one ride through its
-life: request it (the fare held), complete it, refund part of it; then a
-declined card. Every write is one operation with one Idempotency-Key, made
+life: request it (the fare held), tip it, complete it, refund part of it;
+then a declined card. Every write is one operation with one Idempotency-Key, made
 fresh for it and sent unchanged on each of its retries, so a retry finishes
 or replays the first attempt and never pays twice.
 
@@ -179,8 +179,13 @@ def main():
     ride_id = ride.body["id"]
     expect(ride.status == 201, "the ride is created")
 
+    # Captured with the fare when the ride is completed.
+    tipped = api.post("/api/rides/%d/tip" % ride_id, {"amount_cents": 300})
+    report("tip $3.00", tipped)
+    expect(tipped.status == 200, "the tip is added")
+
     done = api.post("/api/rides/%d/complete" % ride_id, {"final_amount_cents": 1800})
-    report("complete it ($18.00)", done)
+    report("complete it ($18.00, and the tip)", done)
     expect(done.status == 200, "the ride is completed")
 
     refund = api.post("/api/rides/%d/refunds" % ride_id, {"amount_cents": 500})
@@ -189,11 +194,11 @@ def main():
 
     # Where the ride stands now: one ride, whatever the retries were.
     ride = api.get("/api/rides/%d" % ride_id).body
-    print("ride %d: status %s, %s cents captured, %s refunded" % (
+    print("ride %d: status %s, %s cents captured (%s of them the tip), %s refunded" % (
         ride_id, ride.get("status"), ride.get("amount_captured_cents"),
-        ride.get("amount_refunded_cents")))
+        ride.get("tip_cents"), ride.get("amount_refunded_cents")))
     expect(ride.get("status") == "captured", "the ride ends captured")
-    expect(ride.get("amount_captured_cents") == 1800, "$18.00 captured")
+    expect(ride.get("amount_captured_cents") == 2100, "$21.00 captured, fare and tip")
     expect(ride.get("amount_refunded_cents") == 500, "$5.00 of it refunded")
 
     # A decline is a stored, final 402: retrying it (even with a new key)

@@ -1,8 +1,9 @@
 //! A ridepay client that retries the right way, walking one ride through its
-//! life: request it (the fare held), complete it, refund part of it; then a
-//! declined card. Every write is one operation with one `Idempotency-Key`,
-//! made fresh for it and sent unchanged on each of its retries, so a retry
-//! finishes or replays the first attempt and never pays twice.
+//! life: request it (the fare held), tip it, complete it, refund part of it;
+//! then a declined card. Every write is one operation with one
+//! `Idempotency-Key`, made fresh for it and sent unchanged on each of its
+//! retries, so a retry finishes or replays the first attempt and never pays
+//! twice.
 //!
 //! ```sh
 //! cargo run --example retrying_client -- --base-url http://127.0.0.1:8080 --api-key ridepay_sk_...
@@ -208,11 +209,17 @@ async fn main() -> anyhow::Result<ExitCode> {
         .context("the ride's answer has no id")?;
     expect(ride.status == StatusCode::CREATED, "the ride is created");
 
+    // Captured with the fare when the ride is completed.
+    let tip = json!({"amount_cents": 300});
+    let tipped = api.post(&format!("/api/rides/{id}/tip"), tip).await?;
+    report("tip $3.00", &tipped);
+    expect(tipped.status == StatusCode::OK, "the tip is added");
+
     let complete = json!({"final_amount_cents": 1800});
     let done = api
         .post(&format!("/api/rides/{id}/complete"), complete)
         .await?;
-    report("complete it ($18.00)", &done);
+    report("complete it ($18.00, and the tip)", &done);
     expect(done.status == StatusCode::OK, "the ride is completed");
 
     let refund = json!({"amount_cents": 500});
@@ -226,13 +233,17 @@ async fn main() -> anyhow::Result<ExitCode> {
     let ride = api.get(&format!("/api/rides/{id}")).await?;
     let ride = &ride.body;
     println!(
-        "ride {id}: status {}, {} cents captured, {} refunded",
+        "ride {id}: status {}, {} cents captured ({} of them the tip), {} refunded",
         ride["status"].as_str().unwrap_or_default(),
         ride["amount_captured_cents"],
+        ride["tip_cents"],
         ride["amount_refunded_cents"]
     );
     expect(ride["status"] == "captured", "the ride ends captured");
-    expect(ride["amount_captured_cents"] == 1800, "$18.00 captured");
+    expect(
+        ride["amount_captured_cents"] == 2100,
+        "$21.00 captured, fare and tip",
+    );
     expect(ride["amount_refunded_cents"] == 500, "$5.00 of it refunded");
 
     // A decline is a stored, final 402: retrying it (even with a new key)

@@ -76,6 +76,10 @@ pub fn all() -> Vec<Registered> {
             },
             Vec::new,
         ),
+        Registered::of::<rides::tip::RecoveryPoint>(
+            |context| Box::new(Keys::<rides::tip::endpoint::TipEndpoint>::new(context)),
+            Vec::new,
+        ),
     ]
 }
 

@@ -96,6 +96,8 @@ diesel::table! {
         gateway_refund_id -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        part_of -> Nullable<Int8>,
+        payment_intent_id -> Nullable<Text>,
     }
 }
 
@@ -139,6 +141,8 @@ diesel::table! {
         settling_key_id -> Nullable<Int8>,
         amount_capturable_max_cents -> Nullable<Int8>,
         hold_expires_at -> Nullable<Timestamptz>,
+        tip_cents -> Int8,
+        tip_payment_intent_id -> Nullable<Text>,
     }
 }
 

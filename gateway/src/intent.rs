@@ -144,6 +144,12 @@ pub struct CreateIntent {
     /// increments alone, as every call made before the others were asked.
     #[serde(skip_serializing_if = "HoldRequest::is_increments_only")]
     pub hold: HoldRequest,
+    /// Charged without the rider there (a tip after the ride, on the saved
+    /// card): a card that would need them to authenticate is declined
+    /// (`authentication_required`) rather than asking. Left out of the
+    /// call's parameters when false, as every call made before tips.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub off_session: bool,
 }
 
 /// The card features a hold asks for, each `if_available`: raising it

@@ -41,5 +41,10 @@ pub fn endpoints() -> Vec<Routed> {
             routes: super::rides::cancel::configure,
             openapi: super::rides::cancel::Api::openapi,
         },
+        Routed {
+            name: rides::tip::RecoveryPoint::ENDPOINT,
+            routes: super::rides::tip::configure,
+            openapi: super::rides::tip::Api::openapi,
+        },
     ]
 }

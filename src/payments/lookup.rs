@@ -9,9 +9,12 @@ use std::thread;
 use chrono::{DateTime, Utc};
 
 use super::derived_key::GENERATION;
-use super::outcome::unavailable;
+use super::outcome::{unavailable, Final};
 use crate::service_error::ServiceError;
-use ridepay_gateway::{GatewayError, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund};
+use ridepay_gateway::{
+    GatewayError, IntentStatus, ListIntents, Payment, PaymentError, PaymentGateway, PaymentIntent,
+    Refund,
+};
 
 /// How long before its ride the gateway may have dated a PaymentIntent
 /// (its clock against the database's).
@@ -63,6 +66,41 @@ pub fn intents_made(
         );
     }
     Ok(made)
+}
+
+/// The newest PaymentIntent, of any generation, that a create whose
+/// metadata is `call` made, as its answer would have said it: a decline
+/// (`requires_payment_method`) as a decline.
+pub fn create_answer(
+    gateway: &dyn PaymentGateway,
+    call: &[(String, String)],
+    since: DateTime<Utc>,
+    customer: Option<&str>,
+) -> Result<Option<Final<PaymentIntent>>, ServiceError> {
+    Ok(intents_made(gateway, call, since, customer)?
+        .into_iter()
+        .next()
+        .map(|intent| match intent.status {
+            IntentStatus::RequiresPaymentMethod => Final::Refused(declined(intent)),
+            _ => Final::Made(intent),
+        }))
+}
+
+/// The decline a PaymentIntent left behind, as a create's answer says it.
+pub fn declined(intent: PaymentIntent) -> GatewayError {
+    let error = intent.last_payment_error.unwrap_or(PaymentError {
+        code: None,
+        decline_code: None,
+        message: None,
+    });
+    GatewayError::Declined {
+        code: error.code.unwrap_or_else(|| "card_declined".to_owned()),
+        decline_code: error.decline_code,
+        message: error
+            .message
+            .unwrap_or_else(|| "Your card was declined.".to_owned()),
+        payment_intent: Some(intent.id),
+    }
 }
 
 /// The refund, of any generation, that a refund call whose metadata is

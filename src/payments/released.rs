@@ -14,7 +14,11 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
+use super::Final;
+use crate::idempotency::{DerivedFrom, GatewayCalls};
 use crate::schema::released_payments;
+use crate::service_error::ServiceError;
+use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
 
 /// Takes the transaction lock of `ridepay_key`'s release decision, until
 /// the caller's transaction ends.
@@ -70,4 +74,57 @@ pub fn confirmed(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<()> 
         .set(released_payments::released_at.eq(crate::db::database_now().nullable()))
         .execute(conn)?;
     Ok(())
+}
+
+/// A create's answer, unless it is one given again (`replayed`) of a
+/// payment reconciliation released since: then a rejection, for a stored
+/// 502 rather than a record of money given back.
+pub fn unless_released(
+    conn: &mut PgConnection,
+    calls: GatewayCalls,
+    answer: Final<PaymentIntent>,
+) -> Result<Final<PaymentIntent>, ServiceError> {
+    Ok(match answer {
+        Final::Made(intent) if intent.replayed && of_calls(conn, calls)? => {
+            Final::Refused(GatewayError::Rejected {
+                message: format!(
+                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
+                    intent.id
+                ),
+            })
+        }
+        answer => answer,
+    })
+}
+
+/// Whether reconciliation released the payment of a key whose calls are
+/// `calls`, decided under the lock it decides under.
+fn of_calls(conn: &mut PgConnection, calls: GatewayCalls) -> Result<bool, ServiceError> {
+    let DerivedFrom::Request(ridepay_key) = calls.from else {
+        // Version 1 payments name no `ridepay_key`: never released.
+        return Ok(false);
+    };
+    let ridepay_key = ridepay_key.to_hex();
+    lock(conn, &ridepay_key)?;
+    Ok(is_released(conn, &ridepay_key)?)
+}
+
+/// A create answered from what the gateway saved under its key is of the
+/// PaymentIntent as it was then: read again, as it is now (a hold since
+/// cancelled by reconciliation is then a rejection). Still marked
+/// replayed, so that recording it checks for its tombstone (`of_calls`).
+pub fn reread_if_replayed(
+    gateway: &dyn PaymentGateway,
+    intent: PaymentIntent,
+) -> Result<PaymentIntent, GatewayError> {
+    if !intent.replayed {
+        return Ok(intent);
+    }
+    Ok(match gateway.retrieve_intent(&intent.id)? {
+        Some(now) => PaymentIntent {
+            replayed: true,
+            ..now
+        },
+        None => intent,
+    })
 }

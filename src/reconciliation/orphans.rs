@@ -139,10 +139,14 @@ fn look_at(
     Ok(None)
 }
 
-/// The ride that records the intent.
+/// The ride that records the intent, as its fare's or its tip's.
 fn recorded_by(conn: &mut PgConnection, intent_id: &str) -> QueryResult<Option<Ride>> {
     rides::table
-        .filter(rides::payment_intent_id.eq(intent_id))
+        .filter(
+            rides::payment_intent_id
+                .eq(intent_id)
+                .or(rides::tip_payment_intent_id.eq(intent_id)),
+        )
         .select(Ride::as_select())
         .first(conn)
         .optional()

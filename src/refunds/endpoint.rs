@@ -1,6 +1,9 @@
 //! `POST /api/rides/{id}/refunds` on the idempotency flow: the refund,
-//! pending, its amount reserved (Started); the gateway refund, made between
-//! transactions (RefundCreated); what the gateway answered, recorded
+//! pending, its amount reserved (Started), split in two parts when it is
+//! more than what remains of the fare's PaymentIntent and the ride's tip
+//! has one of its own; the gateway refund of the first part, made between
+//! transactions (RefundCreated); that of the second, the tip's
+//! (FarePartRefunded); what the gateway answered, recorded
 //! (RefundCompleted); the answer stored. A retry, or the completer, resumes
 //! from the recovery point the key reached.
 //!
@@ -21,7 +24,7 @@ use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
 use crate::idempotency::{Lease, StoredResponse};
-use crate::ids::UserId;
+use crate::ids::{RefundId, UserId};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
@@ -58,8 +61,8 @@ impl Endpoint for RefundEndpoint {
     }
 }
 
-/// The endpoint's phases, for one request. They hand on the refund as the
-/// first leaves it.
+/// The endpoint's phases, for one request. They hand on the part of the
+/// refund the next call makes.
 pub struct RefundPhases<'a> {
     context: &'a ServiceContext,
     params: &'a RefundParams,
@@ -85,7 +88,9 @@ impl Phases for RefundPhases<'_> {
                 Some(create_refund(conn, lease, self.params)?),
             )),
             RecoveryPoint::RefundCompleted => Ok(Transition::Finish(finish_refunded(conn, lease)?)),
-            RecoveryPoint::RefundCreated | RecoveryPoint::Finished => {
+            RecoveryPoint::RefundCreated
+            | RecoveryPoint::FarePartRefunded
+            | RecoveryPoint::Finished => {
                 Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
             }
         }
@@ -94,30 +99,30 @@ impl Phases for RefundPhases<'_> {
     fn call(
         &self,
         lease: &RefundLease,
-        _point: RecoveryPoint,
-        refund: Option<Refund>,
+        point: RecoveryPoint,
+        part: Option<Refund>,
     ) -> Result<Called<RecoveryPoint, Refund, Final<payments::Refund>>, ServiceError> {
-        let (ride, refund) = self.with_ride(lease, refund)?;
+        let (ride, part) = self.with_ride(lease, point, part)?;
         // No pooled connection is held while the gateway works.
         let answer = refund_at_gateway(
             self.context.gateway.as_ref(),
             self.context.installation_id,
             lease,
             &ride,
-            &refund,
+            &part,
         );
-        Ok(Called::Answered(refund, payments::final_answer(answer)?))
+        Ok(Called::Answered(part, payments::final_answer(answer)?))
     }
 
-    /// Any generation's refund, from the payment's refunds.
+    /// Any generation's refund, from the part's payment's refunds.
     fn look_up(
         &self,
         lease: &RefundLease,
-        _point: RecoveryPoint,
-        refund: Option<Refund>,
+        point: RecoveryPoint,
+        part: Option<Refund>,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let (ride, refund) = self.with_ride(lease, refund)?;
-        let Some(payment) = ride.payment() else {
+        let (ride, refund) = self.with_ride(lease, point, part)?;
+        let Some(payment) = refund.payment(&ride) else {
             return Err(anyhow::anyhow!("ride {} has no payment to refund", ride.id).into());
         };
         let call = refund_metadata(self.context.installation_id, lease, &ride, &refund);
@@ -131,45 +136,71 @@ impl Phases for RefundPhases<'_> {
         })
     }
 
-    /// RefundCreated -> RefundCompleted, or Finished for a refund the
-    /// gateway refused for good.
+    /// RefundCreated -> FarePartRefunded (a second part to make) or
+    /// RefundCompleted; FarePartRefunded -> RefundCompleted; or Finished
+    /// for a part the gateway refused for good.
     fn record(
         &self,
         conn: &mut PgConnection,
-        _lease: &RefundLease,
-        refund: Refund,
+        lease: &RefundLease,
+        part: Refund,
         answer: Final<payments::Refund>,
     ) -> Result<Transition<RecoveryPoint, Refund>, ServiceError> {
+        let second = match part.part_of {
+            Some(_) => None,
+            None => model::second_part(conn, part.id)?,
+        };
         match answer {
             Final::Made(made) => {
-                record_refund(conn, &refund, &made)?;
-                Ok(Transition::Advance(RecoveryPoint::RefundCompleted, None))
+                record_refund(conn, &part, &made)?;
+                Ok(match second {
+                    Some(second) => {
+                        Transition::Advance(RecoveryPoint::FarePartRefunded, Some(second))
+                    }
+                    None => Transition::Advance(RecoveryPoint::RefundCompleted, None),
+                })
             }
-            Final::Refused(failure) => {
-                Ok(Transition::Finish(finish_failed(conn, &refund, &failure)?))
-            }
+            Final::Refused(failure) => Ok(Transition::Finish(finish_failed(
+                conn,
+                lease,
+                [Some(part), second].into_iter().flatten(),
+                &failure,
+            )?)),
         }
     }
 }
 
 impl RefundPhases<'_> {
-    /// The refund the key made (read, unless handed on) and its ride.
+    /// The part of the refund the call from `point` makes (read, unless
+    /// handed on) and its ride.
     fn with_ride(
         &self,
         lease: &RefundLease,
-        refund: Option<Refund>,
+        point: RecoveryPoint,
+        part: Option<Refund>,
     ) -> Result<(Ride, Refund), ServiceError> {
         let mut conn = self.context.pool.get()?;
-        let refund = match refund {
-            Some(refund) => refund,
-            None => model::find_by_key(&mut conn, lease.key_id())?,
+        let part = match part {
+            Some(part) => part,
+            None => {
+                let first = model::find_by_key(&mut conn, lease.key_id())?;
+                match point {
+                    RecoveryPoint::FarePartRefunded => model::second_part(&mut conn, first.id)?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("refund {} has no second part", first.id.0)
+                        })?,
+                    _ => first,
+                }
+            }
         };
-        Ok((rides::model::find_ride(&mut conn, refund.ride_id)?, refund))
+        Ok((rides::model::find_ride(&mut conn, part.ride_id)?, part))
     }
 }
 
-/// Names this endpoint's effect in its derived gateway keys.
+/// Name this endpoint's effects in their derived gateway keys: the first
+/// part, and the second (the tip's) of a refund split in two.
 pub const REFUND_KEY_PURPOSE: &str = "ride-refund";
+pub const SECOND_PART_KEY_PURPOSE: &str = "ride-refund-tip-part";
 
 pub type RefundLease = Lease<RecoveryPoint>;
 
@@ -199,30 +230,42 @@ fn create_refund(
         ));
     }
     let remaining = model::remaining_cents(conn, &ride)?;
-    let amount = params.amount_cents.unwrap_or(remaining);
-    if remaining <= 0 || amount > remaining {
+    let amount = params.amount_cents.unwrap_or(remaining.total());
+    if remaining.total() <= 0 || amount > remaining.total() {
         return Err(ServiceError::refused(
             ProblemKind::RefundNotAllowed,
             format!(
-                "{amount} is more than the {remaining} that remains to refund of ride {} \
+                "{amount} is more than the {} that remains to refund of ride {} \
              (refunds in progress count against it)",
+                remaining.total(),
                 ride.id
             ),
         ));
     }
-    let refund = model::insert(
-        conn,
-        &NewRefund {
-            ride_id: ride.id,
-            user_id: lease.user_id(),
-            idempotency_key_id: Some(lease.key_id()),
-            amount_cents: amount,
-            currency: &ride.currency,
-            reason: params.reason.as_deref(),
-            status: RefundStatus::Pending,
-            gateway_refund_id: None,
-        },
-    )?;
+    // The fare's PaymentIntent first, then the tip's own.
+    let fare_part = amount.min(remaining.fare_cents);
+    let parts = [
+        (fare_part, ride.payment_intent_id.as_deref()),
+        (amount - fare_part, ride.tip_payment_intent_id.as_deref()),
+    ];
+    let mut made = parts.into_iter().filter(|(part, _)| *part > 0);
+    let new_part = |(amount_cents, payment_intent_id), part_of: Option<RefundId>| NewRefund {
+        ride_id: ride.id,
+        user_id: lease.user_id(),
+        idempotency_key_id: part_of.is_none().then(|| lease.key_id()),
+        amount_cents,
+        currency: &ride.currency,
+        reason: params.reason.as_deref(),
+        status: RefundStatus::Pending,
+        gateway_refund_id: None,
+        part_of,
+        payment_intent_id,
+    };
+    let first = made.next().expect("a refund of more than 0 has a part");
+    let refund = model::insert(conn, &new_part(first, None))?;
+    if let Some(second) = made.next() {
+        model::insert(conn, &new_part(second, Some(refund.id)))?;
+    }
     audit::record(
         conn,
         lease.user_id(),
@@ -244,11 +287,15 @@ fn refund_at_gateway(
     ride: &Ride,
     refund: &Refund,
 ) -> Result<payments::Refund, GatewayError> {
-    let payment = ride.payment().ok_or_else(|| GatewayError::Rejected {
+    let payment = refund.payment(ride).ok_or_else(|| GatewayError::Rejected {
         message: format!("ride {} has no payment to refund", ride.id),
     })?;
+    let purpose = match refund.part_of {
+        None => REFUND_KEY_PURPOSE,
+        Some(_) => SECOND_PART_KEY_PURPOSE,
+    };
     gateway.refund(&RefundRequest {
-        idempotency_key: derived_key(installation_id, lease.gateway_calls(), REFUND_KEY_PURPOSE),
+        idempotency_key: derived_key(installation_id, lease.gateway_calls(), purpose),
         payment,
         amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
@@ -306,32 +353,45 @@ fn finish_refunded(
     conn: &mut PgConnection,
     lease: &RefundLease,
 ) -> Result<StoredResponse, ServiceError> {
-    let refund = model::find_by_key(conn, lease.key_id())?;
+    let first = model::find_by_key(conn, lease.key_id())?;
+    let refund = model::with_parts(conn, first)?;
     Ok(wire::refund::created(&refund.json()))
 }
 
-/// RefundCreated -> Finished for a refund the gateway refused for good (the
-/// charge already refunded elsewhere, say): the refund `failed`, which frees
-/// its reservation, and a 502 stored so that retries get the same answer.
+/// RefundCreated or FarePartRefunded -> Finished for a part the gateway
+/// refused for good (the charge already refunded elsewhere, say): that part,
+/// and a second not made after it, `failed`, which frees their
+/// reservations, and a 502 stored so that retries get the same answer. A
+/// first part that succeeded stays counted; the problem says so.
 fn finish_failed(
     conn: &mut PgConnection,
-    refund: &Refund,
+    lease: &RefundLease,
+    refused: impl Iterator<Item = Refund>,
     failure: &GatewayError,
 ) -> Result<StoredResponse, ServiceError> {
+    let first = model::find_by_key(conn, lease.key_id())?;
     log::error!(
-        "payment gateway rejected refund {} of ride {}: {failure}",
-        refund.id.0,
-        refund.ride_id
+        "payment gateway rejected (part of) refund {} of ride {}: {failure}",
+        first.id.0,
+        first.ride_id
     );
-    let problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
-        .with_extension("ride_id", refund.ride_id)
-        .with_extension("refund_id", refund.id);
-    model::settle(
-        conn,
-        refund.id,
-        RefundStatus::Pending,
-        RefundStatus::Failed,
-        None,
-    )?;
+    for part in refused {
+        model::settle(
+            conn,
+            part.id,
+            RefundStatus::Pending,
+            RefundStatus::Failed,
+            None,
+        )?;
+    }
+    let refund = model::with_parts(conn, first)?;
+    let mut problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
+        .with_extension("ride_id", refund.first.ride_id)
+        .with_extension("refund_id", refund.first.id);
+    if refund.second.is_some() && refund.first.status != RefundStatus::Failed {
+        let counted = serde_json::to_value(refund.json())
+            .map_err(|err| anyhow::anyhow!("refund {} as JSON: {err}", refund.first.id.0))?;
+        problem = problem.with_extension("refund", counted);
+    }
     Ok(StoredResponse::problem(&problem))
 }

@@ -7,10 +7,10 @@ use diesel::prelude::*;
 use crate::db::CacheStatement;
 
 use crate::ids::{KeyId, RefundId, RideId, UserId};
-use crate::payments::RefundState;
+use crate::payments::{Payment, RefundState};
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
-use crate::wire::refund::RefundJson;
+use crate::wire::refund::{RefundJson, RefundPartJson};
 
 ridepay_diesel_helpers::text_enum! {
     /// A refund's status, stored as text (with a CHECK).
@@ -48,7 +48,8 @@ impl RefundStatus {
     }
 }
 
-/// A refund of (part of) a ride's charge.
+/// A refund of (part of) a ride's payment: a whole refund, or the first
+/// part of one that a second part (`part_of`) completes.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
 pub struct Refund {
@@ -66,26 +67,77 @@ pub struct Refund {
     /// The gateway's refund, once made.
     pub gateway_refund_id: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The refund this is the second part of.
+    pub part_of: Option<RefundId>,
+    /// The PaymentIntent it gives money back from: the fare's or the tip's
+    /// (null for refunds made before tips, of the ride's own payment).
+    pub payment_intent_id: Option<String>,
 }
 
-impl serde::Serialize for Refund {
+impl Refund {
+    /// What the part gives money back from.
+    pub fn payment(&self, ride: &Ride) -> Option<Payment> {
+        match &self.payment_intent_id {
+            Some(intent) => Some(Payment::Intent(intent.clone())),
+            None => ride.payment(),
+        }
+    }
+
+    fn part_json(&self) -> RefundPartJson<'_> {
+        RefundPartJson {
+            payment_intent_id: self.payment_intent_id.as_deref(),
+            amount_cents: self.amount_cents,
+            status: self.status.as_str(),
+            gateway_refund_id: self.gateway_refund_id.as_deref(),
+        }
+    }
+}
+
+/// A refund as the API shows it: its first part, and the second when it
+/// was split between the fare's PaymentIntent and the tip's.
+#[derive(Debug, Clone)]
+pub struct RefundWithParts {
+    pub first: Refund,
+    pub second: Option<Refund>,
+}
+
+impl serde::Serialize for RefundWithParts {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.json().serialize(serializer)
     }
 }
 
-impl Refund {
+impl RefundWithParts {
+    fn parts(&self) -> impl Iterator<Item = &Refund> {
+        std::iter::once(&self.first).chain(&self.second)
+    }
+
+    /// Pending while any part is; succeeded (or canceled) when every part
+    /// is; otherwise failed, the parts saying what moved.
+    fn status(&self) -> RefundStatus {
+        let statuses: Vec<RefundStatus> = self.parts().map(|part| part.status).collect();
+        if statuses.contains(&RefundStatus::Pending) {
+            RefundStatus::Pending
+        } else if statuses.iter().all(|status| *status == statuses[0]) {
+            statuses[0]
+        } else {
+            RefundStatus::Failed
+        }
+    }
+
     /// The refund as the API shows it.
     pub fn json(&self) -> RefundJson<'_> {
+        let first = &self.first;
         RefundJson {
-            id: self.id,
-            ride_id: self.ride_id,
-            amount_cents: self.amount_cents,
-            currency: &self.currency,
-            reason: self.reason.as_deref(),
-            status: self.status.as_str(),
-            gateway_refund_id: self.gateway_refund_id.as_deref(),
-            created_at: self.created_at,
+            id: first.id,
+            ride_id: first.ride_id,
+            amount_cents: self.parts().map(|part| part.amount_cents).sum(),
+            currency: &first.currency,
+            reason: first.reason.as_deref(),
+            status: self.status().as_str(),
+            gateway_refund_id: first.gateway_refund_id.as_deref(),
+            parts: self.parts().map(Refund::part_json).collect(),
+            created_at: first.created_at,
         }
     }
 }
@@ -103,6 +155,8 @@ pub struct NewRefund<'a> {
     pub reason: Option<&'a str>,
     pub status: RefundStatus,
     pub gateway_refund_id: Option<&'a str>,
+    pub part_of: Option<RefundId>,
+    pub payment_intent_id: Option<&'a str>,
 }
 
 pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Refund> {
@@ -121,29 +175,62 @@ pub fn find_by_key(conn: &mut PgConnection, key_id: KeyId) -> QueryResult<Refund
         .first(conn)
 }
 
-/// One refund of one of the user's rides.
-pub fn find_for_user(
-    conn: &mut PgConnection,
-    user_id: UserId,
-    ride_id: RideId,
-    id: RefundId,
-) -> QueryResult<Option<Refund>> {
+/// The second part of a refund, if it was split.
+pub fn second_part(conn: &mut PgConnection, first: RefundId) -> QueryResult<Option<Refund>> {
     refunds::table
-        .filter(refunds::id.eq(id))
-        .filter(refunds::ride_id.eq(ride_id))
-        .filter(refunds::user_id.eq(user_id))
+        .filter(refunds::part_of.eq(first))
         .select(Refund::as_select())
         .first(conn)
         .optional()
 }
 
-/// A ride's refunds, oldest first.
-pub fn list_for_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Vec<Refund>> {
+/// A refund with its second part, if any.
+pub fn with_parts(conn: &mut PgConnection, first: Refund) -> QueryResult<RefundWithParts> {
+    let second = second_part(conn, first.id)?;
+    Ok(RefundWithParts { first, second })
+}
+
+/// One refund of one of the user's rides (a second part is not one).
+pub fn find_for_user(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    ride_id: RideId,
+    id: RefundId,
+) -> QueryResult<Option<RefundWithParts>> {
     refunds::table
+        .filter(refunds::id.eq(id))
+        .filter(refunds::ride_id.eq(ride_id))
+        .filter(refunds::user_id.eq(user_id))
+        .filter(refunds::part_of.is_null())
+        .select(Refund::as_select())
+        .first(conn)
+        .optional()?
+        .map(|first| with_parts(conn, first))
+        .transpose()
+}
+
+/// A ride's refunds, oldest first, each with its parts.
+pub fn list_for_ride(
+    conn: &mut PgConnection,
+    ride_id: RideId,
+) -> QueryResult<Vec<RefundWithParts>> {
+    let rows: Vec<Refund> = refunds::table
         .filter(refunds::ride_id.eq(ride_id))
         .order(refunds::id.asc())
         .select(Refund::as_select())
-        .load(conn)
+        .load(conn)?;
+    let (firsts, seconds): (Vec<Refund>, Vec<Refund>) =
+        rows.into_iter().partition(|row| row.part_of.is_none());
+    Ok(firsts
+        .into_iter()
+        .map(|first| RefundWithParts {
+            second: seconds
+                .iter()
+                .find(|second| second.part_of == Some(first.id))
+                .cloned(),
+            first,
+        })
+        .collect())
 }
 
 /// A gateway refund already recorded (made by ridepay, or learnt before).
@@ -169,18 +256,58 @@ pub fn lock_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Ride> 
         .first(conn)
 }
 
+/// What remains to refund of a ride, by PaymentIntent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remaining {
+    /// Of the fare's payment (with a tip the completion captured with it).
+    pub fare_cents: i64,
+    /// Of the tip's own PaymentIntent, for a tip after the capture.
+    pub tip_cents: i64,
+}
+
+impl Remaining {
+    pub fn total(self) -> i64 {
+        self.fare_cents + self.tip_cents
+    }
+}
+
 /// What remains to refund of a ride: what was captured, less what was
-/// refunded, less what pending refunds have reserved. Call with the ride
-/// locked.
-pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<i64> {
-    let reserved: i64 = refunds::table
+/// refunded, less what pending refunds have reserved; the tip's own
+/// PaymentIntent apart from the fare's. Call with the ride locked.
+pub fn remaining_cents(conn: &mut PgConnection, ride: &Ride) -> QueryResult<Remaining> {
+    let taken: Vec<(String, i64, Option<String>)> = refunds::table
         .filter(refunds::ride_id.eq(ride.id))
-        .filter(refunds::status.eq(RefundStatus::Pending.as_str()))
-        .select(refunds::amount_cents)
-        .load::<i64>(conn)?
-        .into_iter()
+        .filter(refunds::status.eq_any([
+            RefundStatus::Pending.as_str(),
+            RefundStatus::Succeeded.as_str(),
+        ]))
+        .select((
+            refunds::status,
+            refunds::amount_cents,
+            refunds::payment_intent_id,
+        ))
+        .load(conn)?;
+    let reserved: i64 = taken
+        .iter()
+        .filter(|(status, ..)| status == RefundStatus::Pending.as_str())
+        .map(|(_, amount, _)| amount)
         .sum();
-    Ok(ride.amount_captured_cents - ride.amount_refunded_cents - reserved)
+    let total = ride.amount_captured_cents - ride.amount_refunded_cents - reserved;
+    let tip_cents = match &ride.tip_payment_intent_id {
+        Some(tip_intent) => {
+            let of_tip: i64 = taken
+                .iter()
+                .filter(|(_, _, intent)| intent.as_ref() == Some(tip_intent))
+                .map(|(_, amount, _)| amount)
+                .sum();
+            ride.tip_cents - of_tip
+        }
+        None => 0,
+    };
+    Ok(Remaining {
+        fare_cents: total - tip_cents,
+        tip_cents,
+    })
 }
 
 /// Moves a refund from `from` to `status` (the same status, to record the

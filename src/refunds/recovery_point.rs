@@ -7,6 +7,10 @@ crate::recovery_points! {
         /// The refund exists, pending, its amount reserved on the ride; the
         /// gateway refund may or may not have been made.
         RefundCreated = "refund_created", call "refund";
+        /// The first part of a refund split between the fare and the tip
+        /// is recorded; the second, of the tip's PaymentIntent, may or may
+        /// not have been made.
+        FarePartRefunded = "fare_part_refunded", call "refund-tip-part";
         /// The gateway refund is recorded; the response is not stored yet.
         RefundCompleted = "refund_completed", atomic;
     }

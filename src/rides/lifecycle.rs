@@ -120,7 +120,7 @@ fn not_taken(
     Ok(ServiceError::refused(
         ProblemKind::InvalidRideState,
         format!(
-            "ride {} is being completed or cancelled by another request",
+            "ride {} is being completed, cancelled or tipped by another request",
             ride.id
         ),
     ))
@@ -296,6 +296,12 @@ fn settled(
         settling_key_id: None,
         amount_capturable_max_cents: None,
         hold_expires_at: None,
+        // The completion captured the tip with the fare; a cancellation
+        // drops it.
+        tip_cents: match status {
+            RideStatus::Captured => ride.tip_cents,
+            _ => 0,
+        },
     };
     let audit = audit::of_changed(
         ride.user_id,
@@ -388,6 +394,7 @@ pub fn expire(
                     settling_key_id: None,
                     amount_capturable_max_cents: None,
                     hold_expires_at: None,
+                    tip_cents: 0,
                 },
                 rides::updated_at.eq(diesel::dsl::now),
             ))

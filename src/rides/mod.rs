@@ -1,6 +1,6 @@
 //! Rides: the `POST /api/rides` endpoint's request, recovery points and
 //! phases, the ride's model and the transitions its payment makes, and the
-//! endpoints that complete and cancel a ride.
+//! endpoints that complete, cancel and tip a ride.
 
 pub mod cancel;
 pub mod complete;
@@ -10,3 +10,4 @@ mod lifecycle;
 pub mod model;
 pub mod payment;
 pub mod receipt;
+pub mod tip;

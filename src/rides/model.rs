@@ -76,6 +76,11 @@ pub struct Ride {
     pub amount_capturable_max_cents: Option<i64>,
     /// While held: when the hold lapses.
     pub hold_expires_at: Option<DateTime<Utc>>,
+    /// The tip: on a held ride, what the completion captures beside the
+    /// fare; on a captured one, what its own PaymentIntent took.
+    pub tip_cents: i64,
+    /// The tip's own PaymentIntent, for a tip after the fare was captured.
+    pub tip_payment_intent_id: Option<String>,
 }
 
 impl Serialize for Ride {
@@ -111,6 +116,7 @@ impl Ride {
             amount_refunded_cents: self.amount_refunded_cents,
             amount_capturable_max_cents: self.amount_capturable_max_cents,
             hold_expires_at: self.hold_expires_at,
+            tip_cents: self.tip_cents,
             next_action,
             created_at: self.created_at,
         }
@@ -129,8 +135,17 @@ impl Ride {
             settling_key_id: settlement.settling_key_id,
             amount_capturable_max_cents: settlement.amount_capturable_max_cents,
             hold_expires_at: settlement.hold_expires_at,
+            tip_cents: settlement.tip_cents,
             ..self.clone()
         }
+    }
+
+    /// The tip's own PaymentIntent, and the tip it took, for a tip made
+    /// after the fare was captured.
+    pub fn tip_payment(&self) -> Option<(Payment, i64)> {
+        self.tip_payment_intent_id
+            .as_ref()
+            .map(|intent| (Payment::Intent(intent.clone()), self.tip_cents))
     }
 
     /// What a refund gives money back from.
@@ -262,6 +277,9 @@ pub struct Settlement {
     /// ride not held.
     pub amount_capturable_max_cents: Option<i64>,
     pub hold_expires_at: Option<DateTime<Utc>>,
+    /// The tip a held ride's completion captures, kept by it; any other
+    /// end of the hold drops it.
+    pub tip_cents: i64,
 }
 
 /// The ride `ride_id` while a settlement may apply to it: still in one of

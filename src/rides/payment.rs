@@ -70,6 +70,9 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
                 .unwrap_or(intent.amount_capturable_cents)
         }),
         hold_expires_at: intent.capture_before.filter(|_| status == Authorized),
+        // Only a ride captured by its own completion keeps a tip that waited
+        // for it; this never applies to a ride already captured.
+        tip_cents: 0,
     })
 }
 

@@ -74,7 +74,7 @@ pub fn process(context: &ServiceContext, event: &Event) -> Result<Disposition, N
                 None => Ok(false),
             },
             Fetched::Refunds(payment, made) => match ride_of_payment(conn, payment)? {
-                Some(ride) => follow_refunds(conn, ride.id, made).map(|()| true),
+                Some(ride) => follow_refunds(conn, ride.id, payment, made).map(|()| true),
                 None => Ok(false),
             },
         }?;
@@ -160,11 +160,16 @@ fn ride_of_intent(conn: &mut PgConnection, intent: &PaymentIntent) -> QueryResul
         }))
 }
 
+/// The ride a payment pays for: its fare, or its tip.
 fn ride_of_payment(conn: &mut PgConnection, payment: &Payment) -> QueryResult<Option<Ride>> {
     let query = rides_table::table.select(Ride::as_select());
     match payment {
         Payment::Intent(id) => query
-            .filter(rides_table::payment_intent_id.eq(id))
+            .filter(
+                rides_table::payment_intent_id
+                    .eq(id)
+                    .or(rides_table::tip_payment_intent_id.eq(id)),
+            )
             .first(conn)
             .optional(),
         Payment::Charge(id) => query
@@ -183,6 +188,13 @@ pub fn apply_intent(
     ride: &Ride,
     intent: &PaymentIntent,
 ) -> Result<(), NotYet> {
+    if ride.tip_payment_intent_id.as_ref() == Some(&intent.id) {
+        // The tip's payment changes the ride only when it is disputed.
+        if intent.disputed {
+            dispute(conn, ride.id)?;
+        }
+        return Ok(());
+    }
     if ride.status == RideStatus::Pending {
         // A decline is replayed to the key's own retry under the same
         // derived key; only a payment the gateway made is settled here.
@@ -261,6 +273,7 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
         settling_key_id: ride.settling_key_id,
         amount_capturable_max_cents: None,
         hold_expires_at: None,
+        tip_cents: ride.tip_cents,
     };
     if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
         log::warn!("ride {ride_id} is disputed");
@@ -275,6 +288,7 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
 fn follow_refunds(
     conn: &mut PgConnection,
     ride_id: RideId,
+    payment: &Payment,
     made: &[GatewayRefund],
 ) -> Result<(), NotYet> {
     let ride = refunds::lock_ride(conn, ride_id)?;
@@ -284,7 +298,7 @@ fn follow_refunds(
             // Ridepay's own, which its endpoint records.
             None if refund.metadata.contains_key("refund_id")
                 || refund.metadata.contains_key(RIDEPAY_KEY) => {}
-            None => record_outside_refund(conn, &ride, refund)?,
+            None => record_outside_refund(conn, &ride, payment, refund)?,
         }
     }
     Ok(())
@@ -293,6 +307,7 @@ fn follow_refunds(
 fn record_outside_refund(
     conn: &mut PgConnection,
     ride: &Ride,
+    payment: &Payment,
     refund: &GatewayRefund,
 ) -> Result<(), NotYet> {
     let reason = refund
@@ -311,6 +326,11 @@ fn record_outside_refund(
             reason,
             status,
             gateway_refund_id: Some(&refund.id),
+            part_of: None,
+            payment_intent_id: match payment {
+                Payment::Intent(id) => Some(id),
+                Payment::Charge(_) => None,
+            },
         },
     )?;
     if recorded.status == RefundStatus::Succeeded {

@@ -24,9 +24,27 @@ pub struct RefundJson<'a> {
     /// `succeeded`, `failed` or `canceled`.
     #[schema(pattern = "^(pending|succeeded|failed|canceled)$")]
     pub status: &'static str,
-    /// The gateway's refund, once made.
+    /// The gateway's refund (of the first part), once made.
     pub gateway_refund_id: Option<&'a str>,
+    /// What each PaymentIntent gives back: one part, or two when the
+    /// refund is more than what remains of the fare (the fare's first,
+    /// then the tip's). `status` is `pending` while any part is, and
+    /// `failed` when a part was refused while another succeeded.
+    pub parts: Vec<RefundPartJson<'a>>,
     pub created_at: DateTime<Utc>,
+}
+
+/// One PaymentIntent's part of a refund.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RefundPart)]
+pub struct RefundPartJson<'a> {
+    /// The fare's PaymentIntent or the tip's (null for the charge of a ride
+    /// paid before PaymentIntents).
+    pub payment_intent_id: Option<&'a str>,
+    pub amount_cents: i64,
+    #[schema(pattern = "^(pending|succeeded|failed|canceled)$")]
+    pub status: &'static str,
+    pub gateway_refund_id: Option<&'a str>,
 }
 
 impl RefundJson<'_> {

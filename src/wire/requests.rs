@@ -65,6 +65,19 @@ pub struct CancelBody {
 
 pub use CancelBody as CancelRideRequest;
 
+/// The body of `POST /api/rides/{id}/tip`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = TipRideRequest)]
+pub struct TipBody {
+    /// The tip (minor units): on an `authorized` ride, captured with the
+    /// final fare; on a `captured` one, charged at once to the saved card.
+    #[schema(required, nullable = false, value_type = i64, minimum = 1, maximum = 100000, example = 300)]
+    pub amount_cents: Option<i64>,
+}
+
+pub use TipBody as TipRideRequest;
+
 /// The body of `POST /api/rides/{id}/refunds`; an empty body refunds all
 /// that remains.
 #[derive(Deserialize, ToSchema)]

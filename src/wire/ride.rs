@@ -42,6 +42,11 @@ pub struct RideJson<'a> {
     /// While `authorized`: when the hold lapses (seven days after it was
     /// placed, up to 30 for an extended one); null otherwise.
     pub hold_expires_at: Option<DateTime<Utc>>,
+    /// The rider's tip (minor units), 0 without one: on an `authorized`
+    /// ride, captured with the final fare by the completion; on a captured
+    /// one, paid by a PaymentIntent of its own and counted in
+    /// `amount_captured_cents`. Cancelling a held ride drops it.
+    pub tip_cents: i64,
     /// While `requires_action`: the gateway's next action in Stripe's shape
     /// (`{"type": "redirect_to_url", "redirect_to_url": {"url", "return_url"}}`)
     /// with the PaymentIntent's `client_secret` beside the type, for a

@@ -98,6 +98,24 @@ macro_rules! crash_tests {
     };
 }
 
+/// The same, for a module whose two functions take what the request is
+/// (`$param`) beside the point: the tests in a module of their own.
+macro_rules! crash_tests_of {
+    ($module:ident, $param:expr, $($name:ident => $point:expr),* $(,)?) => {
+        mod $module {
+            use super::*;
+            mod client_retry {
+                use super::*;
+                $(#[tokio::test] async fn $name() { a_client_retry_finishes_after_a_crash_at($point, &$param).await; })*
+            }
+            mod completer_alone {
+                use super::*;
+                $(#[tokio::test] async fn $name() { the_completer_alone_finishes_after_a_crash_at($point, &$param).await; })*
+            }
+        }
+    };
+}
+
 crash_tests! {
     after_claim => crash::AFTER_CLAIM,
     after_ride_created => "after-ride-created",
@@ -131,31 +149,74 @@ async fn a_lease_taken_over_for_real_fences_off_the_first_holder() {
 
 /// The same, for `POST /api/rides/{id}/refunds`: the built binary aborts at
 /// each point of the refunds flow, and the key ends with one refund at the
-/// gateway, one refund row, and the same answer on every replay.
+/// gateway per part, one refund row per part, and the same answer on every
+/// replay; a refund spanning fare and tip, split in two parts, likewise.
 mod refunds {
     use super::*;
 
-    const REFUND: &str = r#"{"amount_cents": 500}"#;
+    /// What is refunded, of what ride.
+    struct Refunding {
+        body: &'static str,
+        /// The ride is tipped after its capture first.
+        tipped: bool,
+        parts: i64,
+        refunded: i64,
+    }
+
+    const OF_THE_FARE: Refunding = Refunding {
+        body: r#"{"amount_cents": 500}"#,
+        tipped: false,
+        parts: 1,
+        refunded: 500,
+    };
+
+    /// More than the fare's 2000: 300 of it from the tip's PaymentIntent.
+    const FARE_AND_TIP: Refunding = Refunding {
+        body: r#"{"amount_cents": 2300}"#,
+        tipped: true,
+        parts: 2,
+        refunded: 2300,
+    };
 
     /// A charged ride (made by a server that does not crash), then a refund
     /// request to a server armed to abort at `point`. Returns the ride.
-    async fn crash_at(app: &mut TestApp, point: &str) -> i64 {
+    async fn crash_at(app: &mut TestApp, point: &str, refunding: &Refunding) -> i64 {
         let plain = ServerProcess::start(&app.database_url, &[]);
         app.address = plain.address.clone();
-        let ride_id = app.paid_ride("ride").await;
+        let ride_id = match refunding.tipped {
+            true => {
+                let ride_id = app.saved_card_ride("ride").await;
+                app.post_on_ride(ride_id, "tip", "tip", r#"{"amount_cents": 500}"#)
+                    .await
+                    .assert_status(200);
+                ride_id
+            }
+            false => app.paid_ride("ride").await,
+        };
         drop(plain);
         let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
         let first = app
-            .post_refund_to(&server.address, &app.user.api_key, ride_id, KEY, REFUND)
+            .post_refund_to(
+                &server.address,
+                &app.user.api_key,
+                ride_id,
+                KEY,
+                refunding.body,
+            )
             .await;
         assert_crashed(&mut server, point, first);
         ride_id
     }
 
-    async fn retry_until_final(app: &TestApp, address: &str, ride_id: i64) -> Answer {
+    async fn retry_until_final(
+        app: &TestApp,
+        address: &str,
+        ride_id: i64,
+        refunding: &Refunding,
+    ) -> Answer {
         for _ in 0..200 {
             match app
-                .post_refund_to(address, &app.user.api_key, ride_id, KEY, REFUND)
+                .post_refund_to(address, &app.user.api_key, ride_id, KEY, refunding.body)
                 .await
             {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
@@ -165,55 +226,74 @@ mod refunds {
         panic!("the refund never reached a final answer");
     }
 
-    async fn assert_one_refund(app: &TestApp, address: &str, ride_id: i64, point: &str) {
-        let answer = retry_until_final(app, address, ride_id).await;
+    async fn assert_one_refund(
+        app: &TestApp,
+        address: &str,
+        ride_id: i64,
+        point: &str,
+        refunding: &Refunding,
+    ) {
+        let answer = retry_until_final(app, address, ride_id, refunding).await;
         answer.assert_status(201);
-        assert_eq!(app.count("simulated_refunds"), 1, "{point}");
-        assert_eq!(app.count("refunds"), 1, "{point}");
+        assert_eq!(app.count("simulated_refunds"), refunding.parts, "{point}");
+        assert_eq!(app.count("refunds"), refunding.parts, "{point}");
         assert_eq!(
-            app.count("rides WHERE amount_refunded_cents = 500"),
+            app.count(&format!(
+                "rides WHERE amount_refunded_cents = {}",
+                refunding.refunded
+            )),
             1,
             "{point}"
         );
         for _ in 0..2 {
-            let replay = retry_until_final(app, address, ride_id).await;
+            let replay = retry_until_final(app, address, ride_id, refunding).await;
             assert_eq!(replay.body, answer.body);
             assert_eq!(replay.header("location"), answer.header("location"));
             assert_eq!(replay.header("idempotent-replayed"), Some("true"));
         }
     }
 
-    async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
+    async fn a_client_retry_finishes_after_a_crash_at(point: &str, refunding: &Refunding) {
         let mut app = database_only();
-        let ride_id = crash_at(&mut app, point).await;
+        let ride_id = crash_at(&mut app, point, refunding).await;
         let restarted = ServerProcess::start(&app.database_url, &[]);
-        assert_one_refund(&app, &restarted.address, ride_id, point).await;
+        assert_one_refund(&app, &restarted.address, ride_id, point, refunding).await;
     }
 
-    async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
+    async fn the_completer_alone_finishes_after_a_crash_at(point: &str, refunding: &Refunding) {
         let mut app = database_only();
-        let ride_id = crash_at(&mut app, point).await;
+        let ride_id = crash_at(&mut app, point, refunding).await;
         let restarted = ServerProcess::start(&app.database_url, &[("COMPLETER_ENABLED", "true")]);
         let finished = eventually(Duration::from_secs(20), || {
             app.key_state(KEY)["recovery_point"] == "finished"
         })
         .await;
         assert!(finished, "{point}: {}", app.key_state(KEY));
-        assert_one_refund(&app, &restarted.address, ride_id, point).await;
+        assert_one_refund(&app, &restarted.address, ride_id, point, refunding).await;
     }
 
-    crash_tests! {
+    crash_tests_of! {
+        of_the_fare, OF_THE_FARE,
         after_refund_created => "after-refund-created",
         gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
         after_refund => "after-refund",
         after_refund_completed => "after-refund-completed",
         after_finished => crash::AFTER_FINISHED,
     }
+
+    crash_tests_of! {
+        fare_and_tip, FARE_AND_TIP,
+        after_refund => "after-refund",
+        after_fare_part_refunded => "after-fare-part-refunded",
+        after_refund_tip_part => "after-refund-tip-part",
+        after_refund_completed => "after-refund-completed",
+    }
 }
 
-/// The same for completing and cancelling a ride: a held ride (made by a
-/// server that does not crash), then the request to a server armed to abort
-/// at the point, and the key ends with one capture at the gateway and the
+/// The same for completing, cancelling and tipping a ride: a held ride (or,
+/// for a tip, one captured on the saved card), made by a server that does
+/// not crash, then the request to a server armed to abort at the point, and
+/// the key ends with one payment made at the gateway by one call and the
 /// ride as the request asked.
 mod lifecycle {
     use super::*;
@@ -224,6 +304,12 @@ mod lifecycle {
         body: &'static str,
         status: &'static str,
         captured: i64,
+        /// The ride is captured on the saved card first, not held.
+        paid_at_once: bool,
+        /// What the gateway holds exactly once at the end.
+        made: &'static str,
+        /// The calls that made it, exactly one.
+        calls: &'static str,
     }
 
     /// Above the hold: the hold is raised, then captured.
@@ -232,6 +318,10 @@ mod lifecycle {
         body: r#"{"final_amount_cents": 2600}"#,
         status: "captured",
         captured: 2600,
+        paid_at_once: false,
+        made:
+            "simulated_payment_intents WHERE status = 'succeeded' AND amount_received_cents = 2600",
+        calls: "simulated_intent_calls WHERE operation = 'capture'",
     };
 
     /// With a fee: the fee is captured, the rest released.
@@ -240,6 +330,21 @@ mod lifecycle {
         body: r#"{"cancellation_fee_cents": 500}"#,
         status: "canceled",
         captured: 500,
+        paid_at_once: false,
+        made:
+            "simulated_payment_intents WHERE status = 'succeeded' AND amount_received_cents = 500",
+        calls: "simulated_intent_calls WHERE operation = 'capture'",
+    };
+
+    /// After the capture: a PaymentIntent of its own, off session.
+    const TIP: Action = Action {
+        path: "tip",
+        body: r#"{"amount_cents": 500}"#,
+        status: "captured",
+        captured: 2500,
+        paid_at_once: true,
+        made: "simulated_payment_intents WHERE status = 'succeeded' AND amount_cents = 500",
+        calls: "simulated_intent_calls WHERE idempotency_key LIKE 'ridepay%-ride-tip-%'",
     };
 
     async fn send(
@@ -256,7 +361,10 @@ mod lifecycle {
     async fn crash_at(app: &mut TestApp, point: &str, action: &Action) -> i64 {
         let plain = ServerProcess::start(&app.database_url, &[]);
         app.address = plain.address.clone();
-        let ride_id = app.held_ride("ride", "pm_card_visa").await;
+        let ride_id = match action.paid_at_once {
+            true => app.saved_card_ride("ride").await,
+            false => app.held_ride("ride", "pm_card_visa").await,
+        };
         drop(plain);
         let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
         let first = send(app, &server.address, ride_id, action).await;
@@ -292,19 +400,8 @@ mod lifecycle {
             (Some(action.status), Some(action.captured)),
             "{point}"
         );
-        assert_eq!(
-            app.count(&format!(
-                "simulated_payment_intents WHERE status = 'succeeded' AND amount_received_cents = {}",
-                action.captured
-            )),
-            1,
-            "{point}"
-        );
-        assert_eq!(
-            app.count("simulated_intent_calls WHERE operation = 'capture'"),
-            1,
-            "{point}"
-        );
+        assert_eq!(app.count(action.made), 1, "{point}");
+        assert_eq!(app.count(action.calls), 1, "{point}");
         assert_eq!(
             app.count("rides WHERE settling_key_id IS NOT NULL"),
             0,
@@ -336,25 +433,7 @@ mod lifecycle {
         assert_done_once(&app, &restarted.address, ride_id, action, point).await;
     }
 
-    /// A test per crash point of one action, by a client retry and by the
-    /// completer alone.
-    macro_rules! action_crash_tests {
-        ($module:ident, $action:expr, $($name:ident => $point:expr),* $(,)?) => {
-            mod $module {
-                use super::*;
-                mod client_retry {
-                    use super::*;
-                    $(#[tokio::test] async fn $name() { a_client_retry_finishes_after_a_crash_at($point, &$action).await; })*
-                }
-                mod completer_alone {
-                    use super::*;
-                    $(#[tokio::test] async fn $name() { the_completer_alone_finishes_after_a_crash_at($point, &$action).await; })*
-                }
-            }
-        };
-    }
-
-    action_crash_tests! {
+    crash_tests_of! {
         complete, COMPLETE,
         after_completion_started => "after-completion-started",
         gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
@@ -364,11 +443,19 @@ mod lifecycle {
         after_finished => crash::AFTER_FINISHED,
     }
 
-    action_crash_tests! {
+    crash_tests_of! {
         cancel, CANCEL,
         after_cancellation_started => "after-cancellation-started",
         gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
         after_cancel => "after-cancel",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    crash_tests_of! {
+        tip, TIP,
+        after_tip_started => "after-tip-started",
+        gateway_in_flight => crash::GATEWAY_IN_FLIGHT,
+        after_tip_payment => "after-tip-payment",
         after_finished => crash::AFTER_FINISHED,
     }
 }
@@ -393,6 +480,10 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-capture",
         "after-cancellation-started",
         "after-cancel",
+        "after-fare-part-refunded",
+        "after-refund-tip-part",
+        "after-tip-started",
+        "after-tip-payment",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::endpoints::crash_points();

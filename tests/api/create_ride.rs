@@ -67,7 +67,8 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
             "payment_intent_id",
             "status",
             "target_lat",
-            "target_lon"
+            "target_lon",
+            "tip_cents",
         ]
     );
     assert_eq!(app.counts(), (1, 1, 1));

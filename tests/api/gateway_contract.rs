@@ -645,6 +645,7 @@ fn ride_hailing_hold(gateway: &Gateway, key: &str, payment_method: &str) -> Paym
     gateway
         .create_intent(&CreateIntent {
             hold: HoldRequest::RIDE_HAILING,
+            off_session: false,
             ..intent_request(key, payment_method, CaptureMethod::Manual)
         })
         .unwrap()
@@ -709,6 +710,53 @@ fn overcapture_and_extended_holds_are_as_their_test_cards_say(under_test: &impl 
     assert_eq!(now.amount_capturable_max_cents, Some(3600));
 }
 
+/// Off session (a tip after the ride, on the saved card): a card that
+/// pays pays at once; one that needs the rider is declined with
+/// `authentication_required`, its PaymentIntent left waiting for another
+/// payment method, and cancelled when asked.
+fn off_session_payments_never_ask_the_rider(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let off_session = |key: &str, payment_method: &str| {
+        gateway.create_intent(&CreateIntent {
+            off_session: true,
+            amount_cents: 300,
+            customer: Some("cus_rider".to_owned()),
+            ..intent_request(key, payment_method, CaptureMethod::Automatic)
+        })
+    };
+
+    let paid = off_session("tip", "pm_card_visa").unwrap();
+    let declined = off_session("needs the rider", "pm_card_authenticationRequired").unwrap_err();
+
+    assert_eq!(
+        (paid.status, paid.amount_received_cents),
+        (IntentStatus::Succeeded, 300)
+    );
+    let GatewayError::Declined {
+        code,
+        decline_code,
+        payment_intent: Some(intent_id),
+        ..
+    } = declined
+    else {
+        panic!("{declined:?}");
+    };
+    assert_eq!(
+        (code.as_str(), decline_code.as_deref()),
+        ("authentication_required", Some("authentication_required"))
+    );
+    let left = gateway.retrieve_intent(&intent_id).unwrap().unwrap();
+    assert_eq!(left.status, IntentStatus::RequiresPaymentMethod);
+    let cancelled = gateway
+        .cancel_intent(&CancelIntent {
+            idempotency_key: "cancel it".to_owned(),
+            intent_id,
+            cancellation_reason: "abandoned".to_owned(),
+        })
+        .unwrap();
+    assert_eq!(cancelled.status, IntentStatus::Canceled);
+}
+
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
         mod $kind {
@@ -753,6 +801,7 @@ macro_rules! every_scenario {
             a_saved_500_is_answered_to_every_retry_and_acts_at_most_once,
             a_forgotten_key_acts_afresh,
             overcapture_and_extended_holds_are_as_their_test_cards_say,
+            off_session_payments_never_ask_the_rider,
         );
     };
 }

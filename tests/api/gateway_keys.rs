@@ -173,6 +173,7 @@ fn made_earlier(
             return_url: RETURN_URL.to_owned(),
             metadata,
             hold: payments::HoldRequest::INCREMENTS_ONLY,
+            off_session: false,
         })
         .unwrap();
     expire_leases(app);

@@ -486,6 +486,17 @@ impl TestApp {
         ))
     }
 
+    /// A ride paid at once with the user's saved card (`captured`), through
+    /// the API; returns its id.
+    pub async fn saved_card_ride(&self, key: &str) -> i64 {
+        let answer = self
+            .post_ride(key, &ride_with(json!({ "payment_method": null })))
+            .await;
+        answer.assert_status(201);
+        assert_eq!(answer.json()["status"], "captured");
+        answer.json()["id"].as_i64().unwrap()
+    }
+
     /// A ride, paid, through the API; returns its id.
     pub async fn paid_ride(&self, key: &str) -> i64 {
         let answer = self.post_ride(key, RIDE).await;
@@ -851,6 +862,7 @@ pub fn intent_request(
         return_url: RETURN_URL.to_owned(),
         metadata: vec![("ride_id".to_owned(), "7".to_owned())],
         hold: ridepay::payments::HoldRequest::INCREMENTS_ONLY,
+        off_session: false,
     }
 }
 

@@ -50,6 +50,7 @@ mod strangers;
 mod stripe_client;
 mod stripe_end_to_end;
 mod stripe_spec;
+mod tips;
 mod validation;
 mod webhooks;
 mod workers;

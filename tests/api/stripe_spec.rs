@@ -516,6 +516,7 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
             ("idempotency_key_id".to_owned(), "9".to_owned()),
         ],
         hold: HoldRequest::RIDE_HAILING,
+        off_session: false,
     };
     let intent = "/v1/payment_intents/{intent}";
     let forms = [
@@ -526,6 +527,14 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
         (
             "/v1/payment_intents".to_owned(),
             create_form(&create(CaptureMethod::Automatic)),
+        ),
+        // A tip after the ride: off session, on the saved card.
+        (
+            "/v1/payment_intents".to_owned(),
+            create_form(&CreateIntent {
+                off_session: true,
+                ..create(CaptureMethod::Automatic)
+            }),
         ),
         (
             format!("{intent}/capture"),
@@ -549,6 +558,14 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
                 idempotency_key: "k".to_owned(),
                 intent_id: "pi_1".to_owned(),
                 cancellation_reason: "requested_by_customer".to_owned(),
+            }),
+        ),
+        (
+            format!("{intent}/cancel"),
+            cancel_form(&CancelIntent {
+                idempotency_key: "k".to_owned(),
+                intent_id: "pi_1".to_owned(),
+                cancellation_reason: "abandoned".to_owned(),
             }),
         ),
     ];

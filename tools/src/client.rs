@@ -16,16 +16,16 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// `captured`), `manual` holds the fare (`authorized`) until the ride is
 /// completed or cancelled. Shared, not copied, by every request that sends
 /// it.
-pub fn ride_body(amount_cents: i64, payment_method: &str, capture_method: &str) -> Bytes {
-    Bytes::from(
-        json!({
-            "origin_lat": 37.77, "origin_lon": -122.42,
-            "target_lat": 37.80, "target_lon": -122.27,
-            "amount_cents": amount_cents, "payment_method": payment_method,
-            "capture_method": capture_method
-        })
-        .to_string(),
-    )
+pub fn ride_body(amount_cents: i64, payment_method: Option<&str>, capture_method: &str) -> Bytes {
+    let mut body = json!({
+        "origin_lat": 37.77, "origin_lon": -122.42,
+        "target_lat": 37.80, "target_lon": -122.27,
+        "amount_cents": amount_cents, "capture_method": capture_method
+    });
+    if let Some(payment_method) = payment_method {
+        body["payment_method"] = json!(payment_method);
+    }
+    Bytes::from(body.to_string())
 }
 
 #[derive(Debug, Clone)]

@@ -84,7 +84,8 @@ impl Ridepay {
         command
     }
 
-    /// A user with a stored customer, and its API key.
+    /// A user with a stored customer and card (`pm_card_visa`), and its API
+    /// key.
     pub fn create_user(&self, email: &str) -> anyhow::Result<ApiUser> {
         let output = self
             .command()
@@ -95,6 +96,8 @@ impl Ridepay {
                 email,
                 "--stripe-customer",
                 "cus_tools",
+                "--payment-method",
+                "pm_card_visa",
             ])
             .stderr(Stdio::inherit())
             .output()

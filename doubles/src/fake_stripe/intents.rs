@@ -93,6 +93,7 @@ pub fn create(state: &State, request: &Request) -> Reply {
             return_url: form.param("return_url").unwrap_or_default(),
             metadata: form.metadata(),
             hold: hold_request(&form),
+            off_session: form.param("off_session").as_deref() == Some("true"),
         })
     };
     let expand = Form::parse(request).is_ok_and(|form| form.expands_latest_charge());

@@ -26,7 +26,8 @@ pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
     ),
     (
         "pm_card_authenticationRequired",
-        "needs the rider's authentication (requires_action)",
+        "needs the rider's authentication (requires_action); declined off session \
+         (authentication_required)",
     ),
     (
         "pm_card_ridepay_processing",
@@ -102,3 +103,29 @@ impl HoldFeatures {
 }
 
 pub const DECLINE_MESSAGE: &str = "Your card was declined.";
+
+/// A decline, as the PaymentIntent's `last_payment_error` keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Decline {
+    pub(crate) code: &'static str,
+    pub(crate) decline_code: &'static str,
+    pub(crate) message: &'static str,
+}
+
+/// What a create with the payment method is declined for, if it is: a card
+/// that needs the rider's authentication cannot have it off session.
+pub(crate) fn decline_of(behaviour: Behaviour, off_session: bool) -> Option<Decline> {
+    match behaviour {
+        Behaviour::Declines(decline_code) => Some(Decline {
+            code: "card_declined",
+            decline_code,
+            message: DECLINE_MESSAGE,
+        }),
+        Behaviour::NeedsAuthentication if off_session => Some(Decline {
+            code: "authentication_required",
+            decline_code: "authentication_required",
+            message: "Your card was declined. This transaction requires authentication.",
+        }),
+        _ => None,
+    }
+}

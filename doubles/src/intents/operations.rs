@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use serde::Serialize;
 use serde_json::json;
 
-use super::cards::{behaviour, hold_features, Behaviour, DECLINE_MESSAGE};
+use super::cards::{behaviour, decline_of, hold_features, Behaviour};
 use super::changes::{read_and_change, ATTEMPTS};
 use super::clock::{expiry, from_now, PROCESSING_SETTLES_AFTER};
 use super::errors::{contended, declined, no_such_intent, storage, unexpected_state};
@@ -26,17 +26,14 @@ use ridepay_gateway::{
 fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<StoredIntent> {
     let behaviour = behaviour(&request.payment_method);
     let held = request.capture_method == CaptureMethod::Manual;
+    let decline = decline_of(behaviour, request.off_session);
     let (status, capturable, received) = match behaviour {
         Behaviour::Unknown => return None,
-        Behaviour::Declines(_) => (IntentStatus::RequiresPaymentMethod, 0, 0),
+        _ if decline.is_some() => (IntentStatus::RequiresPaymentMethod, 0, 0),
         Behaviour::NeedsAuthentication => (IntentStatus::RequiresAction, 0, 0),
         Behaviour::Processing => (IntentStatus::Processing, 0, 0),
         _ if held => (IntentStatus::RequiresCapture, request.amount_cents, 0),
         _ => (IntentStatus::Succeeded, 0, request.amount_cents),
-    };
-    let decline = match behaviour {
-        Behaviour::Declines(decline_code) => Some(decline_code),
-        _ => None,
     };
     let features = hold_features(&request.payment_method);
     let extended = held && request.hold.extended && features.extended;
@@ -63,9 +60,9 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
             IntentStatus::Succeeded | IntentStatus::RequiresCapture
         )
         .then(|| random_id("ch_sim_")),
-        last_error_code: decline.map(|_| "card_declined".to_owned()),
-        last_error_decline_code: decline.map(str::to_owned),
-        last_error_message: decline.map(|_| DECLINE_MESSAGE.to_owned()),
+        last_error_code: decline.map(|decline| decline.code.to_owned()),
+        last_error_decline_code: decline.map(|decline| decline.decline_code.to_owned()),
+        last_error_message: decline.map(|decline| decline.message.to_owned()),
         cancellation_reason: None,
         payment_method: request.payment_method.clone(),
         increments: 0,
@@ -110,9 +107,18 @@ pub fn create(
         });
         return call.answer_once(conn, unknown, |conn, answer| call.keep(conn, answer));
     };
-    let result = match &made.last_error_decline_code {
-        Some(decline_code) => Err(declined(decline_code, &made.id)),
-        None => Ok(made.intent(settings)),
+    let result = match made.intent(settings) {
+        PaymentIntent {
+            last_payment_error: Some(error),
+            id,
+            ..
+        } => Err(GatewayError::Declined {
+            code: error.code.unwrap_or_default(),
+            decline_code: error.decline_code,
+            message: error.message.unwrap_or_default(),
+            payment_intent: Some(id),
+        }),
+        intent => Ok(intent),
     };
     call.answer_once(conn, result, |conn, answer| {
         one_statement::create(conn, &made, request.customer.as_deref(), &call, answer)

@@ -10,7 +10,7 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::problem::Problem;
-use crate::refunds::model::{self, Refund};
+use crate::refunds::model::{self, RefundWithParts};
 use crate::rides;
 use crate::service_error::ServiceError;
 use crate::wire::refund::RefundJson;
@@ -22,7 +22,7 @@ use crate::wire::refund::RefundJson;
 #[schema(as = RefundPage)]
 pub struct Page {
     #[schema(value_type = Vec<RefundJson>)]
-    data: Vec<Refund>,
+    data: Vec<RefundWithParts>,
     has_more: bool,
 }
 

@@ -5,6 +5,7 @@ pub(crate) mod complete;
 pub(crate) mod create;
 pub(crate) mod get;
 pub(crate) mod list;
+pub(crate) mod tip;
 
 use actix_web::web;
 use utoipa::OpenApi;

@@ -40,6 +40,9 @@ pub fn create_form(request: &CreateIntent) -> Form {
             .iter()
             .map(|customer| pair("customer", customer)),
     );
+    if request.off_session {
+        form.push(pair("off_session", "true"));
+    }
     if request.capture_method == CaptureMethod::Manual {
         let hold = request.hold;
         for (asked, feature) in [

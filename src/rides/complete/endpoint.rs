@@ -1,5 +1,6 @@
 //! `POST /api/rides/{id}/complete` on the idempotency flow: the ride taken
-//! for the key (Started); the hold raised when the final fare is more than
+//! for the key (Started), with the tip it has then, which the capture adds
+//! to the final fare; the hold raised when the total is more than
 //! it covers (CompletionStarted: Stripe's `increment_authorization`, whose
 //! amount is the new total); the final fare captured (HoldCovers), what the
 //! hold does not cover of it released. A retry, or the completer, resumes
@@ -94,7 +95,7 @@ impl Phases for CompletePhases<'_> {
                 CAPTURE_KEY_PURPOSE,
                 lease.gateway_calls(),
                 &ride,
-                self.params.final_amount_cents,
+                to_capture(&ride, self.params),
             )?),
         };
         Ok(Called::Answered(ride, answered))
@@ -109,7 +110,7 @@ impl Phases for CompletePhases<'_> {
     ) -> Result<FoundOf<Self>, ServiceError> {
         let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
         let gateway = self.context.gateway.as_ref();
-        let total = self.params.final_amount_cents;
+        let total = to_capture(&ride, self.params);
         // From CompletionStarted, the call made is the capture when the
         // hold covers the fare: the key stays stored there
         // (`Called::NotNeeded`).
@@ -194,12 +195,20 @@ fn begin(
     )
 }
 
-/// Whether the ride's hold covers the final fare as it is, overcapture
-/// included: then it is captured at once, with no raise. Decided from the
-/// ride as the completion took it, which nothing changes while the key
-/// holds it, so a resume decides the same.
+/// The final fare and the ride's tip: what the completion captures. The
+/// tip is the one the ride had when the completion took it, which nothing
+/// changes while the key holds it (a tip waits, refused, until the key is
+/// done), so every resume captures the same.
+fn to_capture(ride: &Ride, params: &CompleteParams) -> i64 {
+    params.final_amount_cents + ride.tip_cents
+}
+
+/// Whether the ride's hold covers what the completion captures as it is,
+/// overcapture included: then it is captured at once, with no raise.
+/// Decided from the ride as the completion took it, so a resume decides
+/// the same.
 fn covered(ride: &Ride, params: &CompleteParams) -> bool {
-    params.final_amount_cents
+    to_capture(ride, params)
         <= ride
             .amount_capturable_max_cents
             .unwrap_or(ride.amount_authorized_cents)
@@ -221,7 +230,7 @@ fn raise(
             INCREMENT_KEY_PURPOSE,
         ),
         intent_id: lifecycle::intent_of(ride)?,
-        amount_cents: params.final_amount_cents,
+        amount_cents: to_capture(ride, params),
     });
     payments::final_answer(answer)
 }

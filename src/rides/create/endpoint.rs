@@ -13,10 +13,10 @@ use super::request::RideParams;
 use crate::context::ServiceContext;
 use crate::idempotency::endpoint::Endpoint;
 use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
-use crate::idempotency::{DerivedFrom, Finishing, Lease, StoredResponse};
+use crate::idempotency::{Finishing, Lease, StoredResponse};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
-    IntentStatus, PaymentGateway, PaymentIntent,
+    PaymentGateway, PaymentIntent,
 };
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
@@ -101,7 +101,7 @@ impl Phases for RidePhases<'_> {
         // No pooled connection is held while the gateway works.
         let gateway = self.context.gateway.as_ref();
         let answer = pay(gateway, self.context.installation_id, lease, &ride)
-            .and_then(|intent| reread_if_replayed(gateway, intent));
+            .and_then(|intent| released::reread_if_replayed(gateway, intent));
         Ok(Called::Answered(ride, payments::final_answer(answer)?))
     }
 
@@ -117,18 +117,14 @@ impl Phases for RidePhases<'_> {
             None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
         };
         let call = payment_metadata(self.context.installation_id, lease, &ride);
-        let made = lookup::intents_made(
+        let made = lookup::create_answer(
             self.context.gateway.as_ref(),
             &call,
             ride.created_at,
             ride.customer.as_deref(),
         )?;
-        Ok(match made.into_iter().next() {
-            // A decline, as its answer would have said it.
-            Some(intent) if intent.status == IntentStatus::RequiresPaymentMethod => {
-                Found::Made(ride, Final::Refused(declined(intent)))
-            }
-            Some(intent) => Found::Made(ride, Final::Made(intent)),
+        Ok(match made {
+            Some(answer) => Found::Made(ride, answer),
             None => Found::Absent {
                 known: ride,
                 refused: Final::Refused(lookup::never_made()),
@@ -145,15 +141,7 @@ impl Phases for RidePhases<'_> {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
-        let recorded = match answer {
-            Final::Made(intent) if intent.replayed && released(conn, lease)? => {
-                Final::Refused(GatewayError::Rejected {
-                    message: format!(
-                        "PaymentIntent {} was released by reconciliation: no ride recorded it",
-                        intent.id
-                    ),
-                })
-            }
+        let recorded = match released::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };
@@ -183,55 +171,6 @@ impl Phases for RidePhases<'_> {
             Final::Made(_) | Final::Refused(_) => Ok(None),
         }
     }
-}
-
-/// A create answered from what the gateway saved under its key is of the
-/// PaymentIntent as it was then: read again, as it is now (a hold since
-/// cancelled by reconciliation is then a rejection). Still marked
-/// replayed, so that `record` checks for its tombstone.
-fn reread_if_replayed(
-    gateway: &dyn PaymentGateway,
-    intent: PaymentIntent,
-) -> Result<PaymentIntent, GatewayError> {
-    if !intent.replayed {
-        return Ok(intent);
-    }
-    Ok(match gateway.retrieve_intent(&intent.id)? {
-        Some(now) => PaymentIntent {
-            replayed: true,
-            ..now
-        },
-        None => intent,
-    })
-}
-
-/// The decline a PaymentIntent left behind, as the create's answer says it.
-fn declined(intent: PaymentIntent) -> GatewayError {
-    let error = intent.last_payment_error.unwrap_or(payments::PaymentError {
-        code: None,
-        decline_code: None,
-        message: None,
-    });
-    GatewayError::Declined {
-        code: error.code.unwrap_or_else(|| "card_declined".to_owned()),
-        decline_code: error.decline_code,
-        message: error
-            .message
-            .unwrap_or_else(|| "Your card was declined.".to_owned()),
-        payment_intent: Some(intent.id),
-    }
-}
-
-/// Whether reconciliation released the key's payment, decided under the
-/// lock it decides under (`payments::released`).
-fn released(conn: &mut PgConnection, lease: &RideLease) -> Result<bool, ServiceError> {
-    let DerivedFrom::Request(ridepay_key) = lease.gateway_calls().from else {
-        // Version 1 payments name no `ridepay_key`: never released.
-        return Ok(false);
-    };
-    let ridepay_key = ridepay_key.to_hex();
-    released::lock(conn, &ridepay_key)?;
-    Ok(released::is_released(conn, &ridepay_key)?)
 }
 
 /// Names this endpoint's effect in its derived gateway keys. Not the
@@ -310,6 +249,7 @@ pub fn pay(
         return_url: ride.return_url.clone().unwrap_or_default(),
         metadata: payment_metadata(installation_id, lease, ride),
         hold: lease.gateway_calls().hold_request(),
+        off_session: false,
     })
 }
 
@@ -459,6 +399,7 @@ pub fn finish_unpaid(
         settling_key_id: None,
         amount_capturable_max_cents: None,
         hold_expires_at: None,
+        tip_cents: 0,
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;

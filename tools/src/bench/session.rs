@@ -119,8 +119,8 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             body,
         })
     };
-    let paid = target(ride_body(2000, "pm_card_visa", "automatic"));
-    let held = target(ride_body(2000, "pm_card_visa", "manual"));
+    let paid = target(ride_body(2000, Some("pm_card_visa"), "automatic"));
+    let held = target(ride_body(2000, Some("pm_card_visa"), "manual"));
     let completion = target(bytes::Bytes::from_static(COMPLETION_BODY.as_bytes()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)

@@ -23,12 +23,15 @@ pub enum Expected {
 }
 
 impl Expected {
-    /// One of Stripe's test payment methods, or ridepay's.
-    pub fn payment_method(self) -> &'static str {
+    /// One of Stripe's test payment methods, or ridepay's; `None` for the
+    /// user's saved card (`pm_card_visa`), which a tip after the capture
+    /// is charged to, off session.
+    pub fn payment_method(self) -> Option<&'static str> {
         match self {
-            Expected::Captured | Expected::Authorized => "pm_card_visa",
-            Expected::AuthorizedNoRaise => "pm_card_ridepay_incrementDeclined",
-            Expected::Declined => "pm_card_visa_chargeDeclined",
+            Expected::Captured => None,
+            Expected::Authorized => Some("pm_card_visa"),
+            Expected::AuthorizedNoRaise => Some("pm_card_ridepay_incrementDeclined"),
+            Expected::Declined => Some("pm_card_visa_chargeDeclined"),
         }
     }
 
@@ -80,6 +83,10 @@ pub enum Request {
         ride_id: i64,
         amount_cents: i64,
     },
+    Tip {
+        ride_id: i64,
+        amount_cents: i64,
+    },
 }
 
 impl Request {
@@ -90,6 +97,7 @@ impl Request {
             Request::Complete { .. } => "complete",
             Request::Cancel { .. } => "cancel",
             Request::Refund { .. } => "refund",
+            Request::Tip { .. } => "tip",
         }
     }
 
@@ -99,6 +107,7 @@ impl Request {
             Request::Complete { ride_id, .. } => format!("/api/rides/{ride_id}/complete"),
             Request::Cancel { ride_id, .. } => format!("/api/rides/{ride_id}/cancel"),
             Request::Refund { ride_id, .. } => format!("/api/rides/{ride_id}/refunds"),
+            Request::Tip { ride_id, .. } => format!("/api/rides/{ride_id}/tip"),
         }
     }
 
@@ -118,7 +127,9 @@ impl Request {
                 final_amount_cents, ..
             } => json!({ "final_amount_cents": final_amount_cents }),
             Request::Cancel { fee_cents, .. } => json!({ "cancellation_fee_cents": fee_cents }),
-            Request::Refund { amount_cents, .. } => json!({ "amount_cents": amount_cents }),
+            Request::Refund { amount_cents, .. } | Request::Tip { amount_cents, .. } => {
+                json!({ "amount_cents": amount_cents })
+            }
         };
         Bytes::from(body.to_string())
     }
@@ -131,7 +142,7 @@ impl Request {
                 raise_declines: true,
                 ..
             } => 402,
-            Request::Complete { .. } | Request::Cancel { .. } => 200,
+            Request::Complete { .. } | Request::Cancel { .. } | Request::Tip { .. } => 200,
             Request::Refund { .. } => 201,
         }
     }
@@ -142,11 +153,13 @@ impl Request {
             Request::Ride { .. } => None,
             Request::Complete { ride_id, .. }
             | Request::Cancel { ride_id, .. }
-            | Request::Refund { ride_id, .. } => Some(ride_id),
+            | Request::Refund { ride_id, .. }
+            | Request::Tip { ride_id, .. } => Some(ride_id),
         }
     }
 
-    /// What a 200 answer to it says was captured.
+    /// What a 200 answer to it says was captured: for a completion, the
+    /// final fare (a tip the ride has is captured with it).
     pub fn captured_cents(self) -> Option<i64> {
         match self {
             Request::Complete {

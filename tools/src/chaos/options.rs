@@ -70,6 +70,10 @@ pub struct Options {
     /// Share of cancellations that capture a fee from the hold.
     #[arg(long, default_value_t = 0.5)]
     pub fee_share: f64,
+    /// Share of held rides tipped before they are completed, and of rides
+    /// paid at once (on the saved card) tipped after.
+    #[arg(long, default_value_t = 0.3)]
+    pub tip_share: f64,
     /// Share of paid rides (or captured fees) partly refunded.
     #[arg(long, default_value_t = 0.3)]
     pub refund_share: f64,

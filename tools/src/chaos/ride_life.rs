@@ -1,8 +1,9 @@
-//! A client's ride from request to end: asked for, then, held, completed
-//! (the final fare up to 30% off the upfront one either way) or cancelled
-//! (maybe with a fee), and what was captured sometimes partly refunded. Each
-//! step under a key of its own; a client that learns no answer leaves the
-//! ride as it is, to the completer.
+//! A client's ride from request to end: asked for, then, held, sometimes
+//! tipped and completed (the final fare up to 30% off the upfront one
+//! either way) or cancelled (maybe with a fee); paid at once on the saved
+//! card, sometimes tipped after; and what was captured sometimes partly
+//! refunded, across fare and tip. Each step under a key of its own; a
+//! client that learns no answer leaves the ride as it is, to the completer.
 
 use rand::Rng;
 
@@ -62,10 +63,24 @@ pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {
         return;
     };
     let captured_cents = match created.text("status").as_deref() {
-        Some("captured") => amount_cents,
+        Some("captured") => {
+            amount_cents + maybe_tip(sender, histories, ride_id, amount_cents).await
+        }
         Some("authorized") => {
             let refuses_raise = expected == Expected::AuthorizedNoRaise;
-            match settle(sender, histories, ride_id, amount_cents, refuses_raise).await {
+            // A card that refuses raises is not tipped: whether the fare and
+            // tip need one would hang on a tip whose answer may be lost.
+            let tip_cents = match refuses_raise {
+                true => 0,
+                false => maybe_tip(sender, histories, ride_id, amount_cents).await,
+            };
+            let hold = Hold {
+                ride_id,
+                cents: amount_cents,
+                refuses_raise,
+                tip_cents,
+            };
+            match settle(sender, histories, &hold).await {
                 Some(captured_cents) => captured_cents,
                 None => return,
             }
@@ -89,17 +104,49 @@ pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {
     }
 }
 
-/// Completes or cancels a held ride; what was captured, once acknowledged.
-/// A completion refused for a hold that cannot be raised is tried again
-/// for what the hold covers, as ridepay's answer suggests.
-async fn settle(
+/// Tips the ride (up to a fifth of its fare) in `tip_share` of walks: on a
+/// held ride, for the completion to capture; on a captured one, charged
+/// off session. The tip, once acknowledged; else 0.
+async fn maybe_tip(
     sender: &Sender<'_>,
     histories: &mut Vec<KeyHistory>,
     ride_id: i64,
-    hold_cents: i64,
+    fare_cents: i64,
+) -> i64 {
+    let amount_cents = {
+        let mut rng = rand::thread_rng();
+        if !rng.gen_bool(sender.options.tip_share) || !sender.may_start_key() {
+            return 0;
+        }
+        rng.gen_range(1..=(fare_cents / 5).max(1))
+    };
+    let tip = Request::Tip {
+        ride_id,
+        amount_cents,
+    };
+    match step(sender, histories, tip).await {
+        Some(answer) if answer.status == 200 => amount_cents,
+        _ => 0,
+    }
+}
+
+/// A held ride, as its client knows it.
+struct Hold {
+    ride_id: i64,
+    cents: i64,
+    /// Its card declines raising the hold.
     refuses_raise: bool,
-) -> Option<i64> {
+    /// The tip acknowledged, which a completion captures with the fare.
+    tip_cents: i64,
+}
+
+/// Completes or cancels a held ride; what was captured, once acknowledged
+/// (a completion's tip with it; a cancellation drops the tip). A completion
+/// refused for a hold that cannot be raised is tried again for what the
+/// hold covers, as ridepay's answer suggests.
+async fn settle(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>, hold: &Hold) -> Option<i64> {
     let options = sender.options;
+    let (ride_id, hold_cents, refuses_raise) = (hold.ride_id, hold.cents, hold.refuses_raise);
     let mut request = {
         let mut rng = rand::thread_rng();
         if rng.gen_bool(options.complete_share) {
@@ -126,6 +173,9 @@ async fn settle(
         }
         let answer = step(sender, histories, request).await?;
         match (answer.status, request) {
+            (200, Request::Complete { .. }) => {
+                return request.captured_cents().map(|fare| fare + hold.tip_cents)
+            }
             (200, _) => return request.captured_cents(),
             (402, Request::Complete { .. }) => {
                 request = Request::Complete {

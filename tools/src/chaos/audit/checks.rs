@@ -113,7 +113,7 @@ pub(crate) fn check_rides(report: &mut AuditReport, records: &Records) {
                 // the lifecycle checks hold against what its client sent.
                 let paid_at_once = ride.capture_method == "automatic";
                 if paid_at_once
-                    && (received, ride.amount_captured_cents)
+                    && (received, ride.fare_captured_cents())
                         != (ride.amount_cents, ride.amount_cents)
                 {
                     report.flag(

@@ -10,7 +10,7 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel::{PgConnection, RunQueryDsl};
 
 use super::records::{
-    ActionCount, IntentTotal, KeyRow, Ledger, Records, RideRow, RideTotal, SUCCEEDED,
+    ActionCount, Index, IntentTotal, KeyRow, Ledger, Records, RideRow, RideTotal, SUCCEEDED,
 };
 use super::report::{AuditReport, CHECKS};
 use crate::chaos::history::{KeyHistory, Request};
@@ -112,7 +112,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
                     .unwrap_or(ride.amount_authorized_cents),
             )
         });
-        if ride.amount_captured_cents > most {
+        if ride.fare_captured_cents() > most {
             report.flag(
                 CHECKS[10],
                 format!(
@@ -127,7 +127,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
             );
         }
         if let Some(intent) = intent {
-            if intent.amount_received_cents != ride.amount_captured_cents {
+            if intent.amount_received_cents != ride.fare_captured_cents() {
                 report.flag(
                     CHECKS[12],
                     format!(
@@ -168,9 +168,33 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
             );
         }
         check_taken(report, ride, &key_by_id);
+        check_tip_paid(report, ride, &index);
     }
     check_gateway(report, records);
     check_transitions(report, records);
+}
+
+/// A tip paid by a PaymentIntent of its own: that intent succeeded for
+/// exactly the tip.
+fn check_tip_paid(report: &mut AuditReport, ride: &RideRow, index: &Index<'_>) {
+    let Some(tip_intent) = &ride.tip_payment_intent_id else {
+        return;
+    };
+    let paid = index.intent_by_id.get(tip_intent.as_str());
+    if !paid.is_some_and(|intent| {
+        intent.status == SUCCEEDED && intent.amount_received_cents == ride.tip_cents
+    }) {
+        report.flag(
+            CHECKS[19],
+            format!(
+                "ride {} records a tip of {} paid by {tip_intent}, which is {:?} with {:?} received",
+                ride.id,
+                ride.tip_cents,
+                paid.map(|intent| &intent.status),
+                paid.map(|intent| intent.amount_received_cents)
+            ),
+        );
+    }
 }
 
 /// A ride still taken once its key is finished (or gone) is stuck: no
@@ -265,8 +289,10 @@ fn check_transitions(report: &mut AuditReport, records: &Records) {
 }
 
 /// Against what the clients were told: a ride acknowledged completed is
-/// captured for exactly the final fare sent, one acknowledged cancelled is
-/// cancelled with exactly the fee, at ridepay and at the gateway.
+/// captured for exactly the final fare sent (and its tip), one acknowledged
+/// cancelled is cancelled with exactly the fee, at ridepay and at the
+/// gateway; one acknowledged tipped has that tip, unless its hold was
+/// released since (which drops it).
 pub(super) fn check_acknowledged(
     report: &mut AuditReport,
     records: &Records,
@@ -278,6 +304,17 @@ pub(super) fn check_acknowledged(
             .first_final
             .as_ref()
             .is_some_and(|first| first.status == 200);
+        if let (
+            Request::Tip {
+                ride_id,
+                amount_cents,
+            },
+            true,
+        ) = (history.request, acknowledged)
+        {
+            check_acknowledged_tip(report, &index, &history.key, ride_id, amount_cents);
+            continue;
+        }
         let (Some(ride_id), Some(captured), true) = (
             history.request.ride_id(),
             history.request.captured_cents(),
@@ -291,8 +328,13 @@ pub(super) fn check_acknowledged(
         };
         let ride = index.ride_by_id.get(&ride_id);
         let intent = ride.and_then(|ride| index.intent_of(ride));
+        // A completion captures the tip the ride had with the fare.
+        let captured = match history.request {
+            Request::Complete { .. } => captured + ride.map_or(0, |ride| ride.tip_cents),
+            _ => captured,
+        };
         let done = ride.is_some_and(|ride| {
-            statuses.contains(&ride.status.as_str()) && ride.amount_captured_cents == captured
+            statuses.contains(&ride.status.as_str()) && ride.fare_captured_cents() == captured
         }) && intent.is_some_and(|intent| intent.amount_received_cents == captured);
         if !done {
             report.flag(
@@ -307,5 +349,26 @@ pub(super) fn check_acknowledged(
                 ),
             );
         }
+    }
+}
+
+fn check_acknowledged_tip(
+    report: &mut AuditReport,
+    index: &Index<'_>,
+    key: &str,
+    ride_id: i64,
+    amount_cents: i64,
+) {
+    let ride = index.ride_by_id.get(&ride_id);
+    let dropped = ride.is_some_and(|ride| matches!(ride.status.as_str(), "canceled" | "expired"));
+    if !dropped && ride.map(|ride| ride.tip_cents) != Some(amount_cents) {
+        report.flag(
+            CHECKS[19],
+            format!(
+                "{key}: tipped {amount_cents} on ride {ride_id}, which is {:?} with a tip of {:?}",
+                ride.map(|ride| &ride.status),
+                ride.map(|ride| ride.tip_cents)
+            ),
+        );
     }
 }

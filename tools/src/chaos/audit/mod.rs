@@ -38,7 +38,8 @@ pub fn audit(
         rides: diesel::sql_query(
             "SELECT id, idempotency_key_id, amount_cents, amount_authorized_cents, \
              amount_captured_cents, amount_refunded_cents, status, capture_method, \
-             payment_intent_id, settling_key_id FROM rides WHERE user_id = $1",
+             payment_intent_id, settling_key_id, tip_cents, tip_payment_intent_id \
+             FROM rides WHERE user_id = $1",
         )
         .bind::<BigInt, _>(user_id)
         .load(conn)?,

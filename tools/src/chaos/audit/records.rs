@@ -45,9 +45,23 @@ pub(crate) struct RideRow {
     /// The key completing or cancelling the ride, while one does.
     #[diesel(sql_type = Nullable<BigInt>)]
     pub(crate) settling_key_id: Option<i64>,
+    #[diesel(sql_type = BigInt)]
+    pub(crate) tip_cents: i64,
+    /// The tip's own PaymentIntent, for a tip after the capture.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) tip_payment_intent_id: Option<String>,
 }
 
 impl RideRow {
+    /// What the fare's PaymentIntent took: what was captured, less a tip
+    /// paid by a PaymentIntent of its own.
+    pub(crate) fn fare_captured_cents(&self) -> i64 {
+        match self.tip_payment_intent_id {
+            Some(_) => self.amount_captured_cents - self.tip_cents,
+            None => self.amount_captured_cents,
+        }
+    }
+
     /// Money was taken: the fare, or a cancellation fee.
     pub(crate) fn paid(&self) -> bool {
         matches!(self.status.as_str(), "captured" | "refunded")
@@ -174,7 +188,10 @@ impl Records {
     pub(crate) fn rides_naming(&self) -> HashMap<&str, Vec<&RideRow>> {
         let mut naming: HashMap<&str, Vec<&RideRow>> = HashMap::new();
         for ride in &self.rides {
-            if let Some(intent) = &ride.payment_intent_id {
+            for intent in [&ride.payment_intent_id, &ride.tip_payment_intent_id]
+                .into_iter()
+                .flatten()
+            {
                 naming.entry(intent.as_str()).or_default().push(ride);
             }
         }

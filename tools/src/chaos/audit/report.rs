@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 19] = [
+pub const CHECKS: [&str; 20] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -22,6 +22,7 @@ pub const CHECKS: [&str; 19] = [
     "rides left taken by a finished key",
     "ride transitions applied more than once",
     "payments no ride records that were not released",
+    "tips not as acknowledged, or not paid as the ride records them",
 ];
 
 #[derive(Debug, Default)]

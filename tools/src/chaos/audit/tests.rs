@@ -39,6 +39,8 @@ fn ride(id: i64, status: &str, intent: Option<&str>) -> RideRow {
         capture_method: if captured { "automatic" } else { "manual" }.to_owned(),
         payment_intent_id: intent.map(str::to_owned),
         settling_key_id: None,
+        tip_cents: 0,
+        tip_payment_intent_id: None,
     }
 }
 
@@ -394,4 +396,69 @@ fn a_completion_refused_for_a_ride_its_client_held_is_flagged() {
         },
     );
     assert_eq!(found, BTreeMap::from([(CHECKS[7], 1)]));
+}
+
+/// Ride 1, paid at once, tipped 200 after by `pi_tip` (key 8, acknowledged).
+fn tipped(records: &mut Records) {
+    let ride = &mut records.rides[0];
+    ride.tip_cents = 200;
+    ride.tip_payment_intent_id = Some("pi_tip".to_owned());
+    ride.amount_captured_cents = 1200;
+    records.intents.push(IntentRow {
+        amount_cents: 200,
+        amount_received_cents: 200,
+        ..intent("pi_tip", SUCCEEDED, 8)
+    });
+}
+
+fn told_tipped(histories: &mut Vec<KeyHistory>) {
+    let tip = Request::Tip {
+        ride_id: 1,
+        amount_cents: 200,
+    };
+    histories.push(history(8, tip, 200, PAID));
+}
+
+#[test]
+fn a_tip_paid_by_its_own_intent_passes_and_is_no_orphan() {
+    let found = violations(tipped, told_tipped);
+    assert_eq!(found, BTreeMap::new());
+}
+
+#[test]
+fn a_tip_intent_that_took_other_than_the_tip_is_flagged() {
+    let found = violations(
+        |records| {
+            tipped(records);
+            let tip = records.intents.last_mut().unwrap();
+            (tip.amount_cents, tip.amount_received_cents) = (300, 300);
+        },
+        told_tipped,
+    );
+    assert_eq!(found, BTreeMap::from([(CHECKS[19], 1)]));
+}
+
+#[test]
+fn an_acknowledged_tip_the_ride_does_not_have_is_flagged_unless_its_hold_was_released() {
+    let found = violations_told(|histories| {
+        told_tipped(histories);
+        let dropped = Request::Tip {
+            ride_id: 5,
+            amount_cents: 100,
+        };
+        histories.push(history(9, dropped, 200, CANCELED));
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[19], 1)]));
+}
+
+#[test]
+fn a_completion_captures_the_tip_its_ride_had() {
+    let found = violations_after(|records| {
+        records.rides[2].tip_cents = 100;
+        records.rides[2].amount_captured_cents = 1300;
+        records.intents[2].amount_cents = 1300;
+        records.intents[2].amount_received_cents = 1300;
+        records.rides[2].amount_authorized_cents = 1300;
+    });
+    assert_eq!(found, BTreeMap::new());
 }

@@ -1,0 +1,67 @@
+//! `POST /api/rides/{id}/tip`
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::context::ServiceContext;
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi_components::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
+use crate::http::routing::post_only;
+use crate::ids::RideId;
+use crate::problem::Problem;
+use crate::rides::tip::endpoint::TipEndpoint;
+use crate::rides::tip::request::TipParams;
+use crate::wire::requests::TipRideRequest;
+use crate::wire::ride::RideJson;
+
+/// Tip a ride, exactly once per `Idempotency-Key`; one tip per ride
+/// succeeds.
+///
+/// On an `authorized` ride the tip is added to what the completion will
+/// capture (cancelling the ride drops it). On a `captured` ride, paid with
+/// the user's saved card, it is charged at once, off session, by a
+/// PaymentIntent of its own; a card that needs the rider to authenticate
+/// is a stored 402 (`code` `authentication_required`), its PaymentIntent
+/// cancelled and the ride unchanged, so another key may try again.
+#[utoipa::path(
+    post,
+    path = "/api/rides/{id}/tip",
+    tag = "rides",
+    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    request_body(content = TipRideRequest, content_type = "application/json"),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The ride with its `tip_cents` (or the replay of it)", body = RideJson),
+        (status = 402, description = "`card-declined`: the saved card declined the tip off session (stored; `code` says why, `authentication_required` for a card that needs the rider); the ride is unchanged", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 422, description = "`invalid-ride-state`: the ride is neither `authorized` nor `captured`, already has a tip, is being completed, cancelled or tipped under another key, or (captured) was not paid with a saved card (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the tip for good (stored); the ride is unchanged", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn tip_ride(
+    caller: Caller,
+    ride_id: web::Path<RideId>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let ride_id = ride_id.into_inner();
+    idempotent::post::<TipEndpoint>(&request, payload, caller, context, move |body| {
+        TipParams::parse(ride_id, body)
+    })
+    .await
+}
+
+/// The route's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(tip_ride))]
+pub struct Api;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(post_only("/rides/{id}/tip", tip_ride));
+}

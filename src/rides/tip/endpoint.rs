@@ -1,0 +1,375 @@
+//! `POST /api/rides/{id}/tip` on the idempotency flow. On an `authorized`
+//! ride the tip is written at once (Started -> Finished): the completion
+//! captures it with the final fare. On a `captured` ride the ride is taken
+//! for the key (Started), then the tip paid by a PaymentIntent of its own,
+//! off session on the card saved to the ride's customer, and recorded
+//! (TipStarted); a tip the card declines ends with its PaymentIntent
+//! cancelled and the ride as it was. One tip per ride succeeds.
+
+use diesel::prelude::*;
+use serde_json::json;
+
+use super::recovery_point::RecoveryPoint;
+use super::request::TipParams;
+use crate::audit;
+use crate::context::ServiceContext;
+use crate::db::{recorded, CacheStatement};
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
+use crate::idempotency::{Lease, StoredResponse};
+use crate::payments::{
+    self, call_metadata, derived_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
+    Final, GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
+};
+use crate::problem::{Problem, ProblemKind};
+use crate::rides::lifecycle::{self, TakeRide};
+use crate::rides::model::{Ride, RideStatus};
+use crate::schema::rides;
+use crate::service_error::ServiceError;
+use crate::wire;
+
+pub struct TipEndpoint;
+
+impl Endpoint for TipEndpoint {
+    type Point = RecoveryPoint;
+    type Params = TipParams;
+    type Context = ServiceContext;
+    type Phases<'a> = TipPhases<'a>;
+
+    fn phases<'a>(context: &'a ServiceContext, params: &'a TipParams) -> TipPhases<'a> {
+        TipPhases { context, params }
+    }
+}
+
+/// The endpoint's phases, for one request. They hand on the ride the key
+/// took.
+pub struct TipPhases<'a> {
+    context: &'a ServiceContext,
+    params: &'a TipParams,
+}
+
+impl Phases for TipPhases<'_> {
+    type Point = RecoveryPoint;
+    type Known = Ride;
+    type Answer = Final<PaymentIntent>;
+
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &TipLease,
+        point: RecoveryPoint,
+        _ride: Option<Ride>,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+        match point {
+            RecoveryPoint::Started => begin(conn, lease, self.params),
+            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
+        }
+    }
+
+    fn call(
+        &self,
+        lease: &TipLease,
+        _point: RecoveryPoint,
+        ride: Option<Ride>,
+    ) -> Result<Called<RecoveryPoint, Ride, Final<PaymentIntent>>, ServiceError> {
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
+        // No pooled connection is held while the gateway works.
+        let gateway = self.context.gateway.as_ref();
+        let answer = pay_tip(
+            gateway,
+            self.context.installation_id,
+            lease,
+            &ride,
+            self.params,
+        )
+        .and_then(|intent| released::reread_if_replayed(gateway, intent));
+        let answer = payments::final_answer(answer)?;
+        cancel_declined(gateway, self.context.installation_id, lease, &answer)?;
+        Ok(Called::Answered(ride, answer))
+    }
+
+    /// Any generation's tip PaymentIntent, from the gateway's lists.
+    fn look_up(
+        &self,
+        lease: &TipLease,
+        _point: RecoveryPoint,
+        ride: Option<Ride>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
+        let gateway = self.context.gateway.as_ref();
+        let call = tip_metadata(self.context.installation_id, lease, &ride);
+        let made =
+            lookup::create_answer(gateway, &call, ride.created_at, ride.customer.as_deref())?;
+        Ok(match made {
+            Some(answer) => {
+                let answer = match answer {
+                    // Declined, and cancelled since.
+                    Final::Made(intent) if intent.status == IntentStatus::Canceled => {
+                        Final::Refused(lookup::declined(intent))
+                    }
+                    answer => answer,
+                };
+                cancel_declined(gateway, self.context.installation_id, lease, &answer)?;
+                Found::Made(ride, answer)
+            }
+            None => Found::Absent {
+                known: ride,
+                refused: Final::Refused(lookup::never_made()),
+            },
+        })
+    }
+
+    /// TipStarted -> Finished.
+    fn record(
+        &self,
+        conn: &mut PgConnection,
+        lease: &TipLease,
+        ride: Ride,
+        answer: Final<PaymentIntent>,
+    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+        let answer = match released::unless_released(conn, lease.gateway_calls(), answer)? {
+            Final::Made(intent) if intent.status != IntentStatus::Succeeded => {
+                Final::Refused(GatewayError::Rejected {
+                    message: format!(
+                        "the tip's PaymentIntent {} answered as {} off session",
+                        intent.id, intent.status
+                    ),
+                })
+            }
+            answer => answer,
+        };
+        Ok(Transition::Finish(match answer {
+            Final::Made(intent) => finish_tipped(conn, &ride, lease, self.params, &intent)?,
+            Final::Refused(refusal) => finish_unpaid(conn, &ride, lease, &refusal)?,
+        }))
+    }
+}
+
+/// Name the effects in their derived gateway keys.
+pub const TIP_KEY_PURPOSE: &str = "ride-tip";
+pub const TIP_CANCEL_KEY_PURPOSE: &str = "ride-tip-cancel";
+
+pub type TipLease = Lease<RecoveryPoint>;
+
+/// Started: the ride taken for the key, `authorized` or `captured`, with no
+/// tip yet. A held ride's tip is written at once, for its completion to
+/// capture (-> Finished); a captured ride, paid with the saved card, goes
+/// on to its own payment (-> TipStarted). Refused here, in the claim's
+/// transaction: nothing written, the key not consumed.
+fn begin(
+    conn: &mut PgConnection,
+    lease: &TipLease,
+    params: &TipParams,
+) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+    let ride = lifecycle::take(
+        conn,
+        lease.user_id(),
+        params.ride_id,
+        lease.key_id(),
+        &TakeRide {
+            verb: "tipped",
+            audit_action: "ride.tip_started",
+            allowed: &[RideStatus::Authorized, RideStatus::Captured],
+            expired: ProblemKind::InvalidRideState,
+        },
+    )?;
+    if ride.tip_cents > 0 {
+        return Err(ServiceError::refused(
+            ProblemKind::InvalidRideState,
+            format!("ride {} already has a tip of {}", ride.id, ride.tip_cents),
+        ));
+    }
+    if ride.status == RideStatus::Authorized {
+        let tipped = write_tip(conn, &ride, lease, params.amount_cents, None)?;
+        return Ok(Transition::Finish(wire::ride::settled(&tipped.json())));
+    }
+    if ride.customer.is_none() {
+        return Err(ServiceError::refused(
+            ProblemKind::InvalidRideState,
+            format!(
+                "ride {} was not paid with a saved card: a tip after the fare is captured is \
+                 charged off session, to the card saved to the rider's customer",
+                ride.id
+            ),
+        ));
+    }
+    Ok(Transition::Advance(RecoveryPoint::TipStarted, Some(ride)))
+}
+
+/// The tip on the ride taken by the key, which the key then lets go: on a
+/// held ride, for the completion to capture; with its own PaymentIntent,
+/// counted as captured. One statement, with its audit record.
+fn write_tip(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    lease: &TipLease,
+    amount_cents: i64,
+    intent: Option<&PaymentIntent>,
+) -> Result<Ride, ServiceError> {
+    let captured = intent.map_or(0, |intent| intent.amount_received_cents);
+    recorded(
+        diesel::update(
+            rides::table
+                .filter(rides::id.eq(ride.id))
+                .filter(rides::settling_key_id.eq(lease.key_id())),
+        )
+        .set((
+            rides::tip_cents.eq(amount_cents),
+            rides::tip_payment_intent_id.eq(intent.map(|intent| intent.id.as_str())),
+            rides::amount_captured_cents.eq(rides::amount_captured_cents + captured),
+            rides::settling_key_id.eq(None::<crate::ids::KeyId>),
+            rides::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Ride::as_returning()),
+    )
+    .with(audit::of_changed(
+        lease.user_id(),
+        "ride.tipped",
+        "ride",
+        json!({
+            "idempotency_key_id": lease.key_id(),
+            "tip_cents": amount_cents,
+            "payment_intent_id": intent.map(|intent| &intent.id),
+        }),
+    ))
+    .cached_as(write_tip)
+    .get_result::<Ride>(conn)
+    .optional()?
+    // Only the key's own lease holder writes on a ride it took.
+    .ok_or(ServiceError::LeaseLost)
+}
+
+/// The tip's PaymentIntent: off session (the rider is not there to
+/// authenticate), charged at once, on the ride's card and customer, under
+/// a key derived from the request. Holds no connection.
+fn pay_tip(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    lease: &TipLease,
+    ride: &Ride,
+    params: &TipParams,
+) -> Result<PaymentIntent, GatewayError> {
+    gateway.create_intent(&CreateIntent {
+        idempotency_key: derived_key(installation_id, lease.gateway_calls(), TIP_KEY_PURPOSE),
+        amount_cents: params.amount_cents,
+        currency: ride.currency.clone(),
+        customer: ride.customer.clone(),
+        payment_method: ride.payment_method.clone(),
+        capture_method: CaptureMethod::Automatic,
+        return_url: ride.return_url.clone().unwrap_or_default(),
+        metadata: tip_metadata(installation_id, lease, ride),
+        hold: HoldRequest::INCREMENTS_ONLY,
+        off_session: true,
+    })
+}
+
+/// The metadata of the tip's PaymentIntent, by which reconciliation finds
+/// it.
+fn tip_metadata(
+    installation_id: uuid::Uuid,
+    lease: &TipLease,
+    ride: &Ride,
+) -> Vec<(String, String)> {
+    call_metadata(installation_id, lease.gateway_calls(), || {
+        vec![
+            ("tip_of_ride_id", ride.id.to_string()),
+            ("idempotency_key_id", lease.key_id().to_string()),
+        ]
+    })
+}
+
+/// A declined tip leaves its PaymentIntent waiting for another payment
+/// method, which no one will give it: it is cancelled, under a key of its
+/// own. A cancellation the gateway could not make now leaves the key where
+/// it is, for a retry that asks again under the same keys; one it refuses
+/// (already cancelled) or lost for good is logged and passed by: such an
+/// intent holds no money.
+fn cancel_declined(
+    gateway: &dyn PaymentGateway,
+    installation_id: uuid::Uuid,
+    lease: &TipLease,
+    answer: &Final<PaymentIntent>,
+) -> Result<(), ServiceError> {
+    let Final::Refused(GatewayError::Declined {
+        payment_intent: Some(intent_id),
+        ..
+    }) = answer
+    else {
+        return Ok(());
+    };
+    let cancelled = gateway.cancel_intent(&CancelIntent {
+        idempotency_key: derived_key(
+            installation_id,
+            lease.gateway_calls(),
+            TIP_CANCEL_KEY_PURPOSE,
+        ),
+        intent_id: intent_id.clone(),
+        cancellation_reason: "abandoned".to_owned(),
+    });
+    match cancelled {
+        Ok(_) => Ok(()),
+        Err(
+            other @ (GatewayError::Declined { .. }
+            | GatewayError::Rejected { .. }
+            | GatewayError::SavedFailure { .. }),
+        ) => {
+            log::warn!("the declined tip's PaymentIntent {intent_id} was not cancelled: {other}");
+            Ok(())
+        }
+        Err(failure) => Err(payments::unavailable(failure)),
+    }
+}
+
+/// TipStarted -> Finished: the tip's payment recorded on the ride (200).
+fn finish_tipped(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    lease: &TipLease,
+    params: &TipParams,
+    intent: &PaymentIntent,
+) -> Result<StoredResponse, ServiceError> {
+    if (intent.amount_received_cents, intent.currency.as_str())
+        != (params.amount_cents, ride.currency.as_str())
+    {
+        return Err(ServiceError::Internal(anyhow::anyhow!(
+            "the tip's PaymentIntent {} took {} {}, the tip is {} {}",
+            intent.id,
+            intent.amount_received_cents,
+            intent.currency,
+            params.amount_cents,
+            ride.currency
+        )));
+    }
+    let tipped = write_tip(conn, ride, lease, params.amount_cents, Some(intent))?;
+    Ok(wire::ride::settled(&tipped.json()))
+}
+
+/// TipStarted -> Finished for a tip the gateway would not take: a decline
+/// (402 `card-declined` with its code, `authentication_required` for a card
+/// that needs the rider) or a rejection (502), stored; the ride as it was,
+/// so another key may try again.
+fn finish_unpaid(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    lease: &TipLease,
+    refusal: &GatewayError,
+) -> Result<StoredResponse, ServiceError> {
+    let problem = match refusal {
+        GatewayError::Declined {
+            code,
+            decline_code,
+            message,
+            ..
+        } => Problem::new(ProblemKind::CardDeclined, message.clone())
+            .with_extension("code", code.as_str())
+            .with_extension("decline_code", decline_code.clone()),
+        other => {
+            log::error!(
+                "payment gateway rejected the tip of ride {}: {other}",
+                ride.id
+            );
+            Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
+        }
+    };
+    lifecycle::finish_refused(conn, ride, lease.key_id(), problem)
+}
