@@ -6,6 +6,7 @@ use uuid::Uuid;
 use crate::db::DbPool;
 use crate::idempotency::endpoint::FlowContext;
 use crate::idempotency::KeyPolicy;
+use crate::outbound::destination::DestinationPolicy;
 use crate::payments::PaymentGateway;
 
 pub struct ServiceContext {
@@ -17,6 +18,8 @@ pub struct ServiceContext {
     /// Where the rider's browser lands after authenticating a payment:
     /// `PUBLIC_BASE_URL` and `/payments/return`.
     pub return_url: String,
+    /// Where users' webhooks may go.
+    pub destinations: DestinationPolicy,
 }
 
 impl FlowContext for ServiceContext {

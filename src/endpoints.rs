@@ -12,7 +12,7 @@ use crate::idempotency::completer::Resumable;
 use crate::idempotency::endpoint::Keys;
 use crate::idempotency::{RecoveryPoints, Step};
 use crate::outbox::JobHandler;
-use crate::{crash, refunds, rides};
+use crate::{crash, outbound_webhooks, refunds, rides};
 
 /// One endpoint, as the application wires it.
 pub struct Registered {
@@ -78,6 +78,14 @@ pub fn all() -> Vec<Registered> {
         ),
         Registered::of::<rides::tip::RecoveryPoint>(
             |context| Box::new(Keys::<rides::tip::endpoint::TipEndpoint>::new(context)),
+            Vec::new,
+        ),
+        Registered::of::<outbound_webhooks::create::RecoveryPoint>(
+            |context| {
+                Box::new(Keys::<
+                    outbound_webhooks::create::endpoint::WebhookEndpointCreate,
+                >::new(context))
+            },
             Vec::new,
         ),
     ]

@@ -21,6 +21,7 @@ pub mod http;
 pub mod idempotency;
 pub mod ids;
 pub mod outbound;
+pub mod outbound_webhooks;
 pub mod outbox;
 pub mod payments;
 pub mod problem;

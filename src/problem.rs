@@ -33,6 +33,8 @@ pub enum ProblemKind {
     RefundNotAllowed,
     InvalidRideState,
     AuthorizationExpired,
+    WebhookDestinationNotAllowed,
+    WebhookEndpointLimit,
     InvalidSignature,
     ServiceUnavailable,
     InternalError,
@@ -106,6 +108,16 @@ impl ProblemKind {
             AuthorizationExpired => (
                 "authorization-expired",
                 "The card's authorization has expired",
+                422,
+            ),
+            WebhookDestinationNotAllowed => (
+                "webhook-destination-not-allowed",
+                "The webhook destination may not be reached",
+                422,
+            ),
+            WebhookEndpointLimit => (
+                "webhook-endpoint-limit",
+                "No more webhook endpoints may be registered",
                 422,
             ),
             InvalidSignature => ("invalid-signature", "The webhook signature is invalid", 400),

@@ -143,6 +143,7 @@ diesel::table! {
         hold_expires_at -> Nullable<Timestamptz>,
         tip_cents -> Int8,
         tip_payment_intent_id -> Nullable<Text>,
+        event_sequence -> Int8,
     }
 }
 
@@ -183,6 +184,59 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_attempts (id) {
+        id -> Int8,
+        delivery_id -> Int8,
+        attempted_at -> Timestamptz,
+        http_status -> Nullable<Int2>,
+        error -> Nullable<Text>,
+        duration_ms -> Int4,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Int8,
+        endpoint_id -> Int8,
+        event_id -> Text,
+        status -> Text,
+        attempts -> Int4,
+        next_attempt_at -> Timestamptz,
+        locked_until -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> Int8,
+        user_id -> Int8,
+        idempotency_key_id -> Nullable<Int8>,
+        url -> Text,
+        events -> Array<Nullable<Text>>,
+        status -> Text,
+        disabled_reason -> Nullable<Text>,
+        secret -> Text,
+        failing_since -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_events (id) {
+        id -> Text,
+        user_id -> Int8,
+        ride_id -> Int8,
+        #[sql_name = "type"]
+        type_ -> Text,
+        sequence -> Int8,
+        body -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(receipts -> rides (ride_id));
@@ -191,6 +245,13 @@ diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
+diesel::joinable!(webhook_endpoints -> idempotency_keys (idempotency_key_id));
+diesel::joinable!(webhook_endpoints -> users (user_id));
+diesel::joinable!(webhook_events -> rides (ride_id));
+diesel::joinable!(webhook_events -> users (user_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
@@ -206,4 +267,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     staged_jobs,
     stripe_events,
     users,
+    webhook_attempts,
+    webhook_deliveries,
+    webhook_endpoints,
+    webhook_events,
 );

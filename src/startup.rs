@@ -14,6 +14,7 @@ use crate::http::authentication_page::{self, AuthenticationPage};
 use crate::http::payment_return;
 use crate::http::server::{self, Server};
 use crate::idempotency::KeyPolicy;
+use crate::outbound::destination::DestinationPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
 use crate::workers::Workers;
 #[cfg(feature = "simulated")]
@@ -53,6 +54,9 @@ pub fn service_context(
         },
         installation_id,
         return_url: format!("{public_base}{}", payment_return::PATH),
+        destinations: DestinationPolicy {
+            allow_loopback: settings.outbound_webhooks.allow_loopback,
+        },
     })
 }
 

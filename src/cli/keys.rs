@@ -110,7 +110,32 @@ fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &S
         "response": record.state.clone().take_stored_response().map(|response| json!({
             "status": response.status,
             "headers": response.headers,
-            "body": String::from_utf8_lossy(&response.body),
+            "body": masked(&response.body),
         })),
     })
+}
+
+/// A stored body as an operator may see it: a webhook destination's
+/// signing secret (its registration's answer) masked.
+fn masked(body: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(mut object)) if object.get("secret").is_some_and(Value::is_string) => {
+            object.insert("secret".to_owned(), json!("whsec_***"));
+            Value::Object(object).to_string()
+        }
+        _ => String::from_utf8_lossy(body).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_secret_in_a_stored_answer_is_masked() {
+        let shown = masked(br#"{"id":1,"secret":"whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}"#);
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+        assert!(shown.contains("whsec_***"), "{shown}");
+        assert_eq!(masked(b"{\"id\":7}"), "{\"id\":7}");
+    }
 }

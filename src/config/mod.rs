@@ -155,6 +155,28 @@ pub struct OutboxConfig {
     pub receipt_webhook_url: Option<String>,
 }
 
+/// The delivery of outbound webhooks (`OUTBOUND_WEBHOOK_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundWebhookConfig {
+    /// The sender of deliveries (registration works either way).
+    pub enabled: bool,
+    /// How often the sender looks for deliveries due.
+    pub interval: Duration,
+    /// Destinations may be loopback addresses, over `http://` too (tests
+    /// and local development); every other address still needs `https://`
+    /// and must be public.
+    pub allow_loopback: bool,
+    /// When each attempt is made, after the event (the first) or after the
+    /// attempt before it; after the last, the delivery has failed.
+    pub retry_schedule: Vec<Duration>,
+    /// A 2xx within this long is a delivery.
+    pub timeout: Duration,
+    /// A destination whose every attempt failed for this long is disabled.
+    pub disable_after: Duration,
+    /// Events, deliveries and attempts are kept this long.
+    pub retention: Duration,
+}
+
 /// Request rates; a `per_second` of 0 switches that limit off.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateLimitConfig {
@@ -203,6 +225,7 @@ pub struct Settings {
     pub reconcile: ReconcileConfig,
     pub reaper: WorkerSettings,
     pub outbox: OutboxConfig,
+    pub outbound_webhooks: OutboundWebhookConfig,
     pub gateway: GatewayKind,
     #[cfg(feature = "simulated")]
     pub simulated_gateway: SimulatedGatewaySettings,
@@ -273,6 +296,17 @@ impl Default for Settings {
                 enabled: true,
                 interval: Duration::from_secs(2),
                 receipt_webhook_url: None,
+            },
+            outbound_webhooks: OutboundWebhookConfig {
+                enabled: true,
+                interval: Duration::from_secs(1),
+                allow_loopback: false,
+                retry_schedule: [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
+                    .map(Duration::from_secs)
+                    .to_vec(),
+                timeout: Duration::from_secs(15),
+                disable_after: Duration::from_secs(5 * 24 * 3600),
+                retention: Duration::from_secs(30 * 24 * 3600),
             },
             gateway: GatewayKind::DEFAULT.unwrap_or(GatewayKind::Stripe),
             #[cfg(feature = "simulated")]
@@ -357,6 +391,29 @@ impl Settings {
                 enabled: source.var("OUTBOX_ENABLED", d.outbox.enabled)?,
                 interval: source.secs("OUTBOX_INTERVAL_SECS", d.outbox.interval)?,
                 receipt_webhook_url: source.text("RECEIPT_WEBHOOK_URL")?,
+            },
+            outbound_webhooks: OutboundWebhookConfig {
+                enabled: source.var("OUTBOUND_WEBHOOK_ENABLED", d.outbound_webhooks.enabled)?,
+                interval: source
+                    .millis("OUTBOUND_WEBHOOK_INTERVAL_MS", d.outbound_webhooks.interval)?,
+                allow_loopback: source.switch(
+                    "OUTBOUND_WEBHOOK_ALLOW_LOOPBACK",
+                    d.outbound_webhooks.allow_loopback,
+                )?,
+                retry_schedule: match source.text("OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS")? {
+                    Some(text) => retry_schedule(&text)?,
+                    None => d.outbound_webhooks.retry_schedule,
+                },
+                timeout: source
+                    .secs("OUTBOUND_WEBHOOK_TIMEOUT_SECS", d.outbound_webhooks.timeout)?,
+                disable_after: source.secs(
+                    "OUTBOUND_WEBHOOK_DISABLE_AFTER_SECS",
+                    d.outbound_webhooks.disable_after,
+                )?,
+                retention: source.days(
+                    "OUTBOUND_WEBHOOK_RETENTION_DAYS",
+                    d.outbound_webhooks.retention,
+                )?,
             },
             gateway: match (source.text("GATEWAY")?, GatewayKind::DEFAULT) {
                 (None, None) => bail!(
@@ -443,6 +500,12 @@ impl Settings {
                 interval: Duration::from_millis(200),
                 receipt_webhook_url: None,
             },
+            outbound_webhooks: OutboundWebhookConfig {
+                enabled: false,
+                interval: Duration::from_millis(100),
+                allow_loopback: true,
+                ..d.outbound_webhooks
+            },
             http_workers: 2,
             ..d
         }
@@ -481,6 +544,14 @@ impl Settings {
             ("RECONCILE_INTERVAL_SECS", self.reconcile.interval),
             ("REAPER_INTERVAL_SECS", self.reaper.interval),
             ("OUTBOX_INTERVAL_SECS", self.outbox.interval),
+            (
+                "OUTBOUND_WEBHOOK_INTERVAL_MS",
+                self.outbound_webhooks.interval,
+            ),
+            (
+                "OUTBOUND_WEBHOOK_TIMEOUT_SECS",
+                self.outbound_webhooks.timeout,
+            ),
         ] {
             if interval.is_zero() {
                 bail!("{name} must be at least 1");
@@ -492,6 +563,7 @@ impl Settings {
             self.reconcile.enabled,
             self.reaper.enabled,
             self.outbox.enabled,
+            self.outbound_webhooks.enabled,
         ]
         .into_iter()
         .filter(|enabled| *enabled)
@@ -591,6 +663,25 @@ fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
 /// never shows the URL itself, which may hold a password.
 fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
     crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
+}
+
+/// `OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS`: seconds, comma-separated, at
+/// least one attempt.
+fn retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
+    let schedule = text
+        .split(',')
+        .map(|secs| secs.trim().parse::<u64>().map(Duration::from_secs))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS must be seconds separated by commas, \
+                 such as 0,5,300"
+            )
+        })?;
+    if schedule.is_empty() || schedule.len() > 20 {
+        bail!("OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS must name 1 to 20 attempts");
+    }
+    Ok(schedule)
 }
 
 #[cfg(test)]

@@ -74,8 +74,17 @@ impl<'a> Source<'a> {
     }
 
     pub fn hours(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
+        self.whole(name, default, 3600)
+    }
+
+    pub fn days(&self, name: &str, default: Duration) -> anyhow::Result<Duration> {
+        self.whole(name, default, 24 * 3600)
+    }
+
+    /// A duration given in whole units of `unit_secs`.
+    fn whole(&self, name: &str, default: Duration, unit_secs: u64) -> anyhow::Result<Duration> {
         Ok(Duration::from_secs(
-            self.var::<u64>(name, default.as_secs() / 3600)? * 3600,
+            self.var::<u64>(name, default.as_secs() / unit_secs)? * unit_secs,
         ))
     }
 

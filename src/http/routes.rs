@@ -5,7 +5,7 @@
 use actix_web::web::ServiceConfig;
 
 use crate::idempotency::RecoveryPoints;
-use crate::{refunds, rides};
+use crate::{outbound_webhooks, refunds, rides};
 
 /// One endpoint's routes, the reads of its resource included, and its
 /// OpenAPI part.
@@ -45,6 +45,11 @@ pub fn endpoints() -> Vec<Routed> {
             name: rides::tip::RecoveryPoint::ENDPOINT,
             routes: super::rides::tip::configure,
             openapi: super::rides::tip::Api::openapi,
+        },
+        Routed {
+            name: outbound_webhooks::create::RecoveryPoint::ENDPOINT,
+            routes: super::webhook_endpoints::configure,
+            openapi: super::webhook_endpoints::Api::openapi,
         },
     ]
 }

@@ -28,6 +28,9 @@ pub struct Metrics {
     pub reconciliation: IntCounterVec,
     /// Outbox deliveries: delivered, failed.
     pub outbox: IntCounterVec,
+    /// Attempts at delivering users' webhooks: succeeded, failed, gone
+    /// (a 410, which disables the destination).
+    pub outbound_webhooks: IntCounterVec,
     /// Stripe webhook events by type (the types ridepay acts on, or `other`,
     /// or `unverified`) and result: applied, ignored, duplicate, retry,
     /// failed, invalid_signature, invalid_event.
@@ -122,6 +125,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
                     "Outbox job deliveries, by result",
                 ),
                 &["result"],
+            )
+            .unwrap(),
+        ),
+        outbound_webhooks: register(
+            r,
+            IntCounterVec::new(
+                Opts::new(
+                    "outbound_webhook_attempts_total",
+                    "Attempts at delivering users' webhooks, by outcome",
+                ),
+                &["outcome"],
             )
             .unwrap(),
         ),

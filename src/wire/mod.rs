@@ -8,3 +8,5 @@ mod field_error;
 pub mod refund;
 pub mod requests;
 pub mod ride;
+pub mod webhook_delivery;
+pub mod webhook_endpoint;

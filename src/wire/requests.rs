@@ -93,3 +93,19 @@ pub struct RefundBody {
 }
 
 pub use RefundBody as RefundRequest;
+
+/// The body of `POST /api/webhook_endpoints`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = WebhookEndpointRequest)]
+pub struct WebhookEndpointBody {
+    /// Where events are POSTed: `https://` to a public address.
+    #[schema(required, nullable = false, value_type = String, max_length = 2048,
+        example = "https://rides.example.com/ridepay-events")]
+    pub url: Option<String>,
+    /// Event types (`ride.captured`), families (`ride.*`, `refund.*`) or `*`.
+    #[schema(required, nullable = false, value_type = Vec<String>, example = json!(["ride.*", "refund.*"]))]
+    pub events: Option<Vec<String>>,
+}
+
+pub use WebhookEndpointBody as WebhookEndpointRequest;

@@ -1,6 +1,6 @@
 //! The background workers of one instance: completer, reconciliation,
-//! reaper, outbox drainer and, with the simulated gateway, the sender of its
-//! events, each a thread on its own interval. Each is safe to run on every instance at once
+//! reaper, outbox drainer, the sender of users' webhooks and, with the
+//! simulated gateway, the sender of its events, each a thread on its own interval. Each is safe to run on every instance at once
 //! (see their modules), so there is no leader to elect.
 
 use std::sync::{Arc, Condvar, Mutex};
@@ -13,6 +13,7 @@ use crate::context::ServiceContext;
 use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
+use crate::outbound_webhooks::delivery::Sender;
 use crate::outbox::drainer::{self, DrainerSettings};
 use crate::reconciliation::{self, PassOptions, Summary};
 
@@ -110,6 +111,14 @@ impl Workers {
                     Err(err) => log::error!("outbox pass failed: {err}"),
                 },
             );
+        }
+        if settings.outbound_webhooks.enabled {
+            let sender = Sender::new(context.pool.clone(), &settings.outbound_webhooks);
+            workers.spawn("webhooks", settings.outbound_webhooks.interval, move || {
+                if let Err(err) = sender.run_once() {
+                    log::error!("webhook delivery pass failed: {err:#}");
+                }
+            });
         }
         #[cfg(feature = "simulated")]
         simulated_events::start(&mut workers, settings, context);

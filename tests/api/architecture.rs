@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "rides",
             "refunds",
             "webhooks",
+            "outbound_webhooks",
             "endpoints",
             "reconciliation",
         ],

@@ -460,6 +460,73 @@ mod lifecycle {
     }
 }
 
+/// The same for `POST /api/webhook_endpoints`: the key ends with one
+/// destination, and the same answer (its secret included) on every replay.
+mod webhook_endpoints {
+    use super::*;
+
+    const BODY: &str = r#"{"url": "http://127.0.0.1:9/hook", "events": ["ride.*"]}"#;
+    const LOOPBACK: (&str, &str) = ("OUTBOUND_WEBHOOK_ALLOW_LOOPBACK", "true");
+
+    async fn send(app: &TestApp, address: &str) -> Result<Answer, reqwest::Error> {
+        let url = format!("{address}/api/webhook_endpoints");
+        app.post_idempotent(&url, &app.user.api_key, KEY, BODY)
+            .await
+    }
+
+    async fn crash_at(app: &mut TestApp, point: &str) {
+        let mut server =
+            ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point), LOOPBACK]);
+        let first = send(app, &server.address).await;
+        assert_crashed(&mut server, point, first);
+    }
+
+    async fn assert_registered_once(app: &TestApp, address: &str, point: &str) {
+        let mut answers = Vec::new();
+        while answers.len() < 3 {
+            match send(app, address).await {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => answers.push(answer),
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        answers[0].assert_status(201);
+        assert!(answers[0].json()["secret"].is_string(), "{point}");
+        for replay in &answers[1..] {
+            assert_eq!(replay.body, answers[0].body, "{point}");
+            assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+        }
+        assert_eq!(app.count("webhook_endpoints"), 1, "{point}");
+    }
+
+    async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
+        let mut app = database_only();
+        crash_at(&mut app, point).await;
+        let restarted = ServerProcess::start(&app.database_url, &[LOOPBACK]);
+        assert_registered_once(&app, &restarted.address, point).await;
+    }
+
+    async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
+        let mut app = database_only();
+        crash_at(&mut app, point).await;
+        let restarted = ServerProcess::start(
+            &app.database_url,
+            &[("COMPLETER_ENABLED", "true"), LOOPBACK],
+        );
+        let finished = eventually(Duration::from_secs(20), || {
+            app.key_state(KEY)["recovery_point"] == "finished"
+        })
+        .await;
+        assert!(finished, "{point}: {}", app.key_state(KEY));
+        assert_registered_once(&app, &restarted.address, point).await;
+    }
+
+    crash_tests! {
+        after_destination_named => "after-destination-named",
+        after_check_destination => "after-check-destination",
+        after_finished => crash::AFTER_FINISHED,
+    }
+}
+
 /// A new endpoint's recovery points and calls are crash points of their own:
 /// this fails until each has its crash tests above.
 #[test]
@@ -484,6 +551,8 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-refund-tip-part",
         "after-tip-started",
         "after-tip-payment",
+        "after-destination-named",
+        "after-check-destination",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::endpoints::crash_points();

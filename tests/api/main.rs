@@ -34,12 +34,14 @@ mod lifecycle;
 mod log_lines;
 mod migrations;
 mod operations;
+mod outbound_webhooks;
 mod payment_return;
 #[path = "../common/pgbouncer.rs"]
 mod pgbouncer;
 mod pooler;
 mod prepared_statements;
 mod read_rides;
+mod receiver;
 mod reconciliation;
 mod refunds;
 mod request_bodies;

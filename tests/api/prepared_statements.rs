@@ -54,6 +54,9 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
         key_policy: POLICY,
         installation_id,
         return_url: crate::helpers::RETURN_URL.to_owned(),
+        destinations: ridepay::outbound::destination::DestinationPolicy {
+            allow_loopback: true,
+        },
     }
 }
 

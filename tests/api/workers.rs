@@ -46,6 +46,9 @@ pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceCo
         key_policy: POLICY,
         installation_id,
         return_url: crate::helpers::RETURN_URL.to_owned(),
+        destinations: ridepay::outbound::destination::DestinationPolicy {
+            allow_loopback: true,
+        },
     })
 }
 

@@ -8,15 +8,11 @@ use crate::context::ServiceContext;
 use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
+use crate::http::pagination::{checked_limit, page};
 use crate::ids::RideId;
 use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
-use crate::service_error::ServiceError;
-use crate::validation::FieldError;
 use crate::wire::ride::RideJson;
-
-const DEFAULT_LIMIT: i64 = 20;
-const MAX_LIMIT: i64 = 100;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -56,23 +52,15 @@ pub async fn list_rides(
     query: web::Query<ListQuery>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    let before_id = query.before_id;
-    let mut rides = as_caller(context, caller, move |conn, user| {
-        // Judged once the caller is known, so an unknown API key gets its 401.
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ServiceError::Invalid(vec![FieldError::new(
-                "limit",
-                format!("must be between 1 and {MAX_LIMIT}"),
-            )]));
-        }
-        Ok(model::list_for_user(conn, user.id, limit, before_id)?)
+    let (limit, before_id) = (query.limit, query.before_id);
+    let (rides, limit) = as_caller(context, caller, move |conn, user| {
+        let limit = checked_limit(limit)?;
+        Ok((
+            model::list_for_user(conn, user.id, limit, before_id)?,
+            limit,
+        ))
     })
     .await?;
-    let has_more = rides.len() as i64 > limit;
-    rides.truncate(limit as usize);
-    Ok(HttpResponse::Ok().json(Page {
-        data: rides,
-        has_more,
-    }))
+    let (data, has_more) = page(rides, limit);
+    Ok(HttpResponse::Ok().json(Page { data, has_more }))
 }

@@ -1,6 +1,9 @@
 //! Outbound HTTP (Stripe, receipt webhooks, the fake gateway's events): one
 //! way to build a client, so every one of them follows no redirect and talks
-//! plain HTTP only to this machine.
+//! plain HTTP only to this machine; and where users' webhooks may go
+//! (`destination`).
+
+pub mod destination;
 
 use std::net::IpAddr;
 use std::time::Duration;

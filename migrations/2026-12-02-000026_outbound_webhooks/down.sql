@@ -1,0 +1,14 @@
+DROP TRIGGER refunds_stage_events ON refunds;
+DROP FUNCTION ridepay_refund_changed();
+DROP TRIGGER rides_stage_events ON rides;
+DROP FUNCTION ridepay_ride_changed();
+DROP FUNCTION ridepay_stage_event(rides, text, jsonb);
+DROP FUNCTION ridepay_ride_json(rides);
+DROP FUNCTION ridepay_instant(timestamptz);
+DROP TABLE webhook_attempts;
+DROP TABLE webhook_deliveries;
+DROP TABLE webhook_events;
+ALTER TABLE rides DROP COLUMN event_sequence;
+DROP TABLE webhook_endpoints;
+DELETE FROM recovery_points WHERE endpoint = 'webhook_endpoints.create';
+DELETE FROM idempotent_endpoints WHERE name = 'webhook_endpoints.create';

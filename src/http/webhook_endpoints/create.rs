@@ -1,0 +1,49 @@
+//! `POST /api/webhook_endpoints`
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::context::ServiceContext;
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi_components::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
+use crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate;
+use crate::outbound_webhooks::create::request::WebhookEndpointParams;
+use crate::problem::Problem;
+use crate::wire::requests::WebhookEndpointRequest;
+use crate::wire::webhook_endpoint::WebhookEndpointJson;
+
+/// Register a destination for the caller's events, exactly once per
+/// `Idempotency-Key`.
+///
+/// The URL must be `https://` to a host that resolves only to public
+/// addresses (loopback too, over `http://` as well, where the server allows
+/// it); a user has at most 16. The answer carries the signing secret, shown
+/// nowhere else.
+#[utoipa::path(
+    post,
+    path = "/api/webhook_endpoints",
+    tag = "webhooks",
+    params(IdempotencyKeyHeader),
+    request_body(content = WebhookEndpointRequest, content_type = "application/json"),
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "The destination, with its `secret` (or the replay of it)", body = WebhookEndpointJson),
+        (status = 422, description = "`webhook-destination-not-allowed`: the host resolves to an address that may not be reached (stored); `webhook-endpoint-limit`: 16 already (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn create_webhook_endpoint(
+    caller: Caller,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let policy = context.destinations;
+    idempotent::post::<WebhookEndpointCreate>(&request, payload, caller, context, move |body| {
+        WebhookEndpointParams::parse(policy, body)
+    })
+    .await
+}

@@ -1,0 +1,106 @@
+//! The body of `POST /api/webhook_endpoints`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::outbound::destination::DestinationPolicy;
+use crate::outbound_webhooks::events::is_pattern;
+use crate::validation::{parse_body, FieldError};
+use crate::wire::requests::WebhookEndpointBody;
+
+const MAX_URL_BYTES: usize = 2048;
+const MAX_PATTERNS: usize = 32;
+
+/// A validated registration. Its JSON form is the canonical request: the
+/// patterns sorted and each once, so their order changes nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookEndpointParams {
+    // In sorted order, as the canonical form needs.
+    pub events: Vec<String>,
+    pub url: String,
+}
+
+impl WebhookEndpointParams {
+    pub fn parse(
+        policy: DestinationPolicy,
+        body: &[u8],
+    ) -> Result<WebhookEndpointParams, Vec<FieldError>> {
+        let body: WebhookEndpointBody = parse_body(body, expected).map_err(|err| vec![err])?;
+        let mut errors = Vec::new();
+        let url = match body.url {
+            None => Err("is required".to_owned()),
+            Some(url) if url.len() > MAX_URL_BYTES => {
+                Err(format!("must be at most {MAX_URL_BYTES} bytes"))
+            }
+            Some(url) => policy.check_url(&url).map(|_| url),
+        }
+        .map_err(|message| errors.push(FieldError::new("url", message)))
+        .ok();
+        let events = match body.events {
+            None => Err("is required".to_owned()),
+            Some(events) if events.is_empty() || events.len() > MAX_PATTERNS => {
+                Err(format!("must name 1 to {MAX_PATTERNS} event types"))
+            }
+            Some(events) => match events.iter().find(|pattern| !is_pattern(pattern)) {
+                Some(unknown) => Err(format!(
+                    "{unknown:?} is not an event type, a family such as ride.*, or *"
+                )),
+                None => Ok(events),
+            },
+        }
+        .map_err(|message| errors.push(FieldError::new("events", message)))
+        .ok();
+        match (url, events) {
+            (Some(url), Some(mut events)) if errors.is_empty() => {
+                events.sort_unstable();
+                events.dedup();
+                Ok(WebhookEndpointParams { events, url })
+            }
+            _ => Err(errors),
+        }
+    }
+}
+
+fn expected(field: &str) -> Option<&'static str> {
+    match field {
+        "url" => Some("must be a string"),
+        "events" => Some("must be an array of strings"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCAL: DestinationPolicy = DestinationPolicy {
+        allow_loopback: true,
+    };
+
+    #[test]
+    fn the_url_and_the_events_are_required_and_checked() {
+        let parse = |body: &str| WebhookEndpointParams::parse(LOCAL, body.as_bytes());
+        assert_eq!(
+            parse(r#"{"url": "https://hooks.example/r", "events": ["ride.*", "refund.failed", "ride.*"]}"#)
+                .unwrap(),
+            WebhookEndpointParams {
+                events: vec!["refund.failed".to_owned(), "ride.*".to_owned()],
+                url: "https://hooks.example/r".to_owned(),
+            }
+        );
+        let fields = |body: &str| -> Vec<String> {
+            parse(body)
+                .unwrap_err()
+                .into_iter()
+                .map(|error| error.field)
+                .collect()
+        };
+        assert_eq!(fields("{}"), ["url", "events"]);
+        assert_eq!(
+            fields(r#"{"url": "ftp://x", "events": ["ride.created"]}"#),
+            ["url", "events"]
+        );
+        assert_eq!(fields(r#"{"url": "https://x", "events": []}"#), ["events"]);
+        assert_eq!(fields(r#"{"url": 7, "events": ["*"]}"#), ["url"]);
+    }
+}

@@ -1,0 +1,88 @@
+//! A destination's deliveries and their attempts, as its user reads them.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+
+use crate::schema::{webhook_attempts, webhook_deliveries, webhook_events};
+use crate::wire::webhook_delivery::{AttemptJson, DeliveryJson};
+
+#[derive(Debug, Queryable)]
+struct DeliveryRow {
+    id: i64,
+    event_id: String,
+    event_type: String,
+    status: String,
+    next_attempt_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Queryable)]
+struct AttemptRow {
+    delivery_id: i64,
+    attempted_at: DateTime<Utc>,
+    http_status: Option<i16>,
+    error: Option<String>,
+    duration_ms: i32,
+}
+
+/// Up to `limit + 1` deliveries to the destination, newest first, older
+/// than `before_id`, each with its attempts, oldest first: the extra one
+/// tells the caller whether there are more.
+pub fn list(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    limit: i64,
+    before_id: Option<i64>,
+) -> QueryResult<Vec<DeliveryJson>> {
+    let mut query = webhook_deliveries::table
+        .inner_join(webhook_events::table)
+        .filter(webhook_deliveries::endpoint_id.eq(endpoint_id))
+        .order(webhook_deliveries::id.desc())
+        .limit(limit + 1)
+        .select((
+            webhook_deliveries::id,
+            webhook_deliveries::event_id,
+            webhook_events::type_,
+            webhook_deliveries::status,
+            webhook_deliveries::next_attempt_at,
+            webhook_deliveries::created_at,
+        ))
+        .into_boxed();
+    if let Some(before_id) = before_id {
+        query = query.filter(webhook_deliveries::id.lt(before_id));
+    }
+    let deliveries: Vec<DeliveryRow> = query.load(conn)?;
+    let ids: Vec<i64> = deliveries.iter().map(|delivery| delivery.id).collect();
+    let attempts: Vec<AttemptRow> = webhook_attempts::table
+        .filter(webhook_attempts::delivery_id.eq_any(&ids))
+        .order(webhook_attempts::id.asc())
+        .select((
+            webhook_attempts::delivery_id,
+            webhook_attempts::attempted_at,
+            webhook_attempts::http_status,
+            webhook_attempts::error,
+            webhook_attempts::duration_ms,
+        ))
+        .load(conn)?;
+    Ok(deliveries
+        .into_iter()
+        .map(|delivery| DeliveryJson {
+            attempts: attempts
+                .iter()
+                .filter(|attempt| attempt.delivery_id == delivery.id)
+                .map(|attempt| AttemptJson {
+                    attempted_at: attempt.attempted_at,
+                    http_status: attempt.http_status,
+                    error: attempt.error.clone(),
+                    duration_ms: attempt.duration_ms,
+                })
+                .collect(),
+            id: delivery.id,
+            event_id: delivery.event_id,
+            event_type: delivery.event_type,
+            next_attempt_at: (delivery.status == "pending").then_some(delivery.next_attempt_at),
+            status: delivery.status,
+            created_at: delivery.created_at,
+        })
+        .collect())
+}

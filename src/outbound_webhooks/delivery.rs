@@ -1,0 +1,378 @@
+//! The sender of users' webhooks: each pass claims the deliveries that are
+//! due (a lease on each row, no row lock held), then sends every one on a
+//! thread of its own, holding no pooled connection while the receiver
+//! answers, and records the attempt. At most `PER_DESTINATION` attempts to
+//! one destination are in flight at once, so a destination that hangs
+//! holds only its own slots and never delays another's.
+//!
+//! At least once: a delivery is sent until a 2xx comes back within the
+//! timeout, with the same `webhook-id` and body every time and a timestamp
+//! and signature made for each attempt; then by the retry schedule; a 3xx
+//! is a failure (never followed), a 410 disables the destination, a
+//! `Retry-After` is waited at least, and a destination whose every attempt
+//! has failed for `disable_after` is disabled.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Text};
+
+use super::signing::signature;
+use crate::config::OutboundWebhookConfig;
+use crate::db::DbPool;
+use crate::outbound::destination::{DestinationPolicy, GuardedResolver};
+
+/// Attempts to one destination in flight at once, at most.
+const PER_DESTINATION: i64 = 4;
+/// Attempts in flight on one instance, at most.
+const IN_FLIGHT: usize = 32;
+/// How long past the timeout a claimed delivery stays leased: an instance
+/// that died mid-attempt leaves it to another after that.
+const LEASE_MARGIN: Duration = Duration::from_secs(15);
+/// At most this long a `Retry-After` is waited, whatever it asks.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// Events older than the retention are deleted this many at a time.
+const EXPIRED_BATCH: i64 = 1000;
+
+/// Sends the deliveries that are due, on threads of their own.
+#[derive(Clone)]
+pub struct Sender {
+    pool: DbPool,
+    agent: ureq::Agent,
+    config: Arc<OutboundWebhookConfig>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// A delivery claimed for one attempt, with what the attempt sends.
+#[derive(Debug, QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    /// Attempts made, this one counted.
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+    #[diesel(sql_type = BigInt)]
+    endpoint_id: i64,
+    #[diesel(sql_type = Text)]
+    event_id: String,
+    #[diesel(sql_type = Text)]
+    url: String,
+    #[diesel(sql_type = Text)]
+    secret: String,
+    #[diesel(sql_type = Bytea)]
+    body: Vec<u8>,
+}
+
+/// What one attempt came to.
+#[derive(Debug)]
+struct Attempt {
+    at: DateTime<Utc>,
+    duration: Duration,
+    http_status: Option<u16>,
+    error: Option<String>,
+    retry_after: Option<Duration>,
+}
+
+impl Attempt {
+    fn succeeded(&self) -> bool {
+        self.http_status
+            .is_some_and(|status| (200..300).contains(&status))
+    }
+
+    fn gone(&self) -> bool {
+        self.http_status == Some(410)
+    }
+
+    fn outcome(&self) -> &'static str {
+        match () {
+            _ if self.succeeded() => "succeeded",
+            _ if self.gone() => "gone",
+            _ => "failed",
+        }
+    }
+}
+
+impl Sender {
+    pub fn new(pool: DbPool, config: &OutboundWebhookConfig) -> Sender {
+        let resolver = GuardedResolver {
+            policy: DestinationPolicy {
+                allow_loopback: config.allow_loopback,
+            },
+            inner: Default::default(),
+        };
+        let agent_config = ureq::Agent::config_builder()
+            .timeout_global(Some(config.timeout))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .user_agent(concat!("ridepay-webhooks/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Sender {
+            pool,
+            agent: ureq::Agent::with_parts(
+                agent_config,
+                ureq::unversioned::transport::DefaultConnector::default(),
+                resolver,
+            ),
+            config: Arc::new(config.clone()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// One pass: the events past their retention deleted, then what is due
+    /// claimed, up to the free slots, and each sent on a thread of its own.
+    /// Returns how many attempts it started.
+    pub fn run_once(&self) -> anyhow::Result<usize> {
+        let free = IN_FLIGHT.saturating_sub(self.in_flight.load(Ordering::Acquire));
+        let claimed = {
+            let mut conn = self.pool.get()?;
+            delete_expired(&mut conn, self.config.retention)?;
+            if free == 0 {
+                return Ok(0);
+            }
+            claim(&mut conn, free, self.config.timeout + LEASE_MARGIN)?
+        };
+        let started = claimed.len();
+        for delivery in claimed {
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            let sender = self.clone();
+            std::thread::Builder::new()
+                .name("webhook-attempt".to_owned())
+                .spawn(move || {
+                    let attempt = sender.attempt(&delivery);
+                    if let Err(err) = sender.record(&delivery, &attempt) {
+                        // The lease runs out and another pass sends it again.
+                        log::error!("webhook delivery {} not recorded: {err:#}", delivery.id);
+                    }
+                    sender.in_flight.fetch_sub(1, Ordering::AcqRel);
+                })?;
+        }
+        Ok(started)
+    }
+
+    /// POSTs the event, signed for this attempt. Holds no connection.
+    fn attempt(&self, delivery: &Claimed) -> Attempt {
+        let at = Utc::now();
+        let started = Instant::now();
+        let timestamp = at.timestamp();
+        let sent = self
+            .agent
+            .post(&delivery.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &delivery.event_id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header(
+                "webhook-signature",
+                signature(
+                    &delivery.secret,
+                    &delivery.event_id,
+                    timestamp,
+                    &delivery.body,
+                ),
+            )
+            .send(&delivery.body[..]);
+        let duration = started.elapsed();
+        match sent {
+            Ok(response) => Attempt {
+                at,
+                duration,
+                http_status: Some(response.status().as_u16()),
+                error: None,
+                retry_after: response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(|secs| secs.trim().parse::<u64>().ok())
+                    .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER)),
+            },
+            Err(err) => Attempt {
+                at,
+                duration,
+                http_status: None,
+                error: Some(err.to_string().chars().take(500).collect()),
+                retry_after: None,
+            },
+        }
+    }
+
+    /// The attempt recorded: the delivery succeeded, failed for good, or
+    /// due again by the schedule (and any `Retry-After`); the destination
+    /// healthy again, failing since its first failure, or disabled.
+    fn record(&self, delivery: &Claimed, attempt: &Attempt) -> anyhow::Result<()> {
+        crate::telemetry::metrics::metrics()
+            .outbound_webhooks
+            .with_label_values(&[attempt.outcome()])
+            .inc();
+        let next = self
+            .config
+            .retry_schedule
+            .get(delivery.attempts as usize)
+            .map(|wait| (*wait).max(attempt.retry_after.unwrap_or_default()))
+            .filter(|_| !attempt.gone());
+        let mut conn = self.pool.get()?;
+        conn.transaction(|conn| -> QueryResult<()> {
+            insert_attempt(conn, delivery.id, attempt)?;
+            settle_delivery(conn, delivery.id, attempt.succeeded(), next)?;
+            if attempt.succeeded() {
+                healthy(conn, delivery.endpoint_id)
+            } else {
+                let reason = match attempt.gone() {
+                    true => Some("the destination answered 410 Gone".to_owned()),
+                    false => None,
+                };
+                failing(
+                    conn,
+                    delivery.endpoint_id,
+                    attempt.at,
+                    reason,
+                    self.config.disable_after,
+                )
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// Claims up to `limit` deliveries that are due, to enabled destinations,
+/// no more than `PER_DESTINATION` in flight to each: a lease of `lease` on
+/// each, its attempt counted.
+fn claim(conn: &mut PgConnection, limit: usize, lease: Duration) -> QueryResult<Vec<Claimed>> {
+    diesel::sql_query(
+        "WITH ranked AS ( \
+             SELECT d.id, d.next_attempt_at, \
+                    row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) \
+                    + (SELECT count(*) FROM webhook_deliveries busy \
+                       WHERE busy.endpoint_id = d.endpoint_id AND busy.status = 'pending' \
+                         AND busy.locked_until > now()) AS place \
+             FROM webhook_deliveries d \
+             JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.status = 'enabled' \
+             WHERE d.status = 'pending' AND d.next_attempt_at <= now() \
+               AND (d.locked_until IS NULL OR d.locked_until <= now())), \
+         due AS ( \
+             SELECT d.id FROM webhook_deliveries d JOIN ranked USING (id) \
+             WHERE ranked.place <= $1 \
+             ORDER BY ranked.next_attempt_at LIMIT $2 \
+             FOR UPDATE OF d SKIP LOCKED) \
+         UPDATE webhook_deliveries d \
+         SET locked_until = now() + $3, attempts = d.attempts + 1 \
+         FROM due, webhook_endpoints e, webhook_events event \
+         WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
+         RETURNING d.id, d.attempts, d.endpoint_id, d.event_id, e.url, e.secret, event.body",
+    )
+    .bind::<BigInt, _>(PER_DESTINATION)
+    .bind::<BigInt, _>(limit as i64)
+    .bind::<Interval, _>(interval(lease))
+    .load(conn)
+}
+
+fn interval(duration: Duration) -> diesel::pg::data_types::PgInterval {
+    diesel::pg::data_types::PgInterval::from_microseconds(duration.as_micros() as i64)
+}
+
+fn insert_attempt(conn: &mut PgConnection, delivery_id: i64, attempt: &Attempt) -> QueryResult<()> {
+    use crate::schema::webhook_attempts;
+    diesel::insert_into(webhook_attempts::table)
+        .values((
+            webhook_attempts::delivery_id.eq(delivery_id),
+            webhook_attempts::attempted_at.eq(attempt.at),
+            webhook_attempts::http_status.eq(attempt.http_status.map(|status| status as i16)),
+            webhook_attempts::error.eq(attempt.error.as_deref()),
+            webhook_attempts::duration_ms
+                .eq(attempt.duration.as_millis().min(i32::MAX as u128) as i32),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Succeeded; or pending again after `next`; or, with no attempt left,
+/// failed.
+fn settle_delivery(
+    conn: &mut PgConnection,
+    delivery_id: i64,
+    succeeded: bool,
+    next: Option<Duration>,
+) -> QueryResult<()> {
+    use crate::schema::webhook_deliveries as d;
+    let status = match (succeeded, next) {
+        (true, _) => "succeeded",
+        (false, Some(_)) => "pending",
+        (false, None) => "failed",
+    };
+    let due = Utc::now() + chrono::Duration::from_std(next.unwrap_or_default()).unwrap_or_default();
+    diesel::update(d::table.find(delivery_id))
+        .set((
+            d::status.eq(status),
+            d::next_attempt_at.eq(due),
+            d::locked_until.eq(None::<DateTime<Utc>>),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+fn healthy(conn: &mut PgConnection, endpoint_id: i64) -> QueryResult<()> {
+    use crate::schema::webhook_endpoints as e;
+    diesel::update(
+        e::table
+            .find(endpoint_id)
+            .filter(e::failing_since.is_not_null()),
+    )
+    .set(e::failing_since.eq(None::<DateTime<Utc>>))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// A failed attempt: the destination failing since its first failure in a
+/// row, and disabled when `reason` says so (a 410) or it has been failing
+/// for `disable_after`.
+fn failing(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    at: DateTime<Utc>,
+    reason: Option<String>,
+    disable_after: Duration,
+) -> QueryResult<()> {
+    use crate::schema::webhook_endpoints as e;
+    let since = match e::table
+        .find(endpoint_id)
+        .select(e::failing_since)
+        .first::<Option<DateTime<Utc>>>(conn)?
+    {
+        Some(since) => since,
+        None => {
+            diesel::update(e::table.find(endpoint_id))
+                .set(e::failing_since.eq(at))
+                .execute(conn)?;
+            at
+        }
+    };
+    let long_failing =
+        at - since >= chrono::Duration::from_std(disable_after).unwrap_or(chrono::Duration::MAX);
+    let reason = reason.or_else(|| {
+        long_failing.then(|| format!("every attempt failed for {} s", disable_after.as_secs()))
+    });
+    if let Some(reason) = reason {
+        log::warn!("webhook endpoint {endpoint_id} disabled: {reason}");
+        diesel::update(e::table.find(endpoint_id).filter(e::status.eq("enabled")))
+            .set((
+                e::status.eq("disabled"),
+                e::disabled_reason.eq(reason),
+                e::updated_at.eq(diesel::dsl::now),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Deletes a batch of the events older than the retention, and with them
+/// their deliveries and attempts.
+fn delete_expired(conn: &mut PgConnection, retention: Duration) -> QueryResult<usize> {
+    diesel::sql_query(
+        "DELETE FROM webhook_events WHERE id IN ( \
+             SELECT id FROM webhook_events WHERE created_at < now() - $1 LIMIT $2)",
+    )
+    .bind::<Interval, _>(interval(retention))
+    .bind::<BigInt, _>(EXPIRED_BATCH)
+    .execute(conn)
+}

@@ -1,0 +1,11 @@
+//! Outbound webhooks: the destinations users register for their rides'
+//! events, the events themselves (staged by the database in the transaction
+//! of each change), and their delivery, signed by the Standard Webhooks
+//! specification, at least once.
+
+pub mod create;
+pub mod deliveries;
+pub mod delivery;
+pub mod events;
+pub mod model;
+pub mod signing;

@@ -1,0 +1,477 @@
+//! Outbound webhooks: a user's destinations, registered idempotently and
+//! only where they may be reached; the events of their rides, each staged
+//! with the change it reports, delivered at least once and signed per the
+//! Standard Webhooks specification, which its own library verifies.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use ridepay::config::Settings;
+use serde_json::{json, Value};
+use standardwebhooks::Webhook;
+
+use crate::helpers::{create_user, held_ride, spawn_app_with, Answer, TestApp, TestUser};
+use crate::receiver::{Received, Receiver, Reply};
+use crate::workers::eventually;
+
+/// The server with the sender of webhooks on, on a schedule `secs` apart
+/// (the first attempt at once).
+async fn app_sending(schedule: &[u64], configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let schedule: Vec<Duration> = schedule.iter().copied().map(Duration::from_secs).collect();
+    spawn_app_with(|settings| {
+        settings.outbound_webhooks.enabled = true;
+        settings.outbound_webhooks.retry_schedule = schedule;
+        configure(settings);
+    })
+    .await
+}
+
+async fn register_as(app: &TestApp, user: &TestUser, key: &str, body: Value) -> Answer {
+    let url = format!("{}/api/webhook_endpoints", app.address);
+    app.post_idempotent(&url, &user.api_key, key, &body.to_string())
+        .await
+        .expect("the server answers")
+}
+
+/// A destination of `events` at the receiver; its JSON (with the secret).
+async fn register(app: &TestApp, receiver: &Receiver, events: Value) -> Value {
+    let key = format!("register {}", receiver.url);
+    let answer = register_as(
+        app,
+        &app.user,
+        &key,
+        json!({"url": receiver.url, "events": events}),
+    )
+    .await;
+    answer.assert_status(201);
+    answer.json()
+}
+
+/// Waits until the receiver has `count` requests; returns them.
+async fn wait_for(receiver: &Receiver, count: usize) -> Vec<Received> {
+    let arrived = eventually(Duration::from_secs(30), || {
+        receiver.received().len() >= count
+    })
+    .await;
+    assert!(arrived, "{} of {count} arrived", receiver.received().len());
+    receiver.received()
+}
+
+/// The request as the specification's own library verifies it.
+fn assert_verified(secret: &str, received: &Received) {
+    Webhook::new(secret)
+        .unwrap()
+        .verify(&received.body, &received.headers)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&received.body)));
+    assert_eq!(received.json()["id"], received.header("webhook-id"));
+    assert!(!received.header("webhook-id").contains('.'));
+}
+
+#[tokio::test]
+async fn a_rides_events_reach_its_destination_signed_as_the_standard_says() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    let endpoint = register(&app, &receiver, json!(["ride.*", "refund.*"])).await;
+    let secret = endpoint["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{endpoint}");
+
+    let ride_id = app.held_ride("held", "pm_card_visa").await;
+    app.post_on_ride(
+        ride_id,
+        "complete",
+        "done",
+        r#"{"final_amount_cents": 1800}"#,
+    )
+    .await
+    .assert_status(200);
+    app.post_refund(ride_id, "refund", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+
+    let received = wait_for(&receiver, 3).await;
+    let mut events: Vec<Value> = received
+        .iter()
+        .map(|request| {
+            assert_verified(&secret, request);
+            assert_eq!(request.header("content-type"), "application/json");
+            request.json()
+        })
+        .collect();
+    events.sort_by_key(|event| event["sequence"].as_i64());
+    let summary: Vec<(&str, i64, &str)> = events
+        .iter()
+        .map(|event| {
+            (
+                event["type"].as_str().unwrap(),
+                event["sequence"].as_i64().unwrap(),
+                event["data"]["ride"]["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("ride.authorized", 1, "authorized"),
+            ("ride.captured", 2, "captured"),
+            ("refund.succeeded", 3, "captured"),
+        ]
+    );
+    // The last event carries the ride as it is now.
+    let mut last = events[2]["data"]["ride"].clone();
+    assert_same_ride(&mut last, app.ride(ride_id).await);
+    assert_eq!(events[2]["data"]["refund"]["amount_cents"], 500);
+    assert!(DateTime::parse_from_rfc3339(events[0]["timestamp"].as_str().unwrap()).is_ok());
+}
+
+/// The ride JSON two ways: equal, its instants compared as instants.
+fn assert_same_ride(sent: &mut Value, api: Value) {
+    let mut api = api;
+    for ride in [&mut *sent, &mut api] {
+        for field in ["created_at", "hold_expires_at"] {
+            if let Some(at) = ride[field].as_str() {
+                let at: DateTime<Utc> = at.parse().unwrap();
+                ride[field] = json!(at.timestamp_micros());
+            }
+        }
+    }
+    assert_eq!(*sent, api);
+}
+
+/// Every event carries the ride as the API shows it: the database renders
+/// it, and the two renderings agree for rides in every status ridepay
+/// reports.
+#[tokio::test]
+async fn the_ride_an_event_carries_is_the_ride_the_api_shows() {
+    let app = app_sending(&[0], |_| {}).await;
+    let held = app.held_ride("held", "pm_card_visa").await;
+    let tipped = app.held_ride("tipped", "pm_card_visa").await;
+    app.post_on_ride(tipped, "tip", "tip", r#"{"amount_cents": 300}"#)
+        .await
+        .assert_status(200);
+    let paid = app.paid_ride("paid").await;
+    let waiting = app.waiting_ride("waiting").await["id"].as_i64().unwrap();
+    let declined = app
+        .post_ride("declined", &held_ride("pm_card_visa_chargeDeclined"))
+        .await
+        .json()["ride_id"]
+        .as_i64()
+        .unwrap();
+    app.post_refund(paid, "all", "{}").await.assert_status(201);
+
+    for ride_id in [held, tipped, paid, waiting, declined] {
+        let mut rendered: Value = diesel::sql_query(format!(
+            "SELECT ridepay_ride_json(rides)::text AS json FROM rides WHERE id = {ride_id}"
+        ))
+        .get_result::<Rendered>(&mut app.db())
+        .map(|row| serde_json::from_str(&row.json).unwrap())
+        .unwrap();
+        assert_same_ride(&mut rendered, app.ride(ride_id).await);
+    }
+}
+
+#[derive(QueryableByName)]
+struct Rendered {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    json: String,
+}
+
+#[tokio::test]
+async fn only_the_events_a_destination_subscribed_to_reach_it_and_never_another_users() {
+    let app = app_sending(&[0], |_| {}).await;
+    let captures = Receiver::start();
+    let everything = Receiver::start();
+    let strangers = Receiver::start();
+    register(&app, &captures, json!(["ride.captured"])).await;
+    register(&app, &everything, json!(["*"])).await;
+    let stranger = create_user(&app.database_url, Some("cus_stranger"));
+    register_as(
+        &app,
+        &stranger,
+        "theirs",
+        json!({"url": strangers.url, "events": ["*"]}),
+    )
+    .await
+    .assert_status(201);
+
+    app.paid_ride("paid").await;
+    app.held_ride("held", "pm_card_visa").await;
+
+    let all = wait_for(&everything, 2).await;
+    let captured = wait_for(&captures, 1).await;
+    let types = |received: &[Received]| -> Vec<String> {
+        let mut types: Vec<String> = received
+            .iter()
+            .map(|request| request.json()["type"].as_str().unwrap().to_owned())
+            .collect();
+        types.sort();
+        types
+    };
+    assert_eq!(types(&all), ["ride.authorized", "ride.captured"]);
+    assert_eq!(types(&captured), ["ride.captured"]);
+    // Both deliveries made: nothing was staged for the stranger's.
+    assert_eq!(strangers.received().len(), 0);
+    assert_eq!(
+        app.count(&format!(
+            "webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+                 WHERE e.user_id = {}",
+            stranger.id
+        )),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_sent_again_with_the_same_id_and_body_and_a_fresh_signature() {
+    let app = app_sending(&[0, 1, 1, 1], |_| {}).await;
+    let receiver = Receiver::start();
+    receiver.reply([
+        Reply::Status(500, Vec::new()),
+        Reply::Status(
+            302,
+            vec![("location", "https://elsewhere.example/".to_owned())],
+        ),
+    ]);
+    let endpoint = register(&app, &receiver, json!(["ride.captured"])).await;
+    let secret = endpoint["secret"].as_str().unwrap();
+
+    app.paid_ride("paid").await;
+
+    let attempts = wait_for(&receiver, 3).await;
+    for attempt in &attempts {
+        assert_verified(secret, attempt);
+        assert_eq!(
+            attempt.header("webhook-id"),
+            attempts[0].header("webhook-id")
+        );
+        assert_eq!(attempt.body, attempts[0].body);
+    }
+    let stamps: Vec<i64> = attempts
+        .iter()
+        .map(|attempt| attempt.header("webhook-timestamp").parse().unwrap())
+        .collect();
+    assert!(
+        stamps.windows(2).all(|pair| pair[0] < pair[1]),
+        "{stamps:?}"
+    );
+    let path = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let settled = eventually(Duration::from_secs(10), || {
+        app.count("webhook_deliveries WHERE status = 'succeeded'") == 1
+    })
+    .await;
+    assert!(settled);
+    let listed = app.get(&path).await.json();
+    let delivery = &listed["data"][0];
+    assert_eq!(
+        (delivery["status"].as_str(), delivery["event_type"].as_str()),
+        (Some("succeeded"), Some("ride.captured"))
+    );
+    let statuses: Vec<i64> = delivery["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|attempt| attempt["http_status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(statuses, [500, 302, 200]);
+    assert_eq!(delivery["event_id"], attempts[0].header("webhook-id"));
+}
+
+#[tokio::test]
+async fn a_410_disables_the_destination_and_a_retry_after_is_waited() {
+    let app = app_sending(&[0, 1, 1], |_| {}).await;
+    let gone = Receiver::start();
+    let busy = Receiver::start();
+    let witness = Receiver::start();
+    gone.reply([Reply::Status(410, Vec::new())]);
+    busy.reply([Reply::Status(503, vec![("retry-after", "3600".to_owned())])]);
+    let gone_endpoint = register(&app, &gone, json!(["ride.captured"])).await;
+    register(&app, &busy, json!(["ride.captured"])).await;
+    register(&app, &witness, json!(["ride.captured"])).await;
+
+    app.paid_ride("first").await;
+    wait_for(&gone, 1).await;
+    wait_for(&busy, 1).await;
+    let disabled = eventually(Duration::from_secs(10), || {
+        app.count("webhook_endpoints WHERE status = 'disabled'") == 1
+    })
+    .await;
+    assert!(disabled);
+    let shown = app
+        .get(&format!("/api/webhook_endpoints/{}", gone_endpoint["id"]))
+        .await
+        .json();
+    assert_eq!(shown["status"], "disabled");
+    assert!(
+        shown["disabled_reason"].as_str().unwrap().contains("410"),
+        "{shown}"
+    );
+    assert!(shown.get("secret").is_none(), "{shown}");
+    // The busy destination's next attempt waits as it asked.
+    assert_eq!(
+        app.count(
+            "webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id \
+             WHERE a.http_status = 503 AND d.status = 'pending' \
+             AND d.next_attempt_at > now() + interval '3500 seconds'"
+        ),
+        1
+    );
+
+    app.paid_ride("second").await;
+    wait_for(&witness, 2).await;
+    // The witness has both events, the busy destination the second (its
+    // first waits), the disabled one nothing more.
+    wait_for(&busy, 2).await;
+    assert_eq!(gone.received().len(), 1);
+    assert_eq!(
+        app.count("webhook_deliveries WHERE status = 'pending' AND attempts = 1"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_destination_that_hangs_never_delays_another() {
+    let app = app_sending(&[0, 1], |settings| {
+        settings.outbound_webhooks.timeout = Duration::from_secs(20);
+    })
+    .await;
+    let hanging = Receiver::start();
+    let prompt = Receiver::start();
+    hanging.reply(std::iter::repeat_n(Reply::Hang, 20));
+    register(&app, &hanging, json!(["*"])).await;
+    register(&app, &prompt, json!(["*"])).await;
+
+    for n in 0..6 {
+        app.paid_ride(&format!("ride {n}")).await;
+    }
+
+    // Every event reaches the prompt destination while the hanging one
+    // still holds its attempts open: none of them has ended yet.
+    wait_for(&prompt, 6).await;
+    assert!(!hanging.received().is_empty());
+    assert_eq!(
+        app.count(
+            "webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id \
+             WHERE d.endpoint_id = (SELECT min(id) FROM webhook_endpoints)"
+        ),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_destination_failing_for_longer_than_allowed_is_disabled() {
+    let app = app_sending(&[0, 2, 2], |settings| {
+        settings.outbound_webhooks.disable_after = Duration::from_secs(1);
+    })
+    .await;
+    let receiver = Receiver::start();
+    receiver.reply([
+        Reply::Status(500, Vec::new()),
+        Reply::Status(500, Vec::new()),
+    ]);
+    register(&app, &receiver, json!(["*"])).await;
+
+    app.paid_ride("paid").await;
+
+    wait_for(&receiver, 2).await;
+    let disabled = eventually(Duration::from_secs(10), || {
+        app.count(
+            "webhook_endpoints WHERE status = 'disabled' AND disabled_reason LIKE 'every attempt failed%'",
+        ) == 1
+    })
+    .await;
+    assert!(disabled);
+}
+
+#[tokio::test]
+async fn registration_refuses_destinations_that_may_not_be_reached() {
+    let strict = app_sending(&[0], |settings| {
+        settings.outbound_webhooks.allow_loopback = false;
+    })
+    .await;
+    let register_url = |key: &'static str, url: &str| {
+        register_as(
+            &strict,
+            &strict.user,
+            key,
+            json!({"url": url, "events": ["*"]}),
+        )
+    };
+    let plain = register_url("plain", "http://127.0.0.1:9/hook").await;
+    let problem = plain.assert_problem(400, "invalid-request");
+    assert_eq!(problem["errors"][0]["field"], "url");
+    for (key, url) in [
+        ("loopback", "https://127.0.0.1:9/hook"),
+        ("localhost", "https://localhost:9/hook"),
+        ("private", "https://10.0.0.1/hook"),
+        ("metadata", "https://169.254.169.254/latest"),
+        ("mapped", "https://[::ffff:127.0.0.1]/hook"),
+    ] {
+        let refused = register_url(key, url).await;
+        refused.assert_problem(422, "webhook-destination-not-allowed");
+        // Stored: the key answers the same again.
+        let again = register_url(key, url).await;
+        assert_eq!(
+            (again.status, again.header("idempotent-replayed")),
+            (422, Some("true"))
+        );
+    }
+    assert_eq!(strict.count("webhook_endpoints"), 0);
+}
+
+#[tokio::test]
+async fn a_user_has_at_most_16_destinations_and_sees_only_their_own() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    let body = json!({"url": receiver.url, "events": ["ride.*"]});
+    let mut ids = Vec::new();
+    for n in 0..16 {
+        let answer = register_as(&app, &app.user, &format!("endpoint {n}"), body.clone()).await;
+        answer.assert_status(201);
+        ids.push(answer.json()["id"].as_i64().unwrap());
+    }
+    let replay = register_as(&app, &app.user, "endpoint 0", body.clone()).await;
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    register_as(&app, &app.user, "endpoint 16", body.clone())
+        .await
+        .assert_problem(422, "webhook-endpoint-limit");
+    // Refused before anything was written: the key is not consumed.
+    assert_eq!(app.count("idempotency_keys WHERE key = 'endpoint 16'"), 0);
+
+    let listed = app.get("/api/webhook_endpoints").await.json();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 16);
+    assert!(listed["data"][0].get("secret").is_none(), "{listed}");
+    let stranger = create_user(&app.database_url, Some("cus_stranger"));
+    let theirs = format!("/api/webhook_endpoints/{}", ids[0]);
+    app.get_as(&stranger.api_key, &theirs)
+        .await
+        .assert_problem(404, "not-found");
+    app.get_as(&stranger.api_key, &format!("{theirs}/deliveries"))
+        .await
+        .assert_problem(404, "not-found");
+    assert_eq!(
+        app.get_as(&stranger.api_key, "/api/webhook_endpoints")
+            .await
+            .json()["data"],
+        json!([])
+    );
+    let delete = |api_key: String, path: String| {
+        let client = reqwest::Client::new();
+        let address = app.address.clone();
+        async move {
+            client
+                .delete(format!("{address}{path}"))
+                .bearer_auth(api_key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(delete(stranger.api_key.clone(), theirs.clone()).await, 404);
+    assert_eq!(delete(app.user.api_key.clone(), theirs.clone()).await, 204);
+    app.get(&theirs).await.assert_problem(404, "not-found");
+    register_as(&app, &app.user, "endpoint 17", body)
+        .await
+        .assert_status(201);
+}
