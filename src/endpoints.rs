@@ -11,6 +11,7 @@ use crate::context::ServiceContext;
 use crate::idempotency::completer::Resumable;
 use crate::idempotency::endpoint::Keys;
 use crate::idempotency::{RecoveryPoints, Step};
+use crate::outbound_webhooks::actions::{self, Action};
 use crate::outbox::JobHandler;
 use crate::{crash, outbound_webhooks, refunds, rides};
 
@@ -86,6 +87,22 @@ pub fn all() -> Vec<Registered> {
                     outbound_webhooks::create::endpoint::WebhookEndpointCreate,
                 >::new(context))
             },
+            Vec::new,
+        ),
+        Registered::of::<actions::retry::RecoveryPoint>(
+            |context| Box::new(Keys::<Action<actions::retry::Retry>>::new(context)),
+            Vec::new,
+        ),
+        Registered::of::<actions::roll_secret::RecoveryPoint>(
+            |context| {
+                Box::new(Keys::<Action<actions::roll_secret::RollSecret>>::new(
+                    context,
+                ))
+            },
+            Vec::new,
+        ),
+        Registered::of::<actions::test_event::RecoveryPoint>(
+            |context| Box::new(Keys::<Action<actions::test_event::TestEvent>>::new(context)),
             Vec::new,
         ),
     ]

@@ -221,6 +221,8 @@ diesel::table! {
         failing_since -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        previous_secret -> Nullable<Text>,
+        previous_secret_expires_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -228,10 +230,10 @@ diesel::table! {
     webhook_events (id) {
         id -> Text,
         user_id -> Int8,
-        ride_id -> Int8,
+        ride_id -> Nullable<Int8>,
         #[sql_name = "type"]
         type_ -> Text,
-        sequence -> Int8,
+        sequence -> Nullable<Int8>,
         body -> Bytea,
         created_at -> Timestamptz,
     }

@@ -4,7 +4,9 @@
 
 use actix_web::web::ServiceConfig;
 
+use super::webhook_endpoints::actions as webhook_actions;
 use crate::idempotency::RecoveryPoints;
+use crate::outbound_webhooks::actions;
 use crate::{outbound_webhooks, refunds, rides};
 
 /// One endpoint's routes, the reads of its resource included, and its
@@ -50,6 +52,21 @@ pub fn endpoints() -> Vec<Routed> {
             name: outbound_webhooks::create::RecoveryPoint::ENDPOINT,
             routes: super::webhook_endpoints::configure,
             openapi: super::webhook_endpoints::Api::openapi,
+        },
+        Routed {
+            name: actions::retry::RecoveryPoint::ENDPOINT,
+            routes: webhook_actions::configure_retry,
+            openapi: webhook_actions::RetryApi::openapi,
+        },
+        Routed {
+            name: actions::roll_secret::RecoveryPoint::ENDPOINT,
+            routes: webhook_actions::configure_roll_secret,
+            openapi: webhook_actions::RollSecretApi::openapi,
+        },
+        Routed {
+            name: actions::test_event::RecoveryPoint::ENDPOINT,
+            routes: webhook_actions::configure_test_event,
+            openapi: webhook_actions::TestEventApi::openapi,
         },
     ]
 }

@@ -25,12 +25,49 @@ struct AttemptRow {
     duration_ms: i32,
 }
 
+/// Makes the destination's delivery due at once, whatever came of it (its
+/// attempts counted on, so one that fails past the schedule ends `failed`
+/// again): whether there is such a delivery.
+pub fn requeue(conn: &mut PgConnection, endpoint_id: i64, delivery_id: i64) -> QueryResult<bool> {
+    let requeued = diesel::update(
+        webhook_deliveries::table
+            .filter(webhook_deliveries::id.eq(delivery_id))
+            .filter(webhook_deliveries::endpoint_id.eq(endpoint_id)),
+    )
+    .set((
+        webhook_deliveries::status.eq("pending"),
+        webhook_deliveries::next_attempt_at.eq(diesel::dsl::now),
+        webhook_deliveries::locked_until.eq(None::<DateTime<Utc>>),
+    ))
+    .execute(conn)?;
+    Ok(requeued == 1)
+}
+
+/// One of the destination's deliveries, with its attempts.
+pub fn find(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    delivery_id: i64,
+) -> QueryResult<Option<DeliveryJson>> {
+    Ok(select(conn, endpoint_id, Some(delivery_id), 0, None)?.pop())
+}
+
 /// Up to `limit + 1` deliveries to the destination, newest first, older
 /// than `before_id`, each with its attempts, oldest first: the extra one
 /// tells the caller whether there are more.
 pub fn list(
     conn: &mut PgConnection,
     endpoint_id: i64,
+    limit: i64,
+    before_id: Option<i64>,
+) -> QueryResult<Vec<DeliveryJson>> {
+    select(conn, endpoint_id, None, limit, before_id)
+}
+
+fn select(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    only: Option<i64>,
     limit: i64,
     before_id: Option<i64>,
 ) -> QueryResult<Vec<DeliveryJson>> {
@@ -50,6 +87,9 @@ pub fn list(
         .into_boxed();
     if let Some(before_id) = before_id {
         query = query.filter(webhook_deliveries::id.lt(before_id));
+    }
+    if let Some(only) = only {
+        query = query.filter(webhook_deliveries::id.eq(only));
     }
     let deliveries: Vec<DeliveryRow> = query.load(conn)?;
     let ids: Vec<i64> = deliveries.iter().map(|delivery| delivery.id).collect();

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Text};
+use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
 
 use super::signing::signature;
 use crate::config::OutboundWebhookConfig;
@@ -62,6 +62,9 @@ struct Claimed {
     url: String,
     #[diesel(sql_type = Text)]
     secret: String,
+    /// The secret before a roll, while it still signs.
+    #[diesel(sql_type = Nullable<Text>)]
+    previous_secret: Option<String>,
     #[diesel(sql_type = Bytea)]
     body: Vec<u8>,
 }
@@ -163,15 +166,7 @@ impl Sender {
             .header("content-type", "application/json")
             .header("webhook-id", &delivery.event_id)
             .header("webhook-timestamp", timestamp.to_string())
-            .header(
-                "webhook-signature",
-                signature(
-                    &delivery.secret,
-                    &delivery.event_id,
-                    timestamp,
-                    &delivery.body,
-                ),
-            )
+            .header("webhook-signature", signatures(delivery, timestamp))
             .send(&delivery.body[..]);
         let duration = started.elapsed();
         match sent {
@@ -235,6 +230,16 @@ impl Sender {
     }
 }
 
+/// The `webhook-signature` of an attempt: under the secret, and under the
+/// one before a roll while it still signs, space-separated.
+fn signatures(delivery: &Claimed, timestamp: i64) -> String {
+    std::iter::once(&delivery.secret)
+        .chain(&delivery.previous_secret)
+        .map(|secret| signature(secret, &delivery.event_id, timestamp, &delivery.body))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Claims up to `limit` deliveries that are due, to enabled destinations,
 /// no more than `PER_DESTINATION` in flight to each: a lease of `lease` on
 /// each, its attempt counted.
@@ -259,7 +264,10 @@ fn claim(conn: &mut PgConnection, limit: usize, lease: Duration) -> QueryResult<
          SET locked_until = now() + $3, attempts = d.attempts + 1 \
          FROM due, webhook_endpoints e, webhook_events event \
          WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
-         RETURNING d.id, d.attempts, d.endpoint_id, d.event_id, e.url, e.secret, event.body",
+         RETURNING d.id, d.attempts, d.endpoint_id, d.event_id, e.url, e.secret, \
+             CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
+                 AS previous_secret, \
+             event.body",
     )
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)

@@ -3,6 +3,7 @@
 //! of each change), and their delivery, signed by the Standard Webhooks
 //! specification, at least once.
 
+pub mod actions;
 pub mod create;
 pub mod deliveries;
 pub mod delivery;

@@ -114,3 +114,86 @@ pub fn delete_for_user(conn: &mut PgConnection, user_id: UserId, id: i64) -> Que
     .execute(conn)?;
     Ok(deleted > 0)
 }
+
+/// What a `PATCH` changes: each field given, and for the status what goes
+/// with it (re-enabled, a destination's failures are forgotten).
+#[derive(Debug, Default, AsChangeset)]
+#[diesel(table_name = webhook_endpoints)]
+pub struct Changes<'a> {
+    pub url: Option<&'a str>,
+    pub events: Option<&'a [String]>,
+    pub status: Option<&'a str>,
+    pub disabled_reason: Option<Option<&'a str>>,
+    pub failing_since: Option<Option<DateTime<Utc>>>,
+}
+
+impl<'a> Changes<'a> {
+    /// Enabled again, or disabled by its user.
+    pub fn status(enabled: bool) -> Changes<'a> {
+        match enabled {
+            true => Changes {
+                status: Some("enabled"),
+                disabled_reason: Some(None),
+                failing_since: Some(None),
+                ..Changes::default()
+            },
+            false => Changes {
+                status: Some("disabled"),
+                disabled_reason: Some(Some("disabled by its user")),
+                ..Changes::default()
+            },
+        }
+    }
+}
+
+/// Changes one of the user's destinations; `None` if it is not theirs.
+pub fn update_for_user(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    id: i64,
+    changes: &Changes<'_>,
+) -> QueryResult<Option<WebhookEndpoint>> {
+    diesel::update(
+        webhook_endpoints::table
+            .filter(webhook_endpoints::id.eq(id))
+            .filter(webhook_endpoints::user_id.eq(user_id)),
+    )
+    .set((changes, webhook_endpoints::updated_at.eq(diesel::dsl::now)))
+    .returning(WebhookEndpoint::as_returning())
+    .get_result(conn)
+    .optional()
+}
+
+/// A destination, whoever's (the caller checked it is theirs).
+pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<Option<WebhookEndpoint>> {
+    webhook_endpoints::table
+        .find(id)
+        .select(WebhookEndpoint::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// A new secret for one of the user's destinations; the one before still
+/// signs for `overlap`. Whether there was such a destination.
+pub fn roll_secret(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    id: i64,
+    secret: &str,
+    overlap: std::time::Duration,
+) -> QueryResult<bool> {
+    let until = Utc::now() + chrono::Duration::from_std(overlap).unwrap_or_default();
+    let rolled = diesel::update(
+        webhook_endpoints::table
+            .filter(webhook_endpoints::id.eq(id))
+            .filter(webhook_endpoints::user_id.eq(user_id)),
+    )
+    .set((
+        webhook_endpoints::previous_secret.eq(webhook_endpoints::secret.nullable()),
+        webhook_endpoints::previous_secret_expires_at.eq(until),
+        webhook_endpoints::secret.eq(secret),
+        webhook_endpoints::updated_at.eq(diesel::dsl::now),
+    ))
+    .execute(conn)?;
+    Ok(rolled == 1)
+}

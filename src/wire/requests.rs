@@ -109,3 +109,26 @@ pub struct WebhookEndpointBody {
 }
 
 pub use WebhookEndpointBody as WebhookEndpointRequest;
+
+/// The body of `PATCH /api/webhook_endpoints/{id}`: the fields to change.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = WebhookEndpointUpdate)]
+pub struct WebhookEndpointPatchBody {
+    #[schema(nullable = false, value_type = String, max_length = 2048)]
+    pub url: Option<String>,
+    #[schema(nullable = false, value_type = Vec<String>)]
+    pub events: Option<Vec<String>>,
+    /// `enabled` (a disabled destination re-enabled, its failures forgotten)
+    /// or `disabled`.
+    #[schema(nullable = false, value_type = String, pattern = "^(enabled|disabled)$")]
+    pub status: Option<String>,
+}
+
+pub use WebhookEndpointPatchBody as WebhookEndpointUpdate;
+
+/// The body of a POST whose path says it all (the actions on a webhook
+/// destination): empty, or `{}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyBody {}

@@ -460,69 +460,167 @@ mod lifecycle {
     }
 }
 
-/// The same for `POST /api/webhook_endpoints`: the key ends with one
-/// destination, and the same answer (its secret included) on every replay.
+/// The same for `POST /api/webhook_endpoints` and the actions on a
+/// destination (a delivery sent again, the secret rolled, a test event): the
+/// key ends with one destination (one delivery due again, one roll, one test
+/// event), and the same answer (a secret included) on every replay.
 mod webhook_endpoints {
     use super::*;
 
     const BODY: &str = r#"{"url": "http://127.0.0.1:9/hook", "events": ["ride.*"]}"#;
     const LOOPBACK: (&str, &str) = ("OUTBOUND_WEBHOOK_ALLOW_LOOPBACK", "true");
 
-    async fn send(app: &TestApp, address: &str) -> Result<Answer, reqwest::Error> {
-        let url = format!("{address}/api/webhook_endpoints");
-        app.post_idempotent(&url, &app.user.api_key, KEY, BODY)
+    /// What is asked under the key, and what it must leave once.
+    pub(super) struct Request {
+        path: &'static str,
+        body: &'static str,
+        status: u16,
+        /// The rows it makes or changes: exactly one, at the end.
+        done: &'static str,
+        /// A destination and a delivery to it are made first, by a server
+        /// that does not crash.
+        set_up: bool,
+        /// Its phases all run in the claim's transaction: a crash before the
+        /// answer is stored leaves no key behind, nothing for the completer.
+        one_transaction: bool,
+    }
+
+    const REGISTER: Request = Request {
+        path: "/api/webhook_endpoints",
+        body: BODY,
+        status: 201,
+        done: "webhook_endpoints",
+        set_up: false,
+        one_transaction: false,
+    };
+
+    /// A delivery, never attempted (the sender is off), made due again.
+    const RETRY: Request = Request {
+        path: "/api/webhook_endpoints/1/deliveries/1/retry",
+        body: "{}",
+        status: 200,
+        done: "webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()",
+        set_up: true,
+        one_transaction: true,
+    };
+
+    /// A new secret; the one before still signs.
+    const ROLL: Request = Request {
+        path: "/api/webhook_endpoints/1/roll_secret",
+        body: "{}",
+        status: 200,
+        done: "webhook_endpoints WHERE previous_secret IS NOT NULL",
+        set_up: true,
+        one_transaction: true,
+    };
+
+    /// A test event and its delivery.
+    const TEST: Request = Request {
+        path: "/api/webhook_endpoints/1/test",
+        body: "{}",
+        status: 200,
+        done: "webhook_events WHERE type = 'webhook_endpoint.test'",
+        set_up: true,
+        one_transaction: true,
+    };
+
+    async fn send(
+        app: &TestApp,
+        address: &str,
+        request: &Request,
+    ) -> Result<Answer, reqwest::Error> {
+        let url = format!("{address}{}", request.path);
+        app.post_idempotent(&url, &app.user.api_key, KEY, request.body)
             .await
     }
 
-    async fn crash_at(app: &mut TestApp, point: &str) {
+    /// A destination and one delivery to it, staged for a paid ride.
+    async fn set_up(app: &mut TestApp) {
+        let plain = ServerProcess::start(&app.database_url, &[LOOPBACK]);
+        app.address = plain.address.clone();
+        let url = format!("{}/api/webhook_endpoints", plain.address);
+        app.post_idempotent(&url, &app.user.api_key, "set up", BODY)
+            .await
+            .unwrap()
+            .assert_status(201);
+        app.paid_ride("ride").await;
+        assert_eq!(app.count("webhook_deliveries"), 1);
+    }
+
+    async fn crash_at(app: &mut TestApp, point: &str, request: &Request) {
+        if request.set_up {
+            set_up(app).await;
+        }
         let mut server =
             ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point), LOOPBACK]);
-        let first = send(app, &server.address).await;
+        let first = send(app, &server.address, request).await;
         assert_crashed(&mut server, point, first);
     }
 
-    async fn assert_registered_once(app: &TestApp, address: &str, point: &str) {
+    async fn assert_done_once(app: &TestApp, address: &str, point: &str, request: &Request) {
         let mut answers = Vec::new();
         while answers.len() < 3 {
-            match send(app, address).await {
+            match send(app, address, request).await {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => answers.push(answer),
                 _ => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
-        answers[0].assert_status(201);
-        assert!(answers[0].json()["secret"].is_string(), "{point}");
+        answers[0].assert_status(request.status);
         for replay in &answers[1..] {
             assert_eq!(replay.body, answers[0].body, "{point}");
             assert_eq!(replay.header("idempotent-replayed"), Some("true"));
         }
-        assert_eq!(app.count("webhook_endpoints"), 1, "{point}");
+        assert_eq!(app.count(request.done), 1, "{point}");
     }
 
-    async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
+    async fn a_client_retry_finishes_after_a_crash_at(point: &str, request: &Request) {
         let mut app = database_only();
-        crash_at(&mut app, point).await;
+        crash_at(&mut app, point, request).await;
         let restarted = ServerProcess::start(&app.database_url, &[LOOPBACK]);
-        assert_registered_once(&app, &restarted.address, point).await;
+        assert_done_once(&app, &restarted.address, point, request).await;
     }
 
-    async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
+    async fn the_completer_alone_finishes_after_a_crash_at(point: &str, request: &Request) {
         let mut app = database_only();
-        crash_at(&mut app, point).await;
+        crash_at(&mut app, point, request).await;
         let restarted = ServerProcess::start(
             &app.database_url,
             &[("COMPLETER_ENABLED", "true"), LOOPBACK],
         );
-        let finished = eventually(Duration::from_secs(20), || {
-            app.key_state(KEY)["recovery_point"] == "finished"
-        })
-        .await;
-        assert!(finished, "{point}: {}", app.key_state(KEY));
-        assert_registered_once(&app, &restarted.address, point).await;
+        if request.one_transaction && point != crash::AFTER_FINISHED {
+            assert_eq!(app.key_state(KEY), serde_json::Value::Null, "{point}");
+        } else {
+            let finished = eventually(Duration::from_secs(20), || {
+                app.key_state(KEY)["recovery_point"] == "finished"
+            })
+            .await;
+            assert!(finished, "{point}: {}", app.key_state(KEY));
+        }
+        assert_done_once(&app, &restarted.address, point, request).await;
     }
 
-    crash_tests! {
+    crash_tests_of! {
+        register, REGISTER,
         after_destination_named => "after-destination-named",
         after_check_destination => "after-check-destination",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    crash_tests_of! {
+        retry, RETRY,
+        after_requeued => "after-requeued",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    crash_tests_of! {
+        roll, ROLL,
+        after_rolled => "after-rolled",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    crash_tests_of! {
+        test_event, TEST,
+        after_staged => "after-staged",
         after_finished => crash::AFTER_FINISHED,
     }
 }
@@ -553,6 +651,9 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-tip-payment",
         "after-destination-named",
         "after-check-destination",
+        "after-requeued",
+        "after-rolled",
+        "after-staged",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::endpoints::crash_points();

@@ -475,3 +475,193 @@ async fn a_user_has_at_most_16_destinations_and_sees_only_their_own() {
         .await
         .assert_status(201);
 }
+
+async fn patch(app: &TestApp, api_key: &str, id: &Value, body: Value) -> Answer {
+    let response = reqwest::Client::new()
+        .patch(format!("{}/api/webhook_endpoints/{id}", app.address))
+        .bearer_auth(api_key)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    Answer::read(response).await
+}
+
+#[tokio::test]
+async fn a_destination_is_changed_and_a_disabled_one_enabled_again() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    let moved = Receiver::start();
+    receiver.reply([Reply::Status(410, Vec::new())]);
+    let endpoint = register(&app, &receiver, json!(["ride.authorized"])).await;
+    let id = &endpoint["id"];
+    app.paid_ride("not subscribed").await;
+    app.held_ride("gone", "pm_card_visa").await;
+    let disabled = eventually(Duration::from_secs(10), || {
+        app.count("webhook_endpoints WHERE status = 'disabled'") == 1
+    })
+    .await;
+    assert!(disabled);
+
+    let stranger = create_user(&app.database_url, Some("cus_stranger"));
+    patch(&app, &stranger.api_key, id, json!({"status": "enabled"}))
+        .await
+        .assert_problem(404, "not-found");
+    patch(&app, &app.user.api_key, id, json!({}))
+        .await
+        .assert_problem(400, "invalid-request");
+    let strict = json!({"url": "https://10.0.0.1/hook"});
+    patch(&app, &app.user.api_key, id, strict)
+        .await
+        .assert_problem(422, "webhook-destination-not-allowed");
+    let changed = patch(
+        &app,
+        &app.user.api_key,
+        id,
+        json!({"url": moved.url, "events": ["ride.captured", "ride.authorized"], "status": "enabled"}),
+    )
+    .await;
+    changed.assert_status(200);
+    let changed = changed.json();
+    assert_eq!(
+        (&changed["status"], &changed["url"], &changed["events"]),
+        (
+            &json!("enabled"),
+            &json!(moved.url),
+            &json!(["ride.authorized", "ride.captured"])
+        )
+    );
+    assert!(changed.get("disabled_reason").is_none() && changed.get("secret").is_none());
+
+    app.paid_ride("after").await;
+    let received = wait_for(&moved, 1).await;
+    assert_eq!(received[0].json()["type"], "ride.captured");
+    assert_eq!(receiver.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_delivery_is_sent_again_by_hand_once_per_key() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    receiver.reply([Reply::Status(500, Vec::new())]);
+    let endpoint = register(&app, &receiver, json!(["ride.captured"])).await;
+    app.paid_ride("paid").await;
+    wait_for(&receiver, 1).await;
+    let failed = eventually(Duration::from_secs(10), || {
+        app.count("webhook_deliveries WHERE status = 'failed'") == 1
+    })
+    .await;
+    assert!(failed);
+    let deliveries = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let delivery_id = app.get(&deliveries).await.json()["data"][0]["id"].clone();
+    let path = format!("{deliveries}/{delivery_id}/retry");
+
+    let stranger = create_user(&app.database_url, Some("cus_stranger"));
+    act_as(&app, &stranger, &path, "again")
+        .await
+        .assert_problem(404, "not-found");
+    act(&app, &format!("{deliveries}/999999/retry"), "again")
+        .await
+        .assert_problem(404, "not-found");
+    let first = act(&app, &path, "again").await;
+    first.assert_status(200);
+    assert_eq!(first.json()["status"], "pending");
+    let second = wait_for(&receiver, 2).await;
+    assert_eq!(second[1].body, second[0].body);
+    let succeeded = eventually(Duration::from_secs(10), || {
+        app.count("webhook_deliveries WHERE status = 'succeeded'") == 1
+    })
+    .await;
+    assert!(succeeded);
+    let replay = act(&app, &path, "again").await;
+    assert_eq!(
+        (
+            replay.status,
+            &replay.body,
+            replay.header("idempotent-replayed")
+        ),
+        (200, &first.body, Some("true"))
+    );
+    // The replay sent nothing more.
+    assert_eq!(receiver.received().len(), 2);
+}
+
+/// `POST` of an action on a destination, body `{}`.
+async fn act(app: &TestApp, path: &str, key: &str) -> Answer {
+    act_as(app, &app.user, path, key).await
+}
+
+async fn act_as(app: &TestApp, user: &TestUser, path: &str, key: &str) -> Answer {
+    let response = app
+        .client
+        .post(format!("{}{path}", app.address))
+        .bearer_auth(&user.api_key)
+        .header("Idempotency-Key", key)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    Answer::read(response).await
+}
+
+#[tokio::test]
+async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_one_destination() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    let other = Receiver::start();
+    let endpoint = register(&app, &receiver, json!(["refund.failed"])).await;
+    register(&app, &other, json!(["*"])).await;
+    let old = endpoint["secret"].as_str().unwrap().to_owned();
+    let base = format!("/api/webhook_endpoints/{}", endpoint["id"]);
+
+    let rolled = act(&app, &format!("{base}/roll_secret"), "roll").await;
+    let replay = act(&app, &format!("{base}/roll_secret"), "roll").await;
+
+    rolled.assert_status(200);
+    let new = rolled.json()["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    assert_eq!(
+        (
+            replay.status,
+            &replay.body,
+            replay.header("idempotent-replayed")
+        ),
+        (200, &rolled.body, Some("true"))
+    );
+    assert!(app.get(&base).await.json().get("secret").is_none());
+
+    let test = act(&app, &format!("{base}/test"), "test").await;
+    test.assert_status(200);
+    assert_eq!(test.json()["event_type"], "webhook_endpoint.test");
+    let received = wait_for(&receiver, 1).await;
+    let event = received[0].json();
+    assert_eq!(
+        (&event["type"], &event["data"]["webhook_endpoint"]["url"]),
+        (&json!("webhook_endpoint.test"), &json!(receiver.url))
+    );
+    // Signed under both secrets during the overlap: each verifies it.
+    assert_verified(&new, &received[0]);
+    assert_verified(&old, &received[0]);
+    assert_eq!(
+        received[0].header("webhook-signature").split(' ').count(),
+        2
+    );
+    // The test went to that destination alone.
+    assert!(other.received().is_empty());
+    let stranger = create_user(&app.database_url, Some("cus_stranger"));
+    let response = app
+        .client
+        .post(format!("{}{base}/test", app.address))
+        .bearer_auth(&stranger.api_key)
+        .header("Idempotency-Key", "theirs")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    Answer::read(response)
+        .await
+        .assert_problem(404, "not-found");
+}

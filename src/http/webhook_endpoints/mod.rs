@@ -1,9 +1,11 @@
 //! The webhook endpoints routes, one file each: a user's destinations of
 //! their rides' events.
 
+pub(crate) mod actions;
 pub(crate) mod create;
 pub(crate) mod deliveries;
 pub(crate) mod read;
+pub(crate) mod update;
 
 use actix_web::web;
 use utoipa::OpenApi;
@@ -17,6 +19,7 @@ use crate::http::routing::method_not_allowed;
     read::list_webhook_endpoints,
     read::get_webhook_endpoint,
     read::delete_webhook_endpoint,
+    update::update_webhook_endpoint,
     deliveries::list_deliveries,
 ))]
 pub struct Api;
@@ -31,8 +34,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/webhook_endpoints/{id}")
             .route(web::get().to(read::get_webhook_endpoint))
+            .route(web::patch().to(update::update_webhook_endpoint))
             .route(web::delete().to(read::delete_webhook_endpoint))
-            .default_service(method_not_allowed("GET, DELETE")),
+            .default_service(method_not_allowed("GET, PATCH, DELETE")),
     )
     .service(
         web::resource("/webhook_endpoints/{id}/deliveries")

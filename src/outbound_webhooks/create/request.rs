@@ -27,33 +27,21 @@ impl WebhookEndpointParams {
     ) -> Result<WebhookEndpointParams, Vec<FieldError>> {
         let body: WebhookEndpointBody = parse_body(body, expected).map_err(|err| vec![err])?;
         let mut errors = Vec::new();
-        let url = match body.url {
-            None => Err("is required".to_owned()),
-            Some(url) if url.len() > MAX_URL_BYTES => {
-                Err(format!("must be at most {MAX_URL_BYTES} bytes"))
-            }
-            Some(url) => policy.check_url(&url).map(|_| url),
-        }
-        .map_err(|message| errors.push(FieldError::new("url", message)))
-        .ok();
-        let events = match body.events {
-            None => Err("is required".to_owned()),
-            Some(events) if events.is_empty() || events.len() > MAX_PATTERNS => {
-                Err(format!("must name 1 to {MAX_PATTERNS} event types"))
-            }
-            Some(events) => match events.iter().find(|pattern| !is_pattern(pattern)) {
-                Some(unknown) => Err(format!(
-                    "{unknown:?} is not an event type, a family such as ride.*, or *"
-                )),
-                None => Ok(events),
-            },
-        }
-        .map_err(|message| errors.push(FieldError::new("events", message)))
-        .ok();
+        let required = |field: &str| vec![FieldError::new(field, "is required")];
+        let url = body
+            .url
+            .ok_or_else(|| required("url"))
+            .and_then(|url| checked_url(policy, url))
+            .map_err(|error| errors.extend(error))
+            .ok();
+        let events = body
+            .events
+            .ok_or_else(|| required("events"))
+            .and_then(checked_events)
+            .map_err(|error| errors.extend(error))
+            .ok();
         match (url, events) {
-            (Some(url), Some(mut events)) if errors.is_empty() => {
-                events.sort_unstable();
-                events.dedup();
+            (Some(url), Some(events)) if errors.is_empty() => {
                 Ok(WebhookEndpointParams { events, url })
             }
             _ => Err(errors),
@@ -61,10 +49,40 @@ impl WebhookEndpointParams {
     }
 }
 
-fn expected(field: &str) -> Option<&'static str> {
+/// A destination's URL, as `policy` allows its form (its host is checked
+/// apart: that takes the resolver).
+pub fn checked_url(policy: DestinationPolicy, url: String) -> Result<String, Vec<FieldError>> {
+    let checked = match url.len() {
+        0..=MAX_URL_BYTES => policy.check_url(&url).map(|_| url),
+        _ => Err(format!("must be at most {MAX_URL_BYTES} bytes")),
+    };
+    checked.map_err(|message| vec![FieldError::new("url", message)])
+}
+
+/// A destination's event patterns, sorted and each once.
+pub fn checked_events(mut events: Vec<String>) -> Result<Vec<String>, Vec<FieldError>> {
+    let problem = match events.iter().find(|pattern| !is_pattern(pattern)) {
+        _ if events.is_empty() || events.len() > MAX_PATTERNS => {
+            Some(format!("must name 1 to {MAX_PATTERNS} event types"))
+        }
+        Some(unknown) => Some(format!(
+            "{unknown:?} is not an event type, a family such as ride.*, or *"
+        )),
+        None => None,
+    };
+    if let Some(message) = problem {
+        return Err(vec![FieldError::new("events", message)]);
+    }
+    events.sort_unstable();
+    events.dedup();
+    Ok(events)
+}
+
+pub fn expected(field: &str) -> Option<&'static str> {
     match field {
         "url" => Some("must be a string"),
         "events" => Some("must be an array of strings"),
+        "status" => Some("must be enabled or disabled"),
         _ => None,
     }
 }

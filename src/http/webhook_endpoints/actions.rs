@@ -1,0 +1,158 @@
+//! The POSTs that act on one of the caller's destinations, each an
+//! idempotent endpoint of its own: a delivery sent again, the secret rolled,
+//! a test event sent.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::context::ServiceContext;
+use crate::http::auth::Caller;
+use crate::http::idempotent;
+use crate::http::openapi_components::{
+    ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
+};
+use crate::http::routing::post_only;
+use crate::outbound_webhooks::actions::retry::Retry;
+use crate::outbound_webhooks::actions::roll_secret::RollSecret;
+use crate::outbound_webhooks::actions::test_event::TestEvent;
+use crate::outbound_webhooks::actions::{Action, ActionParams, DestinationAction};
+use crate::problem::Problem;
+use crate::wire::webhook_delivery::DeliveryJson;
+use crate::wire::webhook_endpoint::WebhookEndpointJson;
+
+async fn act<A: DestinationAction>(
+    caller: Caller,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+    endpoint_id: i64,
+    delivery_id: Option<i64>,
+) -> Result<HttpResponse, Problem> {
+    idempotent::post::<Action<A>>(&request, payload, caller, context, move |body| {
+        ActionParams::parse(endpoint_id, delivery_id, body)
+    })
+    .await
+}
+
+/// Send a delivery again, exactly once per `Idempotency-Key`: it is due at
+/// once, whatever came of it before (a disabled destination's waits until
+/// it is enabled). The body is empty, or `{}`.
+#[utoipa::path(
+    post,
+    path = "/api/webhook_endpoints/{id}/deliveries/{delivery_id}/retry",
+    tag = "webhooks",
+    params(
+        ("id" = i64, Path, description = "The destination's id"),
+        ("delivery_id" = i64, Path, description = "The delivery's id"),
+        IdempotencyKeyHeader,
+    ),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The delivery, due again (or the replay of it)", body = DeliveryJson),
+        (status = 404, description = "No such delivery of the caller's destinations", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn retry_delivery(
+    caller: Caller,
+    path: web::Path<(i64, i64)>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    let (endpoint_id, delivery_id) = path.into_inner();
+    act::<Retry>(
+        caller,
+        request,
+        payload,
+        context,
+        endpoint_id,
+        Some(delivery_id),
+    )
+    .await
+}
+
+/// Roll the destination's signing secret, exactly once per
+/// `Idempotency-Key`: the answer carries the new one; the one before still
+/// signs beside it for 24 hours. The body is empty, or `{}`.
+#[utoipa::path(
+    post,
+    path = "/api/webhook_endpoints/{id}/roll_secret",
+    tag = "webhooks",
+    params(("id" = i64, Path, description = "The destination's id"), IdempotencyKeyHeader),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The destination with its new `secret` (or the replay of it)", body = WebhookEndpointJson),
+        (status = 404, description = "No such destination of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn roll_secret(
+    caller: Caller,
+    id: web::Path<i64>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    act::<RollSecret>(caller, request, payload, context, id.into_inner(), None).await
+}
+
+/// Send a test event (`webhook_endpoint.test`) to the destination alone,
+/// exactly once per `Idempotency-Key`. The body is empty, or `{}`.
+#[utoipa::path(
+    post,
+    path = "/api/webhook_endpoints/{id}/test",
+    tag = "webhooks",
+    params(("id" = i64, Path, description = "The destination's id"), IdempotencyKeyHeader),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The test event's delivery, pending (or the replay of it)", body = DeliveryJson),
+        (status = 404, description = "No such destination of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
+        IdempotentPostProblems,
+        ApiProblems,
+    )
+)]
+pub async fn send_test_event(
+    caller: Caller,
+    id: web::Path<i64>,
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+) -> Result<HttpResponse, Problem> {
+    act::<TestEvent>(caller, request, payload, context, id.into_inner(), None).await
+}
+
+/// The retry's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(retry_delivery))]
+pub struct RetryApi;
+
+pub fn configure_retry(cfg: &mut web::ServiceConfig) {
+    cfg.service(post_only(
+        "/webhook_endpoints/{id}/deliveries/{delivery_id}/retry",
+        retry_delivery,
+    ));
+}
+
+/// The roll's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(roll_secret))]
+pub struct RollSecretApi;
+
+pub fn configure_roll_secret(cfg: &mut web::ServiceConfig) {
+    cfg.service(post_only(
+        "/webhook_endpoints/{id}/roll_secret",
+        roll_secret,
+    ));
+}
+
+/// The test's part of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(send_test_event))]
+pub struct TestEventApi;
+
+pub fn configure_test_event(cfg: &mut web::ServiceConfig) {
+    cfg.service(post_only("/webhook_endpoints/{id}/test", send_test_event));
+}

@@ -1,0 +1,176 @@
+//! The actions on one of the caller's destinations that a POST asks for,
+//! each an idempotent endpoint of its own, written whole in the claim's
+//! transaction: a delivery sent again (`retry`), the secret rolled
+//! (`roll_secret`), a test event sent (`test_event`). `Action<A>` is the
+//! endpoint each is, on the idempotency flow: another user's destination is
+//! a 404 before the key is looked at; the action written (Started); its
+//! answer stored.
+
+pub mod retry;
+pub mod roll_secret;
+pub mod test_event;
+
+use std::marker::PhantomData;
+
+use diesel::PgConnection;
+use serde::{Deserialize, Serialize};
+
+use crate::context::ServiceContext;
+use crate::idempotency::endpoint::Endpoint;
+use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
+use crate::idempotency::{Lease, RecoveryPoints, StoredResponse};
+use crate::ids::UserId;
+use crate::outbound_webhooks::model;
+use crate::service_error::ServiceError;
+use crate::validation::{parse_body, FieldError};
+use crate::wire::requests::EmptyBody;
+
+/// What an action is on: a destination, and for a retry its delivery. Its
+/// JSON form is the canonical request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionParams {
+    // In sorted order, as the canonical form needs.
+    pub delivery_id: Option<i64>,
+    pub endpoint_id: i64,
+}
+
+impl ActionParams {
+    /// The path names what the action is on; the body, if any, is `{}`.
+    pub fn parse(
+        endpoint_id: i64,
+        delivery_id: Option<i64>,
+        body: &[u8],
+    ) -> Result<ActionParams, Vec<FieldError>> {
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            parse_body::<EmptyBody>(body, |_| None).map_err(|err| vec![err])?;
+        }
+        Ok(ActionParams {
+            delivery_id,
+            endpoint_id,
+        })
+    }
+}
+
+/// One action: its recovery points, the change it writes and the answer.
+pub trait DestinationAction: Send + Sync + 'static {
+    type Point: RecoveryPoints;
+    /// Where the key stands once the change is written.
+    const WRITTEN: Self::Point;
+
+    /// The change, in the claim's transaction; `false` when what it is on
+    /// does not exist (a 404, nothing written).
+    fn write(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &ActionParams,
+    ) -> Result<bool, ServiceError>;
+
+    /// The answer to store, once written.
+    fn answer(
+        conn: &mut PgConnection,
+        params: &ActionParams,
+    ) -> Result<StoredResponse, ServiceError>;
+}
+
+/// The endpoint an action is.
+pub struct Action<A>(PhantomData<A>);
+
+impl<A: DestinationAction> Endpoint for Action<A> {
+    type Point = A::Point;
+    type Params = ActionParams;
+    type Context = ServiceContext;
+    type Phases<'a> = ActionPhases<'a, A>;
+
+    fn phases<'a>(_context: &'a ServiceContext, params: &'a ActionParams) -> ActionPhases<'a, A> {
+        ActionPhases {
+            params,
+            action: PhantomData,
+        }
+    }
+
+    /// Another user's destination is not found, before the key is looked at.
+    fn admit(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &ActionParams,
+    ) -> Result<(), ServiceError> {
+        model::find_for_user(conn, user, params.endpoint_id)?
+            .map(drop)
+            .ok_or(ServiceError::NotFound)
+    }
+}
+
+pub struct ActionPhases<'a, A> {
+    params: &'a ActionParams,
+    action: PhantomData<A>,
+}
+
+impl<A: DestinationAction> Phases for ActionPhases<'_, A> {
+    type Point = A::Point;
+    type Known = ();
+    type Answer = ();
+
+    fn atomic(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease<A::Point>,
+        point: A::Point,
+        _known: Option<()>,
+    ) -> Result<Transition<A::Point, ()>, ServiceError> {
+        if point == A::Point::STARTED {
+            return match A::write(conn, lease.user_id(), self.params)? {
+                true => Ok(Transition::Advance(A::WRITTEN, None)),
+                false => Err(ServiceError::NotFound),
+            };
+        }
+        if point == A::WRITTEN {
+            return Ok(Transition::Finish(A::answer(conn, self.params)?));
+        }
+        Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
+    }
+
+    fn call(
+        &self,
+        _lease: &Lease<A::Point>,
+        point: A::Point,
+        _known: Option<()>,
+    ) -> Result<Called<A::Point, (), ()>, ServiceError> {
+        Err(anyhow::anyhow!("an action on a destination makes no call, from {point:?}").into())
+    }
+
+    fn look_up(
+        &self,
+        _lease: &Lease<A::Point>,
+        point: A::Point,
+        _known: Option<()>,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        Err(
+            anyhow::anyhow!("an action on a destination has nothing to look up at {point:?}")
+                .into(),
+        )
+    }
+
+    fn record(
+        &self,
+        _conn: &mut PgConnection,
+        _lease: &Lease<A::Point>,
+        _known: (),
+        _answer: (),
+    ) -> Result<Transition<A::Point, ()>, ServiceError> {
+        Err(anyhow::anyhow!("an action on a destination makes no call to record").into())
+    }
+}
+
+/// A delivery as the answer.
+fn delivery_answer(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    delivery_id: i64,
+) -> Result<StoredResponse, ServiceError> {
+    let delivery =
+        super::deliveries::find(conn, endpoint_id, delivery_id)?.ok_or(ServiceError::NotFound)?;
+    Ok(StoredResponse::ok(
+        serde_json::to_vec(&delivery).expect("a delivery always serialises"),
+    ))
+}

@@ -1,0 +1,46 @@
+//! `POST /api/webhook_endpoints/{id}/deliveries/{delivery_id}/retry`: a
+//! delivery made due at once, whatever came of it before. The sender makes
+//! the attempt; its attempts count on, so one that fails with no attempt of
+//! the schedule left ends the delivery `failed` again.
+
+use diesel::PgConnection;
+
+use super::{delivery_answer, ActionParams, DestinationAction};
+use crate::idempotency::StoredResponse;
+use crate::ids::UserId;
+use crate::outbound_webhooks::deliveries;
+use crate::service_error::ServiceError;
+
+crate::recovery_points! {
+    /// How far a retry has got: it is written in the claim's transaction.
+    pub enum RecoveryPoint for "webhook_deliveries.retry" {
+        /// The delivery is due again; the answer is not stored yet.
+        Requeued = "requeued", atomic;
+    }
+}
+
+pub struct Retry;
+
+impl DestinationAction for Retry {
+    type Point = RecoveryPoint;
+    const WRITTEN: RecoveryPoint = RecoveryPoint::Requeued;
+
+    fn write(
+        conn: &mut PgConnection,
+        _user: UserId,
+        params: &ActionParams,
+    ) -> Result<bool, ServiceError> {
+        let Some(delivery_id) = params.delivery_id else {
+            return Ok(false);
+        };
+        Ok(deliveries::requeue(conn, params.endpoint_id, delivery_id)?)
+    }
+
+    fn answer(
+        conn: &mut PgConnection,
+        params: &ActionParams,
+    ) -> Result<StoredResponse, ServiceError> {
+        let delivery_id = params.delivery_id.ok_or(ServiceError::NotFound)?;
+        delivery_answer(conn, params.endpoint_id, delivery_id)
+    }
+}

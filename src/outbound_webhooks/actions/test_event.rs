@@ -1,0 +1,77 @@
+//! `POST /api/webhook_endpoints/{id}/test`: an event of type
+//! `webhook_endpoint.test`, about no ride, delivered to this destination
+//! alone, whatever it subscribed to, so that its receiver can be tried.
+
+use diesel::prelude::*;
+use serde_json::json;
+
+use super::{delivery_answer, ActionParams, DestinationAction};
+use crate::idempotency::StoredResponse;
+use crate::ids::UserId;
+use crate::outbound_webhooks::model;
+use crate::schema::{webhook_deliveries, webhook_events};
+use crate::service_error::ServiceError;
+
+pub const TEST_EVENT: &str = "webhook_endpoint.test";
+
+crate::recovery_points! {
+    /// How far a test has got: it is written in the claim's transaction.
+    pub enum RecoveryPoint for "webhook_endpoints.test" {
+        /// The event and its delivery are staged; the answer is not stored yet.
+        Staged = "staged", atomic;
+    }
+}
+
+pub struct TestEvent;
+
+impl DestinationAction for TestEvent {
+    type Point = RecoveryPoint;
+    const WRITTEN: RecoveryPoint = RecoveryPoint::Staged;
+
+    fn write(
+        conn: &mut PgConnection,
+        user: UserId,
+        params: &ActionParams,
+    ) -> Result<bool, ServiceError> {
+        let Some(endpoint) = model::find_for_user(conn, user, params.endpoint_id)? else {
+            return Ok(false);
+        };
+        let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+        let staged_at = chrono::Utc::now();
+        let body = json!({
+            "id": id,
+            "type": TEST_EVENT,
+            "timestamp": staged_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "data": { "webhook_endpoint": { "id": endpoint.id, "url": endpoint.url } },
+        });
+        diesel::insert_into(webhook_events::table)
+            .values((
+                webhook_events::id.eq(&id),
+                webhook_events::user_id.eq(user),
+                webhook_events::type_.eq(TEST_EVENT),
+                webhook_events::body.eq(body.to_string().into_bytes()),
+                webhook_events::created_at.eq(staged_at),
+            ))
+            .execute(conn)?;
+        diesel::insert_into(webhook_deliveries::table)
+            .values((
+                webhook_deliveries::endpoint_id.eq(endpoint.id),
+                webhook_deliveries::event_id.eq(&id),
+            ))
+            .execute(conn)?;
+        Ok(true)
+    }
+
+    /// The test's delivery: the destination's newest.
+    fn answer(
+        conn: &mut PgConnection,
+        params: &ActionParams,
+    ) -> Result<StoredResponse, ServiceError> {
+        let delivery_id: i64 = webhook_deliveries::table
+            .filter(webhook_deliveries::endpoint_id.eq(params.endpoint_id))
+            .order(webhook_deliveries::id.desc())
+            .select(webhook_deliveries::id)
+            .first(conn)?;
+        delivery_answer(conn, params.endpoint_id, delivery_id)
+    }
+}
