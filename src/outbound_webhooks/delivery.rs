@@ -2,8 +2,10 @@
 //! due (a lease on each row, no row lock held), then sends every one on a
 //! thread of its own, holding no pooled connection while the receiver
 //! answers, and records the attempt. At most `PER_DESTINATION` attempts to
-//! one destination are in flight at once, so a destination that hangs
-//! holds only its own slots and never delays another's.
+//! one destination are in flight at once on an instance, so a destination
+//! that hangs holds only its own slots and never delays another's (counted
+//! by each instance for itself: an instance that dies mid-attempt holds no
+//! other's slots while its leases run out).
 //!
 //! At least once: a delivery is sent until a 2xx comes back within the
 //! timeout, with the same `webhook-id` and body every time and a timestamp
@@ -12,8 +14,9 @@
 //! `Retry-After` is waited at least, and a destination whose every attempt
 //! has failed for `disable_after` is disabled.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -25,13 +28,16 @@ use crate::config::OutboundWebhookConfig;
 use crate::db::DbPool;
 use crate::outbound::destination::{DestinationPolicy, GuardedResolver};
 
-/// Attempts to one destination in flight at once, at most.
-const PER_DESTINATION: i64 = 4;
+/// Attempts to one destination in flight at once on an instance, at most.
+const PER_DESTINATION: i64 = 16;
 /// Attempts in flight on one instance, at most.
-const IN_FLIGHT: usize = 32;
+const IN_FLIGHT: usize = 64;
 /// How long past the timeout a claimed delivery stays leased: an instance
-/// that died mid-attempt leaves it to another after that.
-const LEASE_MARGIN: Duration = Duration::from_secs(15);
+/// that died mid-attempt leaves it to another after that (and its slot of
+/// the destination's `PER_DESTINATION` free again).
+const LEASE_MARGIN: Duration = Duration::from_secs(2);
+/// How long one pass keeps claiming while it finds work and has room.
+const PASS_BUDGET: Duration = Duration::from_secs(1);
 /// At most this long a `Retry-After` is waited, whatever it asks.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Events older than the retention are deleted this many at a time.
@@ -44,6 +50,8 @@ pub struct Sender {
     agent: ureq::Agent,
     config: Arc<OutboundWebhookConfig>,
     in_flight: Arc<AtomicUsize>,
+    /// Attempts in flight, by destination.
+    busy: Arc<Mutex<HashMap<i64, i64>>>,
 }
 
 /// A delivery claimed for one attempt, with what the attempt sends.
@@ -121,25 +129,54 @@ impl Sender {
             ),
             config: Arc::new(config.clone()),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            busy: Arc::default(),
         }
     }
 
-    /// One pass: the events past their retention deleted, then what is due
-    /// claimed, up to the free slots, and each sent on a thread of its own.
-    /// Returns how many attempts it started.
+    /// One pass: the events past their retention deleted, then, for up to
+    /// `PASS_BUDGET`, what is due claimed, up to the free slots, and each
+    /// sent on a thread of its own. Returns how many attempts it started.
     pub fn run_once(&self) -> anyhow::Result<usize> {
-        let free = IN_FLIGHT.saturating_sub(self.in_flight.load(Ordering::Acquire));
-        let claimed = {
-            let mut conn = self.pool.get()?;
-            delete_expired(&mut conn, self.config.retention)?;
-            if free == 0 {
-                return Ok(0);
+        delete_expired(&mut *self.pool.get()?, self.config.retention)?;
+        let began = Instant::now();
+        let mut started = 0;
+        while began.elapsed() < PASS_BUDGET {
+            match self.claim_and_send()? {
+                0 => break,
+                claimed => started += claimed,
             }
-            claim(&mut conn, free, self.config.timeout + LEASE_MARGIN)?
-        };
+        }
+        Ok(started)
+    }
+
+    /// What is due, claimed up to the free slots and sent; how many.
+    fn claim_and_send(&self) -> anyhow::Result<usize> {
+        let free = IN_FLIGHT.saturating_sub(self.in_flight.load(Ordering::Acquire));
+        if free == 0 {
+            return Ok(0);
+        }
+        let (busy_ids, busy_counts): (Vec<i64>, Vec<i64>) = self
+            .busy
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, n)| (*id, *n))
+            .unzip();
+        let claimed = claim(
+            &mut *self.pool.get()?,
+            free,
+            self.config.timeout + LEASE_MARGIN,
+            (&busy_ids, &busy_counts),
+        )?;
         let started = claimed.len();
         for delivery in claimed {
             self.in_flight.fetch_add(1, Ordering::AcqRel);
+            *self
+                .busy
+                .lock()
+                .unwrap()
+                .entry(delivery.endpoint_id)
+                .or_default() += 1;
             let sender = self.clone();
             std::thread::Builder::new()
                 .name("webhook-attempt".to_owned())
@@ -149,10 +186,22 @@ impl Sender {
                         // The lease runs out and another pass sends it again.
                         log::error!("webhook delivery {} not recorded: {err:#}", delivery.id);
                     }
-                    sender.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    sender.done(delivery.endpoint_id);
                 })?;
         }
         Ok(started)
+    }
+
+    /// An attempt ended: its slots free.
+    fn done(&self, endpoint_id: i64) {
+        let mut busy = self.busy.lock().unwrap();
+        if let Some(count) = busy.get_mut(&endpoint_id) {
+            *count -= 1;
+            if *count <= 0 {
+                busy.remove(&endpoint_id);
+            }
+        }
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// POSTs the event, signed for this attempt. Holds no connection.
@@ -241,16 +290,22 @@ fn signatures(delivery: &Claimed, timestamp: i64) -> String {
 }
 
 /// Claims up to `limit` deliveries that are due, to enabled destinations,
-/// no more than `PER_DESTINATION` in flight to each: a lease of `lease` on
-/// each, its attempt counted.
-fn claim(conn: &mut PgConnection, limit: usize, lease: Duration) -> QueryResult<Vec<Claimed>> {
+/// no more than `PER_DESTINATION` to each with those this instance has in
+/// flight (`busy`: destinations and counts): a lease of `lease` on each,
+/// its attempt counted.
+fn claim(
+    conn: &mut PgConnection,
+    limit: usize,
+    lease: Duration,
+    busy: (&[i64], &[i64]),
+) -> QueryResult<Vec<Claimed>> {
     diesel::sql_query(
         "WITH ranked AS ( \
              SELECT d.id, d.next_attempt_at, \
                     row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) \
-                    + (SELECT count(*) FROM webhook_deliveries busy \
-                       WHERE busy.endpoint_id = d.endpoint_id AND busy.status = 'pending' \
-                         AND busy.locked_until > now()) AS place \
+                    + coalesce((SELECT busy.count FROM unnest($4::bigint[], $5::bigint[]) \
+                                AS busy(endpoint_id, count) \
+                                WHERE busy.endpoint_id = d.endpoint_id), 0) AS place \
              FROM webhook_deliveries d \
              JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.status = 'enabled' \
              WHERE d.status = 'pending' AND d.next_attempt_at <= now() \
@@ -272,6 +327,8 @@ fn claim(conn: &mut PgConnection, limit: usize, lease: Duration) -> QueryResult<
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)
     .bind::<Interval, _>(interval(lease))
+    .bind::<diesel::sql_types::Array<BigInt>, _>(busy.0)
+    .bind::<diesel::sql_types::Array<BigInt>, _>(busy.1)
     .load(conn)
 }
 

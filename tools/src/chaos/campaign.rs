@@ -1,5 +1,6 @@
 //! The campaign from start to verdict: PostgreSQL, the gateway, two instances,
-//! the clients and the killer, the completer's turn, the audit.
+//! the webhook receivers, the clients and the killer, the completer's and
+//! the webhook sender's turn, the audit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use super::fleet::Fleet;
 use super::gateway::Gateway;
 use super::history::{Counters, KeyHistory};
 use super::options::Options;
+use super::receiver::Receiver;
 use super::ride_life::run_client;
 use super::summary::{Summary, SERVER_EVENTS};
+use crate::client::RideClient;
 use crate::ridepay::{var, LogCounts};
 use crate::stage::Stage;
 
@@ -29,6 +32,10 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         database,
     } = Stage::set("chaos", options.ridepay_bin.as_deref())?;
     let started = ridepay::db::now(&mut conn)?;
+    let bystander = ridepay.create_user(&format!(
+        "chaos-bystander-{}@ridepay.dev",
+        uuid::Uuid::new_v4().simple()
+    ))?;
 
     let gateway = Gateway::start(&options, &ridepay, &database)?;
     let envs = (0..INSTANCES)
@@ -41,6 +48,11 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         "chaos: {} clients for {:?} (at most {} requests), {INSTANCES} instances, {:?} gateway",
         options.clients, options.duration, options.max_requests, options.gateway
     );
+
+    let receiver = Receiver::start()?;
+    let bystanders = Receiver::start()?;
+    register(&fleet, &user.api_key, &receiver)?;
+    register(&fleet, &bystander.api_key, &bystanders)?;
 
     let began = Instant::now();
     let histories = attack(
@@ -57,7 +69,8 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         fleet.restart(index)?;
     }
     let settle_began = Instant::now();
-    while audit::unfinished_keys(&mut conn, user.user_id)? > 0
+    while (audit::unfinished_keys(&mut conn, user.user_id)? > 0
+        || audit::pending_deliveries(&mut conn)? > 0)
         && settle_began.elapsed() < options.settle_limit
     {
         std::thread::sleep(Duration::from_millis(500));
@@ -69,6 +82,10 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         user.user_id,
         started,
         &histories,
+        &audit::Deliveries {
+            taken: receiver.taken(),
+            bystanders: bystanders.taken(),
+        },
     )?;
     fleet.stop_all();
 
@@ -93,6 +110,47 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         }
     }
     Ok(report.is_clean())
+}
+
+/// Registers `receiver` as a destination of every event of the user whose
+/// key is `api_key`, and gives it the secret to verify with.
+fn register(fleet: &Fleet, api_key: &str, receiver: &Receiver) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let client = RideClient::new(api_key, Duration::from_secs(5))?;
+    let body = serde_json::json!({"url": receiver.url, "events": ["*"]}).to_string();
+    let key = uuid::Uuid::new_v4().to_string();
+    for _ in 0..40 {
+        let Some(address) = fleet.pick() else {
+            std::thread::sleep(Duration::from_millis(250));
+            continue;
+        };
+        let answer = runtime.block_on(client.post(
+            &address,
+            "/api/webhook_endpoints",
+            &key,
+            body.clone().into(),
+        ));
+        match answer {
+            Ok(answer) if answer.status == 201 => {
+                let registered: serde_json::Value = serde_json::from_slice(&answer.body)?;
+                let secret = registered["secret"].as_str().unwrap_or_default();
+                receiver.set_secret(secret.to_owned());
+                return Ok(());
+            }
+            Ok(answer) if answer.status < 500 && answer.status != 409 => {
+                anyhow::bail!(
+                    "registering {}: {} {}",
+                    receiver.url,
+                    answer.status,
+                    String::from_utf8_lossy(&answer.body)
+                )
+            }
+            _ => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+    anyhow::bail!("registering {} never got an answer", receiver.url)
 }
 
 /// The clients and the killer, until the deadline or the request budget.
@@ -171,8 +229,8 @@ async fn kill_at_random(
 /// abandoned keys are taken over and finished, and keys whose answer the
 /// gateway saved as a 500 resolved, within the campaign (reconciliation looks
 /// them up at once, and releases a payment no ride records after 10 s); the
-/// outbox on; no reaper; no per-key rate limit (one user sends everything,
-/// and the limiter is not what the campaign tests).
+/// outbox and the webhook sender on; no reaper; no per-key rate limit (one
+/// user sends everything, and the limiter is not what the campaign tests).
 fn instance_env() -> Vec<(String, String)> {
     vec![
         var("HTTP_WORKERS", 2),
@@ -189,5 +247,14 @@ fn instance_env() -> Vec<(String, String)> {
         var("OUTBOX_ENABLED", true),
         var("OUTBOX_INTERVAL_SECS", 1),
         var("REAPER_ENABLED", false),
+        // The receivers listen on loopback; short timeouts and a quick
+        // schedule, so deliveries end within the settle limit.
+        var("OUTBOUND_WEBHOOK_ALLOW_LOOPBACK", true),
+        var("OUTBOUND_WEBHOOK_INTERVAL_MS", 200),
+        var("OUTBOUND_WEBHOOK_TIMEOUT_SECS", 2),
+        var(
+            "OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS",
+            "0,1,1,1,1,2,2,2,2,2,3,3,3,3,5,5,5,5,5,5",
+        ),
     ]
 }

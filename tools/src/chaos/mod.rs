@@ -1,6 +1,7 @@
 //! The chaos campaign: two ridepay instances killed and restarted at random
-//! under retrying clients, then an audit of the database and the gateway's
-//! ledger against what the clients saw.
+//! under retrying clients, a webhook receiver that fails now and then, then
+//! an audit of the database, the gateway's ledger and the webhooks taken
+//! against what the clients saw.
 
 pub mod audit;
 pub mod campaign;
@@ -8,6 +9,7 @@ pub mod fleet;
 pub mod gateway;
 pub mod history;
 pub mod options;
+pub mod receiver;
 pub mod retrying_client;
 pub mod ride_life;
 pub mod summary;

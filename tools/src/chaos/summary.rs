@@ -72,6 +72,7 @@ impl Summary<'_> {
             ("complete", "keys completing a ride"),
             ("cancel", "keys cancelling a ride"),
             ("refund", "keys refunding a ride"),
+            ("tip", "keys tipping a ride"),
         ] {
             let keys = self.histories.iter().filter(|h| h.request.name() == name);
             row(label, keys.count().to_string());
@@ -134,6 +135,14 @@ impl Summary<'_> {
         row(
             "payments reconciliation released",
             self.audit.payments_released.to_string(),
+        );
+        row(
+            "ride events staged for the user's webhooks",
+            self.audit.webhook_events.to_string(),
+        );
+        row(
+            "webhook deliveries its receiver took (duplicates included)",
+            self.audit.webhook_deliveries_taken.to_string(),
         );
         for check in CHECKS {
             row(

@@ -8,16 +8,25 @@ mod records;
 mod report;
 #[cfg(test)]
 mod tests;
+mod webhooks;
 
 use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel::{PgConnection, RunQueryDsl};
 
 use super::history::KeyHistory;
+use super::receiver::Taken;
 
 use checks::{check_histories, check_intents, check_rides, count_status};
-pub use records::{unfinished_keys, Ledger};
+pub use records::{pending_deliveries, unfinished_keys, Ledger};
 use records::{Count, Records, DECLINED, SUCCEEDED};
 pub use report::{AuditReport, CHECKS};
+
+/// What the campaign's webhook receivers took: the user's, and a
+/// bystander's (another user's, which must take nothing of it).
+pub struct Deliveries {
+    pub taken: Vec<Taken>,
+    pub bystanders: Vec<Taken>,
+}
 
 /// Audits the run of `user_id`, whose PaymentIntents were all made after
 /// `started`.
@@ -27,6 +36,7 @@ pub fn audit(
     user_id: i64,
     started: chrono::DateTime<chrono::Utc>,
     histories: &[KeyHistory],
+    deliveries: &Deliveries,
 ) -> anyhow::Result<AuditReport> {
     let records = Records {
         keys: diesel::sql_query(
@@ -121,5 +131,12 @@ pub fn audit(
     check_histories(&mut report, &records, histories);
     lifecycle::check_rides(&mut report, &records);
     lifecycle::check_acknowledged(&mut report, &records, histories);
+    webhooks::check_webhooks(
+        &mut report,
+        conn,
+        user_id,
+        &deliveries.taken,
+        &deliveries.bystanders,
+    )?;
     Ok(report)
 }

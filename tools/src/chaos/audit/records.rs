@@ -123,6 +123,15 @@ pub(crate) struct Released {
     pub(crate) payment_intent_id: String,
 }
 
+/// Webhook deliveries with attempts left, for waiting on the sender.
+pub fn pending_deliveries(conn: &mut PgConnection) -> anyhow::Result<i64> {
+    Ok(diesel::sql_query(
+        "SELECT count(*) AS count FROM webhook_deliveries WHERE status = 'pending'",
+    )
+    .get_result::<Count>(conn)?
+    .count)
+}
+
 /// Keys of `user_id` not yet finished, for waiting on the completer.
 pub fn unfinished_keys(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<i64> {
     Ok(diesel::sql_query(

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 20] = [
+pub const CHECKS: [&str; 24] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -23,6 +23,10 @@ pub const CHECKS: [&str; 20] = [
     "ride transitions applied more than once",
     "payments no ride records that were not released",
     "tips not as acknowledged, or not paid as the ride records them",
+    "webhook deliveries that fail verification",
+    "events of rides never delivered",
+    "rides whose last delivered event is not how they ended",
+    "deliveries to another user's destination",
 ];
 
 #[derive(Debug, Default)]
@@ -46,6 +50,9 @@ pub struct AuditReport {
     pub saved_failures: i64,
     pub generations_reissued: i64,
     pub payments_released: usize,
+    /// The user's ride events staged, and the deliveries its receiver took.
+    pub webhook_events: usize,
+    pub webhook_deliveries_taken: usize,
 }
 
 impl AuditReport {

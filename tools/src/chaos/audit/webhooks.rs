@@ -1,0 +1,108 @@
+//! The checks of the webhooks the user's receiver took: every one verified,
+//! every event of every ride delivered at least once (order is not
+//! promised), the highest sequence delivered per ride carrying the ride as
+//! it ended, and nothing delivered to another user's receiver.
+
+use std::collections::{HashMap, HashSet};
+
+use diesel::sql_types::{BigInt, Text};
+use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use serde_json::Value;
+
+use super::report::{AuditReport, CHECKS};
+use crate::chaos::receiver::Taken;
+
+#[derive(QueryableByName)]
+struct EventRow {
+    #[diesel(sql_type = Text)]
+    id: String,
+}
+
+#[derive(QueryableByName)]
+struct RideRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = BigInt)]
+    event_sequence: i64,
+    #[diesel(sql_type = diesel::sql_types::Jsonb)]
+    ride: Value,
+}
+
+/// What of a ride the audit holds its last event to.
+const FINAL_FIELDS: [&str; 4] = [
+    "status",
+    "amount_captured_cents",
+    "amount_refunded_cents",
+    "tip_cents",
+];
+
+pub(super) fn check_webhooks(
+    report: &mut AuditReport,
+    conn: &mut PgConnection,
+    user_id: i64,
+    taken: &[Taken],
+    bystanders: &[Taken],
+) -> anyhow::Result<()> {
+    let mut delivered: HashSet<String> = HashSet::new();
+    // Per ride: the highest sequence delivered, and the ride it carried.
+    let mut last: HashMap<i64, (i64, Value)> = HashMap::new();
+    for delivery in taken {
+        if let Err(why) = &delivery.verified {
+            report.flag(CHECKS[20], why.clone());
+            continue;
+        }
+        let event: Value = serde_json::from_slice(&delivery.body)?;
+        delivered.insert(event["id"].as_str().unwrap_or_default().to_owned());
+        let (Some(ride_id), Some(sequence)) = (
+            event["data"]["ride"]["id"].as_i64(),
+            event["sequence"].as_i64(),
+        ) else {
+            continue;
+        };
+        let entry = last.entry(ride_id).or_insert((0, Value::Null));
+        if sequence > entry.0 {
+            *entry = (sequence, event["data"]["ride"].clone());
+        }
+    }
+    let events: Vec<EventRow> = diesel::sql_query(
+        "SELECT id FROM webhook_events WHERE user_id = $1 AND ride_id IS NOT NULL",
+    )
+    .bind::<BigInt, _>(user_id)
+    .load(conn)?;
+    report.webhook_events = events.len();
+    report.webhook_deliveries_taken = taken.len();
+    for event in events.iter().filter(|event| !delivered.contains(&event.id)) {
+        report.flag(CHECKS[21], event.id.clone());
+    }
+    let rides: Vec<RideRow> = diesel::sql_query(
+        "SELECT id, event_sequence, ridepay_ride_json(rides) AS ride FROM rides \
+         WHERE user_id = $1 AND event_sequence > 0",
+    )
+    .bind::<BigInt, _>(user_id)
+    .load(conn)?;
+    for ride in rides {
+        let (sequence, sent) = last.remove(&ride.id).unwrap_or((0, Value::Null));
+        let same = FINAL_FIELDS
+            .iter()
+            .all(|field| sent[field] == ride.ride[field]);
+        if sequence != ride.event_sequence || !same {
+            report.flag(
+                CHECKS[22],
+                format!(
+                    "ride {}: last event {sequence} of {}, carrying {:?}, ride {:?}",
+                    ride.id, ride.event_sequence, sent["status"], ride.ride["status"]
+                ),
+            );
+        }
+    }
+    for stray in bystanders {
+        report.flag(
+            CHECKS[23],
+            String::from_utf8_lossy(&stray.body)
+                .chars()
+                .take(200)
+                .collect(),
+        );
+    }
+    Ok(())
+}
