@@ -11,7 +11,9 @@ use ridepay::config::Settings;
 use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 
-use crate::helpers::{create_user, held_ride, spawn_app_with, Answer, TestApp, TestUser};
+use crate::helpers::{
+    create_user, held_ride, spawn_app_with, spawn_server, Answer, TestApp, TestUser,
+};
 use crate::receiver::{Received, Receiver, Reply};
 use crate::workers::eventually;
 
@@ -664,4 +666,57 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
     Answer::read(response)
         .await
         .assert_problem(404, "not-found");
+}
+
+/// The check is made on every attempt, on the address connected to: a
+/// sender not allowed loopback never connects to a destination registered
+/// where it was, and records why.
+#[tokio::test]
+async fn every_attempt_connects_only_to_an_address_the_sender_may_reach() {
+    let app = app_sending(&[0, 1, 1], |settings| {
+        settings.outbound_webhooks.enabled = false;
+    })
+    .await;
+    let receiver = Receiver::start();
+    register(&app, &receiver, json!(["*"])).await;
+    spawn_server(&app.database_url, |settings| {
+        settings.outbound_webhooks.enabled = true;
+        settings.outbound_webhooks.allow_loopback = false;
+        settings.outbound_webhooks.retry_schedule = [0, 1, 1].map(Duration::from_secs).to_vec();
+    })
+    .await;
+
+    app.paid_ride("paid").await;
+
+    let refused = eventually(Duration::from_secs(20), || {
+        app.count("webhook_attempts WHERE http_status IS NULL AND error = 'host not found'") == 3
+    })
+    .await;
+    assert!(refused);
+    assert!(receiver.received().is_empty());
+    assert_eq!(app.count("webhook_deliveries WHERE status = 'failed'"), 1);
+}
+
+#[tokio::test]
+async fn events_past_their_retention_are_deleted_with_their_deliveries() {
+    let app = app_sending(&[0], |settings| {
+        settings.outbound_webhooks.retention = Duration::from_secs(24 * 3600);
+    })
+    .await;
+    let receiver = Receiver::start();
+    register(&app, &receiver, json!(["*"])).await;
+    app.paid_ride("old").await;
+    wait_for(&receiver, 1).await;
+    diesel::sql_query("UPDATE webhook_events SET created_at = now() - interval '25 hours'")
+        .execute(&mut app.db())
+        .unwrap();
+
+    app.paid_ride("new").await;
+    wait_for(&receiver, 2).await;
+
+    let deleted = eventually(Duration::from_secs(10), || {
+        app.count("webhook_events") == 1 && app.count("webhook_deliveries") == 1
+    })
+    .await;
+    assert!(deleted);
 }
