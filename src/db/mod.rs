@@ -231,3 +231,11 @@ pub fn now(conn: &mut PgConnection) -> QueryResult<DateTime<Utc>> {
 pub fn span(duration: Duration) -> chrono::Duration {
     chrono::Duration::from_std(duration).unwrap_or(chrono::Duration::MAX)
 }
+
+/// A span of time as PostgreSQL's `interval`, for times reckoned on the
+/// database's clock (`now() + $1`), which every instance shares.
+pub fn interval(duration: Duration) -> diesel::pg::data_types::PgInterval {
+    diesel::pg::data_types::PgInterval::from_microseconds(
+        i64::try_from(duration.as_micros()).unwrap_or(i64::MAX),
+    )
+}

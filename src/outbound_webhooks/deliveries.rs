@@ -49,7 +49,7 @@ pub fn find(
     endpoint_id: i64,
     delivery_id: i64,
 ) -> QueryResult<Option<DeliveryJson>> {
-    Ok(select(conn, endpoint_id, Some(delivery_id), 0, None)?.pop())
+    Ok(select(conn, endpoint_id, Some(delivery_id), 1, None)?.pop())
 }
 
 /// Up to `limit + 1` deliveries to the destination, newest first, older
@@ -61,21 +61,23 @@ pub fn list(
     limit: i64,
     before_id: Option<i64>,
 ) -> QueryResult<Vec<DeliveryJson>> {
-    select(conn, endpoint_id, None, limit, before_id)
+    select(conn, endpoint_id, None, limit + 1, before_id)
 }
 
+/// Up to `rows` of the destination's deliveries (only `only`, if given),
+/// newest first, older than `before_id`, each with its attempts.
 fn select(
     conn: &mut PgConnection,
     endpoint_id: i64,
     only: Option<i64>,
-    limit: i64,
+    rows: i64,
     before_id: Option<i64>,
 ) -> QueryResult<Vec<DeliveryJson>> {
     let mut query = webhook_deliveries::table
         .inner_join(webhook_events::table)
         .filter(webhook_deliveries::endpoint_id.eq(endpoint_id))
         .order(webhook_deliveries::id.desc())
-        .limit(limit + 1)
+        .limit(rows)
         .select((
             webhook_deliveries::id,
             webhook_deliveries::event_id,

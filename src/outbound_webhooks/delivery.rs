@@ -25,7 +25,7 @@ use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
 
 use super::signing::signature;
 use crate::config::OutboundWebhookConfig;
-use crate::db::DbPool;
+use crate::db::{self, DbPool};
 use crate::outbound::destination::{DestinationPolicy, GuardedResolver};
 
 /// Attempts to one destination in flight at once on an instance, at most.
@@ -326,14 +326,10 @@ fn claim(
     )
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)
-    .bind::<Interval, _>(interval(lease))
+    .bind::<Interval, _>(db::interval(lease))
     .bind::<diesel::sql_types::Array<BigInt>, _>(busy.0)
     .bind::<diesel::sql_types::Array<BigInt>, _>(busy.1)
     .load(conn)
-}
-
-fn interval(duration: Duration) -> diesel::pg::data_types::PgInterval {
-    diesel::pg::data_types::PgInterval::from_microseconds(duration.as_micros() as i64)
 }
 
 fn insert_attempt(conn: &mut PgConnection, delivery_id: i64, attempt: &Attempt) -> QueryResult<()> {
@@ -351,8 +347,8 @@ fn insert_attempt(conn: &mut PgConnection, delivery_id: i64, attempt: &Attempt) 
     Ok(())
 }
 
-/// Succeeded; or pending again after `next`; or, with no attempt left,
-/// failed.
+/// Succeeded; or pending again after `next` (on the database's clock, which
+/// the claims of every instance read); or, with no attempt left, failed.
 fn settle_delivery(
     conn: &mut PgConnection,
     delivery_id: i64,
@@ -365,7 +361,8 @@ fn settle_delivery(
         (false, Some(_)) => "pending",
         (false, None) => "failed",
     };
-    let due = Utc::now() + chrono::Duration::from_std(next.unwrap_or_default()).unwrap_or_default();
+    let due = diesel::dsl::sql::<diesel::sql_types::Timestamptz>("now() + ")
+        .bind::<Interval, _>(db::interval(next.unwrap_or_default()));
     diesel::update(d::table.find(delivery_id))
         .set((
             d::status.eq(status),
@@ -437,7 +434,7 @@ fn delete_expired(conn: &mut PgConnection, retention: Duration) -> QueryResult<u
         "DELETE FROM webhook_events WHERE id IN ( \
              SELECT id FROM webhook_events WHERE created_at < now() - $1 LIMIT $2)",
     )
-    .bind::<Interval, _>(interval(retention))
+    .bind::<Interval, _>(db::interval(retention))
     .bind::<BigInt, _>(EXPIRED_BATCH)
     .execute(conn)
 }

@@ -182,7 +182,10 @@ pub fn roll_secret(
     secret: &str,
     overlap: std::time::Duration,
 ) -> QueryResult<bool> {
-    let until = Utc::now() + chrono::Duration::from_std(overlap).unwrap_or_default();
+    // On the database's clock, which the sender's claims read.
+    let until =
+        diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>("now() + ")
+            .bind::<diesel::sql_types::Interval, _>(crate::db::interval(overlap));
     let rolled = diesel::update(
         webhook_endpoints::table
             .filter(webhook_endpoints::id.eq(id))
