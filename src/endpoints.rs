@@ -1,7 +1,7 @@
 //! The idempotent endpoints, listed once for everything but HTTP: the
 //! names their keys record, their recovery points and calls (for the
-//! database's list and the crash points), their keys for the completer, and
-//! the jobs they stage in the outbox. `http::routes` lists their routes and
+//! database's list and the crash points) and their keys for the completer.
+//! `http::routes` lists their routes and
 //! OpenAPI parts, in the same order. Adding an endpoint adds one line to
 //! each.
 
@@ -12,7 +12,6 @@ use crate::idempotency::completer::Resumable;
 use crate::idempotency::endpoint::Keys;
 use crate::idempotency::{RecoveryPoints, Step};
 use crate::outbound_webhooks::actions::{self, Action};
-use crate::outbox::JobHandler;
 use crate::{crash, outbound_webhooks, refunds, rides};
 
 /// One endpoint, as the application wires it.
@@ -25,14 +24,11 @@ pub struct Registered {
     pub calls: Vec<&'static str>,
     /// Its keys, for the completer.
     pub resumable: fn(Arc<ServiceContext>) -> Box<dyn Resumable>,
-    /// The jobs it stages in the outbox.
-    pub jobs: fn() -> Vec<Box<dyn JobHandler>>,
 }
 
 impl Registered {
     fn of<P: RecoveryPoints>(
         resumable: fn(Arc<ServiceContext>) -> Box<dyn Resumable>,
-        jobs: fn() -> Vec<Box<dyn JobHandler>>,
     ) -> Registered {
         Registered {
             name: P::ENDPOINT,
@@ -45,7 +41,6 @@ impl Registered {
                 })
                 .collect(),
             resumable,
-            jobs,
         }
     }
 }
@@ -53,58 +48,41 @@ impl Registered {
 /// Every idempotent endpoint.
 pub fn all() -> Vec<Registered> {
     vec![
-        Registered::of::<rides::create::RecoveryPoint>(
-            |context| Box::new(Keys::<rides::create::endpoint::RideEndpoint>::new(context)),
-            || vec![Box::new(rides::receipt::RideReceipt)],
-        ),
-        Registered::of::<refunds::RecoveryPoint>(
-            |context| Box::new(Keys::<refunds::endpoint::RefundEndpoint>::new(context)),
-            Vec::new,
-        ),
-        Registered::of::<rides::complete::RecoveryPoint>(
-            |context| {
-                Box::new(Keys::<rides::complete::endpoint::CompleteEndpoint>::new(
-                    context,
-                ))
-            },
-            Vec::new,
-        ),
-        Registered::of::<rides::cancel::RecoveryPoint>(
-            |context| {
-                Box::new(Keys::<rides::cancel::endpoint::CancelEndpoint>::new(
-                    context,
-                ))
-            },
-            Vec::new,
-        ),
-        Registered::of::<rides::tip::RecoveryPoint>(
-            |context| Box::new(Keys::<rides::tip::endpoint::TipEndpoint>::new(context)),
-            Vec::new,
-        ),
-        Registered::of::<outbound_webhooks::create::RecoveryPoint>(
-            |context| {
-                Box::new(Keys::<
-                    outbound_webhooks::create::endpoint::WebhookEndpointCreate,
-                >::new(context))
-            },
-            Vec::new,
-        ),
-        Registered::of::<actions::retry::RecoveryPoint>(
-            |context| Box::new(Keys::<Action<actions::retry::Retry>>::new(context)),
-            Vec::new,
-        ),
-        Registered::of::<actions::roll_secret::RecoveryPoint>(
-            |context| {
-                Box::new(Keys::<Action<actions::roll_secret::RollSecret>>::new(
-                    context,
-                ))
-            },
-            Vec::new,
-        ),
-        Registered::of::<actions::test_event::RecoveryPoint>(
-            |context| Box::new(Keys::<Action<actions::test_event::TestEvent>>::new(context)),
-            Vec::new,
-        ),
+        Registered::of::<rides::create::RecoveryPoint>(|context| {
+            Box::new(Keys::<rides::create::endpoint::RideEndpoint>::new(context))
+        }),
+        Registered::of::<refunds::RecoveryPoint>(|context| {
+            Box::new(Keys::<refunds::endpoint::RefundEndpoint>::new(context))
+        }),
+        Registered::of::<rides::complete::RecoveryPoint>(|context| {
+            Box::new(Keys::<rides::complete::endpoint::CompleteEndpoint>::new(
+                context,
+            ))
+        }),
+        Registered::of::<rides::cancel::RecoveryPoint>(|context| {
+            Box::new(Keys::<rides::cancel::endpoint::CancelEndpoint>::new(
+                context,
+            ))
+        }),
+        Registered::of::<rides::tip::RecoveryPoint>(|context| {
+            Box::new(Keys::<rides::tip::endpoint::TipEndpoint>::new(context))
+        }),
+        Registered::of::<outbound_webhooks::create::RecoveryPoint>(|context| {
+            Box::new(Keys::<
+                outbound_webhooks::create::endpoint::WebhookEndpointCreate,
+            >::new(context))
+        }),
+        Registered::of::<actions::retry::RecoveryPoint>(|context| {
+            Box::new(Keys::<Action<actions::retry::Retry>>::new(context))
+        }),
+        Registered::of::<actions::roll_secret::RecoveryPoint>(|context| {
+            Box::new(Keys::<Action<actions::roll_secret::RollSecret>>::new(
+                context,
+            ))
+        }),
+        Registered::of::<actions::test_event::RecoveryPoint>(|context| {
+            Box::new(Keys::<Action<actions::test_event::TestEvent>>::new(context))
+        }),
     ]
 }
 

@@ -22,7 +22,6 @@ pub mod idempotency;
 pub mod ids;
 pub mod outbound;
 pub mod outbound_webhooks;
-pub mod outbox;
 pub mod payments;
 pub mod problem;
 pub mod reconciliation;

@@ -148,19 +148,6 @@ diesel::table! {
 }
 
 diesel::table! {
-    staged_jobs (id) {
-        id -> Int8,
-        job_type -> Text,
-        payload -> Jsonb,
-        attempts -> Int4,
-        run_at -> Timestamptz,
-        locked_until -> Nullable<Timestamptz>,
-        last_error -> Nullable<Text>,
-        created_at -> Timestamptz,
-    }
-}
-
-diesel::table! {
     stripe_events (id) {
         id -> Text,
         event_type -> Text,
@@ -211,7 +198,7 @@ diesel::table! {
 diesel::table! {
     webhook_endpoints (id) {
         id -> Int8,
-        user_id -> Int8,
+        user_id -> Nullable<Int8>,
         idempotency_key_id -> Nullable<Int8>,
         url -> Text,
         events -> Array<Nullable<Text>>,
@@ -266,7 +253,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     refunds,
     released_payments,
     rides,
-    staged_jobs,
     stripe_events,
     users,
     webhook_attempts,

@@ -15,6 +15,7 @@ use crate::http::payment_return;
 use crate::http::server::{self, Server};
 use crate::idempotency::KeyPolicy;
 use crate::outbound::destination::DestinationPolicy;
+use crate::outbound_webhooks;
 use crate::payments::{self, PaymentGateway, StripeGateway};
 use crate::workers::Workers;
 #[cfg(feature = "simulated")]
@@ -79,6 +80,11 @@ impl Application {
             let direct_url = settings.database_direct_url.as_deref();
             let mut conn = connect(direct_url.unwrap_or(database_url))?;
             db::run_migrations(&mut conn)?;
+            outbound_webhooks::installation::configure(
+                &mut conn,
+                settings.outbound_webhooks.receipts.as_ref(),
+            )
+            .context("cannot set up the destination of receipts")?;
             if direct_url.is_some() {
                 conn = connect(database_url)?;
             }

@@ -147,21 +147,28 @@ pub struct ReconcileConfig {
     pub window: Duration,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxConfig {
-    pub enabled: bool,
-    pub interval: Duration,
-    /// Receipts go here as webhooks; unset, they are recorded locally.
-    pub receipt_webhook_url: Option<String>,
+/// The installation's own destination of receipts (`RECEIPT_WEBHOOK_URL`
+/// and `RECEIPT_WEBHOOK_SECRET`, set together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptDestination {
+    /// The operator's: `https://`, or `http://` to a loopback host, and
+    /// held to no address policy (users' destinations are).
+    pub url: String,
+    /// `whsec_` and the base64 of its key.
+    pub secret: ApiKey,
 }
 
-/// The delivery of outbound webhooks (`OUTBOUND_WEBHOOK_*`).
+/// The outbox of events and their delivery (`OUTBOX_*`,
+/// `OUTBOUND_WEBHOOK_*`, `RECEIPT_WEBHOOK_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboundWebhookConfig {
-    /// The sender of deliveries (registration works either way).
+    /// The sender of deliveries (events are staged either way).
     pub enabled: bool,
     /// How often the sender looks for deliveries due.
     pub interval: Duration,
+    /// Receipts (`ride.captured`, `ride.canceled`, `ride.tipped`) to the
+    /// installation's own destination; None: it is disabled.
+    pub receipts: Option<ReceiptDestination>,
     /// Destinations may be loopback addresses, over `http://` too (tests
     /// and local development); every other address still needs `https://`
     /// and must be public.
@@ -224,7 +231,6 @@ pub struct Settings {
     pub completer: CompleterConfig,
     pub reconcile: ReconcileConfig,
     pub reaper: WorkerSettings,
-    pub outbox: OutboxConfig,
     pub outbound_webhooks: OutboundWebhookConfig,
     pub gateway: GatewayKind,
     #[cfg(feature = "simulated")]
@@ -292,14 +298,10 @@ impl Default for Settings {
                 enabled: true,
                 interval: Duration::from_secs(4 * 3600),
             },
-            outbox: OutboxConfig {
-                enabled: true,
-                interval: Duration::from_secs(2),
-                receipt_webhook_url: None,
-            },
             outbound_webhooks: OutboundWebhookConfig {
                 enabled: true,
                 interval: Duration::from_secs(1),
+                receipts: None,
                 allow_loopback: false,
                 retry_schedule: [0, 5, 300, 1800, 7200, 18000, 36000, 36000]
                     .map(Duration::from_secs)
@@ -387,15 +389,13 @@ impl Settings {
                 enabled: source.var("REAPER_ENABLED", d.reaper.enabled)?,
                 interval: source.secs("REAPER_INTERVAL_SECS", d.reaper.interval)?,
             },
-            outbox: OutboxConfig {
-                enabled: source.var("OUTBOX_ENABLED", d.outbox.enabled)?,
-                interval: source.secs("OUTBOX_INTERVAL_SECS", d.outbox.interval)?,
-                receipt_webhook_url: source.text("RECEIPT_WEBHOOK_URL")?,
-            },
             outbound_webhooks: OutboundWebhookConfig {
-                enabled: source.var("OUTBOUND_WEBHOOK_ENABLED", d.outbound_webhooks.enabled)?,
-                interval: source
-                    .millis("OUTBOUND_WEBHOOK_INTERVAL_MS", d.outbound_webhooks.interval)?,
+                enabled: source.var("OUTBOX_ENABLED", d.outbound_webhooks.enabled)?,
+                interval: source.secs("OUTBOX_INTERVAL_SECS", d.outbound_webhooks.interval)?,
+                receipts: receipt_destination(
+                    source.text("RECEIPT_WEBHOOK_URL")?,
+                    source.text("RECEIPT_WEBHOOK_SECRET")?,
+                )?,
                 allow_loopback: source.switch(
                     "OUTBOUND_WEBHOOK_ALLOW_LOOPBACK",
                     d.outbound_webhooks.allow_loopback,
@@ -495,11 +495,6 @@ impl Settings {
                 enabled: false,
                 interval: Duration::from_secs(3600),
             },
-            outbox: OutboxConfig {
-                enabled: false,
-                interval: Duration::from_millis(200),
-                receipt_webhook_url: None,
-            },
             outbound_webhooks: OutboundWebhookConfig {
                 enabled: false,
                 interval: Duration::from_millis(100),
@@ -543,11 +538,7 @@ impl Settings {
             ("COMPLETER_INTERVAL_SECS", self.completer.interval),
             ("RECONCILE_INTERVAL_SECS", self.reconcile.interval),
             ("REAPER_INTERVAL_SECS", self.reaper.interval),
-            ("OUTBOX_INTERVAL_SECS", self.outbox.interval),
-            (
-                "OUTBOUND_WEBHOOK_INTERVAL_MS",
-                self.outbound_webhooks.interval,
-            ),
+            ("OUTBOX_INTERVAL_SECS", self.outbound_webhooks.interval),
             (
                 "OUTBOUND_WEBHOOK_TIMEOUT_SECS",
                 self.outbound_webhooks.timeout,
@@ -562,7 +553,6 @@ impl Settings {
             self.completer.enabled,
             self.reconcile.enabled,
             self.reaper.enabled,
-            self.outbox.enabled,
             self.outbound_webhooks.enabled,
         ]
         .into_iter()
@@ -607,8 +597,9 @@ impl Settings {
         if let Some(url) = &self.public_base_url {
             check_url("PUBLIC_BASE_URL", url, &["http", "https"])?;
         }
-        if let Some(url) = &self.outbox.receipt_webhook_url {
-            outbound_url("RECEIPT_WEBHOOK_URL", url)?;
+        if let Some(receipts) = &self.outbound_webhooks.receipts {
+            outbound_url("RECEIPT_WEBHOOK_URL", &receipts.url)?;
+            webhook_secret("RECEIPT_WEBHOOK_SECRET", receipts.secret.expose())?;
         }
         if self.gateway == GatewayKind::Stripe {
             outbound_url("STRIPE_API_BASE", &self.stripe.api_base)?;
@@ -665,6 +656,37 @@ fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
     crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
 }
 
+/// `RECEIPT_WEBHOOK_URL` and `RECEIPT_WEBHOOK_SECRET`: both, or neither.
+fn receipt_destination(
+    url: Option<String>,
+    secret: Option<String>,
+) -> anyhow::Result<Option<ReceiptDestination>> {
+    match (url, secret) {
+        (None, None) => Ok(None),
+        (Some(url), Some(secret)) => Ok(Some(ReceiptDestination {
+            url,
+            secret: ApiKey::new(secret),
+        })),
+        (Some(_), None) => bail!(
+            "RECEIPT_WEBHOOK_URL needs RECEIPT_WEBHOOK_SECRET: receipts are signed like every \
+             webhook (whsec_ and the base64 of 24 to 64 random bytes)"
+        ),
+        (None, Some(_)) => bail!("RECEIPT_WEBHOOK_SECRET is set without RECEIPT_WEBHOOK_URL"),
+    }
+}
+
+/// A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 bytes.
+fn webhook_secret(name: &str, secret: &str) -> anyhow::Result<()> {
+    use base64::Engine;
+    let key = secret
+        .strip_prefix("whsec_")
+        .and_then(|key| base64::engine::general_purpose::STANDARD.decode(key).ok());
+    match key {
+        Some(key) if (24..=64).contains(&key.len()) => Ok(()),
+        _ => bail!("{name} must be whsec_ and the base64 of 24 to 64 random bytes"),
+    }
+}
+
 /// `OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS`: seconds, comma-separated, at
 /// least one attempt.
 fn retry_schedule(text: &str) -> anyhow::Result<Vec<Duration>> {
@@ -718,6 +740,63 @@ mod tests {
         assert!(!shown.contains("SecretSecret"), "{shown}");
         assert!(shown.contains("ApiKey(sk_test_****)"), "{shown}");
         assert_eq!(format!("{:?}", ApiKey::new("leaky")), "ApiKey(****)");
+    }
+
+    #[test]
+    fn receipts_need_a_url_and_a_secret_together() {
+        let read = |vars: &[(&str, &str)]| {
+            let lookup = |name: &str| {
+                Ok(vars
+                    .iter()
+                    .find(|(var, _)| *var == name)
+                    .map(|(_, value)| value.to_string()))
+            };
+            Settings::read(&Source::new(&lookup)).and_then(|settings| {
+                settings.validate()?;
+                Ok(settings.outbound_webhooks.receipts)
+            })
+        };
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let url = "https://receipts.example/hook";
+        assert_eq!(read(&[]).unwrap(), None);
+        assert_eq!(
+            read(&[
+                ("RECEIPT_WEBHOOK_URL", url),
+                ("RECEIPT_WEBHOOK_SECRET", secret)
+            ])
+            .unwrap(),
+            Some(ReceiptDestination {
+                url: url.to_owned(),
+                secret: ApiKey::new(secret),
+            })
+        );
+        for (vars, refused) in [
+            (
+                &[("RECEIPT_WEBHOOK_URL", url)][..],
+                "RECEIPT_WEBHOOK_URL needs RECEIPT_WEBHOOK_SECRET",
+            ),
+            (
+                &[("RECEIPT_WEBHOOK_SECRET", secret)],
+                "RECEIPT_WEBHOOK_SECRET is set without RECEIPT_WEBHOOK_URL",
+            ),
+            (
+                &[
+                    ("RECEIPT_WEBHOOK_URL", url),
+                    ("RECEIPT_WEBHOOK_SECRET", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+                ],
+                "RECEIPT_WEBHOOK_SECRET must be whsec_",
+            ),
+            (
+                &[
+                    ("RECEIPT_WEBHOOK_URL", "http://10.1.2.3/receipts"),
+                    ("RECEIPT_WEBHOOK_SECRET", secret),
+                ],
+                "RECEIPT_WEBHOOK_URL must be https://",
+            ),
+        ] {
+            let err = read(vars).unwrap_err().to_string();
+            assert!(err.contains(refused), "{err}");
+        }
     }
 
     #[test]

@@ -59,12 +59,15 @@ impl Settings {
             on_off(self.completer.enabled, self.completer.interval),
             on_off(self.reconcile.enabled, self.reconcile.interval),
             on_off(self.reaper.enabled, self.reaper.interval),
-            on_off(self.outbox.enabled, self.outbox.interval),
-            self.outbox
-                .receipt_webhook_url
-                .as_deref()
-                .map(mask_url)
-                .unwrap_or_else(|| "table".to_owned()),
+            on_off(
+                self.outbound_webhooks.enabled,
+                self.outbound_webhooks.interval
+            ),
+            self.outbound_webhooks
+                .receipts
+                .as_ref()
+                .map(|receipts| mask_url(&receipts.url))
+                .unwrap_or_else(|| "off".to_owned()),
             // Whether events are accepted, never the secret.
             if self.stripe.webhook_secret.is_some() {
                 "signed"
@@ -86,8 +89,10 @@ mod tests {
         );
         settings.gateway = GatewayKind::Stripe;
         settings.stripe.api_key = Some(ApiKey::new("sk_test_51Hsecretsecret"));
-        settings.outbox.receipt_webhook_url =
-            Some("https://user:pw@hooks.example/r?token=tok_receipts".to_owned());
+        settings.outbound_webhooks.receipts = Some(crate::config::ReceiptDestination {
+            url: "https://user:pw@hooks.example/r?token=tok_receipts".to_owned(),
+            secret: ApiKey::new("whsec_c2lnbmluZ3NpZ25pbmdzaWduaW5nc2lnbmluZw=="),
+        });
         settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
         settings.database_direct_url = Some("host=db.internal password=hunter5".to_owned());
         let summary = settings.summary();
@@ -102,6 +107,7 @@ mod tests {
         assert!(!summary.contains("secretsecret"), "{summary}");
         assert!(!summary.contains(":pw@"), "{summary}");
         assert!(!summary.contains("topsecret"), "{summary}");
+        assert!(!summary.contains("c2lnbmluZ"), "{summary}");
         assert!(summary.contains("stripe_webhooks=signed"), "{summary}");
         // libpq's reading: the query's password is the one that counts.
         assert!(

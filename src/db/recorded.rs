@@ -1,5 +1,5 @@
-//! A change to one row and the rows that record it (its audit record, the
-//! job that announces it), sent to PostgreSQL as one statement.
+//! A change to one row and the rows that record it (its audit record),
+//! sent to PostgreSQL as one statement.
 //!
 //! Each would otherwise be a round trip of its own inside the transaction.
 //! PostgreSQL runs data-modifying CTEs as one statement, and an INSERT that

@@ -2,7 +2,7 @@
 //! statement, with no transaction around it.
 //!
 //! A last phase whose work is one change (a ride settled, with its audit
-//! record and receipt) and whose answer is known before the change is sent
+//! record, and its event staged by the database's trigger) and whose answer is known before the change is sent
 //! needs no `BEGIN` and `COMMIT`: PostgreSQL runs one statement atomically.
 //! The lease fences the change inside the statement:
 //!

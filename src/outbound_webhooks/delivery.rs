@@ -13,6 +13,11 @@
 //! is a failure (never followed), a 410 disables the destination, a
 //! `Retry-After` is waited at least, and a destination whose every attempt
 //! has failed for `disable_after` is disabled.
+//!
+//! Users' destinations are reached only at addresses the policy allows,
+//! checked on the address connected to; the installation's own (receipts)
+//! is the operator's setting, checked when read (`config`), and may be an
+//! internal service.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool, Bytea, Integer, Interval, Nullable, Text};
 
 use super::signing::signature;
 use crate::config::OutboundWebhookConfig;
@@ -47,7 +52,10 @@ const EXPIRED_BATCH: i64 = 1000;
 #[derive(Clone)]
 pub struct Sender {
     pool: DbPool,
+    /// For users' destinations: connects only where the policy allows.
     agent: ureq::Agent,
+    /// For the installation's own destination.
+    operator_agent: ureq::Agent,
     config: Arc<OutboundWebhookConfig>,
     in_flight: Arc<AtomicUsize>,
     /// Attempts in flight, by destination.
@@ -64,6 +72,9 @@ struct Claimed {
     attempts: i32,
     #[diesel(sql_type = BigInt)]
     endpoint_id: i64,
+    /// To the installation's own destination (receipts).
+    #[diesel(sql_type = Bool)]
+    installation: bool,
     #[diesel(sql_type = Text)]
     event_id: String,
     #[diesel(sql_type = Text)]
@@ -123,10 +134,11 @@ impl Sender {
         Sender {
             pool,
             agent: ureq::Agent::with_parts(
-                agent_config,
+                agent_config.clone(),
                 ureq::unversioned::transport::DefaultConnector::default(),
                 resolver,
             ),
+            operator_agent: agent_config.into(),
             config: Arc::new(config.clone()),
             in_flight: Arc::new(AtomicUsize::new(0)),
             busy: Arc::default(),
@@ -209,8 +221,11 @@ impl Sender {
         let at = Utc::now();
         let started = Instant::now();
         let timestamp = at.timestamp();
-        let sent = self
-            .agent
+        let agent = match delivery.installation {
+            true => &self.operator_agent,
+            false => &self.agent,
+        };
+        let sent = agent
             .post(&delivery.url)
             .header("content-type", "application/json")
             .header("webhook-id", &delivery.event_id)
@@ -319,7 +334,8 @@ fn claim(
          SET locked_until = now() + $3, attempts = d.attempts + 1 \
          FROM due, webhook_endpoints e, webhook_events event \
          WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
-         RETURNING d.id, d.attempts, d.endpoint_id, d.event_id, e.url, e.secret, \
+         RETURNING d.id, d.attempts, d.endpoint_id, e.user_id IS NULL AS installation, \
+             d.event_id, e.url, e.secret, \
              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
                  AS previous_secret, \
              event.body",

@@ -1,5 +1,5 @@
 //! Outbound webhooks: the destinations users register for their rides'
-//! events, the events themselves (staged by the database in the transaction
+//! events (and the installation's own, for receipts), the events themselves (staged by the database in the transaction
 //! of each change), and their delivery, signed by the Standard Webhooks
 //! specification, at least once.
 
@@ -8,5 +8,6 @@ pub mod create;
 pub mod deliveries;
 pub mod delivery;
 pub mod events;
+pub mod installation;
 pub mod model;
 pub mod signing;

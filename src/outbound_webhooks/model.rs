@@ -1,4 +1,5 @@
-//! The `webhook_endpoints` table: a user's destinations.
+//! The `webhook_endpoints` table: a user's destinations (and the
+//! installation's own, which has no user: `installation`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -15,7 +16,6 @@ pub const MAX_PER_USER: i64 = 16;
 #[diesel(table_name = webhook_endpoints, check_for_backend(diesel::pg::Pg))]
 pub struct WebhookEndpoint {
     pub id: i64,
-    pub user_id: UserId,
     pub url: String,
     pub events: Vec<Option<String>>,
     /// `enabled`, or `disabled` (by a 410, after failing for days, or by

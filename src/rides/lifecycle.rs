@@ -6,7 +6,6 @@ use diesel::prelude::*;
 use serde_json::json;
 
 use super::model::{Ride, RideStatus, Settlement};
-use super::receipt;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, DbPool};
 use crate::idempotency::flow::Found;
@@ -313,9 +312,8 @@ fn settled(
 }
 
 /// Records `status` with what the intent holds and took, ends `key`'s hold
-/// on the ride, and answers the ride (200). A ride whose money moved gets
-/// its receipt. One statement, with its audit record, in the caller's
-/// transaction.
+/// on the ride, and answers the ride (200). One statement, with its audit
+/// record, in the caller's transaction.
 pub fn finish_settled(
     conn: &mut PgConnection,
     ride: &Ride,
@@ -329,7 +327,6 @@ pub fn finish_settled(
             .set((&settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(receipt::OF_CHANGED)
     .with(audit)
     .cached_as(finish_settled)
     .get_result(conn)
@@ -369,7 +366,6 @@ fn settled_finishing(
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(receipt::OF_CHANGED)
     .with(audit);
     Finishing::new(change, response)
 }

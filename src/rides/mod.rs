@@ -9,5 +9,4 @@ pub mod fare;
 mod lifecycle;
 pub mod model;
 pub mod payment;
-pub mod receipt;
 pub mod tip;

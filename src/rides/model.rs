@@ -312,37 +312,16 @@ pub fn settle(
         .optional()
 }
 
-/// `settle`, with `record` written in the same statement if it applies.
-pub fn settle_recorded<R: QueryFragment<Pg> + Send + 'static>(
-    conn: &mut PgConnection,
-    ride_id: RideId,
-    from: &[RideStatus],
-    settlement: &Settlement,
-    record: R,
-) -> QueryResult<Option<Ride>> {
-    recorded(
-        diesel::update(settleable!(ride_id, from))
-            .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
-            .returning(Ride::as_returning()),
-    )
-    .with(record)
-    .cached_as(settle_recorded::<R>)
-    .get_result(conn)
-    .optional()
-}
-
-/// `settle_recorded`'s change, for a key that finishes with it
+/// `settle`'s change, for a key that finishes with it
 /// (`idempotency::Finishing`): made only while the key's lease holds.
-pub fn settle_finishing<R: QueryFragment<Pg> + Send + 'static>(
+pub fn settle_finishing(
     ride_id: RideId,
     from: &[RideStatus],
     settlement: Settlement,
-    record: R,
 ) -> Recorded<'static, impl QueryFragment<Pg> + Send> {
     recorded(
         diesel::update(settleable!(ride_id, from).filter(fenced()))
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(record)
 }

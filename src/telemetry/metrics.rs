@@ -26,9 +26,7 @@ pub struct Metrics {
     /// What reconciliation passes did: matched, recorded, reissued, refused,
     /// orphan_cancelled, orphan_refunded, needs_attention, unresolved.
     pub reconciliation: IntCounterVec,
-    /// Outbox deliveries: delivered, failed.
-    pub outbox: IntCounterVec,
-    /// Attempts at delivering users' webhooks: succeeded, failed, gone
+    /// Attempts at delivering webhooks (users' and receipts): succeeded, failed, gone
     /// (a 410, which disables the destination).
     pub outbound_webhooks: IntCounterVec,
     /// Stripe webhook events by type (the types ridepay acts on, or `other`,
@@ -117,23 +115,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             )
             .unwrap(),
         ),
-        outbox: register(
-            r,
-            IntCounterVec::new(
-                Opts::new(
-                    "outbox_deliveries_total",
-                    "Outbox job deliveries, by result",
-                ),
-                &["result"],
-            )
-            .unwrap(),
-        ),
         outbound_webhooks: register(
             r,
             IntCounterVec::new(
                 Opts::new(
                     "outbound_webhook_attempts_total",
-                    "Attempts at delivering users' webhooks, by outcome",
+                    "Attempts at delivering webhooks, users' and receipts, by outcome",
                 ),
                 &["outcome"],
             )

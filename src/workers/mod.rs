@@ -1,7 +1,8 @@
 //! The background workers of one instance: completer, reconciliation,
-//! reaper, outbox drainer, the sender of users' webhooks and, with the
-//! simulated gateway, the sender of its events, each a thread on its own interval. Each is safe to run on every instance at once
-//! (see their modules), so there is no leader to elect.
+//! reaper, the outbox's sender of webhooks and, with the simulated gateway,
+//! the sender of its events, each a thread on its own interval. Each is
+//! safe to run on every instance at once (see their modules), so there is
+//! no leader to elect.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
@@ -14,7 +15,6 @@ use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
 use crate::outbound_webhooks::delivery::Sender;
-use crate::outbox::drainer::{self, DrainerSettings};
 use crate::reconciliation::{self, PassOptions, Summary};
 
 #[cfg(feature = "simulated")]
@@ -28,20 +28,6 @@ pub struct Workers {
 
 impl Workers {
     pub fn start(settings: &Settings, context: Arc<ServiceContext>) -> anyhow::Result<Workers> {
-        // Built before any worker starts, so a bad URL leaves none running.
-        let drainer_settings = settings
-            .outbox
-            .enabled
-            .then(|| {
-                DrainerSettings::new(
-                    settings.outbox.receipt_webhook_url.clone(),
-                    endpoints::all()
-                        .iter()
-                        .flat_map(|endpoint| (endpoint.jobs)())
-                        .collect(),
-                )
-            })
-            .transpose()?;
         let mut workers = Workers {
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             threads: Vec::new(),
@@ -99,18 +85,6 @@ impl Workers {
                     Err(err) => log::error!("reaper pass failed: {err:#}"),
                 }
             });
-        }
-        if let Some(drainer_settings) = drainer_settings {
-            let pool = context.pool.clone();
-            workers.spawn(
-                "outbox",
-                settings.outbox.interval,
-                move || match drainer::run_once(&pool, &drainer_settings) {
-                    Ok(report) if report != Default::default() => log::info!("outbox: {report:?}"),
-                    Ok(_) => {}
-                    Err(err) => log::error!("outbox pass failed: {err}"),
-                },
-            );
         }
         if settings.outbound_webhooks.enabled {
             let sender = Sender::new(context.pool.clone(), &settings.outbound_webhooks);

@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["db", "users", "audit", "embedded_postgres"]),
     ("idempotency", &["idempotency"]),
     ("wire", &["wire"]),
-    ("payments and the outbox", &["payments", "outbox"]),
+    ("payments", &["payments"]),
     (
         "endpoints",
         &[

@@ -489,7 +489,7 @@ mod webhook_endpoints {
         path: "/api/webhook_endpoints",
         body: BODY,
         status: 201,
-        done: "webhook_endpoints",
+        done: "webhook_endpoints WHERE user_id IS NOT NULL",
         set_up: false,
         one_transaction: false,
     };

@@ -75,7 +75,8 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
     assert_eq!(app.key_state("first")["recovery_point"], "finished");
     assert_eq!(app.key_state("first")["locked"], false);
     assert_eq!(app.count("audit_records WHERE action = 'ride.created'"), 1);
-    assert_eq!(app.count("staged_jobs WHERE job_type = 'ride_receipt'"), 1);
+    // Its event (and receipt) staged with it.
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 1);
     let created_at = ride["created_at"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(created_at).is_ok() && created_at.ends_with('Z'));
 }
@@ -233,7 +234,7 @@ async fn a_ride_holds_its_fare_by_default_and_is_authorized() {
         1
     );
     // Its receipt comes with the capture.
-    assert_eq!(app.count("staged_jobs"), 0);
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 0);
 }
 
 #[tokio::test]
@@ -277,7 +278,7 @@ async fn a_card_that_needs_authentication_is_a_stored_202_with_the_next_action()
     );
     // Nothing held yet, and no receipt for what is not paid.
     assert_eq!(ride["amount_authorized_cents"], 0);
-    assert_eq!(app.count("staged_jobs"), 0);
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 0);
 }
 
 #[tokio::test]

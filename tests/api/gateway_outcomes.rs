@@ -29,7 +29,12 @@ async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
         1
     );
     assert_eq!(app.count("simulated_payment_intents"), 1);
-    assert_eq!(app.count("staged_jobs"), 0);
+    // Its event says so; no receipt for what is not paid.
+    assert_eq!(
+        app.count("webhook_events WHERE type = 'ride.payment_declined'"),
+        1
+    );
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 0);
 }
 
 #[tokio::test]

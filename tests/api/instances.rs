@@ -1,11 +1,14 @@
-//! Two server processes on one database, each with its completer and outbox
-//! drainer running, as instances behind a load balancer would be.
+//! Two server processes on one database, each with its completer and the
+//! outbox's sender running, as instances behind a load balancer would be.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
 
 use crate::helpers::{database_only, ride_with, TestApp, RIDE};
+use crate::receipts::verified;
+use crate::receiver::Receiver;
 use crate::server_process::ServerProcess;
 use crate::workers::eventually;
 
@@ -59,7 +62,14 @@ async fn a_hundred_parallel_requests_with_one_key_over_two_instances_make_one_ri
 #[tokio::test]
 async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_receipts() {
     let app = database_only();
-    let (a, b) = two_instances(&app, &[]);
+    let receiver = Receiver::start();
+    let (a, b) = two_instances(
+        &app,
+        &[
+            ("RECEIPT_WEBHOOK_URL", &receiver.url),
+            ("RECEIPT_WEBHOOK_SECRET", crate::receipts::SECRET),
+        ],
+    );
     let app = &app;
 
     let answers: Vec<_> = stream::iter(0..1000)
@@ -95,8 +105,17 @@ async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_re
         app.count("rides r JOIN simulated_payment_intents p ON p.id = r.payment_intent_id WHERE p.amount_received_cents = r.amount_cents"),
         1000
     );
-    // Both drainers ran side by side: every receipt exactly once.
-    let drained = eventually(Duration::from_secs(30), || app.count("staged_jobs") == 0).await;
-    assert!(drained);
-    assert_eq!(app.count("receipts WHERE deliveries = 1"), 1000);
+    // Both senders ran side by side: every ride's receipt delivered, each
+    // verified.
+    let delivered = eventually(Duration::from_secs(60), || {
+        app.count("webhook_deliveries WHERE status = 'succeeded'") == 1000
+    })
+    .await;
+    assert!(delivered);
+    let receipts: BTreeSet<i64> = receiver
+        .received()
+        .iter()
+        .map(|received| verified(received)["data"]["ride"]["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(receipts.len(), 1000);
 }

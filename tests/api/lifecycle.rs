@@ -88,7 +88,7 @@ async fn completing_captures_the_final_fare_and_releases_the_rest_of_the_hold() 
         ),
         (200, &answer.body, Some("true"))
     );
-    assert_eq!(app.count("staged_jobs WHERE job_type = 'ride_receipt'"), 1);
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 1);
     // The event of the capture changes nothing more.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(app.ride(ride_id).await, ride);

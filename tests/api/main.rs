@@ -41,6 +41,7 @@ mod pgbouncer;
 mod pooler;
 mod prepared_statements;
 mod read_rides;
+mod receipts;
 mod receiver;
 mod reconciliation;
 mod refunds;

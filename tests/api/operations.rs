@@ -238,8 +238,24 @@ fn bad_configuration_is_refused_at_start_with_a_clear_message() {
             &[
                 ("DATABASE_URL", "postgres://x/db"),
                 ("RECEIPT_WEBHOOK_URL", "not a url"),
+                ("RECEIPT_WEBHOOK_SECRET", crate::receipts::SECRET),
             ],
             "RECEIPT_WEBHOOK_URL is not a valid URL",
+        ),
+        (
+            &[
+                ("DATABASE_URL", "postgres://x/db"),
+                ("RECEIPT_WEBHOOK_URL", "https://receipts.example/hook"),
+            ],
+            "RECEIPT_WEBHOOK_URL needs RECEIPT_WEBHOOK_SECRET",
+        ),
+        (
+            &[
+                ("DATABASE_URL", "postgres://x/db"),
+                ("RECEIPT_WEBHOOK_URL", "https://receipts.example/hook"),
+                ("RECEIPT_WEBHOOK_SECRET", "whsec_dG9vc2hvcnQ="),
+            ],
+            "RECEIPT_WEBHOOK_SECRET must be whsec_ and the base64 of 24 to 64 random bytes",
         ),
         (
             &[

@@ -294,7 +294,7 @@ async fn a_410_disables_the_destination_and_a_retry_after_is_waited() {
     wait_for(&gone, 1).await;
     wait_for(&busy, 1).await;
     let disabled = eventually(Duration::from_secs(10), || {
-        app.count("webhook_endpoints WHERE status = 'disabled'") == 1
+        app.count("webhook_endpoints WHERE user_id IS NOT NULL AND status = 'disabled'") == 1
     })
     .await;
     assert!(disabled);
@@ -353,7 +353,8 @@ async fn a_destination_that_hangs_never_delays_another() {
     assert_eq!(
         app.count(
             "webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id \
-             WHERE d.endpoint_id = (SELECT min(id) FROM webhook_endpoints)"
+             WHERE d.endpoint_id = \
+                 (SELECT min(id) FROM webhook_endpoints WHERE user_id IS NOT NULL)"
         ),
         0
     );
@@ -377,7 +378,8 @@ async fn a_destination_failing_for_longer_than_allowed_is_disabled() {
     wait_for(&receiver, 2).await;
     let disabled = eventually(Duration::from_secs(10), || {
         app.count(
-            "webhook_endpoints WHERE status = 'disabled' AND disabled_reason LIKE 'every attempt failed%'",
+            "webhook_endpoints WHERE user_id IS NOT NULL AND status = 'disabled' \
+             AND disabled_reason LIKE 'every attempt failed%'",
         ) == 1
     })
     .await;
@@ -417,7 +419,10 @@ async fn registration_refuses_destinations_that_may_not_be_reached() {
             (422, Some("true"))
         );
     }
-    assert_eq!(strict.count("webhook_endpoints"), 0);
+    assert_eq!(
+        strict.count("webhook_endpoints WHERE user_id IS NOT NULL"),
+        0
+    );
 }
 
 #[tokio::test]
@@ -501,7 +506,7 @@ async fn a_destination_is_changed_and_a_disabled_one_enabled_again() {
     app.paid_ride("not subscribed").await;
     app.held_ride("gone", "pm_card_visa").await;
     let disabled = eventually(Duration::from_secs(10), || {
-        app.count("webhook_endpoints WHERE status = 'disabled'") == 1
+        app.count("webhook_endpoints WHERE user_id IS NOT NULL AND status = 'disabled'") == 1
     })
     .await;
     assert!(disabled);

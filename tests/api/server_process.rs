@@ -79,7 +79,6 @@ impl ServerProcess {
             .env("COMPLETER_ENABLED", "false")
             .env("COMPLETER_INTERVAL_SECS", "1")
             .env("OUTBOX_ENABLED", "false")
-            .env("OUTBOUND_WEBHOOK_ENABLED", "false")
             .env("OUTBOX_INTERVAL_SECS", "1")
             .env("REAPER_ENABLED", "false")
             .env("RECONCILE_ENABLED", "false")

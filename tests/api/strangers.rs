@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use ridepay::config::{ApiKey, GatewayKind, StripeSettings};
+use ridepay::config::{ApiKey, GatewayKind, ReceiptDestination, StripeSettings};
 use serde_json::json;
 
 use crate::helpers::{
@@ -256,27 +256,21 @@ async fn a_redirect_from_the_gateway_is_not_followed_and_pays_nothing() {
 }
 
 #[tokio::test]
-async fn a_redirect_from_the_receipt_webhook_is_not_a_delivery() {
-    use ridepay::outbox::drainer::{self, DrainerSettings};
-    use ridepay::rides::receipt::RideReceipt;
+async fn a_redirect_from_the_receipts_destination_is_not_a_delivery() {
     let (url, reached) = redirector().await;
-    let app = spawn_app().await;
+    let receipts = format!("{url}/receipts");
+    let app = spawn_app_with(crate::receipts::sending_receipts(&receipts)).await;
     app.post_ride("receipt", RIDE).await.assert_status(201);
-    let settings =
-        DrainerSettings::new(Some(format!("{url}/receipts")), vec![Box::new(RideReceipt)]).unwrap();
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &ridepay::config::Settings::for_database(&app.database_url),
-    );
 
-    let report = tokio::task::spawn_blocking(move || drainer::run_once(&pool, &settings).unwrap())
-        .await
-        .unwrap();
+    let redirected = crate::workers::eventually(Duration::from_secs(30), || {
+        app.count("webhook_attempts WHERE http_status = 302") >= 1
+    })
+    .await;
 
-    assert_eq!((report.delivered, report.failed), (0, 1));
+    assert!(redirected);
     assert_eq!(reached.load(Ordering::SeqCst), 0);
     assert_eq!(
-        app.count("staged_jobs"),
+        app.count("webhook_deliveries WHERE status = 'pending'"),
         1,
         "the receipt is still to deliver"
     );
@@ -294,7 +288,10 @@ fn plain_http_to_another_host_is_refused_at_start_up() {
         if name == "STRIPE_API_BASE" {
             settings.stripe.api_base = url.to_owned();
         } else {
-            settings.outbox.receipt_webhook_url = Some(url.to_owned());
+            settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+                url: url.to_owned(),
+                secret: ApiKey::new(crate::receipts::SECRET),
+            });
         }
         let refused = settings.validate().unwrap_err().to_string();
         assert!(

@@ -1,5 +1,5 @@
-//! The background workers, in process: the completer, the reaper and the
-//! outbox drainer.
+//! The background workers, in process: the completer and the reaper (the
+//! outbox's sender: `outbound_webhooks`, `receipts`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,11 +11,9 @@ use ridepay::context::ServiceContext;
 use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::endpoint::Keys;
 use ridepay::idempotency::reaper;
-use ridepay::outbox::drainer::{self, DrainerSettings};
 use ridepay::payments;
 use ridepay::rides::create::endpoint::RideEndpoint;
 use ridepay::rides::create::RecoveryPoint;
-use ridepay::rides::receipt::RideReceipt;
 use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{
@@ -226,113 +224,4 @@ async fn the_reaper_deletes_old_finished_keys_only_and_rides_keep_their_data() {
     let reused = app.post_ride("old", RIDE).await;
     assert_eq!(reused.status, 201);
     assert_ne!(reused.json()["id"], old.json()["id"]);
-}
-
-#[tokio::test]
-async fn the_outbox_delivers_one_receipt_per_finished_ride() {
-    let app = spawn_app().await;
-    for key in ["r1", "r2", "r3"] {
-        assert_eq!(app.post_ride(key, RIDE).await.status, 201);
-    }
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &Settings::for_database(&app.database_url),
-    );
-    let settings = DrainerSettings::new(None, vec![Box::new(RideReceipt)]).unwrap();
-
-    // Two drainers at once, as two instances would run them.
-    let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| drainer::run_once(&pool, &settings).unwrap());
-        let b = scope.spawn(|| drainer::run_once(&pool, &settings).unwrap());
-        (a.join().unwrap(), b.join().unwrap())
-    });
-
-    assert_eq!(a.delivered + b.delivered, 3);
-    assert_eq!(app.count("receipts WHERE deliveries = 1"), 3);
-    assert_eq!(app.count("staged_jobs"), 0);
-    assert_eq!(
-        drainer::run_once(&pool, &settings).unwrap(),
-        Default::default()
-    );
-}
-
-/// `webhook-id`, `webhook-timestamp` and body of each delivery received.
-type Deliveries = std::sync::Mutex<Vec<(String, String, serde_json::Value)>>;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn receipts_go_to_the_webhook_with_a_stable_id_and_are_retried_until_accepted() {
-    use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
-
-    // A receiver that refuses its first delivery and records every one.
-    let seen: web::Data<Deliveries> = web::Data::new(Deliveries::default());
-    let recorded = seen.clone();
-    let server = HttpServer::new(move || {
-        App::new().app_data(recorded.clone()).route(
-            "/receipts",
-            web::post().to(
-                |request: HttpRequest, body: web::Bytes, seen: web::Data<Deliveries>| async move {
-                    let header = |name: &str| {
-                        request
-                            .headers()
-                            .get(name)
-                            .unwrap()
-                            .to_str()
-                            .unwrap()
-                            .to_owned()
-                    };
-                    let mut seen = seen.lock().unwrap();
-                    seen.push((
-                        header("webhook-id"),
-                        header("webhook-timestamp"),
-                        serde_json::from_slice(&body).unwrap(),
-                    ));
-                    if seen.len() == 1 {
-                        HttpResponse::InternalServerError().finish()
-                    } else {
-                        HttpResponse::NoContent().finish()
-                    }
-                },
-            ),
-        )
-    })
-    .workers(1)
-    .bind("127.0.0.1:0")
-    .unwrap();
-    let url = format!("http://{}/receipts", server.addrs()[0]);
-    tokio::spawn(server.run());
-    let app = spawn_app().await;
-    let created = app.post_ride("receipt", RIDE).await;
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &Settings::for_database(&app.database_url),
-    );
-    let mut settings = DrainerSettings::new(Some(url), vec![Box::new(RideReceipt)]).unwrap();
-    settings.backoff = Backoff {
-        base: Duration::ZERO,
-        max: Duration::ZERO,
-    };
-
-    let pool_for_drain = pool.clone();
-    let (first, second) = tokio::task::spawn_blocking(move || {
-        (
-            drainer::run_once(&pool_for_drain, &settings).unwrap(),
-            drainer::run_once(&pool_for_drain, &settings).unwrap(),
-        )
-    })
-    .await
-    .unwrap();
-
-    assert_eq!((first.failed, second.delivered), (1, 1));
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 2);
-    assert_eq!(
-        seen[0].0, seen[1].0,
-        "webhook-id is stable across redeliveries"
-    );
-    assert!(seen[0].0.starts_with("job_"));
-    assert!(seen[1].1.parse::<i64>().is_ok());
-    assert_eq!(seen[1].2["type"], "ride.receipt");
-    assert_eq!(seen[1].2["data"], created.json());
-    assert_eq!(app.count("staged_jobs"), 0);
-    assert_eq!(app.count("receipts"), 0);
 }

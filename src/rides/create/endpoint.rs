@@ -21,7 +21,6 @@ use crate::payments::{
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
 use crate::rides::payment::{may_follow, settlement};
-use crate::rides::receipt;
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::wire;
@@ -307,9 +306,8 @@ fn answered(ride: &Ride, intent: &PaymentIntent) -> Result<Final<Settlement>, Se
 }
 
 /// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
-/// the ride, and for a ride paid at once its receipt staged in the same
-/// statement (a held fare's receipt comes with its capture); a rejection
-/// is returned as such (for `finish_unpaid`). Only a holder of the key's lease moves a pending
+/// the ride (its event staged by the database's trigger in the same
+/// statement); a rejection is returned as such (for `finish_unpaid`). Only a holder of the key's lease moves a pending
 /// ride on, so a ride found moved on means the lease was taken over (by the
 /// gateway's event, say).
 pub fn record_payment(
@@ -321,14 +319,8 @@ pub fn record_payment(
         Final::Made(settled) => settled,
         Final::Refused(rejected) => return Ok(Final::Refused(rejected)),
     };
-    let ride = model::settle_recorded(
-        conn,
-        ride.id,
-        may_follow(settled.status),
-        &settled,
-        receipt::OF_CHANGED,
-    )?
-    .ok_or(ServiceError::LeaseLost)?;
+    let ride = model::settle(conn, ride.id, may_follow(settled.status), &settled)?
+        .ok_or(ServiceError::LeaseLost)?;
     Ok(Final::Made(ride))
 }
 
@@ -345,7 +337,7 @@ pub fn payment_finishing(
     };
     let response = finish_answered(&ride.settled(&settled));
     let from = may_follow(settled.status);
-    let change = model::settle_finishing(ride.id, from, settled, receipt::OF_CHANGED);
+    let change = model::settle_finishing(ride.id, from, settled);
     Ok(Some(Finishing::new(change, response)))
 }
 

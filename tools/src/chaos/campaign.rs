@@ -1,5 +1,6 @@
 //! The campaign from start to verdict: PostgreSQL, the gateway, two instances,
-//! the webhook receivers, the clients and the killer, the completer's and
+//! the webhook receivers (the user's, a bystander's and the installation's
+//! receipts), the clients and the killer, the completer's and
 //! the webhook sender's turn, the audit.
 
 use std::sync::atomic::Ordering;
@@ -21,6 +22,9 @@ use crate::ridepay::{var, LogCounts};
 use crate::stage::Stage;
 
 const INSTANCES: usize = 2;
+/// What every instance signs receipts with: `whsec_` and the base64 of 32
+/// bytes.
+const RECEIPT_SECRET: &str = "whsec_Y2hhb3MtY2FtcGFpZ24tcmVjZWlwdHMtc2lnbmluZy0=";
 const EXAMPLES_SHOWN: usize = 5;
 
 /// Runs the campaign and prints its summary. Ok(false): violations found.
@@ -38,8 +42,16 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
     ))?;
 
     let gateway = Gateway::start(&options, &ridepay, &database)?;
+    let receipts = Receiver::start()?;
+    receipts.set_secret(RECEIPT_SECRET.to_owned());
     let envs = (0..INSTANCES)
-        .map(|index| [instance_env(), gateway.instance_env(index)].concat())
+        .map(|index| {
+            let receipts = vec![
+                var("RECEIPT_WEBHOOK_URL", &receipts.url),
+                var("RECEIPT_WEBHOOK_SECRET", RECEIPT_SECRET),
+            ];
+            [instance_env(), receipts, gateway.instance_env(index)].concat()
+        })
         .collect();
     let logs = LogCounts::new(&SERVER_EVENTS);
     let fleet = Arc::new(Fleet::start(ridepay, envs, logs.clone())?);
@@ -85,6 +97,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         &audit::Deliveries {
             taken: receiver.taken(),
             bystanders: bystanders.taken(),
+            receipts: receipts.taken(),
         },
     )?;
     fleet.stop_all();
@@ -229,7 +242,7 @@ async fn kill_at_random(
 /// abandoned keys are taken over and finished, and keys whose answer the
 /// gateway saved as a 500 resolved, within the campaign (reconciliation looks
 /// them up at once, and releases a payment no ride records after 10 s); the
-/// outbox and the webhook sender on; no reaper; no per-key rate limit (one
+/// outbox's sender of webhooks on; no reaper; no per-key rate limit (one
 /// user sends everything, and the limiter is not what the campaign tests).
 fn instance_env() -> Vec<(String, String)> {
     vec![
@@ -250,7 +263,6 @@ fn instance_env() -> Vec<(String, String)> {
         // The receivers listen on loopback; short timeouts and a quick
         // schedule, so deliveries end within the settle limit.
         var("OUTBOUND_WEBHOOK_ALLOW_LOOPBACK", true),
-        var("OUTBOUND_WEBHOOK_INTERVAL_MS", 200),
         var("OUTBOUND_WEBHOOK_TIMEOUT_SECS", 2),
         var(
             "OUTBOUND_WEBHOOK_RETRY_SCHEDULE_SECS",

@@ -144,6 +144,14 @@ impl Summary<'_> {
             "webhook deliveries its receiver took (duplicates included)",
             self.audit.webhook_deliveries_taken.to_string(),
         );
+        row(
+            "receipts staged (captures, cancellations, tips)",
+            self.audit.receipt_events.to_string(),
+        );
+        row(
+            "receipt deliveries the installation's receiver took",
+            self.audit.receipts_taken.to_string(),
+        );
         for check in CHECKS {
             row(
                 &format!("violation: {check}"),

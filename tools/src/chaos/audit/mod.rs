@@ -21,11 +21,13 @@ pub use records::{pending_deliveries, unfinished_keys, Ledger};
 use records::{Count, Records, DECLINED, SUCCEEDED};
 pub use report::{AuditReport, CHECKS};
 
-/// What the campaign's webhook receivers took: the user's, and a
-/// bystander's (another user's, which must take nothing of it).
+/// What the campaign's webhook receivers took: the user's, a bystander's
+/// (another user's, which must take nothing of it), and the installation's
+/// receipts destination's.
 pub struct Deliveries {
     pub taken: Vec<Taken>,
     pub bystanders: Vec<Taken>,
+    pub receipts: Vec<Taken>,
 }
 
 /// Audits the run of `user_id`, whose PaymentIntents were all made after
@@ -138,5 +140,6 @@ pub fn audit(
         &deliveries.taken,
         &deliveries.bystanders,
     )?;
+    webhooks::check_receipts(&mut report, conn, &deliveries.receipts)?;
     Ok(report)
 }

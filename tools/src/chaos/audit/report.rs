@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 24] = [
+pub const CHECKS: [&str; 25] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -27,6 +27,7 @@ pub const CHECKS: [&str; 24] = [
     "events of rides never delivered",
     "rides whose last delivered event is not how they ended",
     "deliveries to another user's destination",
+    "receipts not delivered, unverified, or other events sent as receipts",
 ];
 
 #[derive(Debug, Default)]
@@ -53,6 +54,10 @@ pub struct AuditReport {
     /// The user's ride events staged, and the deliveries its receiver took.
     pub webhook_events: usize,
     pub webhook_deliveries_taken: usize,
+    /// Receipts (captures, cancellations, tips) staged, and the deliveries
+    /// the receipts destination took.
+    pub receipt_events: usize,
+    pub receipts_taken: usize,
 }
 
 impl AuditReport {

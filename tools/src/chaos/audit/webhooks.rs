@@ -1,7 +1,9 @@
 //! The checks of the webhooks the user's receiver took: every one verified,
 //! every event of every ride delivered at least once (order is not
 //! promised), the highest sequence delivered per ride carrying the ride as
-//! it ended, and nothing delivered to another user's receiver.
+//! it ended, and nothing delivered to another user's receiver; and of the
+//! installation's receipts: every capture, cancellation and tip of every
+//! user's rides delivered and verified, and nothing else.
 
 use std::collections::{HashMap, HashSet};
 
@@ -103,6 +105,41 @@ pub(super) fn check_webhooks(
                 .take(200)
                 .collect(),
         );
+    }
+    Ok(())
+}
+
+/// The event types the installation's receipts destination takes.
+const RECEIPT_TYPES: [&str; 3] = ["ride.captured", "ride.canceled", "ride.tipped"];
+
+pub(super) fn check_receipts(
+    report: &mut AuditReport,
+    conn: &mut PgConnection,
+    taken: &[Taken],
+) -> anyhow::Result<()> {
+    let mut delivered: HashSet<String> = HashSet::new();
+    for delivery in taken {
+        let event: Value = serde_json::from_slice(&delivery.body)?;
+        let kind = event["type"].as_str().unwrap_or_default();
+        match &delivery.verified {
+            Err(why) => report.flag(CHECKS[24], format!("unverified: {why}")),
+            Ok(()) if !RECEIPT_TYPES.contains(&kind) => {
+                report.flag(CHECKS[24], format!("{kind} sent as a receipt"))
+            }
+            Ok(()) => {
+                delivered.insert(event["id"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    let events: Vec<EventRow> = diesel::sql_query(
+        "SELECT id FROM webhook_events WHERE ride_id IS NOT NULL AND type = ANY($1)",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(&RECEIPT_TYPES[..])
+    .load(conn)?;
+    report.receipt_events = events.len();
+    report.receipts_taken = taken.len();
+    for event in events.iter().filter(|event| !delivered.contains(&event.id)) {
+        report.flag(CHECKS[24], format!("{} never delivered", event.id));
     }
     Ok(())
 }

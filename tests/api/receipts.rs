@@ -1,0 +1,181 @@
+//! Receipts: `ride.captured`, `ride.canceled` and `ride.tipped` of every
+//! user's rides, sent to the installation's own destination
+//! (`RECEIPT_WEBHOOK_URL`), signed with `RECEIPT_WEBHOOK_SECRET` as every
+//! webhook is, and verified here by the specification's own library.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_migrations::MigrationHarness;
+use ridepay::config::{ApiKey, ReceiptDestination, Settings};
+use serde_json::Value;
+use standardwebhooks::Webhook;
+
+use crate::helpers::{create_user, spawn_app_with, spawn_server, TestApp, RIDE};
+use crate::receiver::{Received, Receiver};
+use crate::workers::eventually;
+
+/// The installation's secret: `whsec_` and the base64 of 32 bytes.
+pub const SECRET: &str = "whsec_cmVjZWlwdHMtb2YtdGhlLWluc3RhbGxhdGlvbi0zMmI=";
+
+/// Sending receipts to `url`; users' destinations may not be loopback
+/// addresses, so the receiver is reached only as the operator's setting.
+pub fn sending_receipts(url: &str) -> impl FnOnce(&mut Settings) + '_ {
+    move |settings| {
+        settings.outbound_webhooks.enabled = true;
+        settings.outbound_webhooks.allow_loopback = false;
+        settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+            url: url.to_owned(),
+            secret: ApiKey::new(SECRET),
+        });
+    }
+}
+
+/// Waits until the receiver has `count` requests; returns each verified,
+/// as JSON.
+async fn receipts(receiver: &Receiver, count: usize) -> Vec<Value> {
+    let arrived = eventually(Duration::from_secs(30), || {
+        receiver.received().len() >= count
+    })
+    .await;
+    assert!(arrived, "{} of {count} arrived", receiver.received().len());
+    receiver.received().iter().map(verified).collect()
+}
+
+/// The receipt, verified by the specification's library with the
+/// installation's secret.
+pub fn verified(received: &Received) -> Value {
+    Webhook::new(SECRET)
+        .unwrap()
+        .verify(&received.body, &received.headers)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&received.body)));
+    received.json()
+}
+
+#[tokio::test]
+async fn every_users_captures_cancellations_and_tips_reach_the_receipts_destination_signed() {
+    let receiver = Receiver::start();
+    let app = spawn_app_with(sending_receipts(&receiver.url)).await;
+    let other = create_user(&app.database_url, Some("cus_other"));
+
+    let paid = app.saved_card_ride("paid").await;
+    let tip = format!("{}/api/rides/{paid}/tip", app.address);
+    app.post_idempotent(&tip, &app.user.api_key, "tip", r#"{"amount_cents": 300}"#)
+        .await
+        .unwrap()
+        .assert_status(200);
+    let held = app.held_ride("held", "pm_card_visa").await;
+    app.post_on_ride(held, "cancel", "cancel", "{}")
+        .await
+        .assert_status(200);
+    let others = app.post_ride_as(&other.api_key, "others", RIDE).await;
+    others.assert_status(201);
+    let others = others.json()["id"].as_i64().unwrap();
+
+    let received = receipts(&receiver, 4).await;
+    let seen: BTreeSet<(i64, &str)> = received
+        .iter()
+        .map(|event| {
+            (
+                event["data"]["ride"]["id"].as_i64().unwrap(),
+                event["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        BTreeSet::from([
+            (paid, "ride.captured"),
+            (paid, "ride.tipped"),
+            (held, "ride.canceled"),
+            (others, "ride.captured"),
+        ]),
+        "the held ride's ride.authorized is no receipt"
+    );
+    let tipped = received.iter().find(|event| event["type"] == "ride.tipped");
+    assert_eq!(tipped.unwrap()["data"]["ride"]["tip_cents"], 300);
+    // Every receipt delivered, and nothing else owed to the destination.
+    let delivered = eventually(Duration::from_secs(30), || {
+        app.count(
+            "webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+             WHERE e.user_id IS NULL AND d.status = 'succeeded'",
+        ) == 4
+    })
+    .await;
+    assert!(delivered);
+    assert_eq!(app.count("webhook_deliveries"), 4);
+    assert_eq!(app.count("receipts"), 0, "the old table is not written");
+}
+
+#[tokio::test]
+async fn without_a_url_the_receipts_destination_is_disabled_and_owed_nothing() {
+    let app = spawn_app_with(|settings| settings.outbound_webhooks.enabled = true).await;
+    app.paid_ride("paid").await;
+
+    assert_eq!(
+        app.count(
+            "webhook_endpoints WHERE user_id IS NULL AND status = 'disabled' \
+             AND disabled_reason = 'RECEIPT_WEBHOOK_URL is not set'"
+        ),
+        1
+    );
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 1);
+    assert_eq!(app.count("webhook_deliveries"), 0);
+}
+
+/// The migration that made receipts events, reverted and applied again
+/// around a receipt job staged as the release before staged them.
+fn stage_receipt_job_before_receipts_became_events(app: &TestApp, ride_id: i64, user_id: i64) {
+    let mut conn = app.db();
+    let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
+    assert!(reverted.to_string().ends_with("000029"), "{reverted}");
+    diesel::sql_query(format!(
+        "INSERT INTO staged_jobs (job_type, payload) \
+         VALUES ('ride_receipt', jsonb_build_object('ride_id', {ride_id}, 'user_id', {user_id}))"
+    ))
+    .execute(&mut conn)
+    .unwrap();
+    ridepay::db::run_migrations(&mut conn).unwrap();
+}
+
+#[tokio::test]
+async fn a_receipt_job_staged_before_the_upgrade_is_delivered_once() {
+    // A ride paid on a server without receipts, its job left staged.
+    let app = spawn_app_with(|_| {}).await;
+    let ride_id = app.paid_ride("before").await;
+    stage_receipt_job_before_receipts_became_events(&app, ride_id, app.user.id);
+    assert_eq!(
+        app.count(
+            "webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+             WHERE e.user_id IS NULL AND d.status = 'pending'"
+        ),
+        1,
+        "kept for the receipts destination"
+    );
+
+    // The upgraded server, given a URL: the receipt arrives.
+    let receiver = Receiver::start();
+    spawn_server(&app.database_url, sending_receipts(&receiver.url)).await;
+    let carried = receipts(&receiver, 1).await.remove(0);
+    assert_eq!(carried["type"], "ride.captured");
+    assert_eq!(carried["data"]["ride"]["id"], ride_id);
+    assert_eq!(carried["data"]["ride"]["status"], "captured");
+    assert_eq!(carried["sequence"], 2, "after the capture's own event");
+
+    // A restart delivers it no more: the next ride's receipt comes alone.
+    let restarted = spawn_server(&app.database_url, sending_receipts(&receiver.url)).await;
+    app.post_ride_to(&restarted, &app.user.api_key, "after", RIDE)
+        .await
+        .assert_status(201);
+    let received = receipts(&receiver, 2).await;
+    let carried_id = &carried["id"];
+    assert_eq!(
+        received
+            .iter()
+            .filter(|event| &event["id"] == carried_id)
+            .count(),
+        1
+    );
+    assert_eq!(app.count("receipts"), 0);
+}
