@@ -20,8 +20,7 @@
 //! internal service.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -41,7 +40,8 @@ const IN_FLIGHT: usize = 64;
 /// that died mid-attempt leaves it to another after that (and its slot of
 /// the destination's `PER_DESTINATION` free again).
 const LEASE_MARGIN: Duration = Duration::from_secs(2);
-/// How long one pass keeps claiming while it finds work and has room.
+/// How long one pass keeps claiming while it finds work: when none is
+/// due that it has room for, it waits for an attempt to end and looks again.
 const PASS_BUDGET: Duration = Duration::from_secs(1);
 /// At most this long a `Retry-After` is waited, whatever it asks.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
@@ -57,9 +57,17 @@ pub struct Sender {
     /// For the installation's own destination.
     operator_agent: ureq::Agent,
     config: Arc<OutboundWebhookConfig>,
-    in_flight: Arc<AtomicUsize>,
+    /// This instance's attempts in flight, and the signal that one ended.
+    slots: Arc<(Mutex<Slots>, Condvar)>,
+}
+
+#[derive(Default)]
+struct Slots {
+    in_flight: usize,
     /// Attempts in flight, by destination.
-    busy: Arc<Mutex<HashMap<i64, i64>>>,
+    by_destination: HashMap<i64, i64>,
+    /// Attempts ended, ever: what a pass waiting for one watches.
+    ended: u64,
 }
 
 /// A delivery claimed for one attempt, with what the attempt sends.
@@ -140,40 +148,54 @@ impl Sender {
             ),
             operator_agent: agent_config.into(),
             config: Arc::new(config.clone()),
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            busy: Arc::default(),
+            slots: Arc::default(),
         }
     }
 
     /// One pass: the events past their retention deleted, then, for up to
     /// `PASS_BUDGET`, what is due claimed, up to the free slots, and each
-    /// sent on a thread of its own. Returns how many attempts it started.
+    /// sent on a thread of its own; while attempts are in flight, a claim
+    /// that finds nothing (every slot taken, or every due delivery's
+    /// destination at its cap) waits for one to end and claims again.
+    /// Returns how many attempts it started.
     pub fn run_once(&self) -> anyhow::Result<usize> {
         delete_expired(&mut *self.pool.get()?, self.config.retention)?;
         let began = Instant::now();
         let mut started = 0;
-        while began.elapsed() < PASS_BUDGET {
+        while let Some(left) = PASS_BUDGET.checked_sub(began.elapsed()) {
+            let ended = self.slots.0.lock().unwrap().ended;
             match self.claim_and_send()? {
-                0 => break,
+                0 if !self.wait_for_an_attempt_after(ended, left) => break,
                 claimed => started += claimed,
             }
         }
         Ok(started)
     }
 
+    /// Waits up to `limit` for an attempt to end after `ended` had: whether
+    /// one did (false at once when none is in flight).
+    fn wait_for_an_attempt_after(&self, ended: u64, limit: Duration) -> bool {
+        let (slots, attempt_ended) = &*self.slots;
+        let slots = slots.lock().unwrap();
+        if slots.in_flight == 0 && slots.ended == ended {
+            return false;
+        }
+        let (slots, _) = attempt_ended
+            .wait_timeout_while(slots, limit, |slots| slots.ended == ended)
+            .unwrap();
+        slots.ended != ended
+    }
+
     /// What is due, claimed up to the free slots and sent; how many.
     fn claim_and_send(&self) -> anyhow::Result<usize> {
-        let free = IN_FLIGHT.saturating_sub(self.in_flight.load(Ordering::Acquire));
+        let (free, (busy_ids, busy_counts)): (usize, (Vec<i64>, Vec<i64>)) = {
+            let slots = self.slots.0.lock().unwrap();
+            let busy = slots.by_destination.iter().map(|(id, n)| (*id, *n));
+            (IN_FLIGHT.saturating_sub(slots.in_flight), busy.unzip())
+        };
         if free == 0 {
             return Ok(0);
         }
-        let (busy_ids, busy_counts): (Vec<i64>, Vec<i64>) = self
-            .busy
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(id, n)| (*id, *n))
-            .unzip();
         let claimed = claim(
             &mut *self.pool.get()?,
             free,
@@ -182,13 +204,14 @@ impl Sender {
         )?;
         let started = claimed.len();
         for delivery in claimed {
-            self.in_flight.fetch_add(1, Ordering::AcqRel);
-            *self
-                .busy
-                .lock()
-                .unwrap()
-                .entry(delivery.endpoint_id)
-                .or_default() += 1;
+            {
+                let mut slots = self.slots.0.lock().unwrap();
+                slots.in_flight += 1;
+                *slots
+                    .by_destination
+                    .entry(delivery.endpoint_id)
+                    .or_default() += 1;
+            }
             let sender = self.clone();
             std::thread::Builder::new()
                 .name("webhook-attempt".to_owned())
@@ -204,16 +227,19 @@ impl Sender {
         Ok(started)
     }
 
-    /// An attempt ended: its slots free.
+    /// An attempt ended: its slots free, and a pass waiting for one told.
     fn done(&self, endpoint_id: i64) {
-        let mut busy = self.busy.lock().unwrap();
-        if let Some(count) = busy.get_mut(&endpoint_id) {
+        let (slots, attempt_ended) = &*self.slots;
+        let mut slots = slots.lock().unwrap();
+        if let Some(count) = slots.by_destination.get_mut(&endpoint_id) {
             *count -= 1;
             if *count <= 0 {
-                busy.remove(&endpoint_id);
+                slots.by_destination.remove(&endpoint_id);
             }
         }
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        slots.in_flight -= 1;
+        slots.ended += 1;
+        attempt_ended.notify_all();
     }
 
     /// POSTs the event, signed for this attempt. Holds no connection.
