@@ -217,7 +217,22 @@ async fn failures_of_rides(app: &TestApp, address: &str, prefix: &str, count: us
             let answer = app
                 .try_post_ride_to(address, &app.user.api_key, &key, &body_for("fault-1"))
                 .await;
-            answer.map(|answer| answer.status).unwrap_or(0)
+            match answer {
+                Ok(answer) if answer.status == 201 => 201,
+                Ok(answer) => {
+                    // What the failure was, shown if the test fails.
+                    eprintln!(
+                        "{key}: {} {}",
+                        answer.status,
+                        String::from_utf8_lossy(&answer.body)
+                    );
+                    answer.status
+                }
+                Err(err) => {
+                    eprintln!("{key}: no answer: {err}");
+                    0
+                }
+            }
         })
         .buffer_unordered(8)
         .filter(|status| std::future::ready(*status != 201))
