@@ -8,7 +8,7 @@
 -- Rocket Rides sends them, at PostgreSQL's default isolation (the server's
 -- too; under Rocket Rides' SERIALIZABLE, pgbench would abort on the
 -- serialization failures of concurrent clients). Audit records and the
--- receipt job are left out: they are the application's, not the flow's.
+-- ride's events are left out: they are the application's, not the flow's.
 -- The benchmark passes first_user, riders and fingerprint with -D; client i
 -- acts as rider i % riders, as the HTTP load does. pgbench reads a colon as
 -- the start of a variable even inside a string, so literals holding one are

@@ -108,8 +108,8 @@ WITH intent AS (
 SELECT count(*) AS written FROM intent;
 
 -- Statement 3, a transaction of its own: ChargeCompleted (the ride captured,
--- its receipt staged) and Finished (the key's answer), fenced by a lock on the
--- key row taken in the statement itself.
+-- its event staged by the rides trigger) and Finished (the key's answer),
+-- fenced by a lock on the key row taken in the statement itself.
 WITH fence AS (
     SELECT id FROM idempotency_keys
       WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'ride_created'
@@ -127,10 +127,6 @@ WITH fence AS (
         amount_cents, amount_refunded_cents, currency, payment_method, status, charge_id,
         created_at, capture_method, customer, return_url, payment_intent_id, client_secret,
         next_action, amount_authorized_cents, amount_captured_cents, settling_key_id),
-  record_0 AS (
-    INSERT INTO staged_jobs (job_type, payload)
-      SELECT 'ride_receipt', jsonb_build_object('ride_id', changed.id, 'user_id', changed.user_id)
-      FROM changed WHERE changed.amount_captured_cents > 0),
   finished AS (
     UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
         response_headers = jsonb_build_array(jsonb_build_array('Content-Type', 'application/json'),
