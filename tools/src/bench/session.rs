@@ -100,6 +100,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let server = ridepay.serve(
         &[
             var("COMPLETER_ENABLED", false),
+            var("RECONCILE_ENABLED", false),
             var("OUTBOX_ENABLED", false),
             var("REAPER_ENABLED", false),
             // The gateway's events are applied after the answer, by a worker:
