@@ -1,17 +1,18 @@
-//! Outbound HTTP (Stripe, receipt webhooks, the fake gateway's events): one
-//! way to build a client, so every one of them follows no redirect and talks
-//! plain HTTP only to this machine; and where users' webhooks may go
-//! (`destination`).
+//! Outbound HTTP (Stripe, webhooks, the fake gateway's events): one way to
+//! configure a client, so every one of them follows no redirect; plain HTTP
+//! only to this machine for the URLs operators set (`check_url`); and where
+//! users' webhooks may go (`destination`).
 
 pub mod destination;
 
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// A client that never follows a redirect (a 3xx is an answer like any
-/// other: followed, it turns a POST into a GET elsewhere whose 200 would be
-/// taken for the POST's) and reads error statuses as answers.
-pub fn agent(connect_timeout: Duration, timeout: Duration) -> ureq::Agent {
+/// A client's configuration: it never follows a redirect (a 3xx is an
+/// answer like any other: followed, it turns a POST into a GET elsewhere
+/// whose 200 would be taken for the POST's) and reads error statuses as
+/// answers.
+pub fn config(connect_timeout: Duration, timeout: Duration) -> ureq::config::Config {
     ureq::Agent::config_builder()
         .timeout_connect(Some(connect_timeout))
         .timeout_global(Some(timeout))
@@ -19,7 +20,11 @@ pub fn agent(connect_timeout: Duration, timeout: Duration) -> ureq::Agent {
         .http_status_as_error(false)
         .user_agent(concat!("ridepay/", env!("CARGO_PKG_VERSION")))
         .build()
-        .into()
+}
+
+/// A client of that configuration.
+pub fn agent(connect_timeout: Duration, timeout: Duration) -> ureq::Agent {
+    config(connect_timeout, timeout).into()
 }
 
 /// `https://`, or `http://` to a loopback host (a local test double): secrets

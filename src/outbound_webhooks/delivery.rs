@@ -133,12 +133,7 @@ impl Sender {
             },
             inner: Default::default(),
         };
-        let agent_config = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .user_agent(concat!("ridepay-webhooks/", env!("CARGO_PKG_VERSION")))
-            .build();
+        let agent_config = crate::outbound::config(config.timeout, config.timeout);
         Sender {
             pool,
             agent: ureq::Agent::with_parts(
