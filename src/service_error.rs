@@ -61,6 +61,11 @@ impl ServiceError {
 
 impl From<DieselError> for ServiceError {
     fn from(err: DieselError) -> Self {
+        // A COMMIT that failed, and whose ROLLBACK failed too (the session
+        // is gone, as when the server restarts): what the COMMIT met decides.
+        if let DieselError::RollbackErrorOnCommit { commit_error, .. } = err {
+            return ServiceError::from(*commit_error);
+        }
         match &err {
             // The request may succeed when retried, on another connection:
             // a server that turned read-only (25006: a primary demoted, or
@@ -110,5 +115,29 @@ pub fn take_connection_unusable() -> bool {
 impl From<diesel::r2d2::PoolError> for ServiceError {
     fn from(err: diesel::r2d2::PoolError) -> Self {
         ServiceError::DatabaseUnavailable(err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_lost_with_its_session_is_unavailable_and_drops_the_connection() {
+        let closed = || {
+            Box::new(DieselError::DatabaseError(
+                DatabaseErrorKind::ClosedConnection,
+                Box::new("server closed the connection unexpectedly".to_owned()),
+            ))
+        };
+        let err = DieselError::RollbackErrorOnCommit {
+            rollback_error: closed(),
+            commit_error: closed(),
+        };
+        assert!(matches!(
+            ServiceError::from(err),
+            ServiceError::DatabaseUnavailable(_)
+        ));
+        assert!(take_connection_unusable());
     }
 }
