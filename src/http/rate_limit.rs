@@ -5,6 +5,9 @@
 //!
 //! Neither can be grown by a stranger: API keys enter only once verified, and
 //! addresses are few (an IPv6 client counts as its /64, which it can fill).
+//! An IPv4 client counts as its own address whatever the listener's family:
+//! on a dual-stack socket it arrives as `::ffff:a.b.c.d`, whose /64 every
+//! IPv4 client shares.
 
 use std::hash::Hash;
 use std::net::IpAddr;
@@ -61,9 +64,10 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
 pub type AddressLimiter = RateLimiter<IpAddr>;
 
 /// The peer's address as the socket says (forwarding headers are anyone's to
-/// write, so they are not trusted); an IPv6 address as its /64.
+/// write, so they are not trusted); an IPv4-mapped address as the IPv4
+/// address it maps, another IPv6 address as its /64.
 pub fn client_address(request: &HttpRequest) -> IpAddr {
-    match request.peer_addr().map(|peer| peer.ip()) {
+    match request.peer_addr().map(|peer| peer.ip().to_canonical()) {
         Some(IpAddr::V6(v6)) => {
             let prefix = u128::from(v6) & !((1u128 << 64) - 1);
             IpAddr::V6(prefix.into())
@@ -139,6 +143,23 @@ mod tests {
         assert_eq!(
             client_address(&request("192.0.2.7:80")),
             IpAddr::from([192, 0, 2, 7])
+        );
+    }
+
+    #[test]
+    fn an_ipv4_client_on_a_dual_stack_listener_counts_as_its_own_address() {
+        let request = |address: &str| {
+            actix_web::test::TestRequest::default()
+                .peer_addr(address.parse().unwrap())
+                .to_http_request()
+        };
+        assert_eq!(
+            client_address(&request("[::ffff:192.0.2.7]:5000")),
+            IpAddr::from([192, 0, 2, 7])
+        );
+        assert_ne!(
+            client_address(&request("[::ffff:192.0.2.7]:5000")),
+            client_address(&request("[::ffff:192.0.2.8]:5000"))
         );
     }
 }

@@ -184,6 +184,39 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
     }
 }
 
+/// On a dual-stack listener (`[::]`) an IPv4 client arrives as
+/// `::ffff:a.b.c.d`: it must still count as its own address, never as the
+/// one /64 every IPv4 client would share.
+#[tokio::test]
+async fn ipv4_clients_of_a_dual_stack_listener_never_share_an_allowance() {
+    let app = spawn_app_with(|s| {
+        s.bind_addr = "[::]:0".to_owned();
+        s.rate_limit.address_per_second = 1;
+        s.rate_limit.address_burst = 5;
+    })
+    .await;
+    let port = app.address.rsplit(':').next().unwrap().to_owned();
+    let readyz = format!("http://127.0.0.1:{port}/readyz");
+    let from = |source: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(source))
+            .build()
+            .unwrap()
+    };
+    let flooder = from([127, 0, 0, 1]);
+    let flood = join_all((0..30).map(|_| async {
+        Answer::read(flooder.get(&readyz).send().await.unwrap()).await
+    }))
+    .await;
+    let limited = flood.iter().filter(|answer| answer.status == 429).count();
+    assert!(limited >= 20, "{limited} of 30 limited");
+
+    for other in [[127, 0, 0, 2], [127, 0, 0, 3]] {
+        let answer = Answer::read(from(other).get(&readyz).send().await.unwrap()).await;
+        assert_eq!(answer.status, 200, "{other:?}: {}", answer.body_text());
+    }
+}
+
 /// A server that answers every request with a redirect to `target`, and one
 /// that counts what reaches it there.
 async fn redirector() -> (String, Arc<AtomicUsize>) {
