@@ -204,9 +204,9 @@ async fn ipv4_clients_of_a_dual_stack_listener_never_share_an_allowance() {
             .unwrap()
     };
     let flooder = from([127, 0, 0, 1]);
-    let flood = join_all((0..30).map(|_| async {
-        Answer::read(flooder.get(&readyz).send().await.unwrap()).await
-    }))
+    let flood = join_all(
+        (0..30).map(|_| async { Answer::read(flooder.get(&readyz).send().await.unwrap()).await }),
+    )
     .await;
     let limited = flood.iter().filter(|answer| answer.status == 429).count();
     assert!(limited >= 20, "{limited} of 30 limited");
