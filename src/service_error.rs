@@ -24,6 +24,13 @@ pub enum ServiceError {
     /// variant of its own for its refusals.
     #[error("{}: {detail}", kind.slug())]
     Refused { kind: ProblemKind, detail: String },
+    /// A quota of the caller's is spent (test events an hour, say): refused
+    /// like `Refused`, and may be asked again after `retry_after`.
+    #[error("quota spent: {detail}")]
+    QuotaSpent {
+        detail: String,
+        retry_after: Duration,
+    },
     #[error("the idempotency key is in use by another request")]
     KeyInUse,
     #[error("the idempotency key was used for a different request")]

@@ -95,7 +95,7 @@ fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &S
         "id": record.id,
         "user_id": record.user_id,
         "key": record.key,
-        "request": { "method": record.request_method, "path": record.request_path, "params": record.request_params },
+        "request": { "method": record.request_method, "path": record.request_path, "params": masked(record.request_params.clone()) },
         "recovery_point": record.recovery_point,
         "lease": { "epoch": record.lease_epoch, "locked_at": record.locked_at, "held": lease_held },
         "attempts": record.attempts,
@@ -110,20 +110,43 @@ fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &S
         "response": record.state.clone().take_stored_response().map(|response| json!({
             "status": response.status,
             "headers": response.headers,
-            "body": masked(&response.body),
+            "body": masked_body(&response.body),
         })),
     })
 }
 
-/// A stored body as an operator may see it: a webhook destination's
-/// signing secret (its registration's answer) masked.
-fn masked(body: &[u8]) -> String {
+/// A stored body as an operator may see it: `masked`, when it is JSON.
+fn masked_body(body: &[u8]) -> String {
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(mut object)) if object.get("secret").is_some_and(Value::is_string) => {
-            object.insert("secret".to_owned(), json!("whsec_***"));
-            Value::Object(object).to_string()
+        Ok(value) => masked(value).to_string(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    }
+}
+
+/// A stored request or answer as an operator may see it: a webhook
+/// destination's signing secret and a PaymentIntent's client secret masked,
+/// and every URL's password and query values (a receiver's `?code=`, the
+/// client secret a 3-D Secure page's address carries), wherever they stand.
+fn masked(value: Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .into_iter()
+                .map(|(name, value)| {
+                    let value = match (name.as_str(), value) {
+                        ("secret", Value::String(_)) => json!("whsec_***"),
+                        ("client_secret", Value::String(_)) => json!("***"),
+                        (_, value) => masked(value),
+                    };
+                    (name, value)
+                })
+                .collect(),
+        ),
+        Value::Array(values) => Value::Array(values.into_iter().map(masked).collect()),
+        Value::String(text) if text.starts_with("http://") || text.starts_with("https://") => {
+            Value::String(crate::config::mask_url(&text))
         }
-        _ => String::from_utf8_lossy(body).into_owned(),
+        other => other,
     }
 }
 
@@ -133,9 +156,35 @@ mod tests {
 
     #[test]
     fn a_webhook_secret_in_a_stored_answer_is_masked() {
-        let shown = masked(br#"{"id":1,"secret":"whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}"#);
+        let shown = masked_body(br#"{"id":1,"secret":"whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}"#);
         assert!(!shown.contains("c2VjcmV0"), "{shown}");
         assert!(shown.contains("whsec_***"), "{shown}");
-        assert_eq!(masked(b"{\"id\":7}"), "{\"id\":7}");
+        assert_eq!(masked_body(b"{\"id\":7}"), "{\"id\":7}");
+    }
+
+    #[test]
+    fn client_secrets_and_url_queries_are_masked_wherever_they_stand() {
+        let answer = json!({
+            "id": 3,
+            "next_action": {
+                "type": "redirect_to_url",
+                "redirect_to_url": {
+                    "url": "https://bank.example/3ds?payment_intent=pi_1&client_secret=pi_1_secret_Zq",
+                    "return_url": "https://app.example/back?session=s3cr3t",
+                },
+                "client_secret": "pi_1_secret_Zq",
+            },
+        });
+        let shown = masked_body(answer.to_string().as_bytes());
+        for secret in ["secret_Zq", "s3cr3t", "pi_1&"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("https://bank.example/3ds?payment_intent=***"),
+            "{shown}"
+        );
+        let request = masked(json!({"url": "https://hooks.example/r?code=tok3n", "events": ["*"]}));
+        assert_eq!(request["url"], "https://hooks.example/r?code=***");
+        assert_eq!(request["events"], json!(["*"]));
     }
 }

@@ -45,6 +45,13 @@ pub fn from_service_error(err: ServiceError) -> Problem {
                 metrics::idempotency_outcome(kind.slug());
                 Problem::new(kind, detail)
             }
+            ServiceError::QuotaSpent {
+                detail,
+                retry_after,
+            } => {
+                metrics::idempotency_outcome(ProblemKind::RateLimited.slug());
+                Problem::new(ProblemKind::RateLimited, detail).with_retry_after(retry_after)
+            }
             ServiceError::KeyInUse => {
                 metrics::idempotency_outcome("in_use");
                 Problem::new(

@@ -7,6 +7,7 @@
 //! (`GuardedResolver`): a name that resolves elsewhere later gets nowhere.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
 use ureq::config::Config;
 use ureq::http::Uri;
@@ -30,18 +31,22 @@ impl DestinationPolicy {
         }
     }
 
-    /// The URL's form: absolute, `https://` (or `http://` where loopback is
-    /// allowed), with a host and no credentials in it.
+    /// The URL's form: absolute, `https://` (or `http://` to a host named
+    /// as loopback, where loopback is allowed: refused for its scheme before
+    /// any lookup), with a host and no credentials in it.
     pub fn check_url(self, raw: &str) -> Result<url::Url, String> {
         let url = url::Url::parse(raw).map_err(|_| "is not an absolute URL".to_owned())?;
-        match url.scheme() {
-            "https" => {}
-            "http" if self.allow_loopback => {}
-            "http" => return Err("must be https://".to_owned()),
-            other => return Err(format!("must be https://, not {other}://")),
-        }
         if url.host().is_none() {
             return Err("has no host".to_owned());
+        }
+        match url.scheme() {
+            "https" => {}
+            "http" if self.allow_loopback && super::names_loopback(&url) => {}
+            "http" if self.allow_loopback => {
+                return Err("must be https:// (plain http:// only to a loopback host)".to_owned())
+            }
+            "http" => return Err("must be https://".to_owned()),
+            other => return Err(format!("must be https://, not {other}://")),
         }
         if !url.username().is_empty() || url.password().is_some() {
             return Err("must not carry credentials".to_owned());
@@ -52,32 +57,76 @@ impl DestinationPolicy {
         Ok(url)
     }
 
-    /// Resolves the URL's host and checks every address it names: the
-    /// check at registration. Blocks while the resolver answers.
+    /// Resolves the URL's host, waiting at most `LOOKUP_TIMEOUT`, and
+    /// checks every address it names: the check at registration. A refusal
+    /// reads the same for every host, resolvable or not, so the server's
+    /// resolver answers no user's question about internal names; what it
+    /// found goes to the debug log.
     pub fn check_destination(self, url: &url::Url) -> Result<(), String> {
-        let host = url.host_str().ok_or("has no host")?;
-        let port = url.port_or_known_default().ok_or("has no port")?;
+        let Some(why) = self.refusal(url) else {
+            return Ok(());
+        };
+        log::debug!(
+            "webhook destination on {} refused: {why}",
+            url.host_str().unwrap_or_default()
+        );
+        Err(match self.allow_loopback {
+            true => format!("{NOT_REACHABLE} (or loopback ones)"),
+            false => NOT_REACHABLE.to_owned(),
+        })
+    }
+
+    /// Why the URL's host may not be reached, if it may not.
+    fn refusal(self, url: &url::Url) -> Option<String> {
+        let host = url.host_str()?;
+        let port = url.port_or_known_default()?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let addresses: Vec<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .map_err(|err| format!("names a host that does not resolve ({err})"))?
-            .collect();
-        match addresses
+        let addresses = match lookup(format!("{host}:{port}")) {
+            Ok(addresses) if addresses.is_empty() => return Some("no address".to_owned()),
+            Ok(addresses) => addresses,
+            Err(err) => return Some(err),
+        };
+        addresses
             .iter()
             .find(|address| !self.allows(url.scheme(), address.ip()))
-        {
-            None if !addresses.is_empty() => Ok(()),
-            None => Err("names a host that does not resolve".to_owned()),
-            Some(refused) => Err(format!(
-                "resolves to {}, which is not a public address{}",
-                refused.ip(),
-                if self.allow_loopback {
-                    " or a loopback one"
-                } else {
-                    ""
-                }
-            )),
-        }
+            .map(|refused| format!("resolves to {}", refused.ip()))
+    }
+}
+
+/// What a user is told of a destination that may not be reached.
+pub const NOT_REACHABLE: &str =
+    "names a host that may not be reached: webhooks go only to public addresses";
+
+/// How long a registration or a change waits for the resolver.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The addresses `host:port` resolves to, or why none came within
+/// `LOOKUP_TIMEOUT`.
+fn lookup(host_and_port: String) -> Result<Vec<SocketAddr>, String> {
+    within(LOOKUP_TIMEOUT, move || {
+        host_and_port
+            .to_socket_addrs()
+            .map(|addresses| addresses.collect())
+    })
+}
+
+/// What `resolve` answers, if it answers within `limit`. The system's
+/// resolver takes no time bound from its caller, so it runs on a thread of
+/// its own, left to finish alone when the wait is over.
+fn within(
+    limit: Duration,
+    resolve: impl FnOnce() -> std::io::Result<Vec<SocketAddr>> + Send + 'static,
+) -> Result<Vec<SocketAddr>, String> {
+    let (sender, answer) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("webhook-lookup".to_owned())
+        .spawn(move || {
+            let _ = sender.send(resolve());
+        })
+        .map_err(|err| format!("no thread to resolve on: {err}"))?;
+    match answer.recv_timeout(limit) {
+        Ok(resolved) => resolved.map_err(|err| format!("does not resolve ({err})")),
+        Err(_) => Err(format!("no answer from the resolver within {limit:?}")),
     }
 }
 
@@ -134,6 +183,27 @@ pub struct GuardedResolver {
     pub inner: DefaultResolver,
 }
 
+/// The error of an attempt whose host resolves to no address the sender may
+/// reach. It reads as a host that does not resolve, as its user is told at
+/// registration; the sender tells it apart to log it for the operator.
+#[derive(Debug)]
+pub struct NotAllowed;
+
+impl std::fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("host not found")
+    }
+}
+
+impl std::error::Error for NotAllowed {}
+
+impl NotAllowed {
+    /// Whether an attempt failed because its host may not be reached.
+    pub fn caused(err: &ureq::Error) -> bool {
+        matches!(err, ureq::Error::Other(inner) if inner.is::<NotAllowed>())
+    }
+}
+
 impl Resolver for GuardedResolver {
     fn resolve(
         &self,
@@ -151,8 +221,7 @@ impl Resolver for GuardedResolver {
             allowed.push(*address);
         }
         if allowed.is_empty() {
-            log::warn!("webhook destination {uri} resolves to no address it may reach");
-            return Err(ureq::Error::HostNotFound);
+            return Err(ureq::Error::Other(Box::new(NotAllowed)));
         }
         Ok(allowed)
     }
@@ -209,6 +278,18 @@ mod tests {
             .check_url("https://hooks.example.com/ridepay")
             .is_ok());
         assert!(LOCAL.check_url("http://127.0.0.1:9000/hook").is_ok());
+        assert!(LOCAL.check_url("http://localhost:9000/hook").is_ok());
+        // Refused for its scheme, with no lookup of the name.
+        for bad in [
+            "http://hooks.example.com/",
+            "http://10.1.2.3/",
+            "http://a.invalid/",
+        ] {
+            assert!(
+                LOCAL.check_url(bad).unwrap_err().contains("https://"),
+                "{bad}"
+            );
+        }
         for bad in [
             "http://hooks.example.com/",
             "ftp://hooks.example.com/",
@@ -231,5 +312,39 @@ mod tests {
         assert!(check(STRICT, "https://localhost/").is_err());
         assert!(check(LOCAL, "https://10.1.2.3/").is_err());
         assert!(check(LOCAL, "https://[fd00::1]/").is_err());
+    }
+
+    #[test]
+    fn a_resolver_that_does_not_answer_is_waited_for_only_so_long() {
+        let started = std::time::Instant::now();
+        let slow = within(Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_secs(30));
+            Ok(Vec::new())
+        });
+        assert!(slow.unwrap_err().contains("no answer"));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let prompt = within(Duration::from_secs(30), || {
+            Ok(vec!["127.0.0.1:9".parse().unwrap()])
+        });
+        assert_eq!(prompt.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_refusal_reads_the_same_whatever_the_host_resolves_to() {
+        let refusal = |raw: &str| {
+            STRICT
+                .check_destination(&STRICT.check_url(raw).unwrap())
+                .unwrap_err()
+        };
+        let private = refusal("https://10.1.2.3/");
+        assert_eq!(private, NOT_REACHABLE);
+        for other in [
+            "https://127.0.0.1/",
+            "https://localhost/",
+            "https://[fd00::1]/",
+            "https://no-such-host.invalid/",
+        ] {
+            assert_eq!(refusal(other), private, "{other}");
+        }
     }
 }

@@ -13,13 +13,22 @@ use std::time::Duration;
 /// whose 200 would be taken for the POST's) and reads error statuses as
 /// answers.
 pub fn config(connect_timeout: Duration, timeout: Duration) -> ureq::config::Config {
+    builder(connect_timeout, timeout).build()
+}
+
+/// That configuration, to add to: users' webhooks take no proxy from the
+/// environment (`HTTPS_PROXY`, `ALL_PROXY`), which would be checked in
+/// place of the destination.
+pub fn builder(
+    connect_timeout: Duration,
+    timeout: Duration,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     ureq::Agent::config_builder()
         .timeout_connect(Some(connect_timeout))
         .timeout_global(Some(timeout))
         .max_redirects(0)
         .http_status_as_error(false)
         .user_agent(concat!("ridepay/", env!("CARGO_PKG_VERSION")))
-        .build()
 }
 
 /// A client of that configuration.
@@ -31,17 +40,25 @@ pub fn agent(connect_timeout: Duration, timeout: Duration) -> ureq::Agent {
 /// and payment data never cross a network in the clear.
 pub fn check_url(raw: &str) -> Result<(), String> {
     let url = url::Url::parse(raw).map_err(|_| "is not a valid URL".to_owned())?;
-    let loopback = match url.host() {
+    if url.host().is_none() {
+        return Err("has no host".to_owned());
+    }
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if names_loopback(&url) => Ok(()),
+        "http" => Err("must be https:// (plain http:// only to a loopback host)".to_owned()),
+        other => Err(format!("must be an https:// URL, not {other}://...")),
+    }
+}
+
+/// Whether the URL's host is this machine by its name alone (`localhost`
+/// or a loopback address), known without a lookup.
+pub fn names_loopback(url: &url::Url) -> bool {
+    match url.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        None => return Err("has no host".to_owned()),
-    };
-    match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        "http" => Err("must be https:// (plain http:// only to a loopback host)".to_owned()),
-        other => Err(format!("must be an https:// URL, not {other}://...")),
+        None => false,
     }
 }
 

@@ -2,8 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, SmallInt, Text, Timestamptz};
 
-use crate::schema::{webhook_attempts, webhook_deliveries, webhook_events};
+use crate::schema::{webhook_deliveries, webhook_events};
 use crate::wire::webhook_delivery::{AttemptJson, DeliveryJson};
 
 #[derive(Debug, Queryable)]
@@ -16,13 +17,25 @@ struct DeliveryRow {
     created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Queryable)]
+/// Attempts an answer shows per delivery, at most: the newest. Retries by
+/// hand add attempts without end, and one answer must not grow with them.
+pub const ATTEMPTS_SHOWN: i64 = 10;
+
+#[derive(Debug, QueryableByName)]
 struct AttemptRow {
+    #[diesel(sql_type = BigInt)]
     delivery_id: i64,
+    #[diesel(sql_type = Timestamptz)]
     attempted_at: DateTime<Utc>,
+    #[diesel(sql_type = Nullable<SmallInt>)]
     http_status: Option<i16>,
+    #[diesel(sql_type = Nullable<Text>)]
     error: Option<String>,
+    #[diesel(sql_type = Integer)]
     duration_ms: i32,
+    /// Every attempt at the delivery, shown or not.
+    #[diesel(sql_type = BigInt)]
+    total: i64,
 }
 
 /// Makes the destination's delivery due at once, whatever came of it (its
@@ -95,36 +108,42 @@ fn select(
     }
     let deliveries: Vec<DeliveryRow> = query.load(conn)?;
     let ids: Vec<i64> = deliveries.iter().map(|delivery| delivery.id).collect();
-    let attempts: Vec<AttemptRow> = webhook_attempts::table
-        .filter(webhook_attempts::delivery_id.eq_any(&ids))
-        .order(webhook_attempts::id.asc())
-        .select((
-            webhook_attempts::delivery_id,
-            webhook_attempts::attempted_at,
-            webhook_attempts::http_status,
-            webhook_attempts::error,
-            webhook_attempts::duration_ms,
-        ))
-        .load(conn)?;
+    let attempts: Vec<AttemptRow> = diesel::sql_query(
+        "SELECT delivery_id, attempted_at, http_status, error, duration_ms, total FROM ( \
+             SELECT a.*, \
+                    row_number() OVER (PARTITION BY delivery_id ORDER BY id DESC) AS newest, \
+                    count(*) OVER (PARTITION BY delivery_id) AS total \
+             FROM webhook_attempts a WHERE delivery_id = ANY($1)) shown \
+         WHERE newest <= $2 ORDER BY delivery_id, id",
+    )
+    .bind::<Array<BigInt>, _>(&ids)
+    .bind::<BigInt, _>(ATTEMPTS_SHOWN)
+    .load(conn)?;
     Ok(deliveries
         .into_iter()
-        .map(|delivery| DeliveryJson {
-            attempts: attempts
+        .map(|delivery| {
+            let shown: Vec<&AttemptRow> = attempts
                 .iter()
                 .filter(|attempt| attempt.delivery_id == delivery.id)
-                .map(|attempt| AttemptJson {
-                    attempted_at: attempt.attempted_at,
-                    http_status: attempt.http_status,
-                    error: attempt.error.clone(),
-                    duration_ms: attempt.duration_ms,
-                })
-                .collect(),
-            id: delivery.id,
-            event_id: delivery.event_id,
-            event_type: delivery.event_type,
-            next_attempt_at: (delivery.status == "pending").then_some(delivery.next_attempt_at),
-            status: delivery.status,
-            created_at: delivery.created_at,
+                .collect();
+            DeliveryJson {
+                attempt_count: shown.first().map_or(0, |attempt| attempt.total),
+                attempts: shown
+                    .into_iter()
+                    .map(|attempt| AttemptJson {
+                        attempted_at: attempt.attempted_at,
+                        http_status: attempt.http_status,
+                        error: attempt.error.clone(),
+                        duration_ms: attempt.duration_ms,
+                    })
+                    .collect(),
+                id: delivery.id,
+                event_id: delivery.event_id,
+                event_type: delivery.event_type,
+                next_attempt_at: (delivery.status == "pending").then_some(delivery.next_attempt_at),
+                status: delivery.status,
+                created_at: delivery.created_at,
+            }
         })
         .collect())
 }

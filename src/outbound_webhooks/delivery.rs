@@ -1,23 +1,32 @@
 //! The sender of users' webhooks: each pass claims the deliveries that are
 //! due (a lease on each row, no row lock held), then sends every one on a
 //! thread of its own, holding no pooled connection while the receiver
-//! answers, and records the attempt. At most `PER_DESTINATION` attempts to
-//! one destination are in flight at once on an instance, so a destination
-//! that hangs holds only its own slots and never delays another's (counted
-//! by each instance for itself: an instance that dies mid-attempt holds no
-//! other's slots while its leases run out).
+//! answers, and records the attempt.
+//!
+//! Fair shares: an instance has `IN_FLIGHT` slots for attempts; one
+//! destination holds at most `PER_DESTINATION` of them and one owner (a
+//! user's destinations together, or the installation's receipts
+//! destination) at most `PER_OWNER`, so a user whose destinations hang
+//! holds a quarter of the slots and everyone else has the rest. A claim
+//! serves owners in turn: each owner's first due delivery before anyone's
+//! second. It reads at most `PER_DESTINATION` due deliveries of each
+//! destination that has pending ones, never the whole backlog. Slots are
+//! counted by each instance for itself: an instance that dies mid-attempt
+//! holds no other's slots while its leases run out.
 //!
 //! At least once: a delivery is sent until a 2xx comes back within the
 //! timeout, with the same `webhook-id` and body every time and a timestamp
 //! and signature made for each attempt; then by the retry schedule; a 3xx
 //! is a failure (never followed), a 410 disables the destination, a
 //! `Retry-After` is waited at least, and a destination whose every attempt
-//! has failed for `disable_after` is disabled.
+//! has failed for `disable_after` is disabled. An attempt whose destination
+//! or event was deleted meanwhile is dropped without a trace.
 //!
 //! Users' destinations are reached only at addresses the policy allows,
-//! checked on the address connected to; the installation's own (receipts)
-//! is the operator's setting, checked when read (`config`), and may be an
-//! internal service.
+//! checked on the address connected to, never through a proxy named by the
+//! environment (which would be checked instead of the destination); the
+//! installation's own (receipts) is the operator's setting, checked when
+//! read (`config`), and may be an internal service.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -25,17 +34,24 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Bytea, Integer, Interval, Nullable, Text};
+use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
 
 use super::signing::signature;
 use crate::config::OutboundWebhookConfig;
 use crate::db::{self, DbPool};
-use crate::outbound::destination::{DestinationPolicy, GuardedResolver};
+use crate::outbound::destination::{DestinationPolicy, GuardedResolver, NotAllowed};
 
 /// Attempts to one destination in flight at once on an instance, at most.
 const PER_DESTINATION: i64 = 16;
+/// Attempts to one owner's destinations in flight at once on an instance,
+/// at most: a quarter of `IN_FLIGHT`.
+const PER_OWNER: i64 = 16;
 /// Attempts in flight on one instance, at most.
 const IN_FLIGHT: usize = 64;
+/// The owner the installation's own destination counts as: no user's id.
+const INSTALLATION: i64 = 0;
+/// A destination whose attempts are refused is logged at most this often.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
 /// How long past the timeout a claimed delivery stays leased: an instance
 /// that died mid-attempt leaves it to another after that (and its slot of
 /// the destination's `PER_DESTINATION` free again).
@@ -59,6 +75,8 @@ pub struct Sender {
     config: Arc<OutboundWebhookConfig>,
     /// This instance's attempts in flight, and the signal that one ended.
     slots: Arc<(Mutex<Slots>, Condvar)>,
+    /// When each destination's refused attempt was last logged.
+    refusals_logged: Arc<Mutex<HashMap<i64, Instant>>>,
 }
 
 #[derive(Default)]
@@ -66,8 +84,39 @@ struct Slots {
     in_flight: usize,
     /// Attempts in flight, by destination.
     by_destination: HashMap<i64, i64>,
+    /// Attempts in flight, by owner.
+    by_owner: HashMap<i64, i64>,
     /// Attempts ended, ever: what a pass waiting for one watches.
     ended: u64,
+}
+
+impl Slots {
+    fn take(&mut self, delivery: &Claimed) {
+        self.in_flight += 1;
+        *self.by_destination.entry(delivery.endpoint_id).or_default() += 1;
+        *self.by_owner.entry(delivery.owner).or_default() += 1;
+    }
+
+    fn give_back(&mut self, delivery: &Claimed) {
+        for (counts, id) in [
+            (&mut self.by_destination, delivery.endpoint_id),
+            (&mut self.by_owner, delivery.owner),
+        ] {
+            if let Some(count) = counts.get_mut(&id) {
+                *count -= 1;
+                if *count <= 0 {
+                    counts.remove(&id);
+                }
+            }
+        }
+        self.in_flight -= 1;
+        self.ended += 1;
+    }
+
+    /// What the claim must count as busy: ids and counts, apart.
+    fn busy(counts: &HashMap<i64, i64>) -> (Vec<i64>, Vec<i64>) {
+        counts.iter().map(|(id, count)| (*id, *count)).unzip()
+    }
 }
 
 /// A delivery claimed for one attempt, with what the attempt sends.
@@ -80,9 +129,9 @@ struct Claimed {
     attempts: i32,
     #[diesel(sql_type = BigInt)]
     endpoint_id: i64,
-    /// To the installation's own destination (receipts).
-    #[diesel(sql_type = Bool)]
-    installation: bool,
+    /// The destination's user, or `INSTALLATION` for receipts.
+    #[diesel(sql_type = BigInt)]
+    owner: i64,
     #[diesel(sql_type = Text)]
     event_id: String,
     #[diesel(sql_type = Text)]
@@ -104,6 +153,8 @@ struct Attempt {
     http_status: Option<u16>,
     error: Option<String>,
     retry_after: Option<Duration>,
+    /// The host resolved to no address the sender may reach.
+    refused: bool,
 }
 
 impl Attempt {
@@ -134,16 +185,20 @@ impl Sender {
             inner: Default::default(),
         };
         let agent_config = crate::outbound::config(config.timeout, config.timeout);
+        let users_config = crate::outbound::builder(config.timeout, config.timeout)
+            .proxy(None)
+            .build();
         Sender {
             pool,
             agent: ureq::Agent::with_parts(
-                agent_config.clone(),
+                users_config,
                 ureq::unversioned::transport::DefaultConnector::default(),
                 resolver,
             ),
             operator_agent: agent_config.into(),
             config: Arc::new(config.clone()),
             slots: Arc::default(),
+            refusals_logged: Arc::default(),
         }
     }
 
@@ -183,10 +238,13 @@ impl Sender {
 
     /// What is due, claimed up to the free slots and sent; how many.
     fn claim_and_send(&self) -> anyhow::Result<usize> {
-        let (free, (busy_ids, busy_counts)): (usize, (Vec<i64>, Vec<i64>)) = {
+        let (free, busy_destinations, busy_owners) = {
             let slots = self.slots.0.lock().unwrap();
-            let busy = slots.by_destination.iter().map(|(id, n)| (*id, *n));
-            (IN_FLIGHT.saturating_sub(slots.in_flight), busy.unzip())
+            (
+                IN_FLIGHT.saturating_sub(slots.in_flight),
+                Slots::busy(&slots.by_destination),
+                Slots::busy(&slots.by_owner),
+            )
         };
         if free == 0 {
             return Ok(0);
@@ -195,46 +253,66 @@ impl Sender {
             &mut *self.pool.get()?,
             free,
             self.config.timeout + LEASE_MARGIN,
-            (&busy_ids, &busy_counts),
+            &busy_destinations,
+            &busy_owners,
         )?;
         let started = claimed.len();
         for delivery in claimed {
-            {
-                let mut slots = self.slots.0.lock().unwrap();
-                slots.in_flight += 1;
-                *slots
-                    .by_destination
-                    .entry(delivery.endpoint_id)
-                    .or_default() += 1;
-            }
+            self.slots.0.lock().unwrap().take(&delivery);
             let sender = self.clone();
             std::thread::Builder::new()
                 .name("webhook-attempt".to_owned())
                 .spawn(move || {
                     let attempt = sender.attempt(&delivery);
-                    if let Err(err) = sender.record(&delivery, &attempt) {
-                        // The lease runs out and another pass sends it again.
-                        log::error!("webhook delivery {} not recorded: {err:#}", delivery.id);
+                    if attempt.refused {
+                        sender.log_refusal(&delivery);
                     }
-                    sender.done(delivery.endpoint_id);
+                    match sender.record(&delivery, &attempt) {
+                        Ok(()) => {}
+                        // Deleted while the receiver answered: nothing is owed.
+                        Err(err) if gone(&err) => log::debug!(
+                            "webhook delivery {} dropped: its destination or event is gone",
+                            delivery.id
+                        ),
+                        // The lease runs out and another pass sends it again.
+                        Err(err) => {
+                            log::error!("webhook delivery {} not recorded: {err:#}", delivery.id)
+                        }
+                    }
+                    sender.done(&delivery);
                 })?;
         }
         Ok(started)
     }
 
     /// An attempt ended: its slots free, and a pass waiting for one told.
-    fn done(&self, endpoint_id: i64) {
+    fn done(&self, delivery: &Claimed) {
         let (slots, attempt_ended) = &*self.slots;
-        let mut slots = slots.lock().unwrap();
-        if let Some(count) = slots.by_destination.get_mut(&endpoint_id) {
-            *count -= 1;
-            if *count <= 0 {
-                slots.by_destination.remove(&endpoint_id);
-            }
-        }
-        slots.in_flight -= 1;
-        slots.ended += 1;
+        slots.lock().unwrap().give_back(delivery);
         attempt_ended.notify_all();
+    }
+
+    /// A destination whose host resolved to no address it may reach (its
+    /// name now points inside), named by its id and host, never its URL
+    /// (a query may carry the receiver's token), once a minute at most.
+    fn log_refusal(&self, delivery: &Claimed) {
+        let now = Instant::now();
+        let mut logged = self.refusals_logged.lock().unwrap();
+        logged.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_EVERY);
+        if logged.contains_key(&delivery.endpoint_id) {
+            return;
+        }
+        logged.insert(delivery.endpoint_id, now);
+        let url = url::Url::parse(&delivery.url);
+        log::warn!(
+            "webhook destination {} on {} resolves to no address it may reach; its attempts \
+             fail (logged once a minute)",
+            delivery.endpoint_id,
+            url.as_ref()
+                .ok()
+                .and_then(url::Url::host_str)
+                .unwrap_or("?")
+        );
     }
 
     /// POSTs the event, signed for this attempt. Holds no connection.
@@ -242,9 +320,9 @@ impl Sender {
         let at = Utc::now();
         let started = Instant::now();
         let timestamp = at.timestamp();
-        let agent = match delivery.installation {
-            true => &self.operator_agent,
-            false => &self.agent,
+        let agent = match delivery.owner {
+            INSTALLATION => &self.operator_agent,
+            _ => &self.agent,
         };
         let sent = agent
             .post(&delivery.url)
@@ -266,14 +344,23 @@ impl Sender {
                     .and_then(|value| value.to_str().ok())
                     .and_then(|secs| secs.trim().parse::<u64>().ok())
                     .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER)),
+                refused: false,
             },
-            Err(err) => Attempt {
-                at,
-                duration,
-                http_status: None,
-                error: Some(err.to_string().chars().take(500).collect()),
-                retry_after: None,
-            },
+            Err(err) => {
+                let refused = NotAllowed::caused(&err);
+                let error = match refused {
+                    true => NotAllowed.to_string(),
+                    false => err.to_string(),
+                };
+                Attempt {
+                    at,
+                    duration,
+                    http_status: None,
+                    error: Some(error.chars().take(500).collect()),
+                    retry_after: None,
+                    refused,
+                }
+            }
         }
     }
 
@@ -325,37 +412,76 @@ fn signatures(delivery: &Claimed, timestamp: i64) -> String {
         .join(" ")
 }
 
+/// Whether recording an attempt failed because its delivery, destination
+/// or event was deleted meanwhile (a user deleted the destination, or
+/// retention the event): the attempt's row refers to a row that is gone.
+fn gone(err: &anyhow::Error) -> bool {
+    use diesel::result::{DatabaseErrorKind, Error};
+    matches!(
+        err.downcast_ref::<Error>(),
+        Some(Error::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) | Error::NotFound)
+    )
+}
+
 /// Claims up to `limit` deliveries that are due, to enabled destinations,
-/// no more than `PER_DESTINATION` to each with those this instance has in
-/// flight (`busy`: destinations and counts): a lease of `lease` on each,
-/// its attempt counted.
+/// each owner's first before anyone's next, no more than `PER_DESTINATION`
+/// to a destination and `PER_OWNER` to an owner counting those this
+/// instance has in flight (`busy_destinations`, `busy_owners`: ids and
+/// counts): a lease of `lease` on each, its attempt counted.
+///
+/// The destinations with pending deliveries are found by skipping through
+/// the pending index one destination at a time, and each gives at most its
+/// free slots' worth of due deliveries, so a claim reads a bounded number
+/// of rows per destination, however long one destination's backlog is.
 fn claim(
     conn: &mut PgConnection,
     limit: usize,
     lease: Duration,
-    busy: (&[i64], &[i64]),
+    busy_destinations: &(Vec<i64>, Vec<i64>),
+    busy_owners: &(Vec<i64>, Vec<i64>),
 ) -> QueryResult<Vec<Claimed>> {
     diesel::sql_query(
-        "WITH ranked AS ( \
-             SELECT d.id, d.next_attempt_at, \
-                    row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) \
-                    + coalesce((SELECT busy.count FROM unnest($4::bigint[], $5::bigint[]) \
-                                AS busy(endpoint_id, count) \
-                                WHERE busy.endpoint_id = d.endpoint_id), 0) AS place \
-             FROM webhook_deliveries d \
-             JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.status = 'enabled' \
-             WHERE d.status = 'pending' AND d.next_attempt_at <= now() \
-               AND (d.locked_until IS NULL OR d.locked_until <= now())), \
+        "WITH RECURSIVE pending (endpoint_id) AS ( \
+             (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' \
+              ORDER BY endpoint_id LIMIT 1) \
+             UNION ALL \
+             SELECT (SELECT d.endpoint_id FROM webhook_deliveries d \
+                     WHERE d.status = 'pending' AND d.endpoint_id > pending.endpoint_id \
+                     ORDER BY d.endpoint_id LIMIT 1) \
+             FROM pending WHERE pending.endpoint_id IS NOT NULL), \
+         busy_destinations AS ( \
+             SELECT * FROM unnest($4::bigint[], $5::bigint[]) AS busy (endpoint_id, count)), \
+         busy_owners AS ( \
+             SELECT * FROM unnest($6::bigint[], $7::bigint[]) AS busy (owner, count)), \
+         candidates AS ( \
+             SELECT due.id, due.next_attempt_at, coalesce(e.user_id, 0) AS owner \
+             FROM pending \
+             JOIN webhook_endpoints e ON e.id = pending.endpoint_id AND e.status = 'enabled' \
+             CROSS JOIN LATERAL ( \
+                 SELECT d.id, d.next_attempt_at FROM webhook_deliveries d \
+                 WHERE d.endpoint_id = e.id AND d.status = 'pending' \
+                   AND d.next_attempt_at <= now() \
+                   AND (d.locked_until IS NULL OR d.locked_until <= now()) \
+                 ORDER BY d.next_attempt_at, d.id \
+                 LIMIT greatest(0, $1 - coalesce( \
+                     (SELECT count FROM busy_destinations b WHERE b.endpoint_id = e.id), 0)) \
+             ) due), \
+         ranked AS ( \
+             SELECT c.id, c.next_attempt_at, \
+                    row_number() OVER (PARTITION BY c.owner ORDER BY c.next_attempt_at, c.id) \
+                    + coalesce((SELECT count FROM busy_owners b WHERE b.owner = c.owner), 0) \
+                    AS place \
+             FROM candidates c), \
          due AS ( \
              SELECT d.id FROM webhook_deliveries d JOIN ranked USING (id) \
-             WHERE ranked.place <= $1 \
-             ORDER BY ranked.next_attempt_at LIMIT $2 \
+             WHERE ranked.place <= $8 \
+             ORDER BY ranked.place, ranked.next_attempt_at, d.id LIMIT $2 \
              FOR UPDATE OF d SKIP LOCKED) \
          UPDATE webhook_deliveries d \
          SET locked_until = now() + $3, attempts = d.attempts + 1 \
          FROM due, webhook_endpoints e, webhook_events event \
          WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
-         RETURNING d.id, d.attempts, d.endpoint_id, e.user_id IS NULL AS installation, \
+         RETURNING d.id, d.attempts, d.endpoint_id, coalesce(e.user_id, 0) AS owner, \
              d.event_id, e.url, e.secret, \
              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
                  AS previous_secret, \
@@ -364,8 +490,11 @@ fn claim(
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)
     .bind::<Interval, _>(db::interval(lease))
-    .bind::<diesel::sql_types::Array<BigInt>, _>(busy.0)
-    .bind::<diesel::sql_types::Array<BigInt>, _>(busy.1)
+    .bind::<diesel::sql_types::Array<BigInt>, _>(&busy_destinations.0)
+    .bind::<diesel::sql_types::Array<BigInt>, _>(&busy_destinations.1)
+    .bind::<diesel::sql_types::Array<BigInt>, _>(&busy_owners.0)
+    .bind::<diesel::sql_types::Array<BigInt>, _>(&busy_owners.1)
+    .bind::<BigInt, _>(PER_OWNER)
     .load(conn)
 }
 

@@ -53,23 +53,31 @@ pub struct NewWebhookEndpoint<'a> {
 }
 
 /// Locks the user's destinations for the rest of the transaction (their
-/// user's row), so that two registrations at once count each other; the
-/// count. `FOR NO KEY UPDATE`, not `FOR UPDATE`: the claim's transaction
-/// inserted the key row first, whose reference holds `FOR KEY SHARE` on the
-/// user's row, and two registrations asking `FOR UPDATE` on top of that
-/// deadlock; `FOR NO KEY UPDATE` does not conflict with `FOR KEY SHARE`, so
-/// they queue instead, and the user's other requests insert keys meanwhile.
+/// user's row, `lock_user`), so that two registrations at once count each
+/// other; the count.
 pub fn lock_for_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<i64> {
+    lock_user(conn, user_id)?;
+    webhook_endpoints::table
+        .filter(webhook_endpoints::user_id.eq(user_id))
+        .count()
+        .get_result(conn)
+}
+
+/// Locks the user's row for the rest of the transaction, so that what one
+/// user may have only so many of is counted by one request at a time. `FOR
+/// NO KEY UPDATE`, not `FOR UPDATE`: the claim's transaction inserted the
+/// key row first, whose reference holds `FOR KEY SHARE` on the user's row,
+/// and two requests asking `FOR UPDATE` on top of that deadlock; `FOR NO
+/// KEY UPDATE` does not conflict with `FOR KEY SHARE`, so they queue
+/// instead, and the user's other requests insert keys meanwhile.
+pub fn lock_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<()> {
     use crate::schema::users;
     users::table
         .find(user_id)
         .select(users::id)
         .for_no_key_update()
         .first::<i64>(conn)?;
-    webhook_endpoints::table
-        .filter(webhook_endpoints::user_id.eq(user_id))
-        .count()
-        .get_result(conn)
+    Ok(())
 }
 
 pub fn insert(

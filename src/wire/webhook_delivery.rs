@@ -1,5 +1,5 @@
-//! A webhook delivery on the wire: one event to one destination, and every
-//! attempt at it.
+//! A webhook delivery on the wire: one event to one destination, and its
+//! newest attempts.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -17,6 +17,9 @@ pub struct DeliveryJson {
     pub status: String,
     /// While `pending`: when the next attempt is due.
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Every attempt made, of which `attempts` shows the newest ten.
+    pub attempt_count: i64,
+    /// The newest ten attempts at most, oldest first.
     pub attempts: Vec<AttemptJson>,
     pub created_at: DateTime<Utc>,
 }

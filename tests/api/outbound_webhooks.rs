@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use ridepay::config::Settings;
+use ridepay::config::{ApiKey, ReceiptDestination, Settings};
 use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 
 use crate::helpers::{
-    create_user, held_ride, spawn_app_with, spawn_server, Answer, TestApp, TestUser,
+    create_user, held_ride, spawn_app_with, spawn_server, Answer, TestApp, TestUser, RIDE,
 };
 use crate::receiver::{Received, Receiver, Reply};
 use crate::workers::eventually;
@@ -360,6 +360,143 @@ async fn a_destination_that_hangs_never_delays_another() {
     );
 }
 
+/// One user whose four destinations accept and never answer, with a
+/// backlog of events, holds only their share of the sender's slots: another
+/// user's delivery and the installation's receipt of it go out while every
+/// one of the first user's attempts is still hanging.
+#[tokio::test]
+async fn one_users_hanging_destinations_never_hold_up_another_users_or_the_receipts() {
+    let receipts = Receiver::start();
+    let app = app_sending(&[0], |settings| {
+        settings.outbound_webhooks.timeout = Duration::from_secs(120);
+        settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+            url: receipts.url.clone(),
+            secret: ApiKey::new(crate::receipts::SECRET),
+        });
+    })
+    .await;
+    let hanging: Vec<Receiver> = (0..4).map(|_| Receiver::start()).collect();
+    for receiver in &hanging {
+        receiver.reply(std::iter::repeat_n(Reply::Hang, 100));
+        register(&app, receiver, json!(["*"])).await;
+    }
+    for n in 0..20 {
+        app.paid_ride(&format!("backlog {n}")).await;
+    }
+    // The backlog's receipts are all sent, and the hostile user's attempts
+    // hang: the sender has taken every slot it will give that user.
+    wait_for(&receipts, 20).await;
+    let hung = eventually(Duration::from_secs(30), || {
+        hanging.iter().map(|r| r.received().len()).sum::<usize>() >= 16
+    })
+    .await;
+    assert!(hung);
+
+    let bystander = create_user(&app.database_url, Some("cus_bystander"));
+    let theirs = Receiver::start();
+    let url = format!("{}/api/webhook_endpoints", app.address);
+    let body = json!({"url": theirs.url, "events": ["ride.captured"]}).to_string();
+    app.post_idempotent(&url, &bystander.api_key, "register", &body)
+        .await
+        .unwrap()
+        .assert_status(201);
+    app.post_ride_as(&bystander.api_key, "bystander", RIDE)
+        .await
+        .assert_status(201);
+
+    wait_for(&theirs, 1).await;
+    wait_for(&receipts, 21).await;
+    assert_eq!(
+        app.count(&format!(
+            "webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id \
+             JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.user_id = {}",
+            app.user.id
+        )),
+        0,
+        "every one of the hostile user's attempts is still hanging"
+    );
+    let in_flight: usize = hanging.iter().map(|r| r.received().len()).sum();
+    assert!(in_flight <= 16, "{in_flight} attempts of one user at once");
+}
+
+/// Test events have a quota: 20 an hour per user, across their
+/// destinations; the next is a 429 that writes nothing.
+#[tokio::test]
+async fn a_user_sends_at_most_20_test_events_an_hour() {
+    let app = app_sending(&[0], |settings| settings.outbound_webhooks.enabled = false).await;
+    let receiver = Receiver::start();
+    let first = register(&app, &receiver, json!(["*"])).await;
+    let second = register_as(
+        &app,
+        &app.user,
+        "second",
+        json!({"url": format!("{}?second", receiver.url), "events": ["*"]}),
+    )
+    .await
+    .json();
+    for n in 0..20 {
+        let endpoint = [&first, &second][n % 2];
+        let path = format!("/api/webhook_endpoints/{}/test", endpoint["id"]);
+        act(&app, &path, &format!("test {n}"))
+            .await
+            .assert_status(200);
+    }
+    let path = format!("/api/webhook_endpoints/{}/test", first["id"]);
+    let refused = act(&app, &path, "test 20").await;
+    refused.assert_rate_limited();
+    assert_eq!(app.count("idempotency_keys WHERE key = 'test 20'"), 0);
+    assert_eq!(
+        app.count("webhook_events WHERE type = 'webhook_endpoint.test'"),
+        20
+    );
+    // Another user's quota is their own.
+    let other = create_user(&app.database_url, Some("cus_other"));
+    let url = format!("{}/api/webhook_endpoints", app.address);
+    let body = json!({"url": receiver.url, "events": ["*"]}).to_string();
+    let theirs = app
+        .post_idempotent(&url, &other.api_key, "register", &body)
+        .await
+        .unwrap()
+        .json();
+    let path = format!("/api/webhook_endpoints/{}/test", theirs["id"]);
+    act_as(&app, &other, &path, "test").await.assert_status(200);
+}
+
+/// A delivery's answer carries its newest ten attempts and the count of
+/// all, however many retries by hand added.
+#[tokio::test]
+async fn a_deliverys_answer_shows_its_newest_ten_attempts_and_counts_them_all() {
+    let app = app_sending(&[0], |_| {}).await;
+    let receiver = Receiver::start();
+    let endpoint = register(&app, &receiver, json!(["ride.captured"])).await;
+    app.paid_ride("paid").await;
+    wait_for(&receiver, 1).await;
+    let recorded = eventually(Duration::from_secs(10), || {
+        app.count("webhook_attempts") == 1
+    })
+    .await;
+    assert!(recorded);
+    diesel::sql_query(
+        "INSERT INTO webhook_attempts (delivery_id, attempted_at, http_status, duration_ms) \
+         SELECT d.id, now() + n * interval '1 second', 500, n FROM webhook_deliveries d, \
+             generate_series(1, 24) AS n",
+    )
+    .execute(&mut app.db())
+    .unwrap();
+
+    let deliveries = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let listed = app.get(&deliveries).await.json();
+    let delivery = &listed["data"][0];
+    assert_eq!(delivery["attempt_count"], 25);
+    let shown: Vec<i64> = delivery["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|attempt| attempt["duration_ms"].as_i64().unwrap())
+        .collect();
+    assert_eq!(shown, (15..=24).collect::<Vec<i64>>());
+}
+
 #[tokio::test]
 async fn a_destination_failing_for_longer_than_allowed_is_disabled() {
     let app = app_sending(&[0, 2, 2], |settings| {
@@ -403,15 +540,18 @@ async fn registration_refuses_destinations_that_may_not_be_reached() {
     let plain = register_url("plain", "http://127.0.0.1:9/hook").await;
     let problem = plain.assert_problem(400, "invalid-request");
     assert_eq!(problem["errors"][0]["field"], "url");
+    let mut details = std::collections::BTreeSet::new();
     for (key, url) in [
         ("loopback", "https://127.0.0.1:9/hook"),
         ("localhost", "https://localhost:9/hook"),
         ("private", "https://10.0.0.1/hook"),
         ("metadata", "https://169.254.169.254/latest"),
         ("mapped", "https://[::ffff:127.0.0.1]/hook"),
+        ("unresolvable", "https://no-such-host.invalid/hook"),
     ] {
         let refused = register_url(key, url).await;
-        refused.assert_problem(422, "webhook-destination-not-allowed");
+        let problem = refused.assert_problem(422, "webhook-destination-not-allowed");
+        details.insert(problem["detail"].as_str().unwrap().to_owned());
         // Stored: the key answers the same again.
         let again = register_url(key, url).await;
         assert_eq!(
@@ -419,10 +559,40 @@ async fn registration_refuses_destinations_that_may_not_be_reached() {
             (422, Some("true"))
         );
     }
+    // One refusal for every host, resolvable or not: the server's resolver
+    // tells a user nothing of internal names or addresses.
+    assert_eq!(details.len(), 1, "{details:?}");
+    let detail = details.first().unwrap();
+    for named in ["127.0.0.1", "10.0.0.1", "169.254", "resolve", "localhost"] {
+        assert!(!detail.contains(named), "{detail}");
+    }
     assert_eq!(
         strict.count("webhook_endpoints WHERE user_id IS NOT NULL"),
         0
     );
+}
+
+/// Where loopback is allowed, plain `http://` still goes only to a host
+/// named as loopback: another is refused for its scheme, before any lookup.
+#[tokio::test]
+async fn plain_http_to_a_host_not_named_as_loopback_is_refused_for_its_scheme() {
+    let app = app_sending(&[0], |_| {}).await;
+    for (key, url) in [
+        ("public", "http://hooks.example.com/hook"),
+        ("private", "http://10.0.0.1/hook"),
+    ] {
+        let refused = register_as(&app, &app.user, key, json!({"url": url, "events": ["*"]})).await;
+        let problem = refused.assert_problem(400, "invalid-request");
+        assert_eq!(problem["errors"][0]["field"], "url");
+        assert!(
+            problem["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("https://"),
+            "{problem}"
+        );
+    }
+    assert_eq!(app.count("idempotency_keys"), 0);
 }
 
 #[tokio::test]
@@ -700,6 +870,31 @@ async fn every_attempt_connects_only_to_an_address_the_sender_may_reach() {
     assert!(refused);
     assert!(receiver.received().is_empty());
     assert_eq!(app.count("webhook_deliveries WHERE status = 'failed'"), 1);
+}
+
+/// A proxy named by the environment would be checked in place of the
+/// destination: users' webhooks never go through one.
+#[tokio::test]
+async fn users_webhooks_never_go_through_a_proxy_the_environment_names() {
+    let mut app = crate::helpers::database_only();
+    let proxy = Receiver::start();
+    let proxy_url = proxy.url.trim_end_matches("/hook").to_owned();
+    let server = crate::server_process::ServerProcess::start(
+        &app.database_url,
+        &[
+            ("OUTBOX_ENABLED", "true"),
+            ("OUTBOUND_WEBHOOK_ALLOW_LOOPBACK", "true"),
+            ("HTTP_PROXY", &proxy_url),
+            ("HTTPS_PROXY", &proxy_url),
+            ("ALL_PROXY", &proxy_url),
+        ],
+    );
+    app.address = server.address.clone();
+    let receiver = Receiver::start();
+    register(&app, &receiver, json!(["*"])).await;
+    app.paid_ride("paid").await;
+    wait_for(&receiver, 1).await;
+    assert!(proxy.received().is_empty());
 }
 
 #[tokio::test]

@@ -2,7 +2,10 @@
 //! `webhook_endpoint.test`, about no ride, delivered to this destination
 //! alone, whatever it subscribed to, so that its receiver can be tried.
 
+use std::time::Duration;
+
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Double, Text};
 use serde_json::json;
 
 use super::{delivery_answer, ActionParams, DestinationAction};
@@ -13,6 +16,11 @@ use crate::schema::{webhook_deliveries, webhook_events};
 use crate::service_error::ServiceError;
 
 pub const TEST_EVENT: &str = "webhook_endpoint.test";
+
+/// Test events a user may send in an hour, across their destinations: each
+/// is a delivery the sender owes, and one user's must not crowd out
+/// everyone's.
+pub const TESTS_PER_HOUR: i64 = 20;
 
 crate::recovery_points! {
     /// How far a test has got: it is written in the claim's transaction.
@@ -36,6 +44,17 @@ impl DestinationAction for TestEvent {
         let Some(endpoint) = model::find_for_user(conn, user, params.endpoint_id)? else {
             return Ok(false);
         };
+        model::lock_user(conn, user)?;
+        let (sent, wait) = sent_this_hour(conn, user)?;
+        if sent >= TESTS_PER_HOUR {
+            return Err(ServiceError::QuotaSpent {
+                detail: format!(
+                    "at most {TESTS_PER_HOUR} test events an hour; the next may be sent in {} s",
+                    wait.as_secs()
+                ),
+                retry_after: wait,
+            });
+        }
         let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
         let staged_at = chrono::Utc::now();
         let body = json!({
@@ -74,4 +93,30 @@ impl DestinationAction for TestEvent {
             .first(conn)?;
         delivery_answer(conn, params.endpoint_id, delivery_id)
     }
+}
+
+/// The user's test events of the last hour, and how long until the oldest
+/// of them is out of it.
+fn sent_this_hour(conn: &mut PgConnection, user: UserId) -> QueryResult<(i64, Duration)> {
+    #[derive(QueryableByName)]
+    struct Sent {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+        #[diesel(sql_type = Double)]
+        wait_secs: f64,
+    }
+    let sent: Sent = diesel::sql_query(
+        "SELECT count(*) AS count, \
+             coalesce(extract(epoch FROM min(created_at) + interval '1 hour' - now()), 0) \
+                 ::float8 AS wait_secs \
+         FROM webhook_events \
+         WHERE user_id = $1 AND type = $2 AND created_at > now() - interval '1 hour'",
+    )
+    .bind::<BigInt, _>(user.0)
+    .bind::<Text, _>(TEST_EVENT)
+    .get_result(conn)?;
+    Ok((
+        sent.count,
+        Duration::from_secs_f64(sent.wait_secs.clamp(1.0, 3600.0).ceil()),
+    ))
 }
