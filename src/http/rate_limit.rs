@@ -125,13 +125,15 @@ mod tests {
         assert!((0..1000).all(|_| limiter.check(&"any").is_ok()));
     }
 
+    /// A request from `address`, as the socket gives its peer.
+    fn request(address: &str) -> HttpRequest {
+        actix_web::test::TestRequest::default()
+            .peer_addr(address.parse().unwrap())
+            .to_http_request()
+    }
+
     #[test]
     fn an_ipv6_client_counts_as_its_64() {
-        let request = |address: &str| {
-            actix_web::test::TestRequest::default()
-                .peer_addr(address.parse().unwrap())
-                .to_http_request()
-        };
         assert_eq!(
             client_address(&request("[2001:db8:1:2:aaaa::1]:5000")),
             client_address(&request("[2001:db8:1:2:bbbb::9]:6000"))
@@ -148,11 +150,6 @@ mod tests {
 
     #[test]
     fn an_ipv4_client_on_a_dual_stack_listener_counts_as_its_own_address() {
-        let request = |address: &str| {
-            actix_web::test::TestRequest::default()
-                .peer_addr(address.parse().unwrap())
-                .to_http_request()
-        };
         assert_eq!(
             client_address(&request("[::ffff:192.0.2.7]:5000")),
             IpAddr::from([192, 0, 2, 7])
