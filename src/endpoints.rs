@@ -1,18 +1,36 @@
-//! The idempotent endpoints, listed once for everything but HTTP: the
-//! names their keys record, their recovery points and calls (for the
-//! database's list and the crash points) and their keys for the completer.
-//! `http::routes` lists their routes and
-//! OpenAPI parts, in the same order. Adding an endpoint adds one line to
-//! each.
+//! The idempotent endpoints, listed once: `for_each_endpoint!` hands
+//! every endpoint's type to a macro of the caller's. This module makes of
+//! it what everything but HTTP needs (the names their keys record, their
+//! recovery points and calls for the database's list and the crash points,
+//! their keys for the completer); `http::routes` makes each one's routes
+//! and OpenAPI part of it, so the workers never import `http`. Adding an
+//! endpoint adds one line here.
 
 use std::sync::Arc;
 
 use crate::context::ServiceContext;
+use crate::crash;
 use crate::idempotency::completer::Resumable;
-use crate::idempotency::endpoint::Keys;
-use crate::idempotency::{RecoveryPoints, Step};
-use crate::outbound_webhooks::actions::{self, Action};
-use crate::{crash, outbound_webhooks, refunds, rides};
+use crate::idempotency::{Endpoint, Keys, RecoveryPoints, Step};
+
+/// Calls `$then!` with every idempotent endpoint's type, in the order the
+/// OpenAPI document lists them.
+#[macro_export]
+macro_rules! for_each_endpoint {
+    ($then:ident) => {
+        $then! {
+            $crate::rides::create::endpoint::RideEndpoint,
+            $crate::refunds::endpoint::RefundEndpoint,
+            $crate::rides::complete::endpoint::CompleteEndpoint,
+            $crate::rides::cancel::endpoint::CancelEndpoint,
+            $crate::rides::tip::endpoint::TipEndpoint,
+            $crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate,
+            $crate::outbound_webhooks::actions::retry::RetryEndpoint,
+            $crate::outbound_webhooks::actions::roll_secret::RollSecretEndpoint,
+            $crate::outbound_webhooks::actions::test_event::TestEventEndpoint,
+        }
+    };
+}
 
 /// One endpoint, as the application wires it.
 pub struct Registered {
@@ -27,63 +45,29 @@ pub struct Registered {
 }
 
 impl Registered {
-    fn of<P: RecoveryPoints>(
-        resumable: fn(Arc<ServiceContext>) -> Box<dyn Resumable>,
-    ) -> Registered {
+    fn of<E: Endpoint<Context = ServiceContext>>() -> Registered {
+        let points = E::Point::ALL;
         Registered {
-            name: P::ENDPOINT,
-            recovery_points: P::ALL.iter().map(|point| point.as_str()).collect(),
-            calls: P::ALL
+            name: E::Point::ENDPOINT,
+            recovery_points: points.iter().map(|point| point.as_str()).collect(),
+            calls: points
                 .iter()
                 .filter_map(|point| match point.step() {
                     Step::Call(call) => Some(call),
                     Step::Atomic => None,
                 })
                 .collect(),
-            resumable,
+            resumable: |context| Box::new(Keys::<E>::new(context)),
         }
     }
 }
 
 /// Every idempotent endpoint.
 pub fn all() -> Vec<Registered> {
-    vec![
-        Registered::of::<rides::create::RecoveryPoint>(|context| {
-            Box::new(Keys::<rides::create::endpoint::RideEndpoint>::new(context))
-        }),
-        Registered::of::<refunds::RecoveryPoint>(|context| {
-            Box::new(Keys::<refunds::endpoint::RefundEndpoint>::new(context))
-        }),
-        Registered::of::<rides::complete::RecoveryPoint>(|context| {
-            Box::new(Keys::<rides::complete::endpoint::CompleteEndpoint>::new(
-                context,
-            ))
-        }),
-        Registered::of::<rides::cancel::RecoveryPoint>(|context| {
-            Box::new(Keys::<rides::cancel::endpoint::CancelEndpoint>::new(
-                context,
-            ))
-        }),
-        Registered::of::<rides::tip::RecoveryPoint>(|context| {
-            Box::new(Keys::<rides::tip::endpoint::TipEndpoint>::new(context))
-        }),
-        Registered::of::<outbound_webhooks::create::RecoveryPoint>(|context| {
-            Box::new(Keys::<
-                outbound_webhooks::create::endpoint::WebhookEndpointCreate,
-            >::new(context))
-        }),
-        Registered::of::<actions::retry::RecoveryPoint>(|context| {
-            Box::new(Keys::<Action<actions::retry::Retry>>::new(context))
-        }),
-        Registered::of::<actions::roll_secret::RecoveryPoint>(|context| {
-            Box::new(Keys::<Action<actions::roll_secret::RollSecret>>::new(
-                context,
-            ))
-        }),
-        Registered::of::<actions::test_event::RecoveryPoint>(|context| {
-            Box::new(Keys::<Action<actions::test_event::TestEvent>>::new(context))
-        }),
-    ]
+    macro_rules! registered {
+        ($($endpoint:ty),* $(,)?) => { vec![$(Registered::of::<$endpoint>()),*] };
+    }
+    crate::for_each_endpoint!(registered)
 }
 
 /// Every endpoint's keys, for the completer and reconciliation.

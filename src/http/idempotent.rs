@@ -10,8 +10,7 @@ use super::body::{read_json, MAX_BODY_BYTES};
 use super::request_id;
 use crate::context::ServiceContext;
 use crate::crash;
-use crate::idempotency::endpoint::{self, Endpoint};
-use crate::idempotency::{IdempotencyKey, Outcome, StoredResponse};
+use crate::idempotency::{flow, Endpoint, IdempotencyKey, Outcome, StoredResponse};
 use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::telemetry::metrics;
@@ -100,7 +99,7 @@ pub async fn post<E: Endpoint<Context = ServiceContext>>(
                 return Err(problem);
             }
         };
-        Ok(endpoint::run::<E>(
+        Ok(flow::serve::<E>(
             &context,
             conn,
             caller.key_hash(),

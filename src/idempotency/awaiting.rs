@@ -9,8 +9,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 
 use super::claim::bump_epoch;
-use super::completer::{ClaimedKey, Resumable};
-use super::flow::Resolution;
+use super::completer::{ClaimedKey, Resolution, Resumable};
 use super::policy::KeyPolicy;
 use super::record::KeyRecord;
 use super::recovery_point::FINISHED;

@@ -99,29 +99,14 @@ impl<'a> IdempotentRequest<'a> {
     }
 }
 
-/// What may be done with a key, read without taking any lock.
-#[derive(Debug)]
-pub enum Lookup {
-    /// No row yet, or one whose lease is free: the caller must claim.
-    Claimable,
-    Replay(StoredResponse),
-    InUse,
-    Reused,
-    /// Too old to resume safely; an operator must settle it.
-    NeedsAttention,
-    /// Waiting for reconciliation to learn what a call did.
-    Reconciling,
-}
-
-/// The outcome of a claim.
+/// The outcome of a claim that lets the request be answered: the lease, or
+/// the stored answer to replay. Every other outcome (the key in use,
+/// reused, left to an operator or to reconciliation) is the error that
+/// answers it.
 #[derive(Debug)]
 pub enum Claim<P> {
     Acquired(Lease<P>),
     Replay(StoredResponse),
-    InUse,
-    Reused,
-    NeedsAttention,
-    Reconciling,
 }
 
 /// A key row as read with the database's clock.
@@ -163,26 +148,19 @@ pub fn find_caller_key(
     }))
 }
 
-/// What may be done with the key, as `find_caller_key` read it. The claim
-/// re-checks under the row lock, so a stale read here can only send a
-/// request on to the claim.
+/// What the key, as `find_caller_key` read it, answers without a claim:
+/// the stored answer to replay, or the error that answers the request; or
+/// nothing, and the request goes on to the claim. The claim re-checks under
+/// the row lock, so a stale read here can only send a request on to it.
 pub fn lookup<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     found: FoundKey,
     policy: &KeyPolicy,
-) -> Result<Lookup, ServiceError> {
-    Ok(match found {
-        None => Lookup::Claimable,
-        Some((mut record, db_now)) => match claim_rules::<P>(request, &mut record, db_now, policy)?
-        {
-            None => Lookup::Claimable,
-            Some(Answer::Replay(response)) => Lookup::Replay(response),
-            Some(Answer::InUse) => Lookup::InUse,
-            Some(Answer::Reused) => Lookup::Reused,
-            Some(Answer::NeedsAttention) => Lookup::NeedsAttention,
-            Some(Answer::Reconciling) => Lookup::Reconciling,
-        },
-    })
+) -> Result<Option<StoredResponse>, ServiceError> {
+    match found {
+        None => Ok(None),
+        Some((mut record, db_now)) => claim_rules::<P>(request, &mut record, db_now, policy),
+    }
 }
 
 /// Claims the key inside the caller's transaction: `INSERT ... ON CONFLICT DO
@@ -196,13 +174,13 @@ pub fn claim<P: RecoveryPoints>(
     claim_at(conn, request, policy, P::STARTED)
 }
 
-/// The claim of the flow, whose first phase runs in the claim's own
-/// transaction: a new key is inserted already at the point that phase
+/// The claim of the flow, whose first step runs in the claim's own
+/// transaction: a new key is inserted already at the point that step
 /// reaches (the one after `started`; `recovery_points!` declares at least
 /// one), so the key row is written once in that transaction. A refusal in
-/// the phase rolls the row back with it; the lease must not outlive the
-/// transaction before the phase has run.
-pub(crate) fn claim_with_first_phase<P: RecoveryPoints>(
+/// the step rolls the row back with it; the lease must not outlive the
+/// transaction before the step has run.
+pub(crate) fn claim_with_first_step<P: RecoveryPoints>(
     conn: &mut PgConnection,
     request: &IdempotentRequest<'_>,
     policy: &KeyPolicy,
@@ -257,8 +235,8 @@ fn claim_at<P: RecoveryPoints>(
         .filter(keys::key.eq(request.key.as_str()))
         .select((KeyState::as_select(), database_now()));
     let (mut record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
-    if let Some(answer) = claim_rules::<P>(request, &mut record, db_now, policy)? {
-        return Ok(answer.into());
+    if let Some(replay) = claim_rules::<P>(request, &mut record, db_now, policy)? {
+        return Ok(Claim::Replay(replay));
     }
     // It looks claimable: lock the row and apply the rules again, since another claim
     // may have won in between.
@@ -267,19 +245,7 @@ fn claim_at<P: RecoveryPoints>(
         .first::<(KeyState, DateTime<Utc>)>(conn)?;
     match claim_rules::<P>(request, &mut record, db_now, policy)? {
         None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
-        Some(answer) => Ok(answer.into()),
-    }
-}
-
-impl<P> From<Answer> for Claim<P> {
-    fn from(answer: Answer) -> Self {
-        match answer {
-            Answer::Replay(response) => Claim::Replay(response),
-            Answer::InUse => Claim::InUse,
-            Answer::Reused => Claim::Reused,
-            Answer::NeedsAttention => Claim::NeedsAttention,
-            Answer::Reconciling => Claim::Reconciling,
-        }
+        Some(replay) => Ok(Claim::Replay(replay)),
     }
 }
 
@@ -327,51 +293,70 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i
         .get_result(conn)?)
 }
 
-/// What a key's row answers a request, when it does not let it run.
-enum Answer {
-    Replay(StoredResponse),
-    InUse,
-    Reused,
-    NeedsAttention,
-    Reconciling,
-}
-
-/// The claim's rules, in order: a different request is refused, a finished one
-/// replayed, a live lease respected, a key whose call's outcome only the
-/// gateway's lists can tell left to reconciliation, and a key too old to
-/// resume safely left to an operator. None: the request may run. A replay takes the stored response
-/// out of `record`.
+/// The claim's rules, in order: a different request is refused, a finished
+/// one replayed (its stored response taken out of `record`), a live lease
+/// respected, a key whose call's outcome only the gateway's lists can tell
+/// left to reconciliation, and a key too old to resume safely left to an
+/// operator. `None`: the request may run.
 fn claim_rules<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     record: &mut KeyState,
     db_now: DateTime<Utc>,
     policy: &KeyPolicy,
-) -> Result<Option<Answer>, ServiceError> {
+) -> Result<Option<StoredResponse>, ServiceError> {
     if !request.matches(record) {
-        return Ok(Some(Answer::Reused));
+        return Err(ServiceError::KeyReused);
     }
     if record.recovery_point == FINISHED {
         let response = record.take_stored_response().ok_or_else(|| {
             anyhow::anyhow!("finished key {} has no readable response", record.id)
         })?;
-        return Ok(Some(Answer::Replay(response)));
+        return Ok(Some(response));
     }
     if !policy.lease_expired(record.locked_at, db_now) {
-        return Ok(Some(Answer::InUse));
+        return Err(ServiceError::KeyInUse);
     }
     if record.call_version > CURRENT_CALL_VERSION {
         // A newer release's key (a rolling deploy): this one would not make
         // its calls the same way.
-        return Ok(Some(Answer::NeedsAttention));
+        return Err(ServiceError::NeedsAttention);
     }
     if record.outcome_unknown_at.is_some() {
-        return Ok(Some(Answer::Reconciling));
+        return Err(ServiceError::AwaitingReconciliation {
+            reason: "a call's answer was a failure the gateway saved under its key".to_owned(),
+        });
     }
     let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
     if record.needs_attention_at.is_some()
         || (awaits_effect && policy.past_effect_deadline(record.created_at, db_now))
     {
-        return Ok(Some(Answer::NeedsAttention));
+        return Err(ServiceError::NeedsAttention);
     }
     Ok(None)
+}
+
+/// Takes the lease of an unfinished key whose lease is free or expired, for a
+/// caller other than the key's client or the completer (a webhook that
+/// learnt the outcome of the key's external effect, say). `None` when the
+/// key is finished, or its lease is held, or another transaction has the row
+/// locked.
+pub fn take_over<P: RecoveryPoints>(
+    conn: &mut PgConnection,
+    key_id: KeyId,
+    policy: &KeyPolicy,
+) -> Result<Option<Lease<P>>, ServiceError> {
+    let Some((record, db_now)) = keys::idempotency_keys
+        .find(key_id)
+        .select((KeyState::as_select(), database_now()))
+        .for_update()
+        .skip_locked()
+        .first::<(KeyState, DateTime<Utc>)>(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    if record.recovery_point == FINISHED || !policy.lease_expired(record.locked_at, db_now) {
+        return Ok(None);
+    }
+    Ok(Some(take_lease(conn, &record)?))
 }

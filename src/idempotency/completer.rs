@@ -8,7 +8,6 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::claim::{bump_epoch, parse_point};
-use super::flow::Resolution;
 use super::gateway_calls::GatewayCalls;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
@@ -21,11 +20,23 @@ use crate::ids::KeyId;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
+/// What reconciliation did with a key left to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// The call was made: recorded.
+    Recorded,
+    /// Proven not made: sent again under the next generation's key.
+    Reissued,
+    /// Proven not made, past the deadline for sending it again: ended
+    /// with a stored 502.
+    Refused,
+}
+
 /// An endpoint whose keys the completer can finish: the [`Keys`] of every
 /// [`Endpoint`](super::endpoint::Endpoint), as trait objects, so the
 /// completer can hold them in one list.
 ///
-/// [`Keys`]: super::endpoint::Keys
+/// [`Keys`]: super::flow::Keys
 pub trait Resumable: Send + Sync {
     /// The name its keys record.
     fn endpoint(&self) -> &'static str;

@@ -1,6 +1,7 @@
 //! The idempotency machinery: key parsing, the request fingerprint, the claim,
 //! the lease with its fenced phase commits, stored responses, and the request
-//! flow every endpoint shares (`flow`: an endpoint supplies its `Phases`).
+//! flow every endpoint shares (`flow`: an endpoint supplies its steps, as an
+//! `endpoint::Endpoint`).
 //! Generic over an endpoint's recovery points; it knows nothing of any
 //! endpoint.
 
@@ -23,11 +24,15 @@ mod stored_response;
 
 pub use canonical::CanonicalRequest;
 pub use claim::{
-    claim, find_caller_key, lookup, Caller, Claim, FoundKey, IdempotentRequest, Lookup,
+    claim, find_caller_key, lookup, take_over, Caller, Claim, FoundKey, IdempotentRequest,
+};
+pub use completer::Resolution;
+pub use endpoint::{
+    CallOf, Called, Endpoint, FlowContext, Found, FoundOf, LeaseOf, Transition, TransitionOf,
 };
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
-pub use flow::{Outcome, Phases, Resolution, Transition};
+pub use flow::{Keys, Outcome};
 pub use gateway_calls::{DerivedFrom, GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};

@@ -21,9 +21,9 @@ use super::recovery_point::RecoveryPoint;
 use super::request::RefundParams;
 use crate::audit;
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
-use crate::idempotency::{Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Found, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
+};
 use crate::ids::{RefundId, UserId};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
@@ -34,18 +34,147 @@ use crate::rides::model::{Ride, RideStatus};
 use crate::service_error::ServiceError;
 use crate::wire;
 
-/// The endpoint (`endpoint::run::<RefundEndpoint>` serves a request,
-/// `endpoint::Keys<RefundEndpoint>` its keys for the completer).
+/// The endpoint (`flow::serve::<RefundEndpoint>` serves a request,
+/// `flow::Keys<RefundEndpoint>` its keys for the completer). Its steps hand
+/// on the part of the refund the next call makes.
 pub struct RefundEndpoint;
+
+/// The part of the refund a call makes, and its ride, whose payments it
+/// refunds.
+pub struct Part {
+    ride: Ride,
+    refund: Refund,
+}
 
 impl Endpoint for RefundEndpoint {
     type Point = RecoveryPoint;
     type Params = RefundParams;
     type Context = ServiceContext;
-    type Phases<'a> = RefundPhases<'a>;
+    type Known = Part;
+    type Answer = Final<payments::Refund>;
 
-    fn phases<'a>(context: &'a ServiceContext, params: &'a RefundParams) -> RefundPhases<'a> {
-        RefundPhases { context, params }
+    /// Started -> RefundCreated. A refund not allowed is refused here, which
+    /// rolls the claim back too: nothing is written, the key not consumed.
+    fn start(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        lease: &RefundLease,
+        params: &RefundParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Advance(
+            RecoveryPoint::RefundCreated,
+            create_refund(conn, lease, params)?,
+        ))
+    }
+
+    /// The part the call from `point` makes: the second from
+    /// FarePartRefunded, else the first.
+    fn load(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        lease: &RefundLease,
+        _params: &RefundParams,
+        point: RecoveryPoint,
+    ) -> Result<Part, ServiceError> {
+        let first = model::find_by_key(conn, lease.key_id())?;
+        let refund = match point {
+            RecoveryPoint::FarePartRefunded => model::second_part(conn, first.id)?
+                .ok_or_else(|| anyhow::anyhow!("refund {} has no second part", first.id.0))?,
+            _ => first,
+        };
+        let ride = rides::model::find_ride(conn, refund.ride_id)?;
+        Ok(Part { ride, refund })
+    }
+
+    /// RefundCompleted -> Finished.
+    fn atomic(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        lease: &RefundLease,
+        _params: &RefundParams,
+        _point: RecoveryPoint,
+        _part: Part,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Finish(finish_refunded(conn, lease)?))
+    }
+
+    /// The part's gateway refund, holding no pooled connection while the
+    /// gateway works.
+    fn call(
+        cx: &ServiceContext,
+        lease: &RefundLease,
+        _params: &RefundParams,
+        _point: RecoveryPoint,
+        part: Part,
+    ) -> Result<CallOf<Self>, ServiceError> {
+        let answer = refund_at_gateway(
+            cx.gateway.as_ref(),
+            cx.installation_id,
+            lease,
+            &part.ride,
+            &part.refund,
+        );
+        Ok(Called::Answered(part, payments::final_answer(answer)?))
+    }
+
+    /// Any generation's refund, from the part's payment's refunds.
+    fn look_up(
+        cx: &ServiceContext,
+        lease: &RefundLease,
+        _params: &RefundParams,
+        _point: RecoveryPoint,
+        part: Part,
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let Some(payment) = part.refund.payment(&part.ride) else {
+            return Err(anyhow::anyhow!("ride {} has no payment to refund", part.ride.id).into());
+        };
+        let call = refund_metadata(cx.installation_id, lease, &part.ride, &part.refund);
+        let made = lookup::refund_made(cx.gateway.as_ref(), &payment, &call)?;
+        Ok(match made {
+            Some(made) => Found::Made(part, Final::Made(made)),
+            None => Found::Absent {
+                known: part,
+                refused: Final::Refused(lookup::never_made()),
+            },
+        })
+    }
+
+    /// RefundCreated -> FarePartRefunded (a second part to make) or
+    /// RefundCompleted; FarePartRefunded -> RefundCompleted; or Finished
+    /// for a part the gateway refused for good.
+    fn record(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        lease: &RefundLease,
+        _params: &RefundParams,
+        part: Part,
+        answer: Final<payments::Refund>,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        let second = match part.refund.part_of {
+            Some(_) => None,
+            None => model::second_part(conn, part.refund.id)?,
+        };
+        match answer {
+            Final::Made(made) => {
+                record_refund(conn, &part.refund, &made)?;
+                Ok(match second {
+                    Some(second) => Transition::Advance(
+                        RecoveryPoint::FarePartRefunded,
+                        Part {
+                            ride: part.ride,
+                            refund: second,
+                        },
+                    ),
+                    None => Transition::Advance(RecoveryPoint::RefundCompleted, part),
+                })
+            }
+            Final::Refused(failure) => Ok(Transition::Finish(finish_failed(
+                conn,
+                lease,
+                [Some(part.refund), second].into_iter().flatten(),
+                &failure,
+            )?)),
+        }
     }
 
     /// Another user's ride is not found, before the key is even looked at,
@@ -58,142 +187,6 @@ impl Endpoint for RefundEndpoint {
         rides::model::find_for_user(conn, user, params.ride_id)?
             .map(drop)
             .ok_or(ServiceError::NotFound)
-    }
-}
-
-/// The endpoint's phases, for one request. They hand on the part of the
-/// refund the next call makes.
-pub struct RefundPhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a RefundParams,
-}
-
-impl Phases for RefundPhases<'_> {
-    type Point = RecoveryPoint;
-    type Known = Refund;
-    type Answer = Final<payments::Refund>;
-
-    fn atomic(
-        &self,
-        conn: &mut PgConnection,
-        lease: &RefundLease,
-        point: RecoveryPoint,
-        _refund: Option<Refund>,
-    ) -> Result<Transition<RecoveryPoint, Refund>, ServiceError> {
-        match point {
-            // A refund not allowed is refused here, which rolls the claim
-            // back too: nothing is written, the key not consumed.
-            RecoveryPoint::Started => Ok(Transition::Advance(
-                RecoveryPoint::RefundCreated,
-                Some(create_refund(conn, lease, self.params)?),
-            )),
-            RecoveryPoint::RefundCompleted => Ok(Transition::Finish(finish_refunded(conn, lease)?)),
-            RecoveryPoint::RefundCreated
-            | RecoveryPoint::FarePartRefunded
-            | RecoveryPoint::Finished => {
-                Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
-            }
-        }
-    }
-
-    fn call(
-        &self,
-        lease: &RefundLease,
-        point: RecoveryPoint,
-        part: Option<Refund>,
-    ) -> Result<Called<RecoveryPoint, Refund, Final<payments::Refund>>, ServiceError> {
-        let (ride, part) = self.with_ride(lease, point, part)?;
-        // No pooled connection is held while the gateway works.
-        let answer = refund_at_gateway(
-            self.context.gateway.as_ref(),
-            self.context.installation_id,
-            lease,
-            &ride,
-            &part,
-        );
-        Ok(Called::Answered(part, payments::final_answer(answer)?))
-    }
-
-    /// Any generation's refund, from the part's payment's refunds.
-    fn look_up(
-        &self,
-        lease: &RefundLease,
-        point: RecoveryPoint,
-        part: Option<Refund>,
-    ) -> Result<FoundOf<Self>, ServiceError> {
-        let (ride, refund) = self.with_ride(lease, point, part)?;
-        let Some(payment) = refund.payment(&ride) else {
-            return Err(anyhow::anyhow!("ride {} has no payment to refund", ride.id).into());
-        };
-        let call = refund_metadata(self.context.installation_id, lease, &ride, &refund);
-        let made = lookup::refund_made(self.context.gateway.as_ref(), &payment, &call)?;
-        Ok(match made {
-            Some(made) => Found::Made(refund, Final::Made(made)),
-            None => Found::Absent {
-                known: refund,
-                refused: Final::Refused(lookup::never_made()),
-            },
-        })
-    }
-
-    /// RefundCreated -> FarePartRefunded (a second part to make) or
-    /// RefundCompleted; FarePartRefunded -> RefundCompleted; or Finished
-    /// for a part the gateway refused for good.
-    fn record(
-        &self,
-        conn: &mut PgConnection,
-        lease: &RefundLease,
-        part: Refund,
-        answer: Final<payments::Refund>,
-    ) -> Result<Transition<RecoveryPoint, Refund>, ServiceError> {
-        let second = match part.part_of {
-            Some(_) => None,
-            None => model::second_part(conn, part.id)?,
-        };
-        match answer {
-            Final::Made(made) => {
-                record_refund(conn, &part, &made)?;
-                Ok(match second {
-                    Some(second) => {
-                        Transition::Advance(RecoveryPoint::FarePartRefunded, Some(second))
-                    }
-                    None => Transition::Advance(RecoveryPoint::RefundCompleted, None),
-                })
-            }
-            Final::Refused(failure) => Ok(Transition::Finish(finish_failed(
-                conn,
-                lease,
-                [Some(part), second].into_iter().flatten(),
-                &failure,
-            )?)),
-        }
-    }
-}
-
-impl RefundPhases<'_> {
-    /// The part of the refund the call from `point` makes (read, unless
-    /// handed on) and its ride.
-    fn with_ride(
-        &self,
-        lease: &RefundLease,
-        point: RecoveryPoint,
-        part: Option<Refund>,
-    ) -> Result<(Ride, Refund), ServiceError> {
-        let mut conn = self.context.pool.get()?;
-        let part = match part {
-            Some(part) => part,
-            None => {
-                let first = model::find_by_key(&mut conn, lease.key_id())?;
-                match point {
-                    RecoveryPoint::FarePartRefunded => model::second_part(&mut conn, first.id)?
-                        .ok_or_else(|| {
-                            anyhow::anyhow!("refund {} has no second part", first.id.0)
-                        })?,
-                    _ => first,
-                }
-            }
-        };
-        Ok((rides::model::find_ride(&mut conn, part.ride_id)?, part))
     }
 }
 
@@ -212,7 +205,7 @@ fn create_refund(
     conn: &mut PgConnection,
     lease: &RefundLease,
     params: &RefundParams,
-) -> Result<Refund, ServiceError> {
+) -> Result<Part, ServiceError> {
     let ride = model::lock_ride(conn, params.ride_id)
         .optional()?
         .filter(|ride| ride.user_id == lease.user_id())
@@ -243,29 +236,32 @@ fn create_refund(
         ));
     }
     // The fare's PaymentIntent first, then the tip's own.
-    let fare_part = amount.min(remaining.fare_cents);
-    let parts = [
-        (fare_part, ride.payment_intent_id.as_deref()),
-        (amount - fare_part, ride.tip_payment_intent_id.as_deref()),
-    ];
-    let mut made = parts.into_iter().filter(|(part, _)| *part > 0);
-    let new_part = |(amount_cents, payment_intent_id), part_of: Option<RefundId>| NewRefund {
-        ride_id: ride.id,
-        user_id: lease.user_id(),
-        idempotency_key_id: part_of.is_none().then(|| lease.key_id()),
-        amount_cents,
-        currency: &ride.currency,
-        reason: params.reason.as_deref(),
-        status: RefundStatus::Pending,
-        gateway_refund_id: None,
-        part_of,
-        payment_intent_id,
+    let refund = {
+        let fare_part = amount.min(remaining.fare_cents);
+        let parts = [
+            (fare_part, ride.payment_intent_id.as_deref()),
+            (amount - fare_part, ride.tip_payment_intent_id.as_deref()),
+        ];
+        let mut made = parts.into_iter().filter(|(part, _)| *part > 0);
+        let new_part = |(amount_cents, payment_intent_id), part_of: Option<RefundId>| NewRefund {
+            ride_id: ride.id,
+            user_id: lease.user_id(),
+            idempotency_key_id: part_of.is_none().then(|| lease.key_id()),
+            amount_cents,
+            currency: &ride.currency,
+            reason: params.reason.as_deref(),
+            status: RefundStatus::Pending,
+            gateway_refund_id: None,
+            part_of,
+            payment_intent_id,
+        };
+        let first = made.next().expect("a refund of more than 0 has a part");
+        let refund = model::insert(conn, &new_part(first, None))?;
+        if let Some(second) = made.next() {
+            model::insert(conn, &new_part(second, Some(refund.id)))?;
+        }
+        refund
     };
-    let first = made.next().expect("a refund of more than 0 has a part");
-    let refund = model::insert(conn, &new_part(first, None))?;
-    if let Some(second) = made.next() {
-        model::insert(conn, &new_part(second, Some(refund.id)))?;
-    }
     audit::record(
         conn,
         lease.user_id(),
@@ -274,7 +270,7 @@ fn create_refund(
         refund.id.0,
         json!({ "idempotency_key_id": lease.key_id(), "ride_id": ride.id, "amount_cents": amount }),
     )?;
-    Ok(refund)
+    Ok(Part { ride, refund })
 }
 
 /// The gateway refund, under a key derived from the key row: a retry after a

@@ -7,9 +7,8 @@ use serde_json::json;
 
 use super::model::{Ride, RideStatus, Settlement};
 use crate::audit;
-use crate::db::{recorded, CacheStatement, DbPool};
-use crate::idempotency::flow::Found;
-use crate::idempotency::{fenced, Finishing, GatewayCalls, Lease, RecoveryPoints, StoredResponse};
+use crate::db::{recorded, CacheStatement};
+use crate::idempotency::{fenced, Finishing, Found, GatewayCalls, StoredResponse};
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::{
     self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
@@ -137,7 +136,8 @@ pub fn release(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> QueryRes
     Ok(())
 }
 
-/// The ride, as the key's later phases find it (taken by the key).
+/// The ride taken by `key`, as a key resumed past Started finds it: nothing
+/// else changes a ride while a key has it taken.
 pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Ride, ServiceError> {
     let ride: Ride = rides::table
         .find(ride_id)
@@ -149,22 +149,6 @@ pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Rid
         return Err(ServiceError::LeaseLost);
     }
     Ok(ride)
-}
-
-/// The ride taken by `key`, as the phase before handed it on, else read on
-/// a connection of the pool. Nothing else changes a ride while a key has it
-/// taken, and the key's own row is written fenced at the end of every
-/// transaction, so what was handed on is what the row holds.
-pub fn ride_taken<P: RecoveryPoints>(
-    known: Option<Ride>,
-    pool: &DbPool,
-    ride_id: RideId,
-    lease: &Lease<P>,
-) -> Result<Ride, ServiceError> {
-    match known {
-        Some(ride) => Ok(ride),
-        None => taken(&mut *pool.get()?, ride_id, lease.key_id()),
-    }
 }
 
 /// What a capture or a cancellation came to.

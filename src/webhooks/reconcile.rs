@@ -10,7 +10,7 @@ use serde_json::json;
 use super::event::{self, Disposition, Event, Subject};
 use crate::audit;
 use crate::context::ServiceContext;
-use crate::idempotency::flow;
+use crate::idempotency;
 use crate::ids::{KeyId, RideId};
 use crate::payments::{
     Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund, RIDEPAY_KEY,
@@ -243,7 +243,7 @@ fn settle_pending(
             ride.id
         ))
     })?;
-    let mut lease = flow::take_over::<RidePoint>(conn, key_id, &context.key_policy)?
+    let mut lease = idempotency::take_over::<RidePoint>(conn, key_id, &context.key_policy)?
         .ok_or(NotYet::KeyInFlight)?;
     if lease.recovery_point() != RidePoint::RideCreated {
         return Err(NotYet::KeyInFlight);

@@ -25,16 +25,6 @@ fn names(conn: &mut PgConnection, sql: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_endpoint_has_its_routes_and_every_route_list_an_endpoint() {
-    let named: Vec<&str> = endpoints::all().iter().map(|e| e.name).collect();
-    let routed: Vec<&str> = ridepay::http::routes::endpoints()
-        .iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(named, routed);
-}
-
-#[test]
 fn every_registered_endpoint_has_its_recovery_points_in_the_database() {
     let mut conn = PgConnection::establish(&create_test_database()).unwrap();
     for endpoint in endpoints::all() {

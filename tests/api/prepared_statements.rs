@@ -10,7 +10,7 @@ use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
-use ridepay::idempotency::endpoint;
+use ridepay::idempotency::flow;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
 use ridepay::payments;
 use ridepay::rides::create::endpoint::RideEndpoint;
@@ -65,8 +65,7 @@ fn post_ride(context: &ServiceContext, api_key: &str, key: &str) -> Outcome {
     let key = IdempotencyKey::parse(key.as_bytes()).unwrap();
     let params = RideParams::parse(RIDE.as_bytes()).unwrap();
     let api_key_hash = users::hash_api_key(api_key);
-    endpoint::run::<RideEndpoint>(context, conn, &api_key_hash, &key, "/api/rides", &params)
-        .unwrap()
+    flow::serve::<RideEndpoint>(context, conn, &api_key_hash, &key, "/api/rides", &params).unwrap()
 }
 
 #[test]

@@ -16,8 +16,14 @@ use crate::helpers::{
 };
 use crate::workers::eventually;
 
+/// The server, its simulated gateway's own events off: these tests send
+/// theirs, and count what they recorded.
 async fn app() -> TestApp {
-    spawn_app_with(|s| s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET))).await
+    spawn_app_with(|s| {
+        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+        s.simulated_gateway.events_enabled = false;
+    })
+    .await
 }
 
 fn intent_of(app: &TestApp, ride_id: i64) -> String {

@@ -4,6 +4,8 @@ pub(crate) mod create;
 pub(crate) mod get;
 pub(crate) mod list;
 
+use crate::http::routes::Routes;
+use crate::refunds::endpoint::RefundEndpoint;
 use actix_web::web;
 use utoipa::OpenApi;
 
@@ -14,16 +16,22 @@ use crate::http::routing::method_not_allowed;
 #[openapi(paths(create::create_refund, list::list_refunds, get::get_refund))]
 pub struct Api;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/rides/{id}/refunds")
-            .route(web::post().to(create::create_refund))
-            .route(web::get().to(list::list_refunds))
-            .default_service(method_not_allowed("GET, POST")),
-    )
-    .service(
-        web::resource("/rides/{id}/refunds/{refund_id}")
-            .route(web::get().to(get::get_refund))
-            .default_service(method_not_allowed("GET")),
-    );
+impl Routes for RefundEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(
+            web::resource("/rides/{id}/refunds")
+                .route(web::post().to(create::create_refund))
+                .route(web::get().to(list::list_refunds))
+                .default_service(method_not_allowed("GET, POST")),
+        )
+        .service(
+            web::resource("/rides/{id}/refunds/{refund_id}")
+                .route(web::get().to(get::get_refund))
+                .default_service(method_not_allowed("GET")),
+        );
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        Api::openapi()
+    }
 }

@@ -1,5 +1,6 @@
 //! `POST /api/rides/{id}/cancel`
 
+use crate::http::routes::Routes;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::OpenApi;
 
@@ -54,6 +55,12 @@ pub async fn cancel_ride(
 #[openapi(paths(cancel_ride))]
 pub struct Api;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only("/rides/{id}/cancel", cancel_ride));
+impl Routes for CancelEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only("/rides/{id}/cancel", cancel_ride));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        Api::openapi()
+    }
 }

@@ -1,5 +1,6 @@
 //! `POST /api/rides/{id}/complete`
 
+use crate::http::routes::Routes;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::OpenApi;
 
@@ -60,6 +61,12 @@ pub async fn complete_ride(
 #[openapi(paths(complete_ride))]
 pub struct Api;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only("/rides/{id}/complete", complete_ride));
+impl Routes for CompleteEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only("/rides/{id}/complete", complete_ride));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        Api::openapi()
+    }
 }

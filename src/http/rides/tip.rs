@@ -1,5 +1,6 @@
 //! `POST /api/rides/{id}/tip`
 
+use crate::http::routes::Routes;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::OpenApi;
 
@@ -62,6 +63,12 @@ pub async fn tip_ride(
 #[openapi(paths(tip_ride))]
 pub struct Api;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only("/rides/{id}/tip", tip_ride));
+impl Routes for TipEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only("/rides/{id}/tip", tip_ride));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        Api::openapi()
+    }
 }

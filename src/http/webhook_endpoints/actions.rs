@@ -2,6 +2,10 @@
 //! idempotent endpoint of its own: a delivery sent again, the secret rolled,
 //! a test event sent.
 
+use crate::http::routes::Routes;
+use crate::outbound_webhooks::actions::retry::RetryEndpoint;
+use crate::outbound_webhooks::actions::roll_secret::RollSecretEndpoint;
+use crate::outbound_webhooks::actions::test_event::TestEventEndpoint;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::OpenApi;
 
@@ -129,11 +133,17 @@ pub async fn send_test_event(
 #[openapi(paths(retry_delivery))]
 pub struct RetryApi;
 
-pub fn configure_retry(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only(
-        "/webhook_endpoints/{id}/deliveries/{delivery_id}/retry",
-        retry_delivery,
-    ));
+impl Routes for RetryEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only(
+            "/webhook_endpoints/{id}/deliveries/{delivery_id}/retry",
+            retry_delivery,
+        ));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        RetryApi::openapi()
+    }
 }
 
 /// The roll's part of the OpenAPI document.
@@ -141,11 +151,17 @@ pub fn configure_retry(cfg: &mut web::ServiceConfig) {
 #[openapi(paths(roll_secret))]
 pub struct RollSecretApi;
 
-pub fn configure_roll_secret(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only(
-        "/webhook_endpoints/{id}/roll_secret",
-        roll_secret,
-    ));
+impl Routes for RollSecretEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only(
+            "/webhook_endpoints/{id}/roll_secret",
+            roll_secret,
+        ));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        RollSecretApi::openapi()
+    }
 }
 
 /// The test's part of the OpenAPI document.
@@ -153,6 +169,12 @@ pub fn configure_roll_secret(cfg: &mut web::ServiceConfig) {
 #[openapi(paths(send_test_event))]
 pub struct TestEventApi;
 
-pub fn configure_test_event(cfg: &mut web::ServiceConfig) {
-    cfg.service(post_only("/webhook_endpoints/{id}/test", send_test_event));
+impl Routes for TestEventEndpoint {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(post_only("/webhook_endpoints/{id}/test", send_test_event));
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        TestEventApi::openapi()
+    }
 }

@@ -7,6 +7,8 @@ pub(crate) mod deliveries;
 pub(crate) mod read;
 pub(crate) mod update;
 
+use crate::http::routes::Routes;
+use crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate;
 use actix_web::web;
 use utoipa::OpenApi;
 
@@ -24,23 +26,29 @@ use crate::http::routing::method_not_allowed;
 ))]
 pub struct Api;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/webhook_endpoints")
-            .route(web::post().to(create::create_webhook_endpoint))
-            .route(web::get().to(read::list_webhook_endpoints))
-            .default_service(method_not_allowed("GET, POST")),
-    )
-    .service(
-        web::resource("/webhook_endpoints/{id}")
-            .route(web::get().to(read::get_webhook_endpoint))
-            .route(web::patch().to(update::update_webhook_endpoint))
-            .route(web::delete().to(read::delete_webhook_endpoint))
-            .default_service(method_not_allowed("GET, PATCH, DELETE")),
-    )
-    .service(
-        web::resource("/webhook_endpoints/{id}/deliveries")
-            .route(web::get().to(deliveries::list_deliveries))
-            .default_service(method_not_allowed("GET")),
-    );
+impl Routes for WebhookEndpointCreate {
+    fn configure(cfg: &mut web::ServiceConfig) {
+        cfg.service(
+            web::resource("/webhook_endpoints")
+                .route(web::post().to(create::create_webhook_endpoint))
+                .route(web::get().to(read::list_webhook_endpoints))
+                .default_service(method_not_allowed("GET, POST")),
+        )
+        .service(
+            web::resource("/webhook_endpoints/{id}")
+                .route(web::get().to(read::get_webhook_endpoint))
+                .route(web::patch().to(update::update_webhook_endpoint))
+                .route(web::delete().to(read::delete_webhook_endpoint))
+                .default_service(method_not_allowed("GET, PATCH, DELETE")),
+        )
+        .service(
+            web::resource("/webhook_endpoints/{id}/deliveries")
+                .route(web::get().to(deliveries::list_deliveries))
+                .default_service(method_not_allowed("GET")),
+        );
+    }
+
+    fn openapi() -> utoipa::openapi::OpenApi {
+        Api::openapi()
+    }
 }

@@ -16,9 +16,9 @@ use diesel::PgConnection;
 use serde::{Deserialize, Serialize};
 
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
-use crate::idempotency::{Lease, RecoveryPoints, StoredResponse};
+use crate::idempotency::{
+    Endpoint, Lease, RecoveryPoints, StoredResponse, Transition, TransitionOf,
+};
 use crate::ids::UserId;
 use crate::outbound_webhooks::model;
 use crate::service_error::ServiceError;
@@ -80,13 +80,43 @@ impl<A: DestinationAction> Endpoint for Action<A> {
     type Point = A::Point;
     type Params = ActionParams;
     type Context = ServiceContext;
-    type Phases<'a> = ActionPhases<'a, A>;
+    type Known = ();
+    type Answer = ();
 
-    fn phases<'a>(_context: &'a ServiceContext, params: &'a ActionParams) -> ActionPhases<'a, A> {
-        ActionPhases {
-            params,
-            action: PhantomData,
+    /// Started -> the action written.
+    fn start(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        lease: &Lease<A::Point>,
+        params: &ActionParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        match A::write(conn, lease.user_id(), params)? {
+            true => Ok(Transition::Advance(A::WRITTEN, ())),
+            false => Err(ServiceError::NotFound),
         }
+    }
+
+    /// An action knows nothing but its request.
+    fn load(
+        _cx: &ServiceContext,
+        _conn: &mut PgConnection,
+        _lease: &Lease<A::Point>,
+        _params: &ActionParams,
+        _point: A::Point,
+    ) -> Result<(), ServiceError> {
+        Ok(())
+    }
+
+    /// Written -> Finished: the answer stored.
+    fn atomic(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
+        _lease: &Lease<A::Point>,
+        params: &ActionParams,
+        _point: A::Point,
+        _known: (),
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Finish(A::answer(conn, params)?))
     }
 
     /// Another user's destination is not found, before the key is looked at.
@@ -98,67 +128,6 @@ impl<A: DestinationAction> Endpoint for Action<A> {
         model::find_for_user(conn, user, params.endpoint_id)?
             .map(drop)
             .ok_or(ServiceError::NotFound)
-    }
-}
-
-pub struct ActionPhases<'a, A> {
-    params: &'a ActionParams,
-    action: PhantomData<A>,
-}
-
-impl<A: DestinationAction> Phases for ActionPhases<'_, A> {
-    type Point = A::Point;
-    type Known = ();
-    type Answer = ();
-
-    fn atomic(
-        &self,
-        conn: &mut PgConnection,
-        lease: &Lease<A::Point>,
-        point: A::Point,
-        _known: Option<()>,
-    ) -> Result<Transition<A::Point, ()>, ServiceError> {
-        if point == A::Point::STARTED {
-            return match A::write(conn, lease.user_id(), self.params)? {
-                true => Ok(Transition::Advance(A::WRITTEN, None)),
-                false => Err(ServiceError::NotFound),
-            };
-        }
-        if point == A::WRITTEN {
-            return Ok(Transition::Finish(A::answer(conn, self.params)?));
-        }
-        Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
-    }
-
-    fn call(
-        &self,
-        _lease: &Lease<A::Point>,
-        point: A::Point,
-        _known: Option<()>,
-    ) -> Result<Called<A::Point, (), ()>, ServiceError> {
-        Err(anyhow::anyhow!("an action on a destination makes no call, from {point:?}").into())
-    }
-
-    fn look_up(
-        &self,
-        _lease: &Lease<A::Point>,
-        point: A::Point,
-        _known: Option<()>,
-    ) -> Result<FoundOf<Self>, ServiceError> {
-        Err(
-            anyhow::anyhow!("an action on a destination has nothing to look up at {point:?}")
-                .into(),
-        )
-    }
-
-    fn record(
-        &self,
-        _conn: &mut PgConnection,
-        _lease: &Lease<A::Point>,
-        _known: (),
-        _answer: (),
-    ) -> Result<Transition<A::Point, ()>, ServiceError> {
-        Err(anyhow::anyhow!("an action on a destination makes no call to record").into())
     }
 }
 

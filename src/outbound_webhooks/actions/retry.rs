@@ -21,6 +21,9 @@ crate::recovery_points! {
 
 pub struct Retry;
 
+/// The endpoint this action is.
+pub type RetryEndpoint = super::Action<Retry>;
+
 impl DestinationAction for Retry {
     type Point = RecoveryPoint;
     const WRITTEN: RecoveryPoint = RecoveryPoint::Requeued;

@@ -25,6 +25,9 @@ crate::recovery_points! {
 
 pub struct RollSecret;
 
+/// The endpoint this action is.
+pub type RollSecretEndpoint = super::Action<RollSecret>;
+
 impl DestinationAction for RollSecret {
     type Point = RecoveryPoint;
     const WRITTEN: RecoveryPoint = RecoveryPoint::Rolled;

@@ -32,6 +32,9 @@ crate::recovery_points! {
 
 pub struct TestEvent;
 
+/// The endpoint this action is.
+pub type TestEventEndpoint = super::Action<TestEvent>;
+
 impl DestinationAction for TestEvent {
     type Point = RecoveryPoint;
     const WRITTEN: RecoveryPoint = RecoveryPoint::Staged;

@@ -9,9 +9,9 @@ use diesel::PgConnection;
 use super::recovery_point::RecoveryPoint;
 use super::request::WebhookEndpointParams;
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
-use crate::idempotency::{Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Lease, StoredResponse, Transition, TransitionOf,
+};
 use crate::outbound_webhooks::model::{self, NewWebhookEndpoint, MAX_PER_USER};
 use crate::outbound_webhooks::signing::new_secret;
 use crate::problem::{Problem, ProblemKind};
@@ -19,25 +19,6 @@ use crate::service_error::ServiceError;
 use crate::wire;
 
 pub struct WebhookEndpointCreate;
-
-impl Endpoint for WebhookEndpointCreate {
-    type Point = RecoveryPoint;
-    type Params = WebhookEndpointParams;
-    type Context = ServiceContext;
-    type Phases<'a> = CreatePhases<'a>;
-
-    fn phases<'a>(
-        context: &'a ServiceContext,
-        params: &'a WebhookEndpointParams,
-    ) -> CreatePhases<'a> {
-        CreatePhases { context, params }
-    }
-}
-
-pub struct CreatePhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a WebhookEndpointParams,
-}
 
 /// What the destination's check found.
 #[derive(Debug)]
@@ -50,41 +31,51 @@ pub enum Checked {
 
 pub type CreateLease = Lease<RecoveryPoint>;
 
-impl Phases for CreatePhases<'_> {
+impl Endpoint for WebhookEndpointCreate {
     type Point = RecoveryPoint;
+    type Params = WebhookEndpointParams;
+    type Context = ServiceContext;
     type Known = ();
     type Answer = Checked;
 
     /// Started -> DestinationNamed: a user with all their destinations is
     /// refused here, nothing written, the key not consumed.
-    fn atomic(
-        &self,
+    fn start(
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CreateLease,
-        point: RecoveryPoint,
-        _known: Option<()>,
-    ) -> Result<Transition<RecoveryPoint, ()>, ServiceError> {
-        match point {
-            RecoveryPoint::Started => {
-                if model::lock_for_user(conn, lease.user_id())? >= MAX_PER_USER {
-                    return Err(limit_reached());
-                }
-                Ok(Transition::Advance(RecoveryPoint::DestinationNamed, None))
-            }
-            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
+        _params: &WebhookEndpointParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        if model::lock_for_user(conn, lease.user_id())? >= MAX_PER_USER {
+            return Err(limit_reached());
         }
+        Ok(Transition::Advance(RecoveryPoint::DestinationNamed, ()))
     }
 
-    /// The host resolved and each address checked. Holds no connection.
-    fn call(
-        &self,
+    /// A registration knows nothing but its request.
+    fn load(
+        _cx: &ServiceContext,
+        _conn: &mut PgConnection,
         _lease: &CreateLease,
+        _params: &WebhookEndpointParams,
         _point: RecoveryPoint,
-        _known: Option<()>,
-    ) -> Result<Called<RecoveryPoint, (), Checked>, ServiceError> {
-        let policy = self.context.destinations;
+    ) -> Result<(), ServiceError> {
+        Ok(())
+    }
+
+    /// The host resolved and each address checked. Holds no connection. A
+    /// check never ends in a failure saved elsewhere, so it has nothing to
+    /// look up: it is made again.
+    fn call(
+        cx: &ServiceContext,
+        _lease: &CreateLease,
+        params: &WebhookEndpointParams,
+        _point: RecoveryPoint,
+        _known: (),
+    ) -> Result<CallOf<Self>, ServiceError> {
+        let policy = cx.destinations;
         let checked = policy
-            .check_url(&self.params.url)
+            .check_url(&params.url)
             .and_then(|url| policy.check_destination(&url));
         Ok(Called::Answered(
             (),
@@ -95,25 +86,16 @@ impl Phases for CreatePhases<'_> {
         ))
     }
 
-    /// A check never ends in a failure saved elsewhere: it is made again.
-    fn look_up(
-        &self,
-        _lease: &CreateLease,
-        point: RecoveryPoint,
-        _known: Option<()>,
-    ) -> Result<FoundOf<Self>, ServiceError> {
-        Err(anyhow::anyhow!("a destination's check at {point:?} has nothing to look up").into())
-    }
-
     /// DestinationNamed -> Finished: the destination (201, with its
     /// secret), or the refusal (422), stored.
     fn record(
-        &self,
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CreateLease,
+        params: &WebhookEndpointParams,
         _known: (),
         checked: Checked,
-    ) -> Result<Transition<RecoveryPoint, ()>, ServiceError> {
+    ) -> Result<TransitionOf<Self>, ServiceError> {
         let refused = |kind: ProblemKind, detail: String| {
             Ok(Transition::Finish(StoredResponse::problem(&Problem::new(
                 kind, detail,
@@ -136,8 +118,8 @@ impl Phases for CreatePhases<'_> {
             &NewWebhookEndpoint {
                 user_id: lease.user_id(),
                 idempotency_key_id: lease.key_id(),
-                url: &self.params.url,
-                events: &self.params.events,
+                url: &params.url,
+                events: &params.events,
                 secret: &secret,
             },
         )?;

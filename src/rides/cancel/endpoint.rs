@@ -9,9 +9,9 @@ use diesel::PgConnection;
 use super::recovery_point::RecoveryPoint;
 use super::request::CancelParams;
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
-use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
+};
 use crate::payments::{derived_key, CancelIntent, IntentStatus, PaymentGateway};
 use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, Answer, TakeRide};
@@ -20,61 +20,52 @@ use crate::rides::payment::{may_follow, settlement};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 
+/// The endpoint. Its steps hand on the ride the key took.
 pub struct CancelEndpoint;
 
 impl Endpoint for CancelEndpoint {
     type Point = RecoveryPoint;
     type Params = CancelParams;
     type Context = ServiceContext;
-    type Phases<'a> = CancelPhases<'a>;
-
-    fn phases<'a>(context: &'a ServiceContext, params: &'a CancelParams) -> CancelPhases<'a> {
-        CancelPhases { context, params }
-    }
-}
-
-/// The endpoint's phases, for one request. They hand on the ride the key
-/// took.
-pub struct CancelPhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a CancelParams,
-}
-
-impl Phases for CancelPhases<'_> {
-    type Point = RecoveryPoint;
     type Known = Ride;
     type Answer = Answer;
 
-    fn atomic(
-        &self,
+    fn start(
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CancelLease,
-        point: RecoveryPoint,
-        _ride: Option<Ride>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
-        match point {
-            RecoveryPoint::Started => Ok(Transition::Advance(
-                RecoveryPoint::CancellationStarted,
-                Some(begin(conn, lease, self.params)?),
-            )),
-            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
-        }
+        params: &CancelParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Advance(
+            RecoveryPoint::CancellationStarted,
+            begin(conn, lease, params)?,
+        ))
     }
 
-    fn call(
-        &self,
+    fn load(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
         lease: &CancelLease,
+        params: &CancelParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
-    ) -> Result<Called<RecoveryPoint, Ride, Answer>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        // No pooled connection is held while the gateway works.
+    ) -> Result<Ride, ServiceError> {
+        lifecycle::taken(conn, params.ride_id, lease.key_id())
+    }
+
+    /// Holds no pooled connection while the gateway works.
+    fn call(
+        cx: &ServiceContext,
+        lease: &CancelLease,
+        params: &CancelParams,
+        _point: RecoveryPoint,
+        ride: Ride,
+    ) -> Result<CallOf<Self>, ServiceError> {
         let answer = cancel(
-            self.context.gateway.as_ref(),
-            self.context.installation_id,
+            cx.gateway.as_ref(),
+            cx.installation_id,
             lease,
             &ride,
-            self.params,
+            params,
         )?;
         Ok(Called::Answered(ride, answer))
     }
@@ -82,28 +73,27 @@ impl Phases for CancelPhases<'_> {
     /// The cancellation or the fee's capture, judged from the
     /// PaymentIntent now.
     fn look_up(
-        &self,
-        lease: &CancelLease,
+        cx: &ServiceContext,
+        _lease: &CancelLease,
+        params: &CancelParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
+        ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        let done = match self.params.cancellation_fee_cents {
+        let done = match params.cancellation_fee_cents {
             0 => IntentStatus::Canceled,
             _ => IntentStatus::Succeeded,
         };
-        lifecycle::judged(self.context.gateway.as_ref(), ride, |now| {
-            now.status == done
-        })
+        lifecycle::judged(cx.gateway.as_ref(), ride, |now| now.status == done)
     }
 
     fn record(
-        &self,
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CancelLease,
+        _params: &CancelParams,
         ride: Ride,
         answer: Answer,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+    ) -> Result<TransitionOf<Self>, ServiceError> {
         Ok(Transition::Finish(finish_canceled(
             conn, &ride, lease, &answer,
         )?))
@@ -112,7 +102,7 @@ impl Phases for CancelPhases<'_> {
     /// A cancellation the gateway made finishes with the ride's one change
     /// (a refusal in a transaction).
     fn finishing(
-        &self,
+        _cx: &ServiceContext,
         lease: &CancelLease,
         ride: &Ride,
         answer: &Answer,

@@ -11,9 +11,9 @@ use diesel::prelude::*;
 use super::recovery_point::RecoveryPoint;
 use super::request::CompleteParams;
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, FoundOf, Phases, Transition};
-use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
+};
 use crate::payments::{
     self, derived_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
@@ -24,25 +24,9 @@ use crate::rides::model::{Ride, RideStatus};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
 
+/// The endpoint. Its steps hand on the ride the key took, as each leaves
+/// it.
 pub struct CompleteEndpoint;
-
-impl Endpoint for CompleteEndpoint {
-    type Point = RecoveryPoint;
-    type Params = CompleteParams;
-    type Context = ServiceContext;
-    type Phases<'a> = CompletePhases<'a>;
-
-    fn phases<'a>(context: &'a ServiceContext, params: &'a CompleteParams) -> CompletePhases<'a> {
-        CompletePhases { context, params }
-    }
-}
-
-/// The endpoint's phases, for one request. They hand on the ride the key
-/// took, as each leaves it.
-pub struct CompletePhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a CompleteParams,
-}
 
 /// What the gateway answered, by call.
 #[derive(Debug)]
@@ -51,51 +35,59 @@ pub enum Answered {
     Capture(Answer),
 }
 
-impl Phases for CompletePhases<'_> {
+impl Endpoint for CompleteEndpoint {
     type Point = RecoveryPoint;
+    type Params = CompleteParams;
+    type Context = ServiceContext;
     type Known = Ride;
     type Answer = Answered;
 
-    fn atomic(
-        &self,
+    fn start(
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CompleteLease,
-        point: RecoveryPoint,
-        _ride: Option<Ride>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
-        match point {
-            RecoveryPoint::Started => Ok(Transition::Advance(
-                RecoveryPoint::CompletionStarted,
-                Some(begin(conn, lease, self.params)?),
-            )),
-            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
-        }
+        params: &CompleteParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Advance(
+            RecoveryPoint::CompletionStarted,
+            begin(conn, lease, params)?,
+        ))
     }
 
-    fn call(
-        &self,
+    fn load(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
         lease: &CompleteLease,
+        params: &CompleteParams,
+        _point: RecoveryPoint,
+    ) -> Result<Ride, ServiceError> {
+        lifecycle::taken(conn, params.ride_id, lease.key_id())
+    }
+
+    /// The raise, or the capture; holds no pooled connection while the
+    /// gateway works.
+    fn call(
+        cx: &ServiceContext,
+        lease: &CompleteLease,
+        params: &CompleteParams,
         point: RecoveryPoint,
-        ride: Option<Ride>,
-    ) -> Result<Called<RecoveryPoint, Ride, Answered>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        // No pooled connection is held while the gateway works.
-        let gateway = self.context.gateway.as_ref();
-        let installation_id = self.context.installation_id;
+        ride: Ride,
+    ) -> Result<CallOf<Self>, ServiceError> {
+        let gateway = cx.gateway.as_ref();
         let answered = match point {
-            RecoveryPoint::CompletionStarted if covered(&ride, self.params) => {
+            RecoveryPoint::CompletionStarted if covered(&ride, params) => {
                 return Ok(Called::NotNeeded(RecoveryPoint::HoldCovers, ride));
             }
             RecoveryPoint::CompletionStarted => {
-                Answered::Raise(raise(gateway, installation_id, lease, &ride, self.params)?)
+                Answered::Raise(raise(gateway, cx.installation_id, lease, &ride, params)?)
             }
             _ => Answered::Capture(lifecycle::capture(
                 gateway,
-                installation_id,
+                cx.installation_id,
                 CAPTURE_KEY_PURPOSE,
                 lease.gateway_calls(),
                 &ride,
-                to_capture(&ride, self.params),
+                to_capture(&ride, params),
             )?),
         };
         Ok(Called::Answered(ride, answered))
@@ -103,19 +95,19 @@ impl Phases for CompletePhases<'_> {
 
     /// The raise or the capture, judged from the PaymentIntent now.
     fn look_up(
-        &self,
-        lease: &CompleteLease,
+        cx: &ServiceContext,
+        _lease: &CompleteLease,
+        params: &CompleteParams,
         point: RecoveryPoint,
-        ride: Option<Ride>,
+        ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        let gateway = self.context.gateway.as_ref();
-        let total = to_capture(&ride, self.params);
+        let gateway = cx.gateway.as_ref();
+        let total = to_capture(&ride, params);
         // From CompletionStarted, the call made is the capture when the
         // hold covers the fare: the key stays stored there
         // (`Called::NotNeeded`).
         Ok(match point {
-            RecoveryPoint::CompletionStarted if !covered(&ride, self.params) => {
+            RecoveryPoint::CompletionStarted if !covered(&ride, params) => {
                 lifecycle::judged(gateway, ride, |now| now.amount_cents >= total)?.map(|answer| {
                     match answer {
                         Answer::Made(raised) => Answered::Raise(Final::Made(raised)),
@@ -131,16 +123,17 @@ impl Phases for CompletePhases<'_> {
     }
 
     fn record(
-        &self,
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CompleteLease,
+        _params: &CompleteParams,
         ride: Ride,
         answered: Answered,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+    ) -> Result<TransitionOf<Self>, ServiceError> {
         match answered {
             Answered::Raise(Final::Made(raised)) => Ok(Transition::Advance(
                 RecoveryPoint::HoldCovers,
-                Some(record_raise(conn, &ride, &raised)?),
+                record_raise(conn, &ride, &raised)?,
             )),
             Answered::Raise(Final::Refused(refused)) => Ok(Transition::Finish(
                 finish_raise_refused(conn, &ride, lease, &refused)?,
@@ -154,7 +147,7 @@ impl Phases for CompletePhases<'_> {
     /// A capture the gateway made finishes with the ride's one change (a
     /// refusal in a transaction).
     fn finishing(
-        &self,
+        _cx: &ServiceContext,
         lease: &CompleteLease,
         ride: &Ride,
         answered: &Answered,

@@ -11,9 +11,10 @@ use serde_json::json;
 use super::recovery_point::RecoveryPoint;
 use super::request::RideParams;
 use crate::context::ServiceContext;
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
-use crate::idempotency::{Finishing, Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Finishing, Found, FoundOf, Lease, StoredResponse, Transition,
+    TransitionOf,
+};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
     PaymentGateway, PaymentIntent,
@@ -26,98 +27,80 @@ use crate::validation::FieldError;
 use crate::wire;
 use crate::{audit, users};
 
-/// The endpoint (`endpoint::run::<RideEndpoint>` serves a request,
-/// `endpoint::Keys<RideEndpoint>` its keys for the completer).
+/// The endpoint (`flow::serve::<RideEndpoint>` serves a request,
+/// `flow::Keys<RideEndpoint>` its keys for the completer). Its steps hand
+/// on the ride as each leaves it.
 pub struct RideEndpoint;
 
 impl Endpoint for RideEndpoint {
     type Point = RecoveryPoint;
     type Params = RideParams;
     type Context = ServiceContext;
-    type Phases<'a> = RidePhases<'a>;
-
-    fn phases<'a>(context: &'a ServiceContext, params: &'a RideParams) -> RidePhases<'a> {
-        RidePhases { context, params }
-    }
-
-    fn canonical_under(params: &RideParams, version: u32) -> Option<Vec<u8>> {
-        match version {
-            1 => params.version_1_form(),
-            _ => None,
-        }
-    }
-}
-
-/// The endpoint's phases, for one request. They hand on the ride as each
-/// leaves it.
-pub struct RidePhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a RideParams,
-}
-
-impl Phases for RidePhases<'_> {
-    type Point = RecoveryPoint;
     type Known = Ride;
     type Answer = Final<PaymentIntent>;
 
-    fn atomic(
-        &self,
+    /// Started -> RideCreated. A ride without a card to pay with is refused
+    /// here, which rolls the claim back too: nothing is written, the key not
+    /// consumed.
+    fn start(
+        cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &RideLease,
-        point: RecoveryPoint,
-        ride: Option<Ride>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
-        match point {
-            // A ride without a card to pay with is refused here, which rolls
-            // the claim back too: nothing is written, the key not consumed.
-            RecoveryPoint::Started => {
-                let ride = create_ride(conn, lease, self.params, &self.context.return_url)?;
-                Ok(Transition::Advance(RecoveryPoint::RideCreated, Some(ride)))
-            }
-            RecoveryPoint::ChargeCompleted => {
-                let ride = match ride {
-                    Some(ride) => ride,
-                    None => model::find_by_key(conn, lease.key_id())?,
-                };
-                Ok(Transition::Finish(finish_answered(&ride)))
-            }
-            RecoveryPoint::RideCreated | RecoveryPoint::Finished => {
-                Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into())
-            }
-        }
+        params: &RideParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        let ride = create_ride(conn, lease, params, &cx.return_url)?;
+        Ok(Transition::Advance(RecoveryPoint::RideCreated, ride))
     }
 
-    fn call(
-        &self,
+    /// The ride the key made.
+    fn load(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
         lease: &RideLease,
+        _params: &RideParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
-    ) -> Result<Called<RecoveryPoint, Ride, Final<PaymentIntent>>, ServiceError> {
-        let ride = match ride {
-            Some(ride) => ride,
-            None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
-        };
-        // No pooled connection is held while the gateway works.
-        let gateway = self.context.gateway.as_ref();
-        let answer = pay(gateway, self.context.installation_id, lease, &ride)
+    ) -> Result<Ride, ServiceError> {
+        Ok(model::find_by_key(conn, lease.key_id())?)
+    }
+
+    /// ChargeCompleted -> Finished.
+    fn atomic(
+        _cx: &ServiceContext,
+        _conn: &mut PgConnection,
+        _lease: &RideLease,
+        _params: &RideParams,
+        _point: RecoveryPoint,
+        ride: Ride,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        Ok(Transition::Finish(finish_answered(&ride)))
+    }
+
+    /// The PaymentIntent, holding no pooled connection while the gateway
+    /// works.
+    fn call(
+        cx: &ServiceContext,
+        lease: &RideLease,
+        _params: &RideParams,
+        _point: RecoveryPoint,
+        ride: Ride,
+    ) -> Result<CallOf<Self>, ServiceError> {
+        let gateway = cx.gateway.as_ref();
+        let answer = pay(gateway, cx.installation_id, lease, &ride)
             .and_then(|intent| released::reread_if_replayed(gateway, intent));
         Ok(Called::Answered(ride, payments::final_answer(answer)?))
     }
 
     /// Any generation's PaymentIntent, from the gateway's lists.
     fn look_up(
-        &self,
+        cx: &ServiceContext,
         lease: &RideLease,
+        _params: &RideParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
+        ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = match ride {
-            Some(ride) => ride,
-            None => model::find_by_key(&mut *self.context.pool.get()?, lease.key_id())?,
-        };
-        let call = payment_metadata(self.context.installation_id, lease, &ride);
+        let call = payment_metadata(cx.installation_id, lease, &ride);
         let made = lookup::create_answer(
-            self.context.gateway.as_ref(),
+            cx.gateway.as_ref(),
             &call,
             ride.created_at,
             ride.customer.as_deref(),
@@ -134,21 +117,19 @@ impl Phases for RidePhases<'_> {
     /// RideCreated -> ChargeCompleted, or Finished for a payment that
     /// failed for good.
     fn record(
-        &self,
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &RideLease,
+        _params: &RideParams,
         ride: Ride,
         answer: Final<PaymentIntent>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+    ) -> Result<TransitionOf<Self>, ServiceError> {
         let recorded = match released::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };
         match recorded {
-            Final::Made(paid) => Ok(Transition::Advance(
-                RecoveryPoint::ChargeCompleted,
-                Some(paid),
-            )),
+            Final::Made(paid) => Ok(Transition::Advance(RecoveryPoint::ChargeCompleted, paid)),
             Final::Refused(failure) => {
                 Ok(Transition::Finish(finish_unpaid(conn, &ride, &failure)?))
             }
@@ -158,7 +139,7 @@ impl Phases for RidePhases<'_> {
     /// A payment the gateway answered finishes with the ride's one change
     /// (a rejection in a transaction).
     fn finishing(
-        &self,
+        _cx: &ServiceContext,
         _lease: &RideLease,
         ride: &Ride,
         answer: &Final<PaymentIntent>,
@@ -168,6 +149,13 @@ impl Phases for RidePhases<'_> {
             // `record` looks.
             Final::Made(intent) if !intent.replayed => payment_finishing(ride, intent),
             Final::Made(_) | Final::Refused(_) => Ok(None),
+        }
+    }
+
+    fn canonical_under(params: &RideParams, version: u32) -> Option<Vec<u8>> {
+        match version {
+            1 => params.version_1_form(),
+            _ => None,
         }
     }
 }

@@ -14,9 +14,9 @@ use super::request::TipParams;
 use crate::audit;
 use crate::context::ServiceContext;
 use crate::db::{recorded, CacheStatement};
-use crate::idempotency::endpoint::Endpoint;
-use crate::idempotency::flow::{Called, Found, FoundOf, Phases, Transition};
-use crate::idempotency::{Lease, StoredResponse};
+use crate::idempotency::{
+    CallOf, Called, Endpoint, Found, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
+};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
     Final, GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
@@ -28,76 +28,62 @@ use crate::schema::rides;
 use crate::service_error::ServiceError;
 use crate::wire;
 
+/// The endpoint. Its steps hand on the ride the key took.
 pub struct TipEndpoint;
 
 impl Endpoint for TipEndpoint {
     type Point = RecoveryPoint;
     type Params = TipParams;
     type Context = ServiceContext;
-    type Phases<'a> = TipPhases<'a>;
-
-    fn phases<'a>(context: &'a ServiceContext, params: &'a TipParams) -> TipPhases<'a> {
-        TipPhases { context, params }
-    }
-}
-
-/// The endpoint's phases, for one request. They hand on the ride the key
-/// took.
-pub struct TipPhases<'a> {
-    context: &'a ServiceContext,
-    params: &'a TipParams,
-}
-
-impl Phases for TipPhases<'_> {
-    type Point = RecoveryPoint;
     type Known = Ride;
     type Answer = Final<PaymentIntent>;
 
-    fn atomic(
-        &self,
+    fn start(
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &TipLease,
-        point: RecoveryPoint,
-        _ride: Option<Ride>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
-        match point {
-            RecoveryPoint::Started => begin(conn, lease, self.params),
-            _ => Err(anyhow::anyhow!("no atomic phase runs from {point:?}").into()),
-        }
+        params: &TipParams,
+    ) -> Result<TransitionOf<Self>, ServiceError> {
+        begin(conn, lease, params)
     }
 
-    fn call(
-        &self,
+    fn load(
+        _cx: &ServiceContext,
+        conn: &mut PgConnection,
         lease: &TipLease,
+        params: &TipParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
-    ) -> Result<Called<RecoveryPoint, Ride, Final<PaymentIntent>>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        // No pooled connection is held while the gateway works.
-        let gateway = self.context.gateway.as_ref();
-        let answer = pay_tip(
-            gateway,
-            self.context.installation_id,
-            lease,
-            &ride,
-            self.params,
-        )
-        .and_then(|intent| released::reread_if_replayed(gateway, intent));
+    ) -> Result<Ride, ServiceError> {
+        lifecycle::taken(conn, params.ride_id, lease.key_id())
+    }
+
+    /// The tip's PaymentIntent, holding no pooled connection while the
+    /// gateway works; one the card declined, cancelled.
+    fn call(
+        cx: &ServiceContext,
+        lease: &TipLease,
+        params: &TipParams,
+        _point: RecoveryPoint,
+        ride: Ride,
+    ) -> Result<CallOf<Self>, ServiceError> {
+        let gateway = cx.gateway.as_ref();
+        let answer = pay_tip(gateway, cx.installation_id, lease, &ride, params)
+            .and_then(|intent| released::reread_if_replayed(gateway, intent));
         let answer = payments::final_answer(answer)?;
-        cancel_declined(gateway, self.context.installation_id, lease, &answer)?;
+        cancel_declined(gateway, cx.installation_id, lease, &answer)?;
         Ok(Called::Answered(ride, answer))
     }
 
     /// Any generation's tip PaymentIntent, from the gateway's lists.
     fn look_up(
-        &self,
+        cx: &ServiceContext,
         lease: &TipLease,
+        _params: &TipParams,
         _point: RecoveryPoint,
-        ride: Option<Ride>,
+        ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let ride = lifecycle::ride_taken(ride, &self.context.pool, self.params.ride_id, lease)?;
-        let gateway = self.context.gateway.as_ref();
-        let call = tip_metadata(self.context.installation_id, lease, &ride);
+        let gateway = cx.gateway.as_ref();
+        let call = tip_metadata(cx.installation_id, lease, &ride);
         let made =
             lookup::create_answer(gateway, &call, ride.created_at, ride.customer.as_deref())?;
         Ok(match made {
@@ -109,7 +95,7 @@ impl Phases for TipPhases<'_> {
                     }
                     answer => answer,
                 };
-                cancel_declined(gateway, self.context.installation_id, lease, &answer)?;
+                cancel_declined(gateway, cx.installation_id, lease, &answer)?;
                 Found::Made(ride, answer)
             }
             None => Found::Absent {
@@ -121,12 +107,13 @@ impl Phases for TipPhases<'_> {
 
     /// TipStarted -> Finished.
     fn record(
-        &self,
+        _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &TipLease,
+        params: &TipParams,
         ride: Ride,
         answer: Final<PaymentIntent>,
-    ) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+    ) -> Result<TransitionOf<Self>, ServiceError> {
         let answer = match released::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) if intent.status != IntentStatus::Succeeded => {
                 Final::Refused(GatewayError::Rejected {
@@ -139,7 +126,7 @@ impl Phases for TipPhases<'_> {
             answer => answer,
         };
         Ok(Transition::Finish(match answer {
-            Final::Made(intent) => finish_tipped(conn, &ride, lease, self.params, &intent)?,
+            Final::Made(intent) => finish_tipped(conn, &ride, lease, params, &intent)?,
             Final::Refused(refusal) => finish_unpaid(conn, &ride, lease, &refusal)?,
         }))
     }
@@ -160,7 +147,7 @@ fn begin(
     conn: &mut PgConnection,
     lease: &TipLease,
     params: &TipParams,
-) -> Result<Transition<RecoveryPoint, Ride>, ServiceError> {
+) -> Result<TransitionOf<TipEndpoint>, ServiceError> {
     let ride = lifecycle::take(
         conn,
         lease.user_id(),
@@ -193,7 +180,7 @@ fn begin(
             ),
         ));
     }
-    Ok(Transition::Advance(RecoveryPoint::TipStarted, Some(ride)))
+    Ok(Transition::Advance(RecoveryPoint::TipStarted, ride))
 }
 
 /// The tip on the ride taken by the key, which the key then lets go: on a
