@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use uuid::Uuid;
 
 use super::canonical::CanonicalRequest;
-use super::fingerprint::{EarlierForm, Fingerprint};
+use super::fingerprint::Fingerprint;
 use super::gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 use super::key::IdempotencyKey;
 use super::lease::Lease;
@@ -36,9 +36,6 @@ pub struct IdempotentRequest<'a> {
     /// The validated request with defaults applied: the fingerprint and every
     /// check against a stored one hash these bytes.
     pub params: &'a CanonicalRequest,
-    /// Its canonical form under earlier fingerprint versions, for keys
-    /// stored before the form changed.
-    pub earlier: EarlierForm<'a>,
 }
 
 impl std::fmt::Debug for IdempotentRequest<'_> {
@@ -61,7 +58,6 @@ impl<'a> IdempotentRequest<'a> {
         key: &'a IdempotencyKey,
         path: &'a str,
         params: &'a CanonicalRequest,
-        earlier: EarlierForm<'a>,
     ) -> Self {
         IdempotentRequest {
             user_id: caller.id,
@@ -71,7 +67,6 @@ impl<'a> IdempotentRequest<'a> {
             method: "POST",
             path,
             params,
-            earlier,
         }
     }
 
@@ -93,7 +88,6 @@ impl<'a> IdempotentRequest<'a> {
             self.method,
             self.path,
             self.params.as_bytes(),
-            self.earlier,
             &record.request_fingerprint,
         )
     }

@@ -12,7 +12,6 @@ use diesel::PgConnection;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::canonical::CanonicalRequest;
 use super::finishing::Finishing;
 use super::lease::Lease;
 use super::policy::KeyPolicy;
@@ -190,14 +189,6 @@ pub trait Endpoint: Sized + 'static {
         _answer: &Self::Answer,
     ) -> Result<Option<Finishing>, ServiceError> {
         Ok(None)
-    }
-
-    /// The request's canonical form under an earlier fingerprint `version`,
-    /// which keys stored by an earlier release are compared with; `None`
-    /// when no request of that version could have been this one. By default
-    /// the form never changed.
-    fn canonical_under(params: &Self::Params, _version: u32) -> Option<Vec<u8>> {
-        Some(CanonicalRequest::of(params).as_bytes().to_vec())
     }
 
     /// What is checked before the key is even looked at (nothing, unless an

@@ -46,9 +46,8 @@ pub fn serve<E: Endpoint>(
         claim::find_caller_key(&mut conn, api_key_hash, key)?.ok_or(ServiceError::Unauthorized)?;
     E::admit(&mut conn, caller.id, params)?;
     let canonical = CanonicalRequest::of(params);
-    let earlier = |version| E::canonical_under(params, version);
     let installation = cx.installation_id();
-    let request = IdempotentRequest::post(caller, installation, key, path, &canonical, &earlier);
+    let request = IdempotentRequest::post(caller, installation, key, path, &canonical);
     if let Some(response) = claim::lookup::<E::Point>(&request, found, cx.key_policy())? {
         return Ok(Outcome {
             response,

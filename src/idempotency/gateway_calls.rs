@@ -8,7 +8,6 @@ use uuid::Uuid;
 use super::fingerprint::Fingerprint;
 use super::key::IdempotencyKey;
 use super::record::KeyState;
-use crate::ids::KeyId;
 use crate::service_error::ServiceError;
 use ridepay_gateway::HoldRequest;
 
@@ -65,7 +64,8 @@ impl std::fmt::Debug for RidepayKey {
 /// and which generation of them is live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatewayCalls {
-    pub from: DerivedFrom,
+    /// What the key's gateway keys and metadata are derived from.
+    pub from: RidepayKey,
     /// The key's `call_version`: 2's holds ask for increments only; 3's for
     /// overcapture and an extended authorization too, under keys of their
     /// own, so that a request of either version made again after a failover
@@ -77,28 +77,13 @@ pub struct GatewayCalls {
     pub generation: i16,
 }
 
-/// What a key's gateway keys are derived from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DerivedFrom {
-    /// Version 1, keys made before version 2: the key row's id, with
-    /// metadata naming the rows.
-    RowId(KeyId),
-    /// Versions 2 and 3: the request's `RidepayKey`, with metadata naming
-    /// it.
-    Request(RidepayKey),
-}
-
 impl GatewayCalls {
-    /// The first generation of calls derived from `from`, as new keys
-    /// make them (version 1 for a row id).
-    pub fn first(from: DerivedFrom) -> GatewayCalls {
-        let version = match from {
-            DerivedFrom::RowId(_) => 1,
-            DerivedFrom::Request(_) => CURRENT_CALL_VERSION,
-        };
+    /// The first generation of calls derived from `from`, as new keys make
+    /// them.
+    pub fn first(from: RidepayKey) -> GatewayCalls {
         GatewayCalls {
             from,
-            version,
+            version: CURRENT_CALL_VERSION,
             generation: 0,
         }
     }
@@ -118,16 +103,13 @@ impl GatewayCalls {
     /// not be the same calls.
     pub fn of(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
         let from = match (record.call_version, &record.ridepay_key) {
-            (1, _) => DerivedFrom::RowId(record.id),
-            (2 | 3, Some(hex_text)) => {
-                DerivedFrom::Request(RidepayKey::parse(hex_text).ok_or_else(|| {
-                    anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id)
-                })?)
-            }
+            (2 | 3, Some(hex_text)) => RidepayKey::parse(hex_text).ok_or_else(|| {
+                anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id)
+            })?,
             (version, _) => {
                 log::warn!(
                     "idempotency key {} is of call version {version}, unknown to this \
-                     release (at most {CURRENT_CALL_VERSION}): left to a release that knows it",
+                     release (2 to {CURRENT_CALL_VERSION}): left to a release that knows it",
                     record.id
                 );
                 return Err(ServiceError::NeedsAttention);

@@ -4,7 +4,7 @@ use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
 use super::finishing::{self, Finishing, FinishingStatement};
-use super::gateway_calls::{DerivedFrom, GatewayCalls, RidepayKey};
+use super::gateway_calls::{GatewayCalls, RidepayKey};
 use super::recovery_point::RecoveryPoints;
 use super::stored_response::StoredResponse;
 use crate::db::CacheStatement;
@@ -76,7 +76,7 @@ impl<P: RecoveryPoints> Lease<P> {
         stored: P,
         ridepay_key: RidepayKey,
     ) -> Self {
-        let calls = GatewayCalls::first(DerivedFrom::Request(ridepay_key));
+        let calls = GatewayCalls::first(ridepay_key);
         Lease {
             stored,
             ..Lease::new(key_id, user_id, 1, P::STARTED, calls)

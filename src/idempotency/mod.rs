@@ -33,7 +33,7 @@ pub use endpoint::{
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
 pub use flow::{Keys, Outcome};
-pub use gateway_calls::{DerivedFrom, GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
+pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};
 pub use policy::KeyPolicy;

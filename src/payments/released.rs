@@ -15,7 +15,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 
 use super::Final;
-use crate::idempotency::{DerivedFrom, GatewayCalls};
+use crate::idempotency::GatewayCalls;
 use crate::schema::released_payments;
 use crate::service_error::ServiceError;
 use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
@@ -100,11 +100,7 @@ pub fn unless_released(
 /// Whether reconciliation released the payment of a key whose calls are
 /// `calls`, decided under the lock it decides under.
 fn of_calls(conn: &mut PgConnection, calls: GatewayCalls) -> Result<bool, ServiceError> {
-    let DerivedFrom::Request(ridepay_key) = calls.from else {
-        // Version 1 payments name no `ridepay_key`: never released.
-        return Ok(false);
-    };
-    let ridepay_key = ridepay_key.to_hex();
+    let ridepay_key = calls.from.to_hex();
     lock(conn, &ridepay_key)?;
     Ok(is_released(conn, &ridepay_key)?)
 }

@@ -128,7 +128,7 @@ impl Endpoint for RefundEndpoint {
         let Some(payment) = part.refund.payment(&part.ride) else {
             return Err(anyhow::anyhow!("ride {} has no payment to refund", part.ride.id).into());
         };
-        let call = refund_metadata(cx.installation_id, lease, &part.ride, &part.refund);
+        let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made = lookup::refund_made(cx.gateway.as_ref(), &payment, &call)?;
         Ok(match made {
             Some(made) => Found::Made(part, Final::Made(made)),
@@ -291,29 +291,11 @@ fn refund_at_gateway(
         Some(_) => SECOND_PART_KEY_PURPOSE,
     };
     gateway.refund(&RefundRequest {
-        idempotency_key: derived_key(installation_id, lease.gateway_calls(), purpose),
+        idempotency_key: derived_key(lease.gateway_calls(), purpose),
         payment,
         amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
-        metadata: refund_metadata(installation_id, lease, ride, refund),
-    })
-}
-
-/// The metadata of the gateway refund: how a webhook tells ridepay's own
-/// refunds from refunds made elsewhere (the dashboard, say), and how
-/// reconciliation finds it.
-fn refund_metadata(
-    installation_id: uuid::Uuid,
-    lease: &RefundLease,
-    ride: &Ride,
-    refund: &Refund,
-) -> Vec<(String, String)> {
-    call_metadata(installation_id, lease.gateway_calls(), || {
-        vec![
-            ("ride_id", ride.id.to_string()),
-            ("refund_id", refund.id.to_string()),
-            ("idempotency_key_id", lease.key_id().to_string()),
-        ]
+        metadata: call_metadata(installation_id, lease.gateway_calls()),
     })
 }
 

@@ -224,7 +224,6 @@ pub fn judged(
 /// Captures `amount` of the ride's hold under a key derived for `purpose`.
 pub fn capture(
     gateway: &dyn PaymentGateway,
-    installation_id: uuid::Uuid,
     purpose: &str,
     calls: GatewayCalls,
     ride: &Ride,
@@ -232,7 +231,7 @@ pub fn capture(
 ) -> Result<Answer, ServiceError> {
     let intent_id = intent_of(ride)?;
     let answer = gateway.capture_intent(&CaptureIntent {
-        idempotency_key: derived_key(installation_id, calls, purpose),
+        idempotency_key: derived_key(calls, purpose),
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
     });

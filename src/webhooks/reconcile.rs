@@ -11,7 +11,7 @@ use super::event::{self, Disposition, Event, Subject};
 use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency;
-use crate::ids::{KeyId, RideId};
+use crate::ids::RideId;
 use crate::payments::{
     Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund, RIDEPAY_KEY,
 };
@@ -124,40 +124,24 @@ fn record_only(
 }
 
 /// The ride a PaymentIntent pays for: the one that recorded it, or one that
-/// has not heard back yet, found by the metadata ridepay sends with every
-/// intent: the key's `ridepay_key`, or (for a key of call version 1) the
-/// ride's and its key row's ids, checked against each other.
+/// has not heard back yet, found by the key's `ridepay_key`, which ridepay
+/// sends as metadata with every intent.
 fn ride_of_intent(conn: &mut PgConnection, intent: &PaymentIntent) -> QueryResult<Option<Ride>> {
     if let Some(ride) = ride_of_payment(conn, &Payment::Intent(intent.id.clone()))? {
         return Ok(Some(ride));
     }
-    if let Some(ridepay_key) = intent.metadata.get(RIDEPAY_KEY) {
-        return rides_table::table
-            .inner_join(
-                keys::idempotency_keys.on(keys::id.nullable().eq(rides_table::idempotency_key_id)),
-            )
-            .filter(keys::ridepay_key.eq(ridepay_key))
-            .filter(rides_table::payment_intent_id.is_null())
-            .select(Ride::as_select())
-            .first(conn)
-            .optional();
-    }
-    let named = |name: &str| {
-        intent
-            .metadata
-            .get(name)
-            .and_then(|value| value.parse::<i64>().ok())
-    };
-    let Some(ride_id) = named("ride_id") else {
+    let Some(ridepay_key) = intent.metadata.get(RIDEPAY_KEY) else {
         return Ok(None);
     };
-    Ok(rides::find_ride(conn, RideId(ride_id))
-        .optional()?
-        .filter(|ride| {
-            ride.payment_intent_id.is_none()
-                && ride.idempotency_key_id.is_some()
-                && ride.idempotency_key_id == named("idempotency_key_id").map(KeyId)
-        }))
+    rides_table::table
+        .inner_join(
+            keys::idempotency_keys.on(keys::id.nullable().eq(rides_table::idempotency_key_id)),
+        )
+        .filter(keys::ridepay_key.eq(ridepay_key))
+        .filter(rides_table::payment_intent_id.is_null())
+        .select(Ride::as_select())
+        .first(conn)
+        .optional()
 }
 
 /// The ride a payment pays for: its fare, or its tip.
@@ -296,8 +280,7 @@ fn follow_refunds(
         match refunds::find_by_gateway_id(conn, &refund.id)? {
             Some(recorded) => refunds::follow(conn, &recorded, refund.status, &refund.id)?,
             // Ridepay's own, which its endpoint records.
-            None if refund.metadata.contains_key("refund_id")
-                || refund.metadata.contains_key(RIDEPAY_KEY) => {}
+            None if refund.metadata.contains_key(RIDEPAY_KEY) => {}
             None => record_outside_refund(conn, &ride, payment, refund)?,
         }
     }

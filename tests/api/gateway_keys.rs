@@ -71,53 +71,6 @@ async fn a_retry_after_a_failover_lost_the_key_row_meets_the_payment_it_already_
     assert_eq!(count(&mut app.db(), "simulated_payment_intents"), 2);
 }
 
-/// A key in flight from before call version 2: its PaymentIntent was
-/// created as version 1 made it, then the instance stopped. The retry must
-/// send that very call (the key from the row id, the metadata naming the
-/// ride and the key row): the gateway then answers with that PaymentIntent.
-#[tokio::test]
-async fn a_key_of_call_version_1_is_resent_exactly_as_before() {
-    let app = spawn_app().await;
-    leave_key_at(&app, "version 1", RecoveryPoint::RideCreated);
-    let mut conn = app.db();
-    sql(
-        &mut conn,
-        "UPDATE idempotency_keys SET call_version = 1, ridepay_key = NULL WHERE key = 'version 1'",
-    );
-    #[derive(diesel::QueryableByName)]
-    struct Made {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        key_id: i64,
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        ride_id: i64,
-    }
-    let made: Made = diesel::sql_query(
-        "SELECT k.id AS key_id, r.id AS ride_id FROM idempotency_keys k \
-         JOIN rides r ON r.idempotency_key_id = k.id WHERE k.key = 'version 1'",
-    )
-    .get_result(&mut conn)
-    .unwrap();
-    let installation = payments::installation_id(&mut conn).unwrap();
-    let version_1 = made_earlier(
-        &app,
-        format!(
-            "ridepay-{}-ride-payment-intent-{}",
-            installation.simple(),
-            made.key_id
-        ),
-        vec![
-            ("ride_id".to_owned(), made.ride_id.to_string()),
-            ("idempotency_key_id".to_owned(), made.key_id.to_string()),
-        ],
-    );
-
-    let retried = app.post_ride("version 1", RIDE).await;
-
-    assert_eq!(retried.status, 201, "{}", retried.body_text());
-    assert_eq!(retried.json()["payment_intent_id"], version_1.id.as_str());
-    assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
-}
-
 /// A key in flight from before call version 3, whose hold asks for
 /// increments only: the retry sends that very call (its `ridepay2-` key, no
 /// overcapture or extended authorization asked), and the gateway answers

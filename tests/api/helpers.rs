@@ -10,8 +10,8 @@ use reqwest::{Client, Response};
 use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
-    self, CanonicalRequest, Claim, DerivedFrom, Fingerprint, GatewayCalls, IdempotencyKey,
-    IdempotentRequest, KeyPolicy, RidepayKey,
+    self, CanonicalRequest, Claim, Fingerprint, GatewayCalls, IdempotencyKey, IdempotentRequest,
+    KeyPolicy, RidepayKey,
 };
 use ridepay::ids::UserId;
 use ridepay::payments::{self, Final, PaymentIntent};
@@ -172,6 +172,22 @@ pub struct TestApp {
     pub client: Client,
     /// A user with a stored customer id.
     pub user: TestUser,
+}
+
+/// Applies the pending migrations up to version `last` (`20261203000030`)
+/// and no further, as the release that ended there did.
+pub fn migrate_until(conn: &mut PgConnection, last: &str) {
+    use diesel_migrations::MigrationHarness;
+    loop {
+        let pending = conn.pending_migrations(ridepay::db::MIGRATIONS).unwrap();
+        let Some(next) = pending.first() else {
+            return;
+        };
+        if next.name().version().to_string().as_str() > last {
+            return;
+        }
+        conn.run_migration(next).unwrap();
+    }
 }
 
 /// A fresh database and a user, with no server: the test starts its own
@@ -688,17 +704,17 @@ impl RideRequest {
 
     /// The gateway key of its PaymentIntent's create, in generation 0.
     pub fn payment_key(&self) -> String {
-        let calls = GatewayCalls::first(DerivedFrom::Request(self.ridepay_key()));
-        payments::derived_key(self.installation, calls, phases::PAYMENT_KEY_PURPOSE)
+        let calls = GatewayCalls::first(self.ridepay_key());
+        payments::derived_key(calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
     /// The same, as a key of call version `version` derives it.
     pub fn payment_key_of_version(&self, version: i16) -> String {
         let calls = GatewayCalls {
             version,
-            ..GatewayCalls::first(DerivedFrom::Request(self.ridepay_key()))
+            ..GatewayCalls::first(self.ridepay_key())
         };
-        payments::derived_key(self.installation, calls, phases::PAYMENT_KEY_PURPOSE)
+        payments::derived_key(calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
@@ -712,7 +728,6 @@ impl RideRequest {
             &self.key,
             "/api/rides",
             &self.canonical,
-            &|_| None,
         )
     }
 }

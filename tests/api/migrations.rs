@@ -1,17 +1,15 @@
-//! The migrations to PaymentIntents carry over what a database held before
-//! them: rides paid through the Charges API (captured, refunded by their
-//! charge), keys in flight whose stored request names `payment_source`, and
-//! stored answers, which replay byte for byte.
-
-use std::time::Duration;
+//! The migrations carry over what a database held before them: rides paid
+//! through the Charges API (captured, refunded by their charge), keys in
+//! flight whose stored request names `payment_source`, keys of call
+//! version 1; and the release that retires version 1 keys waits until none
+//! is left that it would answer differently.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::helpers::{create_test_database, on_database, spawn_server, TestApp};
-use crate::workers::eventually;
+use crate::helpers::{create_test_database, migrate_until, on_database, spawn_server, TestApp};
 
 /// The last migration before PaymentIntents.
 const BEFORE_PAYMENT_INTENTS: &str = "20261201000015";
@@ -19,9 +17,11 @@ const BEFORE_PAYMENT_INTENTS: &str = "20261201000015";
 /// The last migration before gateway keys from what the client sent.
 const BEFORE_CALL_VERSIONS: &str = "20261201000018";
 
-/// The body a client sent before PaymentIntents, paying with the user's
-/// stored customer, and its canonical form then.
-const OLD_BODY: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000}"#;
+/// The last migration before version 1 fingerprints and calls were retired.
+pub const BEFORE_RETIRING_VERSION_1: &str = "20261203000030";
+
+/// The canonical form of a ride request before PaymentIntents, paying with
+/// the user's stored customer.
 const OLD_CANONICAL: &str = r#"{"amount_cents":2000,"currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_source":null,"target_lat":37.8,"target_lon":-122.27}"#;
 
 /// The fingerprint ridepay stored then: version 1, SHA-256 over each part
@@ -119,7 +119,7 @@ fn old_ride(conn: &mut PgConnection, user: i64, key: &str, point: &str, ride: &s
 }
 
 #[tokio::test]
-async fn rides_keys_and_answers_from_before_payment_intents_are_carried_over() {
+async fn rides_and_keys_from_before_payment_intents_are_carried_over() {
     let mut app = database_before_payment_intents();
     let user = app.user.id;
     let mut conn = app.db();
@@ -153,7 +153,7 @@ async fn rides_keys_and_answers_from_before_payment_intents_are_carried_over() {
     // Sent to the Charges API with the outcome unknown: for an operator.
     old_ride(&mut conn, user, "unknown", "ride_created", "status");
 
-    ridepay::db::run_migrations(&mut conn).unwrap();
+    migrate_until(&mut conn, BEFORE_RETIRING_VERSION_1);
 
     let state = |key: &str| -> Value {
         let row: Vec<(String, Option<String>, String, bool)> = diesel::dsl::sql::<(
@@ -199,35 +199,19 @@ async fn rides_keys_and_answers_from_before_payment_intents_are_carried_over() {
     .execute(&mut conn);
     assert!(beyond.is_err());
 
-    app.address = spawn_server(&app.database_url, |s| s.completer.enabled = true).await;
-
-    // The stored answer replays byte for byte to the retry of the old body.
-    let replay = app.post_ride("done", OLD_BODY).await;
-    assert_eq!(
-        (replay.status, replay.body.as_slice()),
-        (201, STORED.as_bytes())
-    );
-    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
-    assert_eq!(replay.header("location"), Some("/api/rides/1"));
-    // The key left charged is finished without paying again.
-    let finished = eventually(Duration::from_secs(10), || {
-        app.key_state("charged")["recovery_point"] == "finished"
-    })
-    .await;
-    assert!(finished, "{}", app.key_state("charged"));
-    let answer = app.post_ride("charged", OLD_BODY).await;
-    assert_eq!(answer.status, 201);
-    assert_eq!(answer.json()["status"], "captured");
-    assert_eq!(answer.json()["payment_intent_id"], json!(null));
-    // The one for an operator is left alone, and its retry is told so.
-    assert_eq!(app.key_state("unknown")["recovery_point"], "ride_created");
-    app.post_ride("unknown", OLD_BODY)
-        .await
-        .assert_problem(500, "internal-error");
-    assert_eq!(app.count("simulated_payment_intents"), 0);
+    // Their keys are gone once the release before finished them and its
+    // reaper deleted them (and an operator settled the one left to them):
+    // the upgrade goes on, and the rides stay.
+    sql(&mut conn, "DELETE FROM idempotency_keys");
+    ridepay::db::run_migrations(&mut conn).unwrap();
+    app.address = spawn_server(&app.database_url, |_| {}).await;
 
     // A ride paid through the Charges API is refunded by its charge.
-    let ride_id = answer.json()["id"].as_i64().unwrap();
+    let ride_id: i64 = diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "SELECT id FROM rides WHERE charge_id = 'ch_legacy_charged'",
+    )
+    .get_result(&mut conn)
+    .unwrap();
     let refund = app
         .post_refund(ride_id, "refund", r#"{"amount_cents": 2000}"#)
         .await;
@@ -240,6 +224,66 @@ async fn rides_keys_and_answers_from_before_payment_intents_are_carried_over() {
         1
     );
     assert_eq!(app.ride(ride_id).await["status"], "refunded");
+}
+
+/// This release matches no version 1 fingerprint and makes no version 1
+/// call, so the migration that retires them refuses to run, saying what to
+/// do, while a key has such a fingerprint or an unfinished key makes such
+/// calls; once they are gone it runs, and a finished key of call version 1
+/// (nothing left to call) may stay.
+#[test]
+fn the_retirement_of_version_1_keys_waits_until_none_is_left() {
+    let app = database_at(BEFORE_RETIRING_VERSION_1);
+    let mut conn = app.db();
+    let insert = |conn: &mut PgConnection, key: &str, fingerprint: &str, point: &str| {
+        let finished = match point {
+            "finished" => "201, '[]', convert_to('{}', 'UTF8')",
+            _ => "NULL, NULL, NULL",
+        };
+        sql(
+            conn,
+            &format!(
+                "INSERT INTO idempotency_keys (user_id, key, request_method, request_path, \
+                 request_fingerprint, request_params, recovery_point, endpoint, call_version, \
+                 last_run_at, response_status, response_headers, response_body) \
+                 VALUES ({}, '{key}', 'POST', '/api/rides', '{fingerprint}:{}', '{{}}', '{point}', \
+                 'rides.create', 1, now(), {finished})",
+                app.user.id,
+                "0".repeat(64)
+            ),
+        )
+    };
+    insert(&mut conn, "replayed", "v1", "finished");
+    insert(&mut conn, "in flight", "v2", "ride_created");
+    insert(&mut conn, "done", "v2", "finished");
+
+    let refused = ridepay::db::run_migrations(&mut conn)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("cannot retire version 1 keys yet: 1 keys have a version 1 fingerprint and 1 unfinished keys make version 1 calls"),
+        "{refused}"
+    );
+
+    sql(
+        &mut conn,
+        "DELETE FROM idempotency_keys WHERE key = 'replayed'",
+    );
+    assert!(ridepay::db::run_migrations(&mut conn).is_err());
+    sql(
+        &mut conn,
+        "UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201, \
+         response_headers = '[]', response_body = convert_to('{}', 'UTF8') WHERE key = 'in flight'",
+    );
+    ridepay::db::run_migrations(&mut conn).unwrap();
+    assert_eq!(app.count("idempotency_keys WHERE call_version = 1"), 2);
+    // And none comes back.
+    let again = diesel::sql_query(format!(
+        "UPDATE idempotency_keys SET request_fingerprint = 'v1:{}' WHERE key = 'done'",
+        "0".repeat(64)
+    ))
+    .execute(&mut conn);
+    assert!(again.is_err());
 }
 
 /// Keys made before gateway keys were derived from what the client sent are
@@ -262,7 +306,7 @@ fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
         ),
     );
 
-    ridepay::db::run_migrations(&mut conn).unwrap();
+    migrate_until(&mut conn, BEFORE_RETIRING_VERSION_1);
 
     #[derive(diesel::QueryableByName, Debug, PartialEq)]
     struct Key {

@@ -60,13 +60,7 @@ impl Endpoint for CancelEndpoint {
         _point: RecoveryPoint,
         ride: Ride,
     ) -> Result<CallOf<Self>, ServiceError> {
-        let answer = cancel(
-            cx.gateway.as_ref(),
-            cx.installation_id,
-            lease,
-            &ride,
-            params,
-        )?;
+        let answer = cancel(cx.gateway.as_ref(), lease, &ride, params)?;
         Ok(Called::Answered(ride, answer))
     }
 
@@ -160,7 +154,6 @@ fn begin(
 /// connection.
 fn cancel(
     gateway: &dyn PaymentGateway,
-    installation_id: uuid::Uuid,
     lease: &CancelLease,
     ride: &Ride,
     params: &CancelParams,
@@ -168,7 +161,6 @@ fn cancel(
     if params.cancellation_fee_cents > 0 {
         return lifecycle::capture(
             gateway,
-            installation_id,
             FEE_KEY_PURPOSE,
             lease.gateway_calls(),
             ride,
@@ -177,7 +169,7 @@ fn cancel(
     }
     let intent_id = lifecycle::intent_of(ride)?;
     let answer = gateway.cancel_intent(&CancelIntent {
-        idempotency_key: derived_key(installation_id, lease.gateway_calls(), CANCEL_KEY_PURPOSE),
+        idempotency_key: derived_key(lease.gateway_calls(), CANCEL_KEY_PURPOSE),
         intent_id: intent_id.clone(),
         cancellation_reason: "requested_by_customer".to_owned(),
     });

@@ -79,11 +79,10 @@ impl Endpoint for CompleteEndpoint {
                 return Ok(Called::NotNeeded(RecoveryPoint::HoldCovers, ride));
             }
             RecoveryPoint::CompletionStarted => {
-                Answered::Raise(raise(gateway, cx.installation_id, lease, &ride, params)?)
+                Answered::Raise(raise(gateway, lease, &ride, params)?)
             }
             _ => Answered::Capture(lifecycle::capture(
                 gateway,
-                cx.installation_id,
                 CAPTURE_KEY_PURPOSE,
                 lease.gateway_calls(),
                 &ride,
@@ -211,17 +210,12 @@ fn covered(ride: &Ride, params: &CompleteParams) -> bool {
 /// connection.
 fn raise(
     gateway: &dyn PaymentGateway,
-    installation_id: uuid::Uuid,
     lease: &CompleteLease,
     ride: &Ride,
     params: &CompleteParams,
 ) -> Result<Final<PaymentIntent>, ServiceError> {
     let answer = gateway.increment_intent(&IncrementIntent {
-        idempotency_key: derived_key(
-            installation_id,
-            lease.gateway_calls(),
-            INCREMENT_KEY_PURPOSE,
-        ),
+        idempotency_key: derived_key(lease.gateway_calls(), INCREMENT_KEY_PURPOSE),
         intent_id: lifecycle::intent_of(ride)?,
         amount_cents: to_capture(ride, params),
     });

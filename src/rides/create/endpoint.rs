@@ -98,7 +98,7 @@ impl Endpoint for RideEndpoint {
         _point: RecoveryPoint,
         ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
-        let call = payment_metadata(cx.installation_id, lease, &ride);
+        let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made = lookup::create_answer(
             cx.gateway.as_ref(),
             &call,
@@ -149,13 +149,6 @@ impl Endpoint for RideEndpoint {
             // `record` looks.
             Final::Made(intent) if !intent.replayed => payment_finishing(ride, intent),
             Final::Made(_) | Final::Refused(_) => Ok(None),
-        }
-    }
-
-    fn canonical_under(params: &RideParams, version: u32) -> Option<Vec<u8>> {
-        match version {
-            1 => params.version_1_form(),
-            _ => None,
         }
     }
 }
@@ -227,31 +220,16 @@ pub fn pay(
     ride: &Ride,
 ) -> Result<PaymentIntent, GatewayError> {
     gateway.create_intent(&CreateIntent {
-        idempotency_key: derived_key(installation_id, lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
+        idempotency_key: derived_key(lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
         amount_cents: ride.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: payment_metadata(installation_id, lease, ride),
+        metadata: call_metadata(installation_id, lease.gateway_calls()),
         hold: lease.gateway_calls().hold_request(),
         off_session: false,
-    })
-}
-
-/// The metadata of the ride's PaymentIntent, by which reconciliation finds
-/// it.
-fn payment_metadata(
-    installation_id: uuid::Uuid,
-    lease: &RideLease,
-    ride: &Ride,
-) -> Vec<(String, String)> {
-    call_metadata(installation_id, lease.gateway_calls(), || {
-        vec![
-            ("ride_id", ride.id.to_string()),
-            ("idempotency_key_id", lease.key_id().to_string()),
-        ]
     })
 }
 

@@ -91,40 +91,6 @@ impl RideParams {
     pub fn canonical(&self) -> CanonicalRequest {
         CanonicalRequest::of(self)
     }
-
-    /// The canonical form under fingerprint version 1, before PaymentIntents,
-    /// which keys stored then were fingerprinted over. A request of then
-    /// named no `payment_source` to be sent the same way now (one naming it
-    /// is refused as invalid), so only a request with neither a payment
-    /// method nor a capture method of its own has one.
-    pub fn version_1_form(&self) -> Option<Vec<u8>> {
-        #[derive(Serialize)]
-        struct Version1<'a> {
-            // In sorted order, as the canonical form needs.
-            amount_cents: i64,
-            currency: &'a str,
-            origin_lat: f64,
-            origin_lon: f64,
-            payment_source: Option<&'a str>,
-            target_lat: f64,
-            target_lon: f64,
-        }
-        let unchanged =
-            self.payment_method.is_none() && self.capture_method == CaptureMethod::Manual;
-        unchanged.then(|| {
-            CanonicalRequest::of(&Version1 {
-                amount_cents: self.amount_cents,
-                currency: &self.currency,
-                origin_lat: self.origin_lat,
-                origin_lon: self.origin_lon,
-                payment_source: None,
-                target_lat: self.target_lat,
-                target_lon: self.target_lon,
-            })
-            .as_bytes()
-            .to_vec()
-        })
-    }
 }
 
 fn required<T: Default>(errors: &mut Vec<FieldError>, field: &str) -> T {
@@ -189,33 +155,14 @@ mod tests {
         assert_eq!(a.canonical(), b.canonical());
     }
 
-    /// The bytes version 1 of the fingerprint hashes: a change here would make
-    /// every stored key refuse its own retries.
+    /// The bytes the fingerprint hashes: a change here would make every
+    /// stored key refuse its own retries.
     #[test]
     fn the_canonical_form_is_sorted_compact_json() {
         let params = RideParams::parse(VALID.as_bytes()).unwrap();
         assert_eq!(
             std::str::from_utf8(params.canonical().as_bytes()).unwrap(),
             r#"{"amount_cents":2000,"capture_method":"manual","currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_method":"pm_card_visa","target_lat":37.8,"target_lon":-122.27}"#
-        );
-    }
-
-    /// The bytes keys stored before PaymentIntents were fingerprinted over,
-    /// for the request that can still be sent the same way.
-    #[test]
-    fn the_version_1_form_is_the_canonical_form_before_payment_intents() {
-        let old = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80,
-            "target_lon": -122.27, "amount_cents": 2000}"#;
-        let params = RideParams::parse(old.as_bytes()).unwrap();
-        assert_eq!(
-            String::from_utf8(params.version_1_form().unwrap()).unwrap(),
-            r#"{"amount_cents":2000,"currency":"usd","origin_lat":37.77,"origin_lon":-122.42,"payment_source":null,"target_lat":37.8,"target_lon":-122.27}"#
-        );
-        assert_eq!(
-            RideParams::parse(VALID.as_bytes())
-                .unwrap()
-                .version_1_form(),
-            None
         );
     }
 

@@ -70,7 +70,7 @@ impl Endpoint for TipEndpoint {
         let answer = pay_tip(gateway, cx.installation_id, lease, &ride, params)
             .and_then(|intent| released::reread_if_replayed(gateway, intent));
         let answer = payments::final_answer(answer)?;
-        cancel_declined(gateway, cx.installation_id, lease, &answer)?;
+        cancel_declined(gateway, lease, &answer)?;
         Ok(Called::Answered(ride, answer))
     }
 
@@ -83,7 +83,7 @@ impl Endpoint for TipEndpoint {
         ride: Ride,
     ) -> Result<FoundOf<Self>, ServiceError> {
         let gateway = cx.gateway.as_ref();
-        let call = tip_metadata(cx.installation_id, lease, &ride);
+        let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made =
             lookup::create_answer(gateway, &call, ride.created_at, ride.customer.as_deref())?;
         Ok(match made {
@@ -95,7 +95,7 @@ impl Endpoint for TipEndpoint {
                     }
                     answer => answer,
                 };
-                cancel_declined(gateway, cx.installation_id, lease, &answer)?;
+                cancel_declined(gateway, lease, &answer)?;
                 Found::Made(ride, answer)
             }
             None => Found::Absent {
@@ -237,31 +237,16 @@ fn pay_tip(
     params: &TipParams,
 ) -> Result<PaymentIntent, GatewayError> {
     gateway.create_intent(&CreateIntent {
-        idempotency_key: derived_key(installation_id, lease.gateway_calls(), TIP_KEY_PURPOSE),
+        idempotency_key: derived_key(lease.gateway_calls(), TIP_KEY_PURPOSE),
         amount_cents: params.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: CaptureMethod::Automatic,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: tip_metadata(installation_id, lease, ride),
+        metadata: call_metadata(installation_id, lease.gateway_calls()),
         hold: HoldRequest::INCREMENTS_ONLY,
         off_session: true,
-    })
-}
-
-/// The metadata of the tip's PaymentIntent, by which reconciliation finds
-/// it.
-fn tip_metadata(
-    installation_id: uuid::Uuid,
-    lease: &TipLease,
-    ride: &Ride,
-) -> Vec<(String, String)> {
-    call_metadata(installation_id, lease.gateway_calls(), || {
-        vec![
-            ("tip_of_ride_id", ride.id.to_string()),
-            ("idempotency_key_id", lease.key_id().to_string()),
-        ]
     })
 }
 
@@ -273,7 +258,6 @@ fn tip_metadata(
 /// intent holds no money.
 fn cancel_declined(
     gateway: &dyn PaymentGateway,
-    installation_id: uuid::Uuid,
     lease: &TipLease,
     answer: &Final<PaymentIntent>,
 ) -> Result<(), ServiceError> {
@@ -285,11 +269,7 @@ fn cancel_declined(
         return Ok(());
     };
     let cancelled = gateway.cancel_intent(&CancelIntent {
-        idempotency_key: derived_key(
-            installation_id,
-            lease.gateway_calls(),
-            TIP_CANCEL_KEY_PURPOSE,
-        ),
+        idempotency_key: derived_key(lease.gateway_calls(), TIP_CANCEL_KEY_PURPOSE),
         intent_id: intent_id.clone(),
         cancellation_reason: "abandoned".to_owned(),
     });

@@ -1,0 +1,2 @@
+ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_calls_of_version_2;
+ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_fingerprint_of_version_2;
