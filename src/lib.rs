@@ -23,7 +23,6 @@ pub mod ids;
 pub mod outbound;
 pub mod outbound_webhooks;
 pub mod payments;
-pub mod problem;
 pub mod reconciliation;
 pub mod refunds;
 pub mod rides;

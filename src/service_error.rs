@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
-use crate::problem::ProblemKind;
 use crate::validation::FieldError;
 
 #[derive(Debug, thiserror::Error)]
@@ -18,12 +17,11 @@ pub enum ServiceError {
     #[error("invalid request")]
     Invalid(Vec<FieldError>),
     /// What an endpoint refuses for a reason of its own domain (a refund
-    /// beyond what remains, a ride in the wrong state), as the contract's
-    /// problem `kind` (a 4xx) says it: refused in the claim's transaction,
-    /// nothing is written and the key is not consumed. An endpoint needs no
-    /// variant of its own for its refusals.
-    #[error("{}: {detail}", kind.slug())]
-    Refused { kind: ProblemKind, detail: String },
+    /// beyond what remains, a ride in the wrong state): refused in the
+    /// claim's transaction, nothing is written and the key is not consumed.
+    /// `wire` says it as the contract's problem.
+    #[error("{refusal:?}: {detail}")]
+    Refused { refusal: Refusal, detail: String },
     /// A quota of the caller's is spent (test events an hour, say): refused
     /// like `Refused`, and may be asked again after `retry_after`.
     #[error("quota spent: {detail}")]
@@ -57,10 +55,23 @@ pub enum ServiceError {
     Internal(#[from] anyhow::Error),
 }
 
+/// Why an endpoint refuses a request, in its domain's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The ride's status does not allow what was asked.
+    InvalidRideState,
+    /// The card's hold lapsed before the ride was settled.
+    AuthorizationExpired,
+    /// Nothing, or not that much, remains to refund.
+    RefundNotAllowed,
+    /// The user has all the webhook destinations they may have.
+    WebhookEndpointLimit,
+}
+
 impl ServiceError {
-    pub fn refused(kind: ProblemKind, detail: impl Into<String>) -> Self {
+    pub fn refused(refusal: Refusal, detail: impl Into<String>) -> Self {
         ServiceError::Refused {
-            kind,
+            refusal,
             detail: detail.into(),
         }
     }

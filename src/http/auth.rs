@@ -22,9 +22,9 @@ use futures_util::future::LocalBoxFuture;
 use crate::context::ServiceContext;
 use crate::db::DbPool;
 use crate::http::rate_limit::{self, RateLimiter};
-use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::users::{self, User};
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// How long a verified key is let through the extractor without a lookup.
 pub const KNOWN_FOR: Duration = Duration::from_secs(60);
@@ -104,11 +104,6 @@ impl Gatekeeper {
     }
 }
 
-/// The 401 of the contract, for a missing or unknown API key.
-pub fn unauthorized(detail: &str) -> Problem {
-    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
-}
-
 fn bearer_token(request: &HttpRequest) -> Option<&str> {
     let value = request
         .headers()
@@ -139,7 +134,8 @@ impl FromRequest for Caller {
             if let Some(check) = address_check {
                 check?;
             }
-            let key_hash = key_hash.ok_or_else(|| unauthorized("a bearer API key is required"))?;
+            let key_hash =
+                key_hash.ok_or_else(|| Problem::unauthorized("a bearer API key is required"))?;
             if !known {
                 verify(&gatekeeper, key_hash.clone()).await?;
             }
@@ -164,7 +160,7 @@ async fn verify(gatekeeper: &web::Data<Gatekeeper>, key_hash: Vec<u8>) -> Result
     if found {
         Ok(())
     } else {
-        Err(unauthorized("the API key is not valid"))
+        Err(Problem::unauthorized("the API key is not valid"))
     }
 }
 

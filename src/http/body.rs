@@ -9,7 +9,7 @@ use actix_web::web::{Bytes, BytesMut, Payload};
 use actix_web::HttpRequest;
 use futures_util::StreamExt;
 
-use crate::problem::{Problem, ProblemKind};
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The body limit of API requests and forms.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;

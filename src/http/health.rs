@@ -8,7 +8,7 @@ use crate::context::ServiceContext;
 use crate::db;
 use crate::http::openapi_components::ProblemDocument;
 use crate::http::request_id;
-use crate::problem::{Problem, ProblemKind};
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations",

@@ -11,10 +11,10 @@ use super::request_id;
 use crate::context::ServiceContext;
 use crate::crash;
 use crate::idempotency::{flow, Endpoint, IdempotencyKey, Outcome, StoredResponse};
-use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::telemetry::metrics;
 use crate::validation::FieldError;
+use crate::wire::problem::{Problem, ProblemKind};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";

@@ -13,8 +13,8 @@ use super::openapi_components::ProblemDocument;
 use super::request_id;
 use crate::context::ServiceContext;
 use crate::idempotency;
-use crate::problem::Problem;
 use crate::telemetry::metrics;
+use crate::wire::problem::Problem;
 
 /// Middleware: requests by route pattern (not the raw path, which would make
 /// one series per ride id), method and status, and their latency.

@@ -8,7 +8,7 @@ use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use crate::validation::FieldError;
 
-/// An RFC 9457 problem, as `crate::problem::Problem` writes it.
+/// An RFC 9457 problem, as `crate::wire::problem::Problem` writes it.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Problem)]
 pub struct ProblemDocument {

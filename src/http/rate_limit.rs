@@ -22,7 +22,7 @@ use actix_web::{web, HttpRequest};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
-use crate::problem::{Problem, ProblemKind};
+use crate::wire::problem::{Problem, ProblemKind};
 
 pub struct RateLimiter<K: Hash + Eq + Clone> {
     limiter: Option<DefaultKeyedRateLimiter<K>>,

@@ -4,8 +4,8 @@
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 
-use crate::problem::{Problem, ProblemKind};
 use crate::validation::FieldError;
+use crate::wire::problem::{Problem, ProblemKind};
 
 pub async fn not_found(request: HttpRequest) -> HttpResponse {
     Problem::new(

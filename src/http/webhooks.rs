@@ -11,11 +11,11 @@ use crate::http::body::read_json;
 use crate::http::openapi_components::ProblemDocument;
 use crate::http::request_id;
 use crate::payments::stripe::signature;
-use crate::problem::{Problem, ProblemKind};
 use crate::telemetry::log_throttle::LogThrottle;
 use crate::telemetry::metrics;
 use crate::webhooks::event::Event;
 use crate::webhooks::reconcile::{self, NotYet};
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// Stripe's events are small; this leaves room for any object they carry.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;

@@ -28,11 +28,11 @@ use crate::ids::{RefundId, UserId};
 use crate::payments::{
     self, call_metadata, derived_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
-use crate::problem::{Problem, ProblemKind};
 use crate::rides;
 use crate::rides::model::{Ride, RideStatus};
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The endpoint (`flow::serve::<RefundEndpoint>` serves a request,
 /// `flow::Keys<RefundEndpoint>` its keys for the completer). Its steps hand
@@ -215,7 +215,7 @@ fn create_refund(
         || (ride.status == RideStatus::Canceled && ride.amount_captured_cents > 0);
     if !paid {
         return Err(ServiceError::refused(
-            ProblemKind::RefundNotAllowed,
+            Refusal::RefundNotAllowed,
             format!(
                 "ride {} is {}; only what was captured can be refunded",
                 ride.id, ride.status
@@ -226,7 +226,7 @@ fn create_refund(
     let amount = params.amount_cents.unwrap_or(remaining.total());
     if remaining.total() <= 0 || amount > remaining.total() {
         return Err(ServiceError::refused(
-            ProblemKind::RefundNotAllowed,
+            Refusal::RefundNotAllowed,
             format!(
                 "{amount} is more than the {} that remains to refund of ride {} \
              (refunds in progress count against it)",
@@ -371,5 +371,5 @@ fn finish_failed(
             .map_err(|err| anyhow::anyhow!("refund {} as JSON: {err}", refund.first.id.0))?;
         problem = problem.with_extension("refund", counted);
     }
-    Ok(StoredResponse::problem(&problem))
+    Ok(wire::problem::stored(&problem))
 }

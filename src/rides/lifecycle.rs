@@ -14,10 +14,10 @@ use crate::payments::{
     self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
-use crate::problem::{Problem, ProblemKind};
 use crate::schema::rides;
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// What a key takes a ride for.
 pub struct TakeRide {
@@ -27,7 +27,7 @@ pub struct TakeRide {
     pub audit_action: &'static str,
     pub allowed: &'static [RideStatus],
     /// How a ride whose hold lapsed is refused.
-    pub expired: ProblemKind,
+    pub expired: Refusal,
 }
 
 /// The ride, the caller's, for `key` to complete or cancel: it must be in
@@ -100,7 +100,7 @@ fn not_taken(
     }
     if !taking.allowed.contains(&ride.status) {
         return Ok(ServiceError::refused(
-            ProblemKind::InvalidRideState,
+            Refusal::InvalidRideState,
             format!(
                 "ride {} is {}; only a ride {} can be {}",
                 ride.id,
@@ -116,7 +116,7 @@ fn not_taken(
         ));
     }
     Ok(ServiceError::refused(
-        ProblemKind::InvalidRideState,
+        Refusal::InvalidRideState,
         format!(
             "ride {} is being completed, cancelled or tipped by another request",
             ride.id
@@ -400,7 +400,7 @@ pub fn finish_refused(
     problem: Problem,
 ) -> Result<StoredResponse, ServiceError> {
     release(conn, ride.id, key)?;
-    Ok(StoredResponse::problem(
+    Ok(wire::problem::stored(
         &problem.with_extension("ride_id", ride.id),
     ))
 }

@@ -4,7 +4,9 @@
 //! below the HTTP layer, so they are rendered here, where the endpoints'
 //! phases reach them as `http/` does. Nothing here knows actix.
 
+pub mod answer;
 mod field_error;
+pub mod problem;
 pub mod refund;
 pub mod requests;
 pub mod ride;

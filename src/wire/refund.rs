@@ -60,5 +60,5 @@ pub fn location(ride_id: RideId, id: RefundId) -> String {
 
 /// The answer to a refund made: 201 at its location.
 pub fn created(refund: &RefundJson) -> StoredResponse {
-    StoredResponse::created(location(refund.ride_id, refund.id), refund.body())
+    super::answer::created(location(refund.ride_id, refund.id), refund.body())
 }

@@ -76,12 +76,12 @@ pub fn location(id: RideId) -> String {
 /// final answer too.
 pub fn created(ride: &RideJson) -> StoredResponse {
     if WAITING.contains(&ride.status) {
-        return StoredResponse::accepted(location(ride.id), ride.body());
+        return super::answer::accepted(location(ride.id), ride.body());
     }
-    StoredResponse::created(location(ride.id), ride.body())
+    super::answer::created(location(ride.id), ride.body())
 }
 
 /// The answer to a ride completed or cancelled: 200, the ride as it is.
 pub fn settled(ride: &RideJson) -> StoredResponse {
-    StoredResponse::ok(ride.body())
+    super::answer::ok(ride.body())
 }

@@ -40,5 +40,5 @@ pub fn location(id: i64) -> String {
 
 /// The answer to a destination registered: 201 at its location.
 pub fn created(endpoint: &WebhookEndpointJson) -> StoredResponse {
-    StoredResponse::created(location(endpoint.id), endpoint.body())
+    super::answer::created(location(endpoint.id), endpoint.body())
 }

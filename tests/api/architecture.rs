@@ -19,7 +19,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "config",
             "telemetry",
             "service_error",
-            "problem",
             "validation",
             "backoff",
             "crash",

@@ -9,9 +9,9 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::refunds::endpoint::RefundEndpoint;
 use crate::refunds::request::RefundParams;
+use crate::wire::problem::Problem;
 use crate::wire::refund::RefundJson;
 use crate::wire::requests::RefundRequest;
 

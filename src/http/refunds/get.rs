@@ -8,9 +8,9 @@ use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::{RefundId, RideId};
-use crate::problem::Problem;
 use crate::refunds::model;
 use crate::service_error::ServiceError;
+use crate::wire::problem::Problem;
 use crate::wire::refund::RefundJson;
 
 /// One refund of one of the caller's rides (where `Location` points).

@@ -9,10 +9,10 @@ use crate::http::auth::as_caller;
 use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::refunds::model::{self, RefundWithParts};
 use crate::rides;
 use crate::service_error::ServiceError;
+use crate::wire::problem::Problem;
 use crate::wire::refund::RefundJson;
 
 /// A ride's refunds, oldest first. A ride has few, so they come in one page

@@ -12,9 +12,9 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::rides::cancel::endpoint::CancelEndpoint;
 use crate::rides::cancel::request::CancelParams;
+use crate::wire::problem::Problem;
 use crate::wire::requests::CancelRideRequest;
 use crate::wire::ride::RideJson;
 

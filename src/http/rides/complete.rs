@@ -12,9 +12,9 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::rides::complete::endpoint::CompleteEndpoint;
 use crate::rides::complete::request::CompleteParams;
+use crate::wire::problem::Problem;
 use crate::wire::requests::CompleteRideRequest;
 use crate::wire::ride::RideJson;
 

@@ -8,9 +8,9 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::problem::Problem;
 use crate::rides::create::endpoint::RideEndpoint;
 use crate::rides::create::request::RideParams;
+use crate::wire::problem::Problem;
 use crate::wire::requests::RideRequest;
 use crate::wire::ride::RideJson;
 

@@ -8,9 +8,9 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::request_id;
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::rides::model;
 use crate::service_error::ServiceError;
+use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
 
 /// One of the caller's rides. Another user's ride is a 404, as if it did not

@@ -10,8 +10,8 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::pagination::{checked_limit, page};
 use crate::ids::RideId;
-use crate::problem::Problem;
 use crate::rides::model::{self, Ride};
+use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -20,7 +20,7 @@ use crate::outbound_webhooks::actions::retry::Retry;
 use crate::outbound_webhooks::actions::roll_secret::RollSecret;
 use crate::outbound_webhooks::actions::test_event::TestEvent;
 use crate::outbound_webhooks::actions::{Action, ActionParams, DestinationAction};
-use crate::problem::Problem;
+use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
 use crate::wire::webhook_endpoint::WebhookEndpointJson;
 

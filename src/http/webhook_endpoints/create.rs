@@ -10,7 +10,7 @@ use crate::http::openapi_components::{
 };
 use crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate;
 use crate::outbound_webhooks::create::request::WebhookEndpointParams;
-use crate::problem::Problem;
+use crate::wire::problem::Problem;
 use crate::wire::requests::WebhookEndpointRequest;
 use crate::wire::webhook_endpoint::WebhookEndpointJson;
 

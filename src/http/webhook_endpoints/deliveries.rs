@@ -9,8 +9,8 @@ use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::pagination::{checked_limit, page};
 use crate::outbound_webhooks::{deliveries, model};
-use crate::problem::Problem;
 use crate::service_error::ServiceError;
+use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
 
 #[derive(Debug, Deserialize, IntoParams)]

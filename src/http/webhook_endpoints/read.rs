@@ -11,8 +11,8 @@ use crate::context::ServiceContext;
 use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::outbound_webhooks::model::{self, WebhookEndpoint};
-use crate::problem::Problem;
 use crate::service_error::ServiceError;
+use crate::wire::problem::Problem;
 use crate::wire::webhook_endpoint::WebhookEndpointJson;
 
 #[derive(Serialize, ToSchema)]

@@ -12,9 +12,9 @@ use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::outbound::destination::DestinationPolicy;
 use crate::outbound_webhooks::create::request::{checked_events, checked_url, expected};
 use crate::outbound_webhooks::model::{self, Changes};
-use crate::problem::{Problem, ProblemKind};
 use crate::service_error::ServiceError;
 use crate::validation::{parse_body, FieldError};
+use crate::wire::problem::{Problem, ProblemKind};
 use crate::wire::requests::{WebhookEndpointPatchBody, WebhookEndpointUpdate};
 use crate::wire::webhook_endpoint::WebhookEndpointJson;
 

@@ -23,6 +23,7 @@ use crate::ids::UserId;
 use crate::outbound_webhooks::model;
 use crate::service_error::ServiceError;
 use crate::validation::{parse_body, FieldError};
+use crate::wire;
 use crate::wire::requests::EmptyBody;
 
 /// What an action is on: a destination, and for a retry its delivery. Its
@@ -139,7 +140,7 @@ fn delivery_answer(
 ) -> Result<StoredResponse, ServiceError> {
     let delivery =
         super::deliveries::find(conn, endpoint_id, delivery_id)?.ok_or(ServiceError::NotFound)?;
-    Ok(StoredResponse::ok(
+    Ok(wire::answer::ok(
         serde_json::to_vec(&delivery).expect("a delivery always serialises"),
     ))
 }

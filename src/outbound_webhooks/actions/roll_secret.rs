@@ -11,6 +11,7 @@ use crate::ids::UserId;
 use crate::outbound_webhooks::model;
 use crate::outbound_webhooks::signing::new_secret;
 use crate::service_error::ServiceError;
+use crate::wire;
 
 /// How long the secret before a roll still signs.
 pub const OVERLAP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
@@ -51,6 +52,6 @@ impl DestinationAction for RollSecret {
         params: &ActionParams,
     ) -> Result<StoredResponse, ServiceError> {
         let endpoint = model::find(conn, params.endpoint_id)?.ok_or(ServiceError::NotFound)?;
-        Ok(StoredResponse::ok(endpoint.json(true).body()))
+        Ok(wire::answer::ok(endpoint.json(true).body()))
     }
 }

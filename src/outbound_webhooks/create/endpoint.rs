@@ -9,14 +9,12 @@ use diesel::PgConnection;
 use super::recovery_point::RecoveryPoint;
 use super::request::WebhookEndpointParams;
 use crate::context::ServiceContext;
-use crate::idempotency::{
-    CallOf, Called, Endpoint, Lease, StoredResponse, Transition, TransitionOf,
-};
+use crate::idempotency::{CallOf, Called, Endpoint, Lease, Transition, TransitionOf};
 use crate::outbound_webhooks::model::{self, NewWebhookEndpoint, MAX_PER_USER};
 use crate::outbound_webhooks::signing::new_secret;
-use crate::problem::{Problem, ProblemKind};
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 pub struct WebhookEndpointCreate;
 
@@ -97,7 +95,7 @@ impl Endpoint for WebhookEndpointCreate {
         checked: Checked,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         let refused = |kind: ProblemKind, detail: String| {
-            Ok(Transition::Finish(StoredResponse::problem(&Problem::new(
+            Ok(Transition::Finish(wire::problem::stored(&Problem::new(
                 kind, detail,
             ))))
         };
@@ -134,5 +132,5 @@ fn limit_detail() -> String {
 }
 
 fn limit_reached() -> ServiceError {
-    ServiceError::refused(ProblemKind::WebhookEndpointLimit, limit_detail())
+    ServiceError::refused(Refusal::WebhookEndpointLimit, limit_detail())
 }

@@ -13,12 +13,13 @@ use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
 use crate::payments::{derived_key, CancelIntent, IntentStatus, PaymentGateway};
-use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, Answer, TakeRide};
 use crate::rides::model::{self, Ride, RideStatus};
 use crate::rides::payment::{may_follow, settlement};
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
 use crate::validation::FieldError;
+use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The endpoint. Its steps hand on the ride the key took.
 pub struct CancelEndpoint;
@@ -133,7 +134,7 @@ fn begin(
             verb: "cancelled",
             audit_action: "ride.cancellation_started",
             allowed: &[RideStatus::Authorized, RideStatus::RequiresAction],
-            expired: ProblemKind::InvalidRideState,
+            expired: Refusal::InvalidRideState,
         },
     )?;
     let fee = params.cancellation_fee_cents;
@@ -195,7 +196,7 @@ fn finish_canceled(
         }
         Answer::Lapsed(intent) => {
             lifecycle::expire(conn, ride, intent)?;
-            Ok(StoredResponse::problem(&refused(format!(
+            Ok(wire::problem::stored(&refused(format!(
                 "ride {}'s hold lapsed before it was cancelled; nothing was charged",
                 ride.id
             ))))

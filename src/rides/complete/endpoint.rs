@@ -18,11 +18,12 @@ use crate::payments::{
     self, derived_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
-use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, Answer, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::rides;
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
+use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The endpoint. Its steps hand on the ride the key took, as each leaves
 /// it.
@@ -182,7 +183,7 @@ fn begin(
             verb: "completed",
             audit_action: "ride.completion_started",
             allowed: &[RideStatus::Authorized],
-            expired: ProblemKind::AuthorizationExpired,
+            expired: Refusal::AuthorizationExpired,
         },
     )
 }
@@ -292,7 +293,7 @@ fn finish_captured(
                 "the card's authorization lapsed before the ride was completed; nothing was charged",
             )
             .with_extension("ride_id", ride.id);
-            Ok(StoredResponse::problem(&problem))
+            Ok(wire::problem::stored(&problem))
         }
         Answer::Refused(refusal, _) => lifecycle::finish_refused(
             conn,

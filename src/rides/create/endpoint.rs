@@ -19,12 +19,12 @@ use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
     PaymentGateway, PaymentIntent,
 };
-use crate::problem::{Problem, ProblemKind};
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
 use crate::rides::payment::{may_follow, settlement};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 use crate::{audit, users};
 
 /// The endpoint (`flow::serve::<RideEndpoint>` serves a request,
@@ -361,5 +361,5 @@ pub fn finish_unpaid(
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;
-    Ok(StoredResponse::problem(&problem))
+    Ok(wire::problem::stored(&problem))
 }

@@ -21,12 +21,12 @@ use crate::payments::{
     self, call_metadata, derived_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
     Final, GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
-use crate::problem::{Problem, ProblemKind};
 use crate::rides::lifecycle::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::rides;
-use crate::service_error::ServiceError;
+use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
+use crate::wire::problem::{Problem, ProblemKind};
 
 /// The endpoint. Its steps hand on the ride the key took.
 pub struct TipEndpoint;
@@ -157,12 +157,12 @@ fn begin(
             verb: "tipped",
             audit_action: "ride.tip_started",
             allowed: &[RideStatus::Authorized, RideStatus::Captured],
-            expired: ProblemKind::InvalidRideState,
+            expired: Refusal::InvalidRideState,
         },
     )?;
     if ride.tip_cents > 0 {
         return Err(ServiceError::refused(
-            ProblemKind::InvalidRideState,
+            Refusal::InvalidRideState,
             format!("ride {} already has a tip of {}", ride.id, ride.tip_cents),
         ));
     }
@@ -172,7 +172,7 @@ fn begin(
     }
     if ride.customer.is_none() {
         return Err(ServiceError::refused(
-            ProblemKind::InvalidRideState,
+            Refusal::InvalidRideState,
             format!(
                 "ride {} was not paid with a saved card: a tip after the fare is captured is \
                  charged off session, to the card saved to the rider's customer",

@@ -1,12 +1,16 @@
 //! RFC 9457 problem details as plain data: what went wrong, in the
-//! contract's stable types. Endpoints build them (a declined charge is
-//! stored with its key as one); the http layer turns them into responses.
+//! contract's stable types, with their statuses and headers; and what each
+//! failure of the service layer answers. Endpoints build them (a declined
+//! charge is stored with its key as one); the http layer sends them.
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::idempotency::{StoredHeaders, StoredResponse};
+use crate::service_error::{Refusal, ServiceError};
+use crate::telemetry::metrics;
 use crate::validation::FieldError;
 
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -161,6 +165,11 @@ impl Problem {
         }
     }
 
+    /// A 401, with the `WWW-Authenticate` challenge the contract asks for.
+    pub fn unauthorized(detail: &str) -> Self {
+        Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
+    }
+
     pub fn invalid(errors: Vec<FieldError>) -> Self {
         let detail = match errors.as_slice() {
             [one] => format!("{}: {}", one.field, one.message),
@@ -216,8 +225,118 @@ impl Problem {
     }
 }
 
+/// A problem as the answer to store with a finished key.
+pub fn stored(problem: &Problem) -> StoredResponse {
+    StoredResponse {
+        status: problem.status(),
+        headers: StoredHeaders(vec![(
+            "Content-Type".to_owned(),
+            PROBLEM_CONTENT_TYPE.to_owned(),
+        )]),
+        body: problem.body(),
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.kind.slug(), self.detail)
     }
 }
+
+/// What each service failure tells the client, counted and logged once here.
+impl From<ServiceError> for Problem {
+    fn from(err: ServiceError) -> Self {
+        match err {
+            ServiceError::Unauthorized => Problem::unauthorized("the API key is not valid"),
+            ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
+            ServiceError::Invalid(errors) => Problem::invalid(errors),
+            ServiceError::Refused { refusal, detail } => {
+                let kind = match refusal {
+                    Refusal::InvalidRideState => ProblemKind::InvalidRideState,
+                    Refusal::AuthorizationExpired => ProblemKind::AuthorizationExpired,
+                    Refusal::RefundNotAllowed => ProblemKind::RefundNotAllowed,
+                    Refusal::WebhookEndpointLimit => ProblemKind::WebhookEndpointLimit,
+                };
+                metrics::idempotency_outcome(kind.slug());
+                Problem::new(kind, detail)
+            }
+            ServiceError::QuotaSpent {
+                detail,
+                retry_after,
+            } => {
+                metrics::idempotency_outcome(ProblemKind::RateLimited.slug());
+                Problem::new(ProblemKind::RateLimited, detail).with_retry_after(retry_after)
+            }
+            ServiceError::KeyInUse => {
+                metrics::idempotency_outcome("in_use");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyInUse,
+                    "another request with this Idempotency-Key is being processed; retry later",
+                )
+                .with_retry_after(Duration::from_secs(1))
+            }
+            ServiceError::KeyReused => {
+                metrics::idempotency_outcome("reused");
+                Problem::new(
+                    ProblemKind::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used with a different method, path or body",
+                )
+            }
+            ServiceError::GatewayUnavailable {
+                reason,
+                retry_after,
+            } => {
+                log::warn!("payment gateway unavailable: {reason}");
+                metrics::idempotency_outcome("transient");
+                Problem::new(
+                    ProblemKind::PaymentGatewayUnavailable,
+                    "the payment gateway did not complete the request; retry with the same \
+                     Idempotency-Key, it will not be made twice",
+                )
+                .with_retry_after(retry_after)
+            }
+            ServiceError::AwaitingReconciliation { reason } => {
+                log::warn!("waiting for reconciliation: {reason}");
+                metrics::idempotency_outcome("reconciling");
+                Problem::new(
+                    ProblemKind::PaymentGatewayUnavailable,
+                    "the payment gateway lost its answer to this request; reconciliation is \
+                     finding out what it did. Retry with the same Idempotency-Key: it will not \
+                     be made twice",
+                )
+                .with_retry_after(RECONCILING_RETRY_AFTER)
+            }
+            ServiceError::LeaseLost => {
+                log::warn!("idempotency lease lost to another worker");
+                Problem::new(
+                    ProblemKind::ServiceUnavailable,
+                    "the request was taken over by another worker; retry with the same \
+                     Idempotency-Key",
+                )
+                .with_retry_after(Duration::from_secs(1))
+            }
+            ServiceError::NeedsAttention => Problem::new(
+                ProblemKind::InternalError,
+                "this request can no longer be completed automatically; it has been left \
+                 for an operator to settle. Do not retry it with a new key before checking \
+                 whether you were charged",
+            ),
+            ServiceError::DatabaseUnavailable(reason) => {
+                log::error!("database unavailable: {reason}");
+                Problem::new(
+                    ProblemKind::ServiceUnavailable,
+                    "the service is temporarily unavailable; retry later",
+                )
+                .with_retry_after(Duration::from_secs(1))
+            }
+            ServiceError::Internal(err) => {
+                log::error!("internal error: {err:#}");
+                Problem::new(ProblemKind::InternalError, "an unexpected error occurred")
+            }
+        }
+    }
+}
+
+/// What a client waiting for reconciliation is asked to wait: about one of
+/// its passes (`RECONCILE_INTERVAL_SECS`' default).
+const RECONCILING_RETRY_AFTER: Duration = Duration::from_secs(60);
