@@ -4,9 +4,9 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::db::DbPool;
+use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::endpoint::FlowContext;
 use crate::idempotency::KeyPolicy;
-use crate::outbound::destination::DestinationPolicy;
 use crate::payments::PaymentGateway;
 
 pub struct ServiceContext {

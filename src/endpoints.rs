@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::context::ServiceContext;
 use crate::crash;
 use crate::idempotency::completer::Resumable;
-use crate::idempotency::{Endpoint, Keys, RecoveryPoints, Step};
+use crate::idempotency::{Endpoint, KeyRows, RecoveryPoints, Step};
 
 /// Calls `$then!` with every idempotent endpoint's type, in the order the
 /// OpenAPI document lists them.
@@ -24,10 +24,10 @@ macro_rules! for_each_endpoint {
             $crate::rides::complete::endpoint::CompleteEndpoint,
             $crate::rides::cancel::endpoint::CancelEndpoint,
             $crate::rides::tip::endpoint::TipEndpoint,
-            $crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate,
-            $crate::outbound_webhooks::actions::retry::RetryEndpoint,
-            $crate::outbound_webhooks::actions::roll_secret::RollSecretEndpoint,
-            $crate::outbound_webhooks::actions::test_event::TestEventEndpoint,
+            $crate::user_webhooks::create::endpoint::RegisterDestination,
+            $crate::user_webhooks::actions::retry::RetryEndpoint,
+            $crate::user_webhooks::actions::roll_secret::RollSecretEndpoint,
+            $crate::user_webhooks::actions::test_event::TestEventEndpoint,
         }
     };
 }
@@ -57,7 +57,7 @@ impl Registered {
                     Step::Atomic => None,
                 })
                 .collect(),
-            resumable: |context| Box::new(Keys::<E>::new(context)),
+            resumable: |context| Box::new(KeyRows::<E>::new(context)),
         }
     }
 }

@@ -13,10 +13,10 @@ use crate::db::{self, DbPool};
 use crate::http::authentication_page::{self, AuthenticationPage};
 use crate::http::payment_return;
 use crate::http::server::{self, Server};
+use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::KeyPolicy;
-use crate::outbound::destination::DestinationPolicy;
-use crate::outbound_webhooks;
 use crate::payments::{self, PaymentGateway, StripeGateway};
+use crate::user_webhooks;
 use crate::workers::Workers;
 #[cfg(feature = "simulated")]
 use ridepay_doubles::{events::Double, intents::IntentSettings, SimulatedGateway};
@@ -80,7 +80,7 @@ impl Application {
             let direct_url = settings.database_direct_url.as_deref();
             let mut conn = connect(direct_url.unwrap_or(database_url))?;
             db::run_migrations(&mut conn)?;
-            outbound_webhooks::installation::configure(
+            user_webhooks::installation::configure(
                 &mut conn,
                 settings.outbound_webhooks.receipts.as_ref(),
             )

@@ -1,5 +1,5 @@
 //! The doubles' refunds, in `simulated_refunds`: of a PaymentIntent's
-//! payment, or of a charge the doubles made before PaymentIntents. Once per
+//! payment, or of a charge the doubles made through the Charges API. Once per
 //! idempotency key, like every POST of theirs; never beyond what the payment
 //! took (less the refunds not undone), under the payment's row lock.
 //!

@@ -47,7 +47,7 @@ pub enum GatewayError {
 }
 
 /// What a refund gives money back from: a PaymentIntent, or the charge of a
-/// ride paid through the Charges API before PaymentIntents.
+/// ride paid through the Charges API.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Payment {

@@ -650,10 +650,10 @@ fn check_url(name: &str, raw: &str, schemes: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A URL ridepay sends to: see [`crate::outbound::check_url`]. The message
+/// A URL ridepay sends to: see [`crate::http_client::check_url`]. The message
 /// never shows the URL itself, which may hold a password.
 fn outbound_url(name: &str, raw: &str) -> anyhow::Result<()> {
-    crate::outbound::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
+    crate::http_client::check_url(raw).map_err(|problem| anyhow::anyhow!("{name} {problem}"))
 }
 
 /// `RECEIPT_WEBHOOK_URL` and `RECEIPT_WEBHOOK_SECRET`: both, or neither.

@@ -8,6 +8,7 @@ pub mod auth;
 #[cfg(feature = "simulated")]
 pub mod authentication_page;
 pub mod body;
+pub mod gateway_events;
 pub mod health;
 pub mod idempotent;
 pub mod metrics;
@@ -24,4 +25,3 @@ pub mod routes;
 pub mod routing;
 pub mod server;
 pub mod webhook_endpoints;
-pub mod webhooks;

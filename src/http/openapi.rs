@@ -34,7 +34,7 @@ impl Modify for BearerAuth {
         description = "Retry-safe ride payments. Every POST takes an `Idempotency-Key`; a retry with the same key and request finishes or replays the first one, never charging twice."
     ),
     paths(
-        crate::http::webhooks::stripe_webhook,
+        crate::http::gateway_events::stripe_webhook,
         crate::http::payment_return::payment_return,
         crate::http::health::healthz,
         crate::http::health::readyz,

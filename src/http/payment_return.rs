@@ -14,9 +14,9 @@ use serde::Deserialize;
 use super::request_id;
 use super::routing::html;
 use crate::context::ServiceContext;
+use crate::gateway_events::callback::{self, Callback};
 use crate::rides::model::{Ride, RideStatus};
 use crate::service_error::ServiceError;
-use crate::webhooks::callback::{self, Callback};
 use ridepay_gateway::html::{money, page};
 
 /// Where the gateway sends the rider's browser back after authenticating,

@@ -13,11 +13,11 @@ use super::auth::Gatekeeper;
 #[cfg(feature = "simulated")]
 use super::authentication_page::{self, AuthenticationPage};
 use super::body::BodyTimeout;
+use super::gateway_events::WebhookSettings;
 use super::rate_limit::{AddressLimiter, RateLimiter};
-use super::webhooks::WebhookSettings;
 use super::{
-    access_log, health, metrics, openapi, payment_return, rate_limit, request_id, routes, routing,
-    webhooks,
+    access_log, gateway_events, health, metrics, openapi, payment_return, rate_limit, request_id,
+    routes, routing,
 };
 use crate::config::Settings;
 use crate::context::ServiceContext;
@@ -96,7 +96,7 @@ pub fn start(
         ))
         .service(
             web::resource("/webhooks/stripe")
-                .route(web::post().to(webhooks::stripe_webhook))
+                .route(web::post().to(gateway_events::stripe_webhook))
                 .default_service(routing::method_not_allowed("POST"))
                 .wrap(from_fn(rate_limit::per_address)),
         )

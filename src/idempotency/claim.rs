@@ -53,7 +53,7 @@ impl std::fmt::Debug for IdempotentRequest<'_> {
 impl<'a> IdempotentRequest<'a> {
     /// A POST by `caller` to `path` (as sent), in `installation`.
     pub fn post(
-        caller: Caller,
+        caller: Requester,
         installation: Uuid,
         key: &'a IdempotencyKey,
         path: &'a str,
@@ -108,7 +108,7 @@ pub type FoundKey = Option<(KeyState, DateTime<Utc>)>;
 
 /// Who sent a request: their row and their random public id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
+pub struct Requester {
     pub id: UserId,
     pub public_id: Uuid,
 }
@@ -121,7 +121,7 @@ pub fn find_caller_key(
     conn: &mut PgConnection,
     api_key_hash: &[u8],
     key: &IdempotencyKey,
-) -> Result<Option<(Caller, FoundKey)>, ServiceError> {
+) -> Result<Option<(Requester, FoundKey)>, ServiceError> {
     use crate::schema::users;
     let found: Option<(UserId, Uuid, Option<KeyState>, DateTime<Utc>)> = users::table
         .left_join(
@@ -138,7 +138,10 @@ pub fn find_caller_key(
         .get_result(conn)
         .optional()?;
     Ok(found.map(|(id, public_id, state, db_now)| {
-        (Caller { id, public_id }, state.map(|state| (state, db_now)))
+        (
+            Requester { id, public_id },
+            state.map(|state| (state, db_now)),
+        )
     }))
 }
 

@@ -43,7 +43,7 @@ pub enum Transition<P, K> {
 /// What a call came to.
 #[derive(Debug)]
 pub enum Called<P, K, A> {
-    /// The gateway answered for good: [`Endpoint::record`] records the
+    /// The gateway gave a final answer: [`Endpoint::record`] records the
     /// answer (`A`), with what the steps know (`K`).
     Answered(K, A),
     /// Nothing needed calling from this point (a hold that already covers

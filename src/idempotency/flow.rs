@@ -328,17 +328,17 @@ fn stored_response(conn: &mut PgConnection, key_id: KeyId) -> Result<StoredRespo
 }
 
 /// The keys of endpoint `E`, for the completer and reconciliation.
-pub struct Keys<E: Endpoint> {
+pub struct KeyRows<E: Endpoint> {
     context: std::sync::Arc<E::Context>,
 }
 
-impl<E: Endpoint> Keys<E> {
+impl<E: Endpoint> KeyRows<E> {
     pub fn new(context: std::sync::Arc<E::Context>) -> Self {
-        Keys { context }
+        KeyRows { context }
     }
 }
 
-impl<E: Endpoint> Resumable for Keys<E> {
+impl<E: Endpoint> Resumable for KeyRows<E> {
     fn endpoint(&self) -> &'static str {
         E::Point::ENDPOINT
     }

@@ -24,7 +24,7 @@ mod stored_response;
 
 pub use canonical::CanonicalRequest;
 pub use claim::{
-    claim, find_caller_key, lookup, take_over, Caller, Claim, FoundKey, IdempotentRequest,
+    claim, find_caller_key, lookup, take_over, Claim, FoundKey, IdempotentRequest, Requester,
 };
 pub use completer::Resolution;
 pub use endpoint::{
@@ -32,7 +32,7 @@ pub use endpoint::{
 };
 pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
-pub use flow::{Keys, Outcome};
+pub use flow::{KeyRows, Outcome};
 pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
 pub use key::{IdempotencyKey, KeyError};
 pub use lease::{in_transaction, Lease};

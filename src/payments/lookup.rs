@@ -8,7 +8,7 @@ use std::thread;
 
 use chrono::{DateTime, Utc};
 
-use super::derived_key::GENERATION;
+use super::gateway_key::GENERATION;
 use super::outcome::{unavailable, Final};
 use crate::service_error::ServiceError;
 use ridepay_gateway::{

@@ -1,13 +1,13 @@
 //! Payments: the gateway trait, its implementations, and derived keys.
 
-mod derived_key;
+mod gateway_key;
 pub mod lookup;
 mod outcome;
 pub mod released;
 pub mod stripe;
 
-pub use derived_key::{
-    call_metadata, derived_key, installation_id, GENERATION, INSTALLATION, RIDEPAY_KEY,
+pub use gateway_key::{
+    call_metadata, gateway_key, installation_id, GENERATION, INSTALLATION, RIDEPAY_KEY,
 };
 pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{

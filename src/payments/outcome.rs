@@ -6,17 +6,17 @@ use std::time::Duration;
 use crate::service_error::ServiceError;
 use ridepay_gateway::GatewayError;
 
-/// A gateway call's answer for good, which the endpoint's next atomic phase
+/// A gateway call's final answer, which the endpoint's next atomic phase
 /// records with the key.
 #[derive(Debug, Clone)]
 pub enum Final<T> {
     /// What the call made.
     Made(T),
-    /// A refusal for good: a decline or a rejection.
+    /// A final refusal: a decline or a rejection.
     Refused(GatewayError),
 }
 
-/// Sorts a gateway call's answer for the flow: an answer for good, or a 503
+/// Sorts a gateway call's answer for the flow: an final answer, or a 503
 /// that leaves the key where it stands, for a retry under the same derived
 /// key (or, after a failure the gateway saved under it, for
 /// reconciliation).

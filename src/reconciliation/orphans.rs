@@ -13,6 +13,7 @@ use diesel::prelude::*;
 
 use super::summary::Summary;
 use crate::context::ServiceContext;
+use crate::gateway_events::apply::apply_intent;
 use crate::idempotency::{RidepayKey, FINISHED};
 use crate::payments::lookup::patiently;
 use crate::payments::released::{self, Release};
@@ -23,7 +24,6 @@ use crate::payments::{
 use crate::rides::model::Ride;
 use crate::schema::{idempotency_keys, rides};
 use crate::service_error::ServiceError;
-use crate::webhooks::reconcile::apply_intent;
 
 /// How a pass looks at the gateway's PaymentIntents.
 #[derive(Debug, Clone, Copy)]

@@ -26,7 +26,7 @@ use crate::idempotency::{
 };
 use crate::ids::{RefundId, UserId};
 use crate::payments::{
-    self, call_metadata, derived_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
+    self, call_metadata, gateway_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
 use crate::rides;
 use crate::rides::model::{Ride, RideStatus};
@@ -141,7 +141,7 @@ impl Endpoint for RefundEndpoint {
 
     /// RefundCreated -> FarePartRefunded (a second part to make) or
     /// RefundCompleted; FarePartRefunded -> RefundCompleted; or Finished
-    /// for a part the gateway refused for good.
+    /// for a part the gateway refused permanently.
     fn record(
         _cx: &ServiceContext,
         conn: &mut PgConnection,
@@ -291,7 +291,7 @@ fn refund_at_gateway(
         Some(_) => SECOND_PART_KEY_PURPOSE,
     };
     gateway.refund(&RefundRequest {
-        idempotency_key: derived_key(lease.gateway_calls(), purpose),
+        idempotency_key: gateway_key(lease.gateway_calls(), purpose),
         payment,
         amount_cents: refund.amount_cents,
         reason: refund.reason.clone(),
@@ -337,7 +337,7 @@ fn finish_refunded(
 }
 
 /// RefundCreated or FarePartRefunded -> Finished for a part the gateway
-/// refused for good (the charge already refunded elsewhere, say): that part,
+/// refused permanently (the charge already refunded elsewhere, say): that part,
 /// and a second not made after it, `failed`, which frees their
 /// reservations, and a 502 stored so that retries get the same answer. A
 /// first part that succeeded stays counted; the problem says so.

@@ -55,10 +55,10 @@ pub struct Ride {
     pub amount_cents: i64,
     pub amount_refunded_cents: i64,
     pub currency: String,
-    /// A `pm_` id (a ride paid before PaymentIntents: its `tok_` or `cus_`).
+    /// A `pm_` id (a ride paid through the Charges API: its `tok_` or `cus_`).
     pub payment_method: String,
     pub status: RideStatus,
-    /// The Charges API charge of a ride paid before PaymentIntents.
+    /// The Charges API charge of a ride paid through the Charges API.
     pub charge_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub capture_method: CaptureMethod,

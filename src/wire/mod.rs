@@ -5,10 +5,10 @@
 //! phases reach them as `http/` does. Nothing here knows actix.
 
 pub mod answer;
+pub mod destination;
 mod field_error;
 pub mod problem;
 pub mod refund;
 pub mod requests;
 pub mod ride;
 pub mod webhook_delivery;
-pub mod webhook_endpoint;

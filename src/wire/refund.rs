@@ -39,7 +39,7 @@ pub struct RefundJson<'a> {
 #[schema(as = RefundPart)]
 pub struct RefundPartJson<'a> {
     /// The fare's PaymentIntent or the tip's (null for the charge of a ride
-    /// paid before PaymentIntents).
+    /// paid through the Charges API).
     pub payment_intent_id: Option<&'a str>,
     pub amount_cents: i64,
     #[schema(pattern = "^(pending|succeeded|failed|canceled)$")]

@@ -14,8 +14,8 @@ use crate::context::ServiceContext;
 use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
-use crate::outbound_webhooks::delivery::Sender;
 use crate::reconciliation::{self, PassOptions, Summary};
+use crate::user_webhooks::delivery::Sender;
 
 #[cfg(feature = "simulated")]
 mod simulated_events;

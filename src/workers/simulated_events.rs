@@ -10,9 +10,9 @@ use std::time::Duration;
 use super::Workers;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
+use crate::gateway_events::apply::{self, NotYet};
+use crate::gateway_events::event::{Event, Subject};
 use crate::payments::Payment;
-use crate::webhooks::event::{Event, Subject};
-use crate::webhooks::reconcile::{self, NotYet};
 use ridepay_doubles::events::{self, Double, ObjectKind, SimulatedEvent};
 use ridepay_doubles::refunds;
 
@@ -48,7 +48,7 @@ pub fn run_once(context: &ServiceContext) -> anyhow::Result<usize> {
     let mut sent = 0;
     for simulated in &taken {
         let event = event_of(context, simulated)?;
-        match reconcile::process(context, &event) {
+        match apply::process(context, &event) {
             Ok(_) => {
                 events::mark_sent(&mut *context.pool.get()?, &simulated.id)?;
                 sent += 1;

@@ -705,7 +705,7 @@ impl RideRequest {
     /// The gateway key of its PaymentIntent's create, in generation 0.
     pub fn payment_key(&self) -> String {
         let calls = GatewayCalls::first(self.ridepay_key());
-        payments::derived_key(calls, phases::PAYMENT_KEY_PURPOSE)
+        payments::gateway_key(calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
     /// The same, as a key of call version `version` derives it.
@@ -714,11 +714,11 @@ impl RideRequest {
             version,
             ..GatewayCalls::first(self.ridepay_key())
         };
-        payments::derived_key(calls, phases::PAYMENT_KEY_PURPOSE)
+        payments::gateway_key(calls, phases::PAYMENT_KEY_PURPOSE)
     }
 
     pub fn claimable(&self) -> IdempotentRequest<'_> {
-        let caller = ridepay::idempotency::Caller {
+        let caller = ridepay::idempotency::Requester {
             id: UserId(self.user_id),
             public_id: self.user_public_id,
         };

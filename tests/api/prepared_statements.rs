@@ -54,7 +54,7 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
         key_policy: POLICY,
         installation_id,
         return_url: crate::helpers::RETURN_URL.to_owned(),
-        destinations: ridepay::outbound::destination::DestinationPolicy {
+        destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,
         },
     }

@@ -10,7 +10,7 @@ use ridepay::config::{Settings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
 use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::reaper;
-use ridepay::idempotency::Keys;
+use ridepay::idempotency::KeyRows;
 use ridepay::payments;
 use ridepay::rides::create::endpoint::RideEndpoint;
 use ridepay::rides::create::RecoveryPoint;
@@ -44,7 +44,7 @@ pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceCo
         key_policy: POLICY,
         installation_id,
         return_url: crate::helpers::RETURN_URL.to_owned(),
-        destinations: ridepay::outbound::destination::DestinationPolicy {
+        destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,
         },
     })
@@ -66,7 +66,7 @@ pub fn complete_once(
     context: &Arc<ServiceContext>,
     settings: &CompleterSettings,
 ) -> completer::CompleterReport {
-    let rides = Keys::<RideEndpoint>::new(context.clone());
+    let rides = KeyRows::<RideEndpoint>::new(context.clone());
     let endpoints: [&dyn Resumable; 1] = [&rides];
     completer::run_once(&context.pool, &endpoints, settings).unwrap()
 }

@@ -124,7 +124,7 @@ fn count(database_url: &str, sql: &str) -> i64 {
 
 /// What every run must end with, failover or not: every request answered,
 /// and never with a 500 (a 503 or a 409 while the database changes hands);
-/// each key answered 201 for good with its own ride, replayed byte for byte;
+/// each key answered 201 once, with its own ride, replayed byte for byte;
 /// each key finished once in the database; one PaymentIntent per request at
 /// the gateway.
 async fn assert_every_key_paid_once(

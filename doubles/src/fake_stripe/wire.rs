@@ -140,7 +140,7 @@ pub fn refund_object(refund: &Refund) -> Value {
     })
 }
 
-/// A charge made before PaymentIntents, as `charge.refunded` carries it.
+/// A charge made through the Charges API, as `charge.refunded` carries it.
 pub fn legacy_charge_object(id: &str, refund: &Refund) -> Value {
     json!({
         "id": id,

@@ -36,7 +36,7 @@ use crate::wire::requests::RefundRequest;
             )),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "`refund-not-allowed`: the ride is not charged, or the amount is more than remains (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway refused the refund for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the refund permanently (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )

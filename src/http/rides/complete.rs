@@ -37,7 +37,7 @@ use crate::wire::ride::RideJson;
         (status = 402, description = "The hold could not be raised to the final fare (stored); the ride stays `authorized`", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-ride-state`: the ride is not `authorized` (nothing written); `authorization-expired`: the hold lapsed, the ride is `expired` (stored); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway refused the capture for good (stored)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the capture permanently (stored)", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )

@@ -42,7 +42,7 @@ use crate::wire::ride::RideJson;
             )),
         (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway rejected the payment for good (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway rejected the payment permanently (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )

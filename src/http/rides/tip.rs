@@ -39,7 +39,7 @@ use crate::wire::ride::RideJson;
         (status = 402, description = "`card-declined`: the saved card declined the tip off session (stored; `code` says why, `authentication_required` for a card that needs the rider); the ride is unchanged", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 404, description = "No such ride of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "`invalid-ride-state`: the ride is neither `authorized` nor `captured`, already has a tip, is being completed, cancelled or tipped under another key, or (captured) was not paid with a saved card (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 502, description = "The gateway refused the tip for good (stored); the ride is unchanged", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 502, description = "The gateway refused the tip permanently (stored); the ride is unchanged", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
     )

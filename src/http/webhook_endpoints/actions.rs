@@ -3,9 +3,9 @@
 //! a test event sent.
 
 use crate::http::routes::Routes;
-use crate::outbound_webhooks::actions::retry::RetryEndpoint;
-use crate::outbound_webhooks::actions::roll_secret::RollSecretEndpoint;
-use crate::outbound_webhooks::actions::test_event::TestEventEndpoint;
+use crate::user_webhooks::actions::retry::RetryEndpoint;
+use crate::user_webhooks::actions::roll_secret::RollSecretEndpoint;
+use crate::user_webhooks::actions::test_event::TestEventEndpoint;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::OpenApi;
 
@@ -16,13 +16,13 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::http::routing::post_only;
-use crate::outbound_webhooks::actions::retry::Retry;
-use crate::outbound_webhooks::actions::roll_secret::RollSecret;
-use crate::outbound_webhooks::actions::test_event::TestEvent;
-use crate::outbound_webhooks::actions::{Action, ActionParams, DestinationAction};
+use crate::user_webhooks::actions::retry::Retry;
+use crate::user_webhooks::actions::roll_secret::RollSecret;
+use crate::user_webhooks::actions::test_event::TestEvent;
+use crate::user_webhooks::actions::{Action, ActionParams, DestinationAction};
+use crate::wire::destination::DestinationJson;
 use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
-use crate::wire::webhook_endpoint::WebhookEndpointJson;
 
 async fn act<A: DestinationAction>(
     caller: Caller,
@@ -87,7 +87,7 @@ pub async fn retry_delivery(
     params(("id" = i64, Path, description = "The destination's id"), IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The destination with its new `secret` (or the replay of it)", body = WebhookEndpointJson),
+        (status = 200, description = "The destination with its new `secret` (or the replay of it)", body = DestinationJson),
         (status = 404, description = "No such destination of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,

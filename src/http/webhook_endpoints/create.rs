@@ -8,11 +8,11 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate;
-use crate::outbound_webhooks::create::request::WebhookEndpointParams;
+use crate::user_webhooks::create::endpoint::RegisterDestination;
+use crate::user_webhooks::create::request::DestinationParams;
+use crate::wire::destination::DestinationJson;
 use crate::wire::problem::Problem;
 use crate::wire::requests::WebhookEndpointRequest;
-use crate::wire::webhook_endpoint::WebhookEndpointJson;
 
 /// Register a destination for the caller's events, exactly once per
 /// `Idempotency-Key`.
@@ -29,7 +29,7 @@ use crate::wire::webhook_endpoint::WebhookEndpointJson;
     request_body(content = WebhookEndpointRequest, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
-        (status = 201, description = "The destination, with its `secret` (or the replay of it)", body = WebhookEndpointJson),
+        (status = 201, description = "The destination, with its `secret` (or the replay of it)", body = DestinationJson),
         (status = 422, description = "`webhook-destination-not-allowed`: the host resolves to an address that may not be reached (stored); `webhook-endpoint-limit`: 16 already (nothing written); or `idempotency-key-reused`", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,
         ApiProblems,
@@ -42,8 +42,8 @@ pub async fn create_webhook_endpoint(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let policy = context.destinations;
-    idempotent::post::<WebhookEndpointCreate>(&request, payload, caller, context, move |body| {
-        WebhookEndpointParams::parse(policy, body)
+    idempotent::post::<RegisterDestination>(&request, payload, caller, context, move |body| {
+        DestinationParams::parse(policy, body)
     })
     .await
 }

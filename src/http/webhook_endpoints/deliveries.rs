@@ -8,8 +8,8 @@ use crate::context::ServiceContext;
 use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::pagination::{checked_limit, page};
-use crate::outbound_webhooks::{deliveries, model};
 use crate::service_error::ServiceError;
+use crate::user_webhooks::{deliveries, model};
 use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
 

@@ -8,7 +8,7 @@ pub(crate) mod read;
 pub(crate) mod update;
 
 use crate::http::routes::Routes;
-use crate::outbound_webhooks::create::endpoint::WebhookEndpointCreate;
+use crate::user_webhooks::create::endpoint::RegisterDestination;
 use actix_web::web;
 use utoipa::OpenApi;
 
@@ -26,7 +26,7 @@ use crate::http::routing::method_not_allowed;
 ))]
 pub struct Api;
 
-impl Routes for WebhookEndpointCreate {
+impl Routes for RegisterDestination {
     fn configure(cfg: &mut web::ServiceConfig) {
         cfg.service(
             web::resource("/webhook_endpoints")

@@ -10,15 +10,15 @@ use utoipa::ToSchema;
 use crate::context::ServiceContext;
 use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
-use crate::outbound_webhooks::model::{self, WebhookEndpoint};
 use crate::service_error::ServiceError;
+use crate::user_webhooks::model::{self, Destination};
+use crate::wire::destination::DestinationJson;
 use crate::wire::problem::Problem;
-use crate::wire::webhook_endpoint::WebhookEndpointJson;
 
 #[derive(Serialize, ToSchema)]
 #[schema(as = WebhookEndpointPage)]
 pub struct Page<'a> {
-    data: Vec<WebhookEndpointJson<'a>>,
+    data: Vec<DestinationJson<'a>>,
     has_more: bool,
 }
 
@@ -55,7 +55,7 @@ pub async fn list_webhook_endpoints(
     params(("id" = i64, Path, description = "The destination's id")),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The destination", body = WebhookEndpointJson),
+        (status = 200, description = "The destination", body = DestinationJson),
         (status = 404, description = "No such destination of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         ApiProblems,
     )
@@ -66,7 +66,7 @@ pub async fn get_webhook_endpoint(
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let id = id.into_inner();
-    let endpoint: WebhookEndpoint = as_caller(context, caller, move |conn, user| {
+    let endpoint: Destination = as_caller(context, caller, move |conn, user| {
         model::find_for_user(conn, user.id, id)?.ok_or(ServiceError::NotFound)
     })
     .await?;

@@ -9,14 +9,14 @@ use crate::context::ServiceContext;
 use crate::http::auth::{as_caller, Caller};
 use crate::http::body::{read_json, MAX_BODY_BYTES};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
-use crate::outbound::destination::DestinationPolicy;
-use crate::outbound_webhooks::create::request::{checked_events, checked_url, expected};
-use crate::outbound_webhooks::model::{self, Changes};
+use crate::http_client::destination::DestinationPolicy;
 use crate::service_error::ServiceError;
+use crate::user_webhooks::create::request::{checked_events, checked_url, expected};
+use crate::user_webhooks::model::{self, Changes};
 use crate::validation::{parse_body, FieldError};
+use crate::wire::destination::DestinationJson;
 use crate::wire::problem::{Problem, ProblemKind};
 use crate::wire::requests::{WebhookEndpointPatchBody, WebhookEndpointUpdate};
-use crate::wire::webhook_endpoint::WebhookEndpointJson;
 
 /// A validated change.
 struct Patch {
@@ -62,7 +62,7 @@ fn parse(policy: DestinationPolicy, body: &[u8]) -> Result<Patch, Vec<FieldError
     request_body(content = WebhookEndpointUpdate, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The destination as changed", body = WebhookEndpointJson),
+        (status = 200, description = "The destination as changed", body = DestinationJson),
         (status = 400, description = "Invalid body", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 404, description = "No such destination of the caller's", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "`webhook-destination-not-allowed`: the new URL's host resolves to an address that may not be reached", body = ProblemDocument, content_type = "application/problem+json"),

@@ -36,10 +36,10 @@ impl StripeGateway {
             .api_key
             .clone()
             .context("GATEWAY=stripe needs STRIPE_API_KEY")?;
-        crate::outbound::check_url(&settings.api_base)
+        crate::http_client::check_url(&settings.api_base)
             .map_err(|problem| anyhow::anyhow!("STRIPE_API_BASE {problem}"))?;
         // Error answers carry Stripe's error object: read as answers.
-        let agent = crate::outbound::agent(settings.connect_timeout, settings.timeout);
+        let agent = crate::http_client::agent(settings.connect_timeout, settings.timeout);
         let base = settings.api_base.trim_end_matches('/');
         Ok(StripeGateway {
             agent,

@@ -1,5 +1,5 @@
 //! Refunds over Stripe's HTTP API: `POST /v1/refunds` on a PaymentIntent
-//! (or, for a ride paid before PaymentIntents, on its charge), and the
+//! (or, for a ride paid through the Charges API, on its charge), and the
 //! refunds of a payment listed to check an event against.
 
 use super::intents::{metadata_fields, pair, Form};

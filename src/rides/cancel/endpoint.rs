@@ -12,10 +12,11 @@ use crate::context::ServiceContext;
 use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
-use crate::payments::{derived_key, CancelIntent, IntentStatus, PaymentGateway};
-use crate::rides::lifecycle::{self, Answer, TakeRide};
+use crate::payments::{gateway_key, CancelIntent, IntentStatus, PaymentGateway};
+use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{self, Ride, RideStatus};
-use crate::rides::payment::{may_follow, settlement};
+use crate::rides::settle::{self, HoldOutcome};
+use crate::rides::transitions::{may_follow, settlement};
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::FieldError;
 use crate::wire;
@@ -29,7 +30,7 @@ impl Endpoint for CancelEndpoint {
     type Params = CancelParams;
     type Context = ServiceContext;
     type Known = Ride;
-    type Answer = Answer;
+    type Answer = HoldOutcome;
 
     fn start(
         _cx: &ServiceContext,
@@ -50,7 +51,7 @@ impl Endpoint for CancelEndpoint {
         params: &CancelParams,
         _point: RecoveryPoint,
     ) -> Result<Ride, ServiceError> {
-        lifecycle::taken(conn, params.ride_id, lease.key_id())
+        lock::taken(conn, params.ride_id, lease.key_id())
     }
 
     /// Holds no pooled connection while the gateway works.
@@ -78,7 +79,7 @@ impl Endpoint for CancelEndpoint {
             0 => IntentStatus::Canceled,
             _ => IntentStatus::Succeeded,
         };
-        lifecycle::judged(cx.gateway.as_ref(), ride, |now| now.status == done)
+        settle::found_in_intent(cx.gateway.as_ref(), ride, |now| now.status == done)
     }
 
     fn record(
@@ -87,7 +88,7 @@ impl Endpoint for CancelEndpoint {
         lease: &CancelLease,
         _params: &CancelParams,
         ride: Ride,
-        answer: Answer,
+        answer: HoldOutcome,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         Ok(Transition::Finish(finish_canceled(
             conn, &ride, lease, &answer,
@@ -100,9 +101,9 @@ impl Endpoint for CancelEndpoint {
         _cx: &ServiceContext,
         lease: &CancelLease,
         ride: &Ride,
-        answer: &Answer,
+        answer: &HoldOutcome,
     ) -> Result<Option<Finishing>, ServiceError> {
-        Ok(lifecycle::finishing(
+        Ok(settle::finishing(
             ride,
             lease.key_id(),
             RideStatus::Canceled,
@@ -125,7 +126,7 @@ fn begin(
     lease: &CancelLease,
     params: &CancelParams,
 ) -> Result<Ride, ServiceError> {
-    let ride = lifecycle::take(
+    let ride = lock::take(
         conn,
         lease.user_id(),
         params.ride_id,
@@ -158,9 +159,9 @@ fn cancel(
     lease: &CancelLease,
     ride: &Ride,
     params: &CancelParams,
-) -> Result<Answer, ServiceError> {
+) -> Result<HoldOutcome, ServiceError> {
     if params.cancellation_fee_cents > 0 {
-        return lifecycle::capture(
+        return settle::capture(
             gateway,
             FEE_KEY_PURPOSE,
             lease.gateway_calls(),
@@ -168,13 +169,13 @@ fn cancel(
             params.cancellation_fee_cents,
         );
     }
-    let intent_id = lifecycle::intent_of(ride)?;
+    let intent_id = settle::intent_of(ride)?;
     let answer = gateway.cancel_intent(&CancelIntent {
-        idempotency_key: derived_key(lease.gateway_calls(), CANCEL_KEY_PURPOSE),
+        idempotency_key: gateway_key(lease.gateway_calls(), CANCEL_KEY_PURPOSE),
         intent_id: intent_id.clone(),
         cancellation_reason: "requested_by_customer".to_owned(),
     });
-    lifecycle::looked_into(gateway, &intent_id, IntentStatus::Canceled, answer)
+    settle::hold_outcome(gateway, &intent_id, IntentStatus::Canceled, answer)
 }
 
 /// CancellationStarted -> Finished: the ride `canceled` (200; a fee
@@ -185,29 +186,25 @@ fn finish_canceled(
     conn: &mut PgConnection,
     ride: &Ride,
     lease: &CancelLease,
-    answer: &Answer,
+    answer: &HoldOutcome,
 ) -> Result<StoredResponse, ServiceError> {
     let refused = |detail: String| {
         Problem::new(ProblemKind::InvalidRideState, detail).with_extension("ride_id", ride.id)
     };
     match answer {
-        Answer::Made(intent) => {
-            lifecycle::finish_settled(conn, ride, lease.key_id(), RideStatus::Canceled, intent)
+        HoldOutcome::Made(intent) => {
+            settle::finish_settled(conn, ride, lease.key_id(), RideStatus::Canceled, intent)
         }
-        Answer::Lapsed(intent) => {
-            lifecycle::expire(conn, ride, intent)?;
+        HoldOutcome::Lapsed(intent) => {
+            settle::expire(conn, ride, intent)?;
             Ok(wire::problem::stored(&refused(format!(
                 "ride {}'s hold lapsed before it was cancelled; nothing was charged",
                 ride.id
             ))))
         }
-        Answer::Refused(refusal, now) => {
-            let stored = lifecycle::finish_refused(
-                conn,
-                ride,
-                lease.key_id(),
-                refused(refusal.to_string()),
-            )?;
+        HoldOutcome::Refused(refusal, now) => {
+            let stored =
+                settle::finish_refused(conn, ride, lease.key_id(), refused(refusal.to_string()))?;
             if let Some(settled) = now.as_ref().and_then(|now| settlement(ride.status, now)) {
                 model::settle(conn, ride.id, may_follow(settled.status), &settled)?;
             }

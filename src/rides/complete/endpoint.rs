@@ -15,11 +15,12 @@ use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
 use crate::payments::{
-    self, derived_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
+    self, gateway_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
-use crate::rides::lifecycle::{self, Answer, TakeRide};
+use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
+use crate::rides::settle::{self, HoldOutcome};
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
@@ -31,9 +32,9 @@ pub struct CompleteEndpoint;
 
 /// What the gateway answered, by call.
 #[derive(Debug)]
-pub enum Answered {
+pub enum CompletionCall {
     Raise(Final<PaymentIntent>),
-    Capture(Answer),
+    Capture(HoldOutcome),
 }
 
 impl Endpoint for CompleteEndpoint {
@@ -41,7 +42,7 @@ impl Endpoint for CompleteEndpoint {
     type Params = CompleteParams;
     type Context = ServiceContext;
     type Known = Ride;
-    type Answer = Answered;
+    type Answer = CompletionCall;
 
     fn start(
         _cx: &ServiceContext,
@@ -62,7 +63,7 @@ impl Endpoint for CompleteEndpoint {
         params: &CompleteParams,
         _point: RecoveryPoint,
     ) -> Result<Ride, ServiceError> {
-        lifecycle::taken(conn, params.ride_id, lease.key_id())
+        lock::taken(conn, params.ride_id, lease.key_id())
     }
 
     /// The raise, or the capture; holds no pooled connection while the
@@ -80,9 +81,9 @@ impl Endpoint for CompleteEndpoint {
                 return Ok(Called::NotNeeded(RecoveryPoint::HoldCovers, ride));
             }
             RecoveryPoint::CompletionStarted => {
-                Answered::Raise(raise(gateway, lease, &ride, params)?)
+                CompletionCall::Raise(raise(gateway, lease, &ride, params)?)
             }
-            _ => Answered::Capture(lifecycle::capture(
+            _ => CompletionCall::Capture(settle::capture(
                 gateway,
                 CAPTURE_KEY_PURPOSE,
                 lease.gateway_calls(),
@@ -108,17 +109,19 @@ impl Endpoint for CompleteEndpoint {
         // (`Called::NotNeeded`).
         Ok(match point {
             RecoveryPoint::CompletionStarted if !covered(&ride, params) => {
-                lifecycle::judged(gateway, ride, |now| now.amount_cents >= total)?.map(|answer| {
-                    match answer {
-                        Answer::Made(raised) => Answered::Raise(Final::Made(raised)),
-                        Answer::Lapsed(_) | Answer::Refused(..) => {
-                            Answered::Raise(Final::Refused(lookup::never_made()))
+                settle::found_in_intent(gateway, ride, |now| now.amount_cents >= total)?.map(
+                    |answer| match answer {
+                        HoldOutcome::Made(raised) => CompletionCall::Raise(Final::Made(raised)),
+                        HoldOutcome::Lapsed(_) | HoldOutcome::Refused(..) => {
+                            CompletionCall::Raise(Final::Refused(lookup::never_made()))
                         }
-                    }
-                })
+                    },
+                )
             }
-            _ => lifecycle::judged(gateway, ride, |now| now.status == IntentStatus::Succeeded)?
-                .map(Answered::Capture),
+            _ => {
+                settle::found_in_intent(gateway, ride, |now| now.status == IntentStatus::Succeeded)?
+                    .map(CompletionCall::Capture)
+            }
         })
     }
 
@@ -128,17 +131,17 @@ impl Endpoint for CompleteEndpoint {
         lease: &CompleteLease,
         _params: &CompleteParams,
         ride: Ride,
-        answered: Answered,
+        answered: CompletionCall,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         match answered {
-            Answered::Raise(Final::Made(raised)) => Ok(Transition::Advance(
+            CompletionCall::Raise(Final::Made(raised)) => Ok(Transition::Advance(
                 RecoveryPoint::HoldCovers,
                 record_raise(conn, &ride, &raised)?,
             )),
-            Answered::Raise(Final::Refused(refused)) => Ok(Transition::Finish(
+            CompletionCall::Raise(Final::Refused(refused)) => Ok(Transition::Finish(
                 finish_raise_refused(conn, &ride, lease, &refused)?,
             )),
-            Answered::Capture(captured) => Ok(Transition::Finish(finish_captured(
+            CompletionCall::Capture(captured) => Ok(Transition::Finish(finish_captured(
                 conn, &ride, lease, &captured,
             )?)),
         }
@@ -150,13 +153,13 @@ impl Endpoint for CompleteEndpoint {
         _cx: &ServiceContext,
         lease: &CompleteLease,
         ride: &Ride,
-        answered: &Answered,
+        answered: &CompletionCall,
     ) -> Result<Option<Finishing>, ServiceError> {
         Ok(match answered {
-            Answered::Capture(captured) => {
-                lifecycle::finishing(ride, lease.key_id(), RideStatus::Captured, captured)
+            CompletionCall::Capture(captured) => {
+                settle::finishing(ride, lease.key_id(), RideStatus::Captured, captured)
             }
-            Answered::Raise(_) => None,
+            CompletionCall::Raise(_) => None,
         })
     }
 }
@@ -174,7 +177,7 @@ fn begin(
     lease: &CompleteLease,
     params: &CompleteParams,
 ) -> Result<Ride, ServiceError> {
-    lifecycle::take(
+    lock::take(
         conn,
         lease.user_id(),
         params.ride_id,
@@ -216,8 +219,8 @@ fn raise(
     params: &CompleteParams,
 ) -> Result<Final<PaymentIntent>, ServiceError> {
     let answer = gateway.increment_intent(&IncrementIntent {
-        idempotency_key: derived_key(lease.gateway_calls(), INCREMENT_KEY_PURPOSE),
-        intent_id: lifecycle::intent_of(ride)?,
+        idempotency_key: gateway_key(lease.gateway_calls(), INCREMENT_KEY_PURPOSE),
+        intent_id: settle::intent_of(ride)?,
         amount_cents: to_capture(ride, params),
     });
     payments::final_answer(answer)
@@ -270,7 +273,7 @@ fn finish_raise_refused(
         .with_extension("code", "incremental_authorization_unavailable")
         .with_extension("decline_code", None::<String>),
     };
-    lifecycle::finish_refused(conn, ride, lease.key_id(), problem)
+    settle::finish_refused(conn, ride, lease.key_id(), problem)
 }
 
 /// HoldCovers -> Finished: the capture recorded (200, ride `captured`); a
@@ -280,14 +283,14 @@ fn finish_captured(
     conn: &mut PgConnection,
     ride: &Ride,
     lease: &CompleteLease,
-    capture: &Answer,
+    capture: &HoldOutcome,
 ) -> Result<StoredResponse, ServiceError> {
     match capture {
-        Answer::Made(intent) => {
-            lifecycle::finish_settled(conn, ride, lease.key_id(), RideStatus::Captured, intent)
+        HoldOutcome::Made(intent) => {
+            settle::finish_settled(conn, ride, lease.key_id(), RideStatus::Captured, intent)
         }
-        Answer::Lapsed(intent) => {
-            lifecycle::expire(conn, ride, intent)?;
+        HoldOutcome::Lapsed(intent) => {
+            settle::expire(conn, ride, intent)?;
             let problem = Problem::new(
                 ProblemKind::AuthorizationExpired,
                 "the card's authorization lapsed before the ride was completed; nothing was charged",
@@ -295,11 +298,8 @@ fn finish_captured(
             .with_extension("ride_id", ride.id);
             Ok(wire::problem::stored(&problem))
         }
-        Answer::Refused(refusal, _) => lifecycle::finish_refused(
-            conn,
-            ride,
-            lease.key_id(),
-            lifecycle::refused_problem(refusal),
-        ),
+        HoldOutcome::Refused(refusal, _) => {
+            settle::finish_refused(conn, ride, lease.key_id(), settle::refused_problem(refusal))
+        }
     }
 }

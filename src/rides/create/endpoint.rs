@@ -16,11 +16,11 @@ use crate::idempotency::{
     TransitionOf,
 };
 use crate::payments::{
-    self, call_metadata, derived_key, lookup, released, CreateIntent, Final, GatewayError,
+    self, call_metadata, gateway_key, lookup, released, CreateIntent, Final, GatewayError,
     PaymentGateway, PaymentIntent,
 };
 use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
-use crate::rides::payment::{may_follow, settlement};
+use crate::rides::transitions::{may_follow, settlement};
 use crate::service_error::ServiceError;
 use crate::validation::FieldError;
 use crate::wire;
@@ -115,7 +115,7 @@ impl Endpoint for RideEndpoint {
     }
 
     /// RideCreated -> ChargeCompleted, or Finished for a payment that
-    /// failed for good.
+    /// failed permanently.
     fn record(
         _cx: &ServiceContext,
         conn: &mut PgConnection,
@@ -220,7 +220,7 @@ pub fn pay(
     ride: &Ride,
 ) -> Result<PaymentIntent, GatewayError> {
     gateway.create_intent(&CreateIntent {
-        idempotency_key: derived_key(lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
+        idempotency_key: gateway_key(lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
         amount_cents: ride.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
@@ -312,7 +312,7 @@ pub fn finish_answered(ride: &Ride) -> StoredResponse {
     wire::ride::created(&ride.json())
 }
 
-/// RideCreated -> Finished for a payment that failed for good: a decline
+/// RideCreated -> Finished for a payment that failed permanently: a decline
 /// (402; the PaymentIntent it left behind recorded) or a rejection (502),
 /// stored so that retries get the same answer.
 pub fn finish_unpaid(

@@ -18,11 +18,12 @@ use crate::idempotency::{
     CallOf, Called, Endpoint, Found, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
 use crate::payments::{
-    self, call_metadata, derived_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
+    self, call_metadata, gateway_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
     Final, GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
-use crate::rides::lifecycle::{self, TakeRide};
+use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
+use crate::rides::settle;
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 use crate::wire;
@@ -54,7 +55,7 @@ impl Endpoint for TipEndpoint {
         params: &TipParams,
         _point: RecoveryPoint,
     ) -> Result<Ride, ServiceError> {
-        lifecycle::taken(conn, params.ride_id, lease.key_id())
+        lock::taken(conn, params.ride_id, lease.key_id())
     }
 
     /// The tip's PaymentIntent, holding no pooled connection while the
@@ -148,7 +149,7 @@ fn begin(
     lease: &TipLease,
     params: &TipParams,
 ) -> Result<TransitionOf<TipEndpoint>, ServiceError> {
-    let ride = lifecycle::take(
+    let ride = lock::take(
         conn,
         lease.user_id(),
         params.ride_id,
@@ -237,7 +238,7 @@ fn pay_tip(
     params: &TipParams,
 ) -> Result<PaymentIntent, GatewayError> {
     gateway.create_intent(&CreateIntent {
-        idempotency_key: derived_key(lease.gateway_calls(), TIP_KEY_PURPOSE),
+        idempotency_key: gateway_key(lease.gateway_calls(), TIP_KEY_PURPOSE),
         amount_cents: params.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
@@ -254,7 +255,7 @@ fn pay_tip(
 /// method, which no one will give it: it is cancelled, under a key of its
 /// own. A cancellation the gateway could not make now leaves the key where
 /// it is, for a retry that asks again under the same keys; one it refuses
-/// (already cancelled) or lost for good is logged and passed by: such an
+/// (already cancelled) or lost for ever is logged and passed by: such an
 /// intent holds no money.
 fn cancel_declined(
     gateway: &dyn PaymentGateway,
@@ -269,7 +270,7 @@ fn cancel_declined(
         return Ok(());
     };
     let cancelled = gateway.cancel_intent(&CancelIntent {
-        idempotency_key: derived_key(lease.gateway_calls(), TIP_CANCEL_KEY_PURPOSE),
+        idempotency_key: gateway_key(lease.gateway_calls(), TIP_CANCEL_KEY_PURPOSE),
         intent_id: intent_id.clone(),
         cancellation_reason: "abandoned".to_owned(),
     });
@@ -338,5 +339,5 @@ fn finish_unpaid(
             Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
         }
     };
-    lifecycle::finish_refused(conn, ride, lease.key_id(), problem)
+    settle::finish_refused(conn, ride, lease.key_id(), problem)
 }

@@ -8,7 +8,7 @@
 
 use diesel::prelude::*;
 
-use super::reconcile::{self, NotYet};
+use super::apply::{self, NotYet};
 use crate::context::ServiceContext;
 use crate::rides::model::Ride;
 use crate::schema::rides;
@@ -39,7 +39,7 @@ pub fn returned(
         return Ok(None);
     };
     let mut conn = context.pool.get()?;
-    match conn.transaction(|conn| reconcile::apply_intent(conn, context, &ride, &intent)) {
+    match conn.transaction(|conn| apply::apply_intent(conn, context, &ride, &intent)) {
         // The ride's own request is still in flight: it records the answer.
         Ok(()) | Err(NotYet::KeyInFlight) => {}
         Err(NotYet::Service(err)) => return Err(err),

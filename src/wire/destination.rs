@@ -9,7 +9,7 @@ use crate::idempotency::StoredResponse;
 /// A destination of the user's events.
 #[derive(Serialize, ToSchema)]
 #[schema(as = WebhookEndpoint)]
-pub struct WebhookEndpointJson<'a> {
+pub struct DestinationJson<'a> {
     pub id: i64,
     /// Where events are POSTed.
     pub url: &'a str,
@@ -27,7 +27,7 @@ pub struct WebhookEndpointJson<'a> {
     pub created_at: DateTime<Utc>,
 }
 
-impl WebhookEndpointJson<'_> {
+impl DestinationJson<'_> {
     pub fn body(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a webhook endpoint always serialises")
     }
@@ -39,6 +39,6 @@ pub fn location(id: i64) -> String {
 }
 
 /// The answer to a destination registered: 201 at its location.
-pub fn created(endpoint: &WebhookEndpointJson) -> StoredResponse {
+pub fn created(endpoint: &DestinationJson) -> StoredResponse {
     super::answer::created(location(endpoint.id), endpoint.body())
 }

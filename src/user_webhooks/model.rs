@@ -6,7 +6,7 @@ use diesel::prelude::*;
 
 use crate::ids::{KeyId, UserId};
 use crate::schema::webhook_endpoints;
-use crate::wire::webhook_endpoint::WebhookEndpointJson;
+use crate::wire::destination::DestinationJson;
 
 /// At most this many destinations per user.
 pub const MAX_PER_USER: i64 = 16;
@@ -14,7 +14,7 @@ pub const MAX_PER_USER: i64 = 16;
 /// A destination.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhook_endpoints, check_for_backend(diesel::pg::Pg))]
-pub struct WebhookEndpoint {
+pub struct Destination {
     pub id: i64,
     pub url: String,
     pub events: Vec<Option<String>>,
@@ -26,11 +26,11 @@ pub struct WebhookEndpoint {
     pub created_at: DateTime<Utc>,
 }
 
-impl WebhookEndpoint {
+impl Destination {
     /// The destination as the API shows it; its secret only when asked
     /// (the answer that registers it).
-    pub fn json(&self, with_secret: bool) -> WebhookEndpointJson<'_> {
-        WebhookEndpointJson {
+    pub fn json(&self, with_secret: bool) -> DestinationJson<'_> {
+        DestinationJson {
             id: self.id,
             url: &self.url,
             events: self.events.iter().flatten().map(String::as_str).collect(),
@@ -44,7 +44,7 @@ impl WebhookEndpoint {
 
 #[derive(Debug, Insertable)]
 #[diesel(table_name = webhook_endpoints)]
-pub struct NewWebhookEndpoint<'a> {
+pub struct NewDestination<'a> {
     pub user_id: UserId,
     pub idempotency_key_id: KeyId,
     pub url: &'a str,
@@ -80,25 +80,19 @@ pub fn lock_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<()> {
     Ok(())
 }
 
-pub fn insert(
-    conn: &mut PgConnection,
-    endpoint: &NewWebhookEndpoint<'_>,
-) -> QueryResult<WebhookEndpoint> {
+pub fn insert(conn: &mut PgConnection, endpoint: &NewDestination<'_>) -> QueryResult<Destination> {
     diesel::insert_into(webhook_endpoints::table)
         .values(endpoint)
-        .returning(WebhookEndpoint::as_returning())
+        .returning(Destination::as_returning())
         .get_result(conn)
 }
 
 /// The user's destinations, oldest first (at most `MAX_PER_USER`).
-pub fn list_for_user(
-    conn: &mut PgConnection,
-    user_id: UserId,
-) -> QueryResult<Vec<WebhookEndpoint>> {
+pub fn list_for_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<Vec<Destination>> {
     webhook_endpoints::table
         .filter(webhook_endpoints::user_id.eq(user_id))
         .order(webhook_endpoints::id.asc())
-        .select(WebhookEndpoint::as_select())
+        .select(Destination::as_select())
         .load(conn)
 }
 
@@ -107,11 +101,11 @@ pub fn find_for_user(
     conn: &mut PgConnection,
     user_id: UserId,
     id: i64,
-) -> QueryResult<Option<WebhookEndpoint>> {
+) -> QueryResult<Option<Destination>> {
     webhook_endpoints::table
         .filter(webhook_endpoints::id.eq(id))
         .filter(webhook_endpoints::user_id.eq(user_id))
-        .select(WebhookEndpoint::as_select())
+        .select(Destination::as_select())
         .first(conn)
         .optional()
 }
@@ -165,23 +159,23 @@ pub fn update_for_user(
     user_id: UserId,
     id: i64,
     changes: &Changes<'_>,
-) -> QueryResult<Option<WebhookEndpoint>> {
+) -> QueryResult<Option<Destination>> {
     diesel::update(
         webhook_endpoints::table
             .filter(webhook_endpoints::id.eq(id))
             .filter(webhook_endpoints::user_id.eq(user_id)),
     )
     .set((changes, webhook_endpoints::updated_at.eq(diesel::dsl::now)))
-    .returning(WebhookEndpoint::as_returning())
+    .returning(Destination::as_returning())
     .get_result(conn)
     .optional()
 }
 
 /// A destination, whoever's (the caller checked it is theirs).
-pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<Option<WebhookEndpoint>> {
+pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<Option<Destination>> {
     webhook_endpoints::table
         .find(id)
-        .select(WebhookEndpoint::as_select())
+        .select(Destination::as_select())
         .first(conn)
         .optional()
 }

@@ -8,9 +8,9 @@ use diesel::PgConnection;
 use super::{ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
-use crate::outbound_webhooks::model;
-use crate::outbound_webhooks::signing::new_secret;
 use crate::service_error::ServiceError;
+use crate::user_webhooks::model;
+use crate::user_webhooks::signing::new_secret;
 use crate::wire;
 
 /// How long the secret before a roll still signs.

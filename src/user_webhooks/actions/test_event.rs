@@ -11,9 +11,9 @@ use serde_json::json;
 use super::{delivery_answer, ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
-use crate::outbound_webhooks::model;
 use crate::schema::{webhook_deliveries, webhook_events};
 use crate::service_error::ServiceError;
+use crate::user_webhooks::model;
 
 pub const TEST_EVENT: &str = "webhook_endpoint.test";
 

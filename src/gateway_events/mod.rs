@@ -3,6 +3,6 @@
 //! after authenticating (`GET /payments/return`); both applied only as the
 //! gateway confirms them.
 
+pub mod apply;
 pub mod callback;
 pub mod event;
-pub mod reconcile;

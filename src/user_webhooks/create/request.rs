@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::outbound::destination::DestinationPolicy;
-use crate::outbound_webhooks::events::is_pattern;
+use crate::http_client::destination::DestinationPolicy;
+use crate::user_webhooks::events::is_pattern;
 use crate::validation::{parse_body, FieldError};
 use crate::wire::requests::WebhookEndpointBody;
 
@@ -14,17 +14,17 @@ const MAX_PATTERNS: usize = 32;
 /// patterns sorted and each once, so their order changes nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WebhookEndpointParams {
+pub struct DestinationParams {
     // In sorted order, as the canonical form needs.
     pub events: Vec<String>,
     pub url: String,
 }
 
-impl WebhookEndpointParams {
+impl DestinationParams {
     pub fn parse(
         policy: DestinationPolicy,
         body: &[u8],
-    ) -> Result<WebhookEndpointParams, Vec<FieldError>> {
+    ) -> Result<DestinationParams, Vec<FieldError>> {
         let body: WebhookEndpointBody = parse_body(body, expected).map_err(|err| vec![err])?;
         let mut errors = Vec::new();
         let required = |field: &str| vec![FieldError::new(field, "is required")];
@@ -41,9 +41,7 @@ impl WebhookEndpointParams {
             .map_err(|error| errors.extend(error))
             .ok();
         match (url, events) {
-            (Some(url), Some(events)) if errors.is_empty() => {
-                Ok(WebhookEndpointParams { events, url })
-            }
+            (Some(url), Some(events)) if errors.is_empty() => Ok(DestinationParams { events, url }),
             _ => Err(errors),
         }
     }
@@ -97,11 +95,11 @@ mod tests {
 
     #[test]
     fn the_url_and_the_events_are_required_and_checked() {
-        let parse = |body: &str| WebhookEndpointParams::parse(LOCAL, body.as_bytes());
+        let parse = |body: &str| DestinationParams::parse(LOCAL, body.as_bytes());
         assert_eq!(
             parse(r#"{"url": "https://hooks.example/r", "events": ["ride.*", "refund.failed", "ride.*"]}"#)
                 .unwrap(),
-            WebhookEndpointParams {
+            DestinationParams {
                 events: vec!["refund.failed".to_owned(), "ride.*".to_owned()],
                 url: "https://hooks.example/r".to_owned(),
             }

@@ -39,7 +39,7 @@ use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
 use super::signing::signature;
 use crate::config::OutboundWebhookConfig;
 use crate::db::{self, DbPool};
-use crate::outbound::destination::{DestinationPolicy, GuardedResolver, NotAllowed};
+use crate::http_client::destination::{DestinationPolicy, GuardedResolver, NotAllowed};
 
 /// Attempts to one destination in flight at once on an instance, at most.
 const PER_DESTINATION: i64 = 16;
@@ -184,8 +184,8 @@ impl Sender {
             },
             inner: Default::default(),
         };
-        let agent_config = crate::outbound::config(config.timeout, config.timeout);
-        let users_config = crate::outbound::builder(config.timeout, config.timeout)
+        let agent_config = crate::http_client::config(config.timeout, config.timeout);
+        let users_config = crate::http_client::builder(config.timeout, config.timeout)
             .proxy(None)
             .build();
         Sender {
@@ -364,7 +364,7 @@ impl Sender {
         }
     }
 
-    /// The attempt recorded: the delivery succeeded, failed for good, or
+    /// The attempt recorded: the delivery succeeded, failed permanently, or
     /// due again by the schedule (and any `Retry-After`); the destination
     /// healthy again, failing since its first failure, or disabled.
     fn record(&self, delivery: &Claimed, attempt: &Attempt) -> anyhow::Result<()> {

@@ -8,8 +8,8 @@ use diesel::PgConnection;
 use super::{delivery_answer, ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
-use crate::outbound_webhooks::deliveries;
 use crate::service_error::ServiceError;
+use crate::user_webhooks::deliveries;
 
 crate::recovery_points! {
     /// How far a retry has got: it is written in the claim's transaction.

@@ -1,7 +1,7 @@
 //! Applying what the gateway says about a payment to the ride it pays for.
 //! What is applied is the PaymentIntent (or the payment's refunds) as the
 //! gateway holds it now, never the event's payload, and every change goes
-//! only forward (`rides::payment`, `RefundStatus::may_become`), so an event
+//! only forward (`rides::transitions`, `RefundStatus::may_become`), so an event
 //! delivered late, twice or out of order cannot take a ride back.
 
 use diesel::prelude::*;
@@ -19,7 +19,7 @@ use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::refunds::request::REASONS;
 use crate::rides::create::{endpoint as create_ride, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
-use crate::rides::payment::{may_follow, settlement};
+use crate::rides::transitions::{may_follow, settlement};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::schema::rides as rides_table;
 use crate::service_error::ServiceError;
@@ -102,10 +102,10 @@ fn fetch(
             payment.clone(),
             gateway.refunds_of(payment)?,
         )),
-        // The charges of rides paid before PaymentIntents cannot be fetched
+        // The charges of rides paid through the Charges API cannot be fetched
         // through the PaymentIntents API: an operator looks at the dispute.
         Some(Subject::Dispute(Payment::Charge(id))) => {
-            log::warn!("charge {id} (paid before PaymentIntents) is disputed; see the dashboard");
+            log::warn!("charge {id} (paid through the Charges API) is disputed; see the dashboard");
             None
         }
     })

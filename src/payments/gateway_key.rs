@@ -22,10 +22,10 @@ pub fn installation_id(conn: &mut PgConnection) -> QueryResult<Uuid> {
 /// retry that makes the key row again after a failover lost it derives the
 /// same key, and the gateway answers with what it already made. `g0` is the
 /// call's generation, the first; reconciliation moves a call whose answer
-/// the gateway lost for good on to `g1`, and so on. The prefix carries the
+/// the gateway lost for ever on to `g1`, and so on. The prefix carries the
 /// call version (`ridepay3-`): its holds ask for more than version 2's, so
 /// its calls are other calls.
-pub fn derived_key(calls: GatewayCalls, step: &str) -> String {
+pub fn gateway_key(calls: GatewayCalls, step: &str) -> String {
     format!(
         "ridepay{}-{step}-{}-g{}",
         calls.version,
@@ -63,20 +63,20 @@ mod tests {
     fn is_stable_and_distinct_by_version_step_and_generation() {
         let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
         let calls = GatewayCalls::first(request);
-        let key = derived_key(calls, "ride-charge");
+        let key = gateway_key(calls, "ride-charge");
         assert_eq!(key, format!("ridepay3-ride-charge-{}-g0", "ab".repeat(32)));
-        assert_eq!(key, derived_key(calls, "ride-charge"));
-        assert_ne!(key, derived_key(calls, "refund"));
+        assert_eq!(key, gateway_key(calls, "ride-charge"));
+        assert_ne!(key, gateway_key(calls, "refund"));
         let version_2 = GatewayCalls {
             version: 2,
             ..calls
         };
         assert_eq!(
-            derived_key(version_2, "ride-charge"),
+            gateway_key(version_2, "ride-charge"),
             format!("ridepay2-ride-charge-{}-g0", "ab".repeat(32))
         );
         assert_eq!(
-            derived_key(calls.next_generation(), "ride-charge"),
+            gateway_key(calls.next_generation(), "ride-charge"),
             format!("ridepay3-ride-charge-{}-g1", "ab".repeat(32))
         );
         assert!(key.len() <= 255);

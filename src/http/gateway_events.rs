@@ -7,14 +7,14 @@ use serde_json::json;
 
 use crate::config::ApiKey;
 use crate::context::ServiceContext;
+use crate::gateway_events::apply::{self, NotYet};
+use crate::gateway_events::event::Event;
 use crate::http::body::read_json;
 use crate::http::openapi_components::ProblemDocument;
 use crate::http::request_id;
 use crate::payments::stripe::signature;
 use crate::telemetry::log_throttle::LogThrottle;
 use crate::telemetry::metrics;
-use crate::webhooks::event::Event;
-use crate::webhooks::reconcile::{self, NotYet};
 use crate::wire::problem::{Problem, ProblemKind};
 
 /// Stripe's events are small; this leaves room for any object they carry.
@@ -83,7 +83,7 @@ pub async fn stripe_webhook(
         )
     })?;
     let label = event.type_label().to_owned();
-    let processed = request_id::block(move || reconcile::process(&context, &event)).await?;
+    let processed = request_id::block(move || apply::process(&context, &event)).await?;
     match processed {
         Ok(disposition) => {
             count(&label, disposition.as_str());

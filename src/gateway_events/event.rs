@@ -82,7 +82,7 @@ pub struct Event {
 }
 
 /// The payment a refund, a charge or a dispute belongs to: its
-/// PaymentIntent, or for a charge made before PaymentIntents, the charge.
+/// PaymentIntent, or for a charge made through the Charges API, the charge.
 fn payment_of(object: &Value, charge_field: &str) -> Option<Payment> {
     let text = |field: &str| object.get(field).and_then(Value::as_str).map(str::to_owned);
     match text("payment_intent") {

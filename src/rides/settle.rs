@@ -1,164 +1,33 @@
-//! What completing and cancelling a ride share: the ride taken for one key
-//! at a time, the capture that learns a lapsed hold from the gateway, and
-//! the answers they store.
+//! How a key that took a ride ends its hold: the capture or cancellation,
+//! its answer sorted so that a lapsed hold is told from other refusals, and
+//! the ride settled (or given back) with the answer the key stores.
 
 use diesel::prelude::*;
 use serde_json::json;
 
+use super::lock::release;
 use super::model::{Ride, RideStatus, Settlement};
 use crate::audit;
 use crate::db::{recorded, CacheStatement};
 use crate::idempotency::{fenced, Finishing, Found, GatewayCalls, StoredResponse};
-use crate::ids::{KeyId, RideId, UserId};
+use crate::ids::{KeyId, RideId};
 use crate::payments::{
-    self, derived_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
+    self, gateway_key, CaptureIntent, Final, GatewayError, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
 use crate::schema::rides;
-use crate::service_error::{Refusal, ServiceError};
+use crate::service_error::ServiceError;
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
 
-/// What a key takes a ride for.
-pub struct TakeRide {
-    /// In the refusal: "only a ride authorized can be `verb`".
-    pub verb: &'static str,
-    /// The audit record of the taking.
-    pub audit_action: &'static str,
-    pub allowed: &'static [RideStatus],
-    /// How a ride whose hold lapsed is refused.
-    pub expired: Refusal,
-}
-
-/// The ride, the caller's, for `key` to complete or cancel: it must be in
-/// one of the allowed statuses and taken by no other key. Taken, the
-/// gateway's events about its PaymentIntent wait for the key to record what
-/// it did. Refused here, in the claim's transaction: nothing is written,
-/// the key not consumed. Another user's ride is not found, as a ride that
-/// does not exist is.
-pub fn take(
-    conn: &mut PgConnection,
-    user: UserId,
-    ride_id: RideId,
-    key: KeyId,
-    taking: &TakeRide,
-) -> Result<Ride, ServiceError> {
-    // One array parameter (`= ANY`) whatever the statuses: one SQL text.
-    let allowed: Vec<&str> = taking
-        .allowed
-        .iter()
-        .map(|status| status.as_str())
-        .collect();
-    let taken = recorded(
-        diesel::update(
-            rides::table
-                .filter(rides::id.eq(ride_id))
-                .filter(rides::user_id.eq(user))
-                .filter(rides::status.eq_any(allowed))
-                .filter(
-                    rides::settling_key_id
-                        .is_null()
-                        .or(rides::settling_key_id.eq(key)),
-                ),
-        )
-        .set(rides::settling_key_id.eq(key))
-        .returning(Ride::as_returning()),
-    )
-    .with(audit::of_changed(
-        user,
-        taking.audit_action,
-        "ride",
-        json!({ "idempotency_key_id": key }),
-    ))
-    .cached_as(take)
-    .get_result::<Ride>(conn)
-    .optional()?;
-    match taken {
-        Some(ride) => Ok(ride),
-        None => Err(not_taken(conn, user, ride_id, taking)?),
-    }
-}
-
-/// Why `take` found no ride to take.
-fn not_taken(
-    conn: &mut PgConnection,
-    user: UserId,
-    ride_id: RideId,
-    taking: &TakeRide,
-) -> Result<ServiceError, ServiceError> {
-    let Some(ride) = super::model::find_for_user(conn, user, ride_id)? else {
-        return Ok(ServiceError::NotFound);
-    };
-    if ride.status == RideStatus::Expired {
-        return Ok(ServiceError::refused(
-            taking.expired,
-            format!(
-                "the card's authorization for ride {} lapsed; nothing was charged",
-                ride.id
-            ),
-        ));
-    }
-    if !taking.allowed.contains(&ride.status) {
-        return Ok(ServiceError::refused(
-            Refusal::InvalidRideState,
-            format!(
-                "ride {} is {}; only a ride {} can be {}",
-                ride.id,
-                ride.status,
-                taking
-                    .allowed
-                    .iter()
-                    .map(|status| status.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-                taking.verb
-            ),
-        ));
-    }
-    Ok(ServiceError::refused(
-        Refusal::InvalidRideState,
-        format!(
-            "ride {} is being completed, cancelled or tipped by another request",
-            ride.id
-        ),
-    ))
-}
-
-/// Gives the ride back, unchanged, when the key ends without settling it.
-pub fn release(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> QueryResult<()> {
-    diesel::update(
-        rides::table
-            .filter(rides::id.eq(ride_id))
-            .filter(rides::settling_key_id.eq(key)),
-    )
-    .set(rides::settling_key_id.eq(None::<KeyId>))
-    .execute(conn)?;
-    Ok(())
-}
-
-/// The ride taken by `key`, as a key resumed past Started finds it: nothing
-/// else changes a ride while a key has it taken.
-pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Ride, ServiceError> {
-    let ride: Ride = rides::table
-        .find(ride_id)
-        .select(Ride::as_select())
-        .for_update()
-        .first(conn)?;
-    if ride.settling_key_id != Some(key) {
-        // Only the key's own lease holder releases it.
-        return Err(ServiceError::LeaseLost);
-    }
-    Ok(ride)
-}
-
 /// What a capture or a cancellation came to.
 #[derive(Debug, Clone)]
-pub enum Answer {
+pub enum HoldOutcome {
     Made(PaymentIntent),
     /// The gateway refused it, and the PaymentIntent says the hold lapsed
     /// (canceled, `cancellation_reason` automatic).
     Lapsed(PaymentIntent),
-    /// Refused for good otherwise; the PaymentIntent as it is, if known.
+    /// Refused permanently otherwise; the PaymentIntent as it is, if known.
     Refused(GatewayError, Option<PaymentIntent>),
 }
 
@@ -168,22 +37,22 @@ pub enum Answer {
 /// leaves it in (an earlier generation of the call made it, say: the
 /// gateway answers `payment_intent_unexpected_state`), is recorded as made.
 /// Holds no connection.
-pub fn looked_into(
+pub fn hold_outcome(
     gateway: &dyn PaymentGateway,
     intent_id: &str,
     done: IntentStatus,
     answer: Result<PaymentIntent, GatewayError>,
-) -> Result<Answer, ServiceError> {
+) -> Result<HoldOutcome, ServiceError> {
     match payments::final_answer(answer)? {
-        Final::Made(intent) => Ok(Answer::Made(intent)),
+        Final::Made(intent) => Ok(HoldOutcome::Made(intent)),
         Final::Refused(refusal) => {
             let now = gateway
                 .retrieve_intent(intent_id)
                 .map_err(crate::payments::unavailable)?;
             Ok(match now {
-                Some(intent) if lapsed(&intent) => Answer::Lapsed(intent),
-                Some(intent) if intent.status == done => Answer::Made(intent),
-                now => Answer::Refused(refusal, now),
+                Some(intent) if lapsed(&intent) => HoldOutcome::Lapsed(intent),
+                Some(intent) if intent.status == done => HoldOutcome::Made(intent),
+                now => HoldOutcome::Refused(refusal, now),
             })
         }
     }
@@ -199,24 +68,24 @@ fn lapsed(intent: &PaymentIntent) -> bool {
 /// judged from the intent as the gateway holds it now (reconciliation's
 /// lookup): made when `done` finds its effect there; a hold that lapsed as
 /// such; else proven not made.
-pub fn judged(
+pub fn found_in_intent(
     gateway: &dyn PaymentGateway,
     ride: Ride,
     done: impl Fn(&PaymentIntent) -> bool,
-) -> Result<Found<Ride, Answer>, ServiceError> {
+) -> Result<Found<Ride, HoldOutcome>, ServiceError> {
     let intent_id = intent_of(&ride)?;
     let now = gateway
         .retrieve_intent(&intent_id)
         .map_err(payments::unavailable)?
         .ok_or_else(|| anyhow::anyhow!("the gateway has no PaymentIntent {intent_id}"))?;
     Ok(if done(&now) {
-        Found::Made(ride, Answer::Made(now))
+        Found::Made(ride, HoldOutcome::Made(now))
     } else if lapsed(&now) {
-        Found::Made(ride, Answer::Lapsed(now))
+        Found::Made(ride, HoldOutcome::Lapsed(now))
     } else {
         Found::Absent {
             known: ride,
-            refused: Answer::Refused(payments::lookup::never_made(), Some(now)),
+            refused: HoldOutcome::Refused(payments::lookup::never_made(), Some(now)),
         }
     })
 }
@@ -228,14 +97,14 @@ pub fn capture(
     calls: GatewayCalls,
     ride: &Ride,
     amount_cents: i64,
-) -> Result<Answer, ServiceError> {
+) -> Result<HoldOutcome, ServiceError> {
     let intent_id = intent_of(ride)?;
     let answer = gateway.capture_intent(&CaptureIntent {
-        idempotency_key: derived_key(calls, purpose),
+        idempotency_key: gateway_key(calls, purpose),
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
     });
-    looked_into(gateway, &intent_id, IntentStatus::Succeeded, answer)
+    hold_outcome(gateway, &intent_id, IntentStatus::Succeeded, answer)
 }
 
 /// The ride's PaymentIntent; a ride that can be completed or cancelled has one.
@@ -325,11 +194,11 @@ pub fn finishing(
     ride: &Ride,
     key: KeyId,
     status: RideStatus,
-    answer: &Answer,
+    answer: &HoldOutcome,
 ) -> Option<Finishing> {
     match answer {
-        Answer::Made(intent) => Some(settled_finishing(ride, key, status, intent)),
-        Answer::Lapsed(_) | Answer::Refused(..) => None,
+        HoldOutcome::Made(intent) => Some(settled_finishing(ride, key, status, intent)),
+        HoldOutcome::Lapsed(_) | HoldOutcome::Refused(..) => None,
     }
 }
 
@@ -405,7 +274,7 @@ pub fn finish_refused(
     ))
 }
 
-/// The stored answer to a refusal the gateway gave for good (a hold that
+/// The stored answer to a refusal the gateway gave permanently (a hold that
 /// lapsed is answered by the caller).
 pub fn refused_problem(refusal: &GatewayError) -> Problem {
     log::warn!("payment gateway refused a ride's capture or cancellation: {refusal}");

@@ -20,8 +20,8 @@ use crate::idempotency::{
     Endpoint, Lease, RecoveryPoints, StoredResponse, Transition, TransitionOf,
 };
 use crate::ids::UserId;
-use crate::outbound_webhooks::model;
 use crate::service_error::ServiceError;
+use crate::user_webhooks::model;
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::requests::EmptyBody;

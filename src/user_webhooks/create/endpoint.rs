@@ -7,16 +7,16 @@
 use diesel::PgConnection;
 
 use super::recovery_point::RecoveryPoint;
-use super::request::WebhookEndpointParams;
+use super::request::DestinationParams;
 use crate::context::ServiceContext;
 use crate::idempotency::{CallOf, Called, Endpoint, Lease, Transition, TransitionOf};
-use crate::outbound_webhooks::model::{self, NewWebhookEndpoint, MAX_PER_USER};
-use crate::outbound_webhooks::signing::new_secret;
 use crate::service_error::{Refusal, ServiceError};
+use crate::user_webhooks::model::{self, NewDestination, MAX_PER_USER};
+use crate::user_webhooks::signing::new_secret;
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
 
-pub struct WebhookEndpointCreate;
+pub struct RegisterDestination;
 
 /// What the destination's check found.
 #[derive(Debug)]
@@ -29,9 +29,9 @@ pub enum Checked {
 
 pub type CreateLease = Lease<RecoveryPoint>;
 
-impl Endpoint for WebhookEndpointCreate {
+impl Endpoint for RegisterDestination {
     type Point = RecoveryPoint;
-    type Params = WebhookEndpointParams;
+    type Params = DestinationParams;
     type Context = ServiceContext;
     type Known = ();
     type Answer = Checked;
@@ -42,7 +42,7 @@ impl Endpoint for WebhookEndpointCreate {
         _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CreateLease,
-        _params: &WebhookEndpointParams,
+        _params: &DestinationParams,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         if model::lock_for_user(conn, lease.user_id())? >= MAX_PER_USER {
             return Err(limit_reached());
@@ -55,7 +55,7 @@ impl Endpoint for WebhookEndpointCreate {
         _cx: &ServiceContext,
         _conn: &mut PgConnection,
         _lease: &CreateLease,
-        _params: &WebhookEndpointParams,
+        _params: &DestinationParams,
         _point: RecoveryPoint,
     ) -> Result<(), ServiceError> {
         Ok(())
@@ -67,7 +67,7 @@ impl Endpoint for WebhookEndpointCreate {
     fn call(
         cx: &ServiceContext,
         _lease: &CreateLease,
-        params: &WebhookEndpointParams,
+        params: &DestinationParams,
         _point: RecoveryPoint,
         _known: (),
     ) -> Result<CallOf<Self>, ServiceError> {
@@ -90,7 +90,7 @@ impl Endpoint for WebhookEndpointCreate {
         _cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CreateLease,
-        params: &WebhookEndpointParams,
+        params: &DestinationParams,
         _known: (),
         checked: Checked,
     ) -> Result<TransitionOf<Self>, ServiceError> {
@@ -113,7 +113,7 @@ impl Endpoint for WebhookEndpointCreate {
         let secret = new_secret();
         let endpoint = model::insert(
             conn,
-            &NewWebhookEndpoint {
+            &NewDestination {
                 user_id: lease.user_id(),
                 idempotency_key_id: lease.key_id(),
                 url: &params.url,
@@ -121,7 +121,7 @@ impl Endpoint for WebhookEndpointCreate {
                 secret: &secret,
             },
         )?;
-        Ok(Transition::Finish(wire::webhook_endpoint::created(
+        Ok(Transition::Finish(wire::destination::created(
             &endpoint.json(true),
         )))
     }
