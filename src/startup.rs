@@ -37,26 +37,26 @@ pub fn service_context(
     installation_id: uuid::Uuid,
     public_base: &str,
 ) -> anyhow::Result<ServiceContext> {
-    let gateway: Arc<dyn PaymentGateway> = match settings.gateway {
+    let gateway: Arc<dyn PaymentGateway> = match settings.gateway.kind {
         #[cfg(feature = "simulated")]
         GatewayKind::Simulated => Arc::new(
-            SimulatedGateway::new(pool.clone(), settings.simulated_gateway.clone())
+            SimulatedGateway::new(pool.clone(), settings.gateway.simulated.clone())
                 .with_authentication_page(format!("{public_base}{}", authentication_page::PATH))
                 .with_in_flight_hook(|| crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT)),
         ),
-        GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.stripe)?),
+        GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.gateway.stripe)?),
     };
     Ok(ServiceContext {
         pool,
         gateway,
         key_policy: KeyPolicy {
-            lease_timeout: settings.lease_timeout,
+            lease_timeout: settings.keys.lease_timeout,
             effect_deadline: settings.completer.charge_deadline,
         },
         installation_id,
         return_url: format!("{public_base}{}", payment_return::PATH),
         destinations: DestinationPolicy {
-            allow_loopback: settings.outbound_webhooks.allow_loopback,
+            allow_loopback: settings.user_webhooks.allow_loopback,
         },
     })
 }
@@ -77,12 +77,12 @@ impl Application {
                 })
             };
             // Migrations take a session advisory lock: past any pooler.
-            let direct_url = settings.database_direct_url.as_deref();
+            let direct_url = settings.database.direct_url.as_deref();
             let mut conn = connect(direct_url.unwrap_or(database_url))?;
             db::run_migrations(&mut conn)?;
             user_webhooks::installation::configure(
                 &mut conn,
-                settings.outbound_webhooks.receipts.as_ref(),
+                settings.user_webhooks.receipts.as_ref(),
             )
             .context("cannot set up the destination of receipts")?;
             if direct_url.is_some() {
@@ -92,11 +92,12 @@ impl Application {
             db::set_session_defaults(&mut conn, settings)?;
             payments::installation_id(&mut conn)?
         };
-        let listener = TcpListener::bind(&settings.bind_addr)
-            .with_context(|| format!("cannot bind {}", settings.bind_addr))?;
+        let listener = TcpListener::bind(&settings.server.bind_addr)
+            .with_context(|| format!("cannot bind {}", settings.server.bind_addr))?;
         let address = listener.local_addr()?;
         // Where riders' browsers reach this server.
         let public_base = settings
+            .server
             .public_base_url
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
@@ -104,15 +105,19 @@ impl Application {
         let pool = db::build_pool(database_url, settings);
         // The simulated gateway's authentication page is served here.
         #[cfg(feature = "simulated")]
-        let bank_page = (settings.gateway == GatewayKind::Simulated).then(|| AuthenticationPage {
-            pool: pool.clone(),
-            settings: IntentSettings {
-                double: Double::Simulated,
-                authentication_page: format!("{public_base}{}", authentication_page::PATH),
-                authorization_ttl: settings.simulated_gateway.authorization_ttl,
-                extended_authorization_ttl: settings.simulated_gateway.extended_authorization_ttl,
-            },
-        });
+        let bank_page =
+            (settings.gateway.kind == GatewayKind::Simulated).then(|| AuthenticationPage {
+                pool: pool.clone(),
+                settings: IntentSettings {
+                    double: Double::Simulated,
+                    authentication_page: format!("{public_base}{}", authentication_page::PATH),
+                    authorization_ttl: settings.gateway.simulated.authorization_ttl,
+                    extended_authorization_ttl: settings
+                        .gateway
+                        .simulated
+                        .extended_authorization_ttl,
+                },
+            });
         #[cfg(not(feature = "simulated"))]
         let bank_page = None;
         let context = Arc::new(service_context(

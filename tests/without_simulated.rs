@@ -4,12 +4,14 @@
 //! client against the fake Stripe, which the tests take as a dev-dependency.
 #![cfg(not(feature = "simulated"))]
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
-use ridepay::config::{ApiKey, GatewayKind, Settings, StripeSettings};
+use ridepay::config::{GatewayKind, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::startup::Application;
 use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
@@ -60,10 +62,10 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
         limits: ConnectionLimits::default(),
     })
     .unwrap();
-    let mut settings = Settings::for_database(&service);
-    assert_eq!(settings.gateway, GatewayKind::Stripe);
-    settings.stripe = StripeSettings {
-        api_key: Some(ApiKey::new(STRIPE_KEY)),
+    let mut settings = common::settings::test_settings(&service);
+    assert_eq!(settings.gateway.kind, GatewayKind::Stripe);
+    settings.gateway.stripe = StripeSettings {
+        api_key: Some(STRIPE_KEY.to_owned().into()),
         api_base: fake.url(),
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),

@@ -88,7 +88,7 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
     let gateway = FakeGateway::start(FakeGatewayConfig {
         bind: args.bind.clone(),
         database_url: database.url.clone(),
-        faults: args.faults(&settings.simulated_gateway),
+        faults: args.faults(&settings.gateway.simulated),
         api_key: args.api_key.clone(),
         webhook: args
             .webhook_url

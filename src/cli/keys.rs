@@ -90,7 +90,7 @@ fn next_step(
 fn describe(record: &KeyRecord, now: chrono::DateTime<chrono::Utc>, settings: &Settings) -> Value {
     let lease_held = record
         .locked_at
-        .is_some_and(|locked_at| locked_at > now - db::span(settings.lease_timeout));
+        .is_some_and(|locked_at| locked_at > now - db::span(settings.keys.lease_timeout));
     json!({
         "id": record.id,
         "user_id": record.user_id,

@@ -86,28 +86,28 @@ enum DbCommand {
 }
 
 fn db_command(settings: &Settings, command: DbCommand) -> anyhow::Result<()> {
-    if settings.database_url.is_some() {
+    if settings.database.url.is_some() {
         anyhow::bail!("DATABASE_URL is set, so no embedded PostgreSQL is in use");
     }
     match command {
         DbCommand::Url => {
-            let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
+            let cluster = EmbeddedPostgres::ensure_running(&settings.database.data_dir)?;
             println!("{}", cluster.service_url());
             if cluster.started_here() {
                 eprintln!("started the embedded PostgreSQL; `ridepay db stop` stops it");
             }
         }
-        DbCommand::Stop => match EmbeddedPostgres::running(&settings.data_dir)? {
+        DbCommand::Stop => match EmbeddedPostgres::running(&settings.database.data_dir)? {
             Some(cluster) => {
                 cluster.stop(StopMode::Fast)?;
                 eprintln!(
                     "stopped the embedded PostgreSQL of {}",
-                    settings.data_dir.display()
+                    settings.database.data_dir.display()
                 );
             }
             None => eprintln!(
                 "the embedded PostgreSQL of {} is not running",
-                settings.data_dir.display()
+                settings.database.data_dir.display()
             ),
         },
     }
@@ -121,7 +121,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate { revert_all: true } => {
             let database = database(&settings)?;
             let direct = settings
-                .database_direct_url
+                .database
+                .direct_url
                 .as_ref()
                 .unwrap_or(&database.url);
             db::revert_all_migrations(&mut connect_with_retry(direct)?)?;
@@ -135,7 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Reap => {
             let (mut conn, _database) = migrated_connection(&settings)?;
-            let deleted = reaper::reap(&mut conn, settings.retention)?;
+            let deleted = reaper::reap(&mut conn, settings.keys.retention)?;
             println!("{}", json!({ "deleted": deleted }));
             Ok(())
         }
@@ -170,13 +171,13 @@ impl Drop for Database {
 }
 
 fn database(settings: &Settings) -> anyhow::Result<Database> {
-    match &settings.database_url {
+    match &settings.database.url {
         Some(url) => Ok(Database {
             url: url.clone(),
             cluster: None,
         }),
         None => {
-            let cluster = EmbeddedPostgres::ensure_running(&settings.data_dir)?;
+            let cluster = EmbeddedPostgres::ensure_running(&settings.database.data_dir)?;
             Ok(Database {
                 url: cluster.service_url(),
                 cluster: Some(cluster),
@@ -191,11 +192,11 @@ fn database(settings: &Settings) -> anyhow::Result<Database> {
 /// `DATABASE_DIRECT_URL` when it is set: their lock is a session's.
 fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnection, Database)> {
     let database = database(settings)?;
-    if let Some(direct) = &settings.database_direct_url {
+    if let Some(direct) = &settings.database.direct_url {
         db::run_migrations(&mut connect_with_retry(direct)?)?;
     }
     let mut conn = connect_with_retry(&database.url)?;
-    if settings.database_direct_url.is_none() {
+    if settings.database.direct_url.is_none() {
         db::run_migrations(&mut conn)?;
     }
     db::set_session_defaults(&mut conn, settings)?;

@@ -29,9 +29,10 @@ pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     drop(conn);
     let pool = db::build_pool(&database.url, settings);
     let public_base = settings
+        .server
         .public_base_url
         .clone()
-        .unwrap_or_else(|| format!("http://{}", settings.bind_addr));
+        .unwrap_or_else(|| format!("http://{}", settings.server.bind_addr));
     let context = Arc::new(startup::service_context(
         settings,
         pool,

@@ -32,7 +32,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     if let Some(cluster) = &database.cluster {
         log::info!(
             "using the embedded PostgreSQL of {} on its socket in {}",
-            settings.data_dir.display(),
+            settings.database.data_dir.display(),
             cluster.socket_dir().display()
         );
     }
@@ -40,7 +40,11 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         let app = Application::build(&settings, &database.url)?;
         println!("ridepay listening on http://{}", app.address());
         if database.cluster.is_some() {
-            print_demo_user(&mut *app.pool().get()?, app.address(), &settings.data_dir)?;
+            print_demo_user(
+                &mut *app.pool().get()?,
+                app.address(),
+                &settings.database.data_dir,
+            )?;
         }
         app.run_until_signalled().await?;
         anyhow::Ok(())

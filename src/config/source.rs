@@ -27,7 +27,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    #[cfg(all(test, feature = "simulated"))]
+    #[cfg(test)]
     pub fn new(lookup: &'a dyn Fn(&str) -> anyhow::Result<Option<String>>) -> Self {
         Source { lookup }
     }

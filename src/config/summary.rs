@@ -3,7 +3,7 @@
 
 use super::conninfo;
 use super::mask::mask_url;
-use super::{ApiKey, GatewayKind, Settings};
+use super::{masked_stripe_key, GatewayKind, Settings};
 
 impl Settings {
     pub fn summary(&self) -> String {
@@ -14,62 +14,62 @@ impl Settings {
                 "off".to_owned()
             }
         };
-        let gateway = match self.gateway {
+        let gateway = match self.gateway.kind {
             #[cfg(feature = "simulated")]
             GatewayKind::Simulated => format!(
                 "simulated(latency={}ms fail={} lost={} rate_limited={})",
-                self.simulated_gateway.latency.as_millis(),
-                self.simulated_gateway.fail_rate,
-                self.simulated_gateway.lost_response_rate,
-                self.simulated_gateway.rate_limit_rate
+                self.gateway.simulated.latency.as_millis(),
+                self.gateway.simulated.fail_rate,
+                self.gateway.simulated.lost_response_rate,
+                self.gateway.simulated.rate_limit_rate
             ),
             GatewayKind::Stripe => format!(
                 "stripe(base={} key={} timeout={}ms connect={}ms)",
-                self.stripe.api_base,
-                self.stripe
+                self.gateway.stripe.api_base,
+                self.gateway
+                    .stripe
                     .api_key
                     .as_ref()
-                    .map_or_else(|| "none".to_owned(), ApiKey::masked),
-                self.stripe.timeout.as_millis(),
-                self.stripe.connect_timeout.as_millis()
+                    .map_or_else(|| "none".to_owned(), masked_stripe_key),
+                self.gateway.stripe.timeout.as_millis(),
+                self.gateway.stripe.connect_timeout.as_millis()
             ),
         };
         format!(
             "config: bind={} database={}{} pool={} prepared_statements={} lease={}s \
              retention={}h gateway={} completer={} reconcile={} reaper={} outbox={} \
              receipts={} stripe_webhooks={}",
-            self.bind_addr,
-            self.database_url
+            self.server.bind_addr,
+            self.database
+                .url
                 .as_deref()
                 .map(|url| format!("[{}]", conninfo::mask(url)))
-                .unwrap_or_else(|| format!("embedded({})", self.data_dir.display())),
-            self.database_direct_url
+                .unwrap_or_else(|| format!("embedded({})", self.database.data_dir.display())),
+            self.database
+                .direct_url
                 .as_deref()
                 .map(|url| format!(" direct=[{}]", conninfo::mask(url)))
                 .unwrap_or_default(),
-            self.pool_size,
-            if self.prepared_statements {
+            self.database.pool_size,
+            if self.database.prepared_statements {
                 "on"
             } else {
                 "off"
             },
-            self.lease_timeout.as_secs(),
-            self.retention.as_secs() / 3600,
+            self.keys.lease_timeout.as_secs(),
+            self.keys.retention.as_secs() / 3600,
             gateway,
             on_off(self.completer.enabled, self.completer.interval),
             on_off(self.reconcile.enabled, self.reconcile.interval),
             on_off(self.reaper.enabled, self.reaper.interval),
-            on_off(
-                self.outbound_webhooks.enabled,
-                self.outbound_webhooks.interval
-            ),
-            self.outbound_webhooks
+            on_off(self.user_webhooks.enabled, self.user_webhooks.interval),
+            self.user_webhooks
                 .receipts
                 .as_ref()
                 .map(|receipts| mask_url(&receipts.url))
                 .unwrap_or_else(|| "off".to_owned()),
             // Whether events are accepted, never the secret.
-            if self.stripe.webhook_secret.is_some() {
+            if self.gateway.stripe.webhook_secret.is_some() {
                 "signed"
             } else {
                 "refused"
@@ -84,17 +84,23 @@ mod tests {
 
     #[test]
     fn secrets_are_masked() {
-        let mut settings = Settings::for_database(
-            "postgres://app:hunter2@db.internal:5432/ridepay?sslmode=require&password=hunter3",
-        );
-        settings.gateway = GatewayKind::Stripe;
-        settings.stripe.api_key = Some(ApiKey::new("sk_test_51Hsecretsecret"));
-        settings.outbound_webhooks.receipts = Some(crate::config::ReceiptDestination {
+        let on = |url: &str| {
+            let mut settings = Settings::default();
+            settings.database.url = Some(url.to_owned());
+            settings
+        };
+        let mut settings =
+            on("postgres://app:hunter2@db.internal:5432/ridepay?sslmode=require&password=hunter3");
+        settings.gateway.kind = GatewayKind::Stripe;
+        settings.gateway.stripe.api_key = Some("sk_test_51Hsecretsecret".to_owned().into());
+        settings.user_webhooks.receipts = Some(crate::config::ReceiptDestination {
             url: "https://user:pw@hooks.example/r?token=tok_receipts".to_owned(),
-            secret: ApiKey::new("whsec_c2lnbmluZ3NpZ25pbmdzaWduaW5nc2lnbmluZw=="),
+            secret: "whsec_c2lnbmluZ3NpZ25pbmdzaWduaW5nc2lnbmluZw=="
+                .to_owned()
+                .into(),
         });
-        settings.stripe.webhook_secret = Some(ApiKey::new("whsec_topsecretsigning"));
-        settings.database_direct_url = Some("host=db.internal password=hunter5".to_owned());
+        settings.gateway.stripe.webhook_secret = Some("whsec_topsecretsigning".to_owned().into());
+        settings.database.direct_url = Some("host=db.internal password=hunter5".to_owned());
         let summary = settings.summary();
         assert!(!summary.contains("hunter2"), "{summary}");
         assert!(!summary.contains("hunter3"), "{summary}");
@@ -118,7 +124,7 @@ mod tests {
             "{summary}"
         );
         assert!(summary.contains("key=sk_test_**** "), "{summary}");
-        let pairs = Settings::for_database("host=a,b password='hunter 4' dbname=x").summary();
+        let pairs = on("host=a,b password='hunter 4' dbname=x").summary();
         assert!(
             pairs.contains("database=[password=*** dbname=x host=a,b]"),
             "{pairs}"

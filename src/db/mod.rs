@@ -68,9 +68,9 @@ const MIGRATION_LOCK_ID: i64 = 0x0072_6964_6570_6179;
 pub fn set_session_defaults(conn: &mut PgConnection, settings: &Settings) -> QueryResult<()> {
     let millis = |limit: Duration| format!("{}ms", limit.as_millis());
     diesel::sql_query("SELECT ridepay_set_session_limits($1, $2, $3)")
-        .bind::<Text, _>(millis(settings.statement_timeout))
-        .bind::<Text, _>(millis(settings.lock_timeout))
-        .bind::<Text, _>(millis(settings.idle_in_transaction_timeout))
+        .bind::<Text, _>(millis(settings.database.statement_timeout))
+        .bind::<Text, _>(millis(settings.database.lock_timeout))
+        .bind::<Text, _>(millis(settings.database.idle_in_transaction_timeout))
         .execute(conn)?;
     Ok(())
 }
@@ -161,7 +161,7 @@ fn named(database_url: &str) -> String {
 /// server can start while the database is briefly away.
 pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
     Pool::builder()
-        .max_size(settings.pool_size)
+        .max_size(settings.database.pool_size)
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(5))
         // The check at checkout is `Connections::is_valid`: no round trip.
@@ -169,7 +169,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
         .error_handler(Box::new(ConnectErrors))
         .connection_customizer(Box::new(ConnectionSetup {
-            prepared_statements: settings.prepared_statements,
+            prepared_statements: settings.database.prepared_statements,
         }))
         .build_unchecked(Connections(ConnectionManager::new(named(database_url))))
 }

@@ -5,7 +5,6 @@ use std::time::Duration;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
-use crate::config::ApiKey;
 use crate::context::ServiceContext;
 use crate::gateway_events::apply::{self, NotYet};
 use crate::gateway_events::event::Event;
@@ -16,6 +15,7 @@ use crate::payments::stripe::signature;
 use crate::telemetry::log_throttle::LogThrottle;
 use crate::telemetry::metrics;
 use crate::wire::problem::{Problem, ProblemKind};
+use secrecy::{ExposeSecret, SecretString};
 
 /// Stripe's events are small; this leaves room for any object they carry.
 pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
@@ -27,7 +27,7 @@ pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 /// The endpoint's signing secret (`STRIPE_WEBHOOK_SECRET`).
 #[derive(Debug, Clone)]
 pub struct WebhookSettings {
-    pub secret: Option<ApiKey>,
+    pub secret: Option<SecretString>,
 }
 
 /// A Stripe event, verified by its `Stripe-Signature` and recorded once per
@@ -67,7 +67,7 @@ pub async fn stripe_webhook(
     signature::verify(
         &signature,
         &body,
-        secret.expose(),
+        secret.expose_secret(),
         chrono::Utc::now().timestamp(),
         SIGNATURE_TOLERANCE_SECS,
     )
@@ -111,7 +111,7 @@ pub async fn stripe_webhook(
 fn signature_header(
     request: &HttpRequest,
     settings: &WebhookSettings,
-) -> Result<(ApiKey, String), Problem> {
+) -> Result<(SecretString, String), Problem> {
     let refused = |detail: &str| Problem::new(ProblemKind::InvalidSignature, detail);
     let Some(secret) = &settings.secret else {
         // Anyone can send these, so the line is a warning, and one a minute.

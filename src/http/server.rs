@@ -39,7 +39,7 @@ pub fn start(
     context: Arc<ServiceContext>,
     bank_page: BankPage,
 ) -> std::io::Result<Server> {
-    let limits = &settings.rate_limit;
+    let limits = &settings.server.rate_limit;
     let gatekeeper = web::Data::new(Gatekeeper::new(
         context.pool.clone(),
         RateLimiter::new(limits.per_second, limits.burst),
@@ -48,10 +48,10 @@ pub fn start(
         limits.address_per_second,
         limits.address_burst,
     ));
-    let body_timeout = BodyTimeout(settings.http.body_timeout);
+    let body_timeout = BodyTimeout(settings.server.limits.body_timeout);
     let context = web::Data::from(context);
     let webhook_settings = web::Data::new(WebhookSettings {
-        secret: settings.stripe.webhook_secret.clone(),
+        secret: settings.gateway.stripe.webhook_secret.clone(),
     });
     #[cfg(feature = "simulated")]
     let bank_page = bank_page.map(web::Data::new);
@@ -116,13 +116,13 @@ pub fn start(
     // Slow clients: a request's head must arrive within the client timeout
     // (else 408), and idle keep-alive connections are closed.
     server = server
-        .client_request_timeout(settings.http.client_request_timeout)
+        .client_request_timeout(settings.server.limits.client_request_timeout)
         .client_disconnect_timeout(Duration::from_secs(1))
-        .keep_alive(settings.http.keep_alive)
-        .max_connections(settings.http.max_connections)
+        .keep_alive(settings.server.limits.keep_alive)
+        .max_connections(settings.server.limits.max_connections)
         .shutdown_timeout(30);
-    if settings.http_workers > 0 {
-        server = server.workers(settings.http_workers);
+    if settings.server.workers > 0 {
+        server = server.workers(settings.server.workers);
     }
     Ok(Server(server.run()))
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::ReconcileConfig;
+use crate::config::ReconcileSettings;
 use crate::context::ServiceContext;
 use crate::idempotency::awaiting::{self, AwaitingSettings};
 use crate::idempotency::completer::Resumable;
@@ -44,7 +44,7 @@ const KEYS_PER_PASS: usize = 500;
 pub fn run_pass(
     context: &ServiceContext,
     endpoints: &[&dyn Resumable],
-    settings: &ReconcileConfig,
+    settings: &ReconcileSettings,
     options: PassOptions,
 ) -> Result<Summary, ServiceError> {
     let mut summary = Summary::default();
@@ -83,7 +83,7 @@ pub fn run_pass(
 fn pass(
     context: &ServiceContext,
     endpoints: &[&dyn Resumable],
-    settings: &ReconcileConfig,
+    settings: &ReconcileSettings,
     options: PassOptions,
     lease: Option<&PassLease>,
     summary: &mut Summary,

@@ -37,7 +37,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
 
 use super::signing::signature;
-use crate::config::OutboundWebhookConfig;
+use crate::config::UserWebhookSettings;
 use crate::db::{self, DbPool};
 use crate::http_client::destination::{DestinationPolicy, GuardedResolver, NotAllowed};
 
@@ -72,7 +72,7 @@ pub struct Sender {
     agent: ureq::Agent,
     /// For the installation's own destination.
     operator_agent: ureq::Agent,
-    config: Arc<OutboundWebhookConfig>,
+    config: Arc<UserWebhookSettings>,
     /// This instance's attempts in flight, and the signal that one ended.
     slots: Arc<(Mutex<Slots>, Condvar)>,
     /// When each destination's refused attempt was last logged.
@@ -177,7 +177,7 @@ impl Attempt {
 }
 
 impl Sender {
-    pub fn new(pool: DbPool, config: &OutboundWebhookConfig) -> Sender {
+    pub fn new(pool: DbPool, config: &UserWebhookSettings) -> Sender {
         let resolver = GuardedResolver {
             policy: DestinationPolicy {
                 allow_loopback: config.allow_loopback,

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use secrecy::ExposeSecret;
 
 use crate::config::ReceiptDestination;
 use crate::schema::webhook_endpoints as e;
@@ -27,7 +28,7 @@ pub fn configure(
         Some(receipts) => diesel::update(installation)
             .set((
                 e::url.eq(&receipts.url),
-                e::secret.eq(receipts.secret.expose()),
+                e::secret.eq(receipts.secret.expose_secret()),
                 e::previous_secret.eq(None::<String>),
                 e::status.eq("enabled"),
                 e::disabled_reason.eq(None::<String>),

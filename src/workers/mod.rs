@@ -73,7 +73,7 @@ impl Workers {
         }
         if settings.reaper.enabled {
             let pool = context.pool.clone();
-            let retention = settings.retention;
+            let retention = settings.keys.retention;
             workers.spawn("reaper", settings.reaper.interval, move || {
                 match pool
                     .get()
@@ -86,9 +86,9 @@ impl Workers {
                 }
             });
         }
-        if settings.outbound_webhooks.enabled {
-            let sender = Sender::new(context.pool.clone(), &settings.outbound_webhooks);
-            workers.spawn("webhooks", settings.outbound_webhooks.interval, move || {
+        if settings.user_webhooks.enabled {
+            let sender = Sender::new(context.pool.clone(), &settings.user_webhooks);
+            workers.spawn("webhooks", settings.user_webhooks.interval, move || {
                 if let Err(err) = sender.run_once() {
                     log::error!("webhook delivery pass failed: {err:#}");
                 }

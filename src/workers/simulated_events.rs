@@ -26,7 +26,8 @@ const RESEND_AFTER: Duration = Duration::from_secs(1);
 /// The worker, where the simulated gateway is the one in use and its events
 /// are on.
 pub(super) fn start(workers: &mut Workers, settings: &Settings, context: Arc<ServiceContext>) {
-    if settings.gateway == GatewayKind::Simulated && settings.simulated_gateway.events_enabled {
+    if settings.gateway.kind == GatewayKind::Simulated && settings.gateway.simulated.events_enabled
+    {
         workers.spawn("simulated-events", INTERVAL, move || {
             match run_once(&context) {
                 Ok(0) => {}

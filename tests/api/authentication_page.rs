@@ -4,7 +4,7 @@
 //! Stripe's query parameters.
 
 use diesel::{Connection, RunQueryDsl};
-use ridepay::config::{Settings, SimulatedGatewaySettings};
+use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
     CaptureMethod, GatewayError, IntentStatus, PaymentGateway, PaymentIntent, StripeGateway,
 };
@@ -26,7 +26,7 @@ struct PageUnderTest {
 fn simulated(app: &TestApp) -> PageUnderTest {
     let pool = ridepay::db::build_pool(
         &app.database_url,
-        &Settings::for_database(&app.database_url),
+        &crate::common::settings::test_settings(&app.database_url),
     );
     let page = format!("{}/simulated-gateway/authenticate", app.address);
     PageUnderTest {

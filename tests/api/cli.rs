@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::helpers::{spawn_app, RIDE};
 
 fn ridepay(database_url: &str, args: &[&str]) -> (bool, String) {
-    let output = crate::server_process::run(database_url, args, &[]);
+    let output = crate::common::server_process::run(database_url, args, &[]);
     (
         output.status.success(),
         String::from_utf8(output.stdout).unwrap(),

@@ -12,8 +12,8 @@ use crate::helpers::{
 async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {
     // A slow gateway keeps the first request in flight while the others land.
     let app = spawn_app_with(|s| {
-        s.simulated_gateway.latency = Duration::from_millis(300);
-        s.pool_size = 20;
+        s.gateway.simulated.latency = Duration::from_millis(300);
+        s.database.pool_size = 20;
     })
     .await;
 
@@ -53,7 +53,7 @@ async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {
 
 #[tokio::test]
 async fn a_request_in_flight_makes_a_retry_get_409_with_retry_after() {
-    let app = spawn_app_with(|s| s.simulated_gateway.latency = Duration::from_millis(1500)).await;
+    let app = spawn_app_with(|s| s.gateway.simulated.latency = Duration::from_millis(1500)).await;
 
     let slow = app.post_ride("in-flight", RIDE);
     let retry = async {
@@ -73,8 +73,8 @@ async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_payment_
     // The gateway outlasts the lease: a retry takes the lease over while the
     // first holder still waits on its payment.
     let app = spawn_app_with(|s| {
-        s.simulated_gateway.latency = Duration::from_millis(2500);
-        s.lease_timeout = Duration::from_secs(1);
+        s.gateway.simulated.latency = Duration::from_millis(2500);
+        s.keys.lease_timeout = Duration::from_secs(1);
     })
     .await;
 
@@ -90,9 +90,9 @@ async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_payment_
 
 #[tokio::test]
 async fn two_instances_on_one_database_make_one_ride_per_key() {
-    let app = spawn_app_with(|s| s.simulated_gateway.latency = Duration::from_millis(100)).await;
+    let app = spawn_app_with(|s| s.gateway.simulated.latency = Duration::from_millis(100)).await;
     let other = spawn_server(&app.database_url, |s| {
-        s.simulated_gateway.latency = Duration::from_millis(100)
+        s.gateway.simulated.latency = Duration::from_millis(100)
     })
     .await;
 
@@ -157,7 +157,7 @@ async fn one_users_registrations_at_once_end_created_or_at_the_limit_and_hold_up
 #[tokio::test]
 async fn every_idempotent_endpoint_answers_one_users_concurrent_requests_without_a_5xx() {
     for endpoint in ridepay::endpoints::all() {
-        let app = spawn_app_with(|s| s.pool_size = 8).await;
+        let app = spawn_app_with(|s| s.database.pool_size = 8).await;
         let answers = at_once(&app, endpoint.name).await;
         for answer in &answers {
             assert!(

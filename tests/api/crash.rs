@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ridepay::crash;
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{assert_takeover_fenced, database_only, Answer, TestApp, RIDE};
-use crate::server_process::ServerProcess;
 use crate::workers::eventually;
 
 const KEY: &str = "crash-me";

@@ -10,8 +10,8 @@ use diesel::RunQueryDsl;
 use futures_util::stream::{self, StreamExt};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{database_only, on_database, ride_with, Answer, TestApp};
-use crate::server_process::ServerProcess;
 use crate::workers::eventually;
 
 const KEYS: usize = 120;

@@ -40,7 +40,7 @@ struct Simulated {
 
 impl GatewayUnderTest for Simulated {
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
-        let settings = ridepay::config::Settings::for_database(&self.ledger_url);
+        let settings = crate::common::settings::test_settings(&self.ledger_url);
         let pool = ridepay::db::build_pool(&self.ledger_url, &settings);
         Box::new(SimulatedGateway::new(pool, faults))
     }

@@ -113,7 +113,7 @@ fn made_earlier(
 ) -> payments::PaymentIntent {
     let pool = ridepay::db::build_pool(
         &app.database_url,
-        &ridepay::config::Settings::for_database(&app.database_url),
+        &crate::common::settings::test_settings(&app.database_url),
     );
     let made = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
         .create_intent(&CreateIntent {

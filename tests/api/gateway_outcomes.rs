@@ -74,7 +74,7 @@ async fn a_payment_method_the_gateway_rejects_is_a_stored_502_and_the_ride_is_pa
 
 #[tokio::test]
 async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_paying_twice() {
-    let failing = spawn_app_with(|s| s.simulated_gateway.fail_rate = 1.0).await;
+    let failing = spawn_app_with(|s| s.gateway.simulated.fail_rate = 1.0).await;
     let healthy = spawn_server(&failing.database_url, |_| {}).await;
 
     let answer = failing.post_ride("flaky", RIDE).await;
@@ -101,7 +101,7 @@ async fn an_unavailable_gateway_is_a_503_that_a_retry_resumes_without_paying_twi
 
 #[tokio::test]
 async fn a_lost_gateway_response_is_a_503_and_the_retry_gets_the_same_payment() {
-    let lossy = spawn_app_with(|s| s.simulated_gateway.lost_response_rate = 1.0).await;
+    let lossy = spawn_app_with(|s| s.gateway.simulated.lost_response_rate = 1.0).await;
     let healthy = spawn_server(&lossy.database_url, |_| {}).await;
 
     let answer = lossy.post_ride("lost", RIDE).await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use reqwest::{Client, Response};
-use ridepay::config::{ApiKey, Settings, SimulatedGatewaySettings, StripeSettings};
+use ridepay::config::{Settings, SimulatedGatewaySettings, StripeSettings};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres};
 use ridepay::idempotency::{
     self, CanonicalRequest, Claim, Fingerprint, GatewayCalls, IdempotencyKey, IdempotentRequest,
@@ -226,7 +226,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 
 /// Another server on the same database, as a second instance would be.
 pub async fn spawn_server(database_url: &str, configure: impl FnOnce(&mut Settings)) -> String {
-    let mut settings = Settings::for_database(database_url);
+    let mut settings = crate::common::settings::test_settings(database_url);
     configure(&mut settings);
     let app = Application::build(&settings, database_url).expect("build the application");
     let address = format!("http://{}", app.address());
@@ -758,7 +758,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Pa
     let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
     let pool = ridepay::db::build_pool(
         &app.database_url,
-        &Settings::for_database(&app.database_url),
+        &crate::common::settings::test_settings(&app.database_url),
     );
     let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
     let installation = payments::installation_id(&mut conn).unwrap();
@@ -834,7 +834,7 @@ pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) ->
 /// Settings of a Stripe client talking to `fake`.
 pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
     StripeSettings {
-        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_key: Some(FAKE_API_KEY.to_owned().into()),
         api_base: fake.url(),
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
@@ -901,7 +901,7 @@ pub fn reconcile_with(
     dry_run: bool,
     configure: impl FnOnce(&mut Settings),
 ) -> ridepay::reconciliation::Summary {
-    let mut settings = Settings::for_database(&app.database_url);
+    let mut settings = crate::common::settings::test_settings(&app.database_url);
     settings.reconcile.search_lag = Duration::ZERO;
     settings.reconcile.orphan_grace = Duration::ZERO;
     configure(&mut settings);

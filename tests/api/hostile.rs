@@ -13,8 +13,8 @@ use crate::helpers::{
 #[tokio::test]
 async fn a_flooding_key_is_rate_limited_and_another_key_is_not() {
     let app = spawn_app_with(|s| {
-        s.rate_limit.per_second = 5;
-        s.rate_limit.burst = 5;
+        s.server.rate_limit.per_second = 5;
+        s.server.rate_limit.burst = 5;
     })
     .await;
     let calm = create_user(&app.database_url, None);
@@ -32,7 +32,7 @@ async fn a_flooding_key_is_rate_limited_and_another_key_is_not() {
 
 #[tokio::test]
 async fn a_second_user_can_neither_see_nor_replay_nor_block_the_first_users_keys() {
-    let app = spawn_app_with(|s| s.simulated_gateway.latency = Duration::from_millis(800)).await;
+    let app = spawn_app_with(|s| s.gateway.simulated.latency = Duration::from_millis(800)).await;
     let intruder = create_user(&app.database_url, Some("cus_intruder"));
 
     // While the first user's request holds its key, the same key string is
@@ -110,7 +110,9 @@ async fn oversized_headers_are_refused_by_actix_http_before_routing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_too_slow_to_send_its_request_is_cut_off() {
-    let app = spawn_app_with(|s| s.http.client_request_timeout = Duration::from_millis(500)).await;
+    let app =
+        spawn_app_with(|s| s.server.limits.client_request_timeout = Duration::from_millis(500))
+            .await;
     let address = app.address.clone();
     let (answer, waited) = tokio::task::spawn_blocking(move || {
         let mut stream = raw(&address, Duration::from_secs(5));
@@ -128,7 +130,7 @@ async fn a_client_too_slow_to_send_its_request_is_cut_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_keep_alive_connection_is_closed() {
-    let app = spawn_app_with(|s| s.http.keep_alive = Duration::from_secs(1)).await;
+    let app = spawn_app_with(|s| s.server.limits.keep_alive = Duration::from_secs(1)).await;
     let address = app.address.clone();
     let (first, rest) = tokio::task::spawn_blocking(move || {
         let mut stream = raw(&address, Duration::from_secs(5));
@@ -152,8 +154,8 @@ async fn an_idle_keep_alive_connection_is_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_limit_wait_until_one_closes() {
     let app = spawn_app_with(|s| {
-        s.http_workers = 1;
-        s.http.max_connections = 2;
+        s.server.workers = 1;
+        s.server.limits.max_connections = 2;
     })
     .await;
     let address = app.address.clone();

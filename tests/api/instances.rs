@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{database_only, ride_with, TestApp, RIDE};
 use crate::receipts::verified;
 use crate::receiver::Receiver;
-use crate::server_process::ServerProcess;
 use crate::workers::eventually;
 
 fn two_instances(app: &TestApp, extra: &[(&str, &str)]) -> (ServerProcess, ServerProcess) {

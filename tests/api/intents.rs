@@ -477,11 +477,11 @@ fn concurrent_refunds_of_one_payment_never_exceed_it_and_one_key_gets_one_answer
 
 #[test]
 fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_intent_it_made() {
-    use ridepay::config::{Settings, SimulatedGatewaySettings};
+    use ridepay::config::SimulatedGatewaySettings;
     use ridepay::payments::PaymentGateway;
     use ridepay_doubles::SimulatedGateway;
     let url = create_test_database();
-    let pool = ridepay::db::build_pool(&url, &Settings::for_database(&url));
+    let pool = ridepay::db::build_pool(&url, &crate::common::settings::test_settings(&url));
     let with = |faults: SimulatedGatewaySettings| SimulatedGateway::new(pool.clone(), faults);
     let lossy = with(SimulatedGatewaySettings {
         lost_response_rate: 1.0,

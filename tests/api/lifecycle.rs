@@ -353,8 +353,8 @@ async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_e
     use crate::helpers::{spawn_app_with, spawn_fake_gateway, stripe_settings};
     let (fake, ledger) = spawn_fake_gateway(|_| {});
     let app = spawn_app_with(|s| {
-        s.gateway = ridepay::config::GatewayKind::Stripe;
-        s.stripe = stripe_settings(&fake);
+        s.gateway.kind = ridepay::config::GatewayKind::Stripe;
+        s.gateway.stripe = stripe_settings(&fake);
     })
     .await;
     let completed = app.held_ride("to-complete", "pm_card_visa").await;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{database_only, raw, read_all, spawn_server, TestApp, RIDE};
 use crate::receiver::{Receiver, Reply};
-use crate::server_process::ServerProcess;
 use crate::workers::eventually;
 
 /// The log a server writes (at `rust_log`, with `env`) while `act` runs

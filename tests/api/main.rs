@@ -9,6 +9,8 @@ mod auth_and_routing;
 mod authentication_page;
 mod browser;
 mod cli;
+#[path = "../common/mod.rs"]
+mod common;
 mod concurrency;
 mod crash;
 mod create_ride;
@@ -36,8 +38,6 @@ mod migrations;
 mod operations;
 mod outbound_webhooks;
 mod payment_return;
-#[path = "../common/pgbouncer.rs"]
-mod pgbouncer;
 mod pooler;
 mod prepared_statements;
 mod read_rides;
@@ -47,7 +47,6 @@ mod reconciliation;
 mod refunds;
 mod request_bodies;
 mod resume;
-mod server_process;
 mod statements;
 mod strangers;
 mod stripe_client;

@@ -11,10 +11,10 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection};
 use serde_json::Value;
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{
     create_test_database, database_only, skip, spawn_app, spawn_app_with, Answer, RIDE,
 };
-use crate::server_process::ServerProcess;
 
 #[tokio::test]
 async fn metrics_are_prometheus_text_counting_requests_and_idempotency_outcomes() {
@@ -373,12 +373,12 @@ fn schema_rs_is_what_the_migrations_generate() {
 
 #[tokio::test]
 async fn operators_can_inspect_keys_and_rotate_api_keys() {
-    let app = spawn_app_with(|s| s.simulated_gateway.fail_rate = 1.0).await;
+    let app = spawn_app_with(|s| s.gateway.simulated.fail_rate = 1.0).await;
     app.post_ride("inspect-me", RIDE)
         .await
         .assert_problem(503, "payment-gateway-unavailable");
     let run = |args: &[&str]| {
-        let output = crate::server_process::run(&app.database_url, args, &[]);
+        let output = crate::common::server_process::run(&app.database_url, args, &[]);
         assert!(
             output.status.success(),
             "{args:?}: {}",

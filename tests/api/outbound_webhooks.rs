@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use ridepay::config::{ApiKey, ReceiptDestination, Settings};
+use ridepay::config::{ReceiptDestination, Settings};
 use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 
@@ -22,8 +22,8 @@ use crate::workers::eventually;
 async fn app_sending(schedule: &[u64], configure: impl FnOnce(&mut Settings)) -> TestApp {
     let schedule: Vec<Duration> = schedule.iter().copied().map(Duration::from_secs).collect();
     spawn_app_with(|settings| {
-        settings.outbound_webhooks.enabled = true;
-        settings.outbound_webhooks.retry_schedule = schedule;
+        settings.user_webhooks.enabled = true;
+        settings.user_webhooks.retry_schedule = schedule;
         configure(settings);
     })
     .await
@@ -333,7 +333,7 @@ async fn a_410_disables_the_destination_and_a_retry_after_is_waited() {
 #[tokio::test]
 async fn a_destination_that_hangs_never_delays_another() {
     let app = app_sending(&[0, 1], |settings| {
-        settings.outbound_webhooks.timeout = Duration::from_secs(20);
+        settings.user_webhooks.timeout = Duration::from_secs(20);
     })
     .await;
     let hanging = Receiver::start();
@@ -368,10 +368,10 @@ async fn a_destination_that_hangs_never_delays_another() {
 async fn one_users_hanging_destinations_never_hold_up_another_users_or_the_receipts() {
     let receipts = Receiver::start();
     let app = app_sending(&[0], |settings| {
-        settings.outbound_webhooks.timeout = Duration::from_secs(120);
-        settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+        settings.user_webhooks.timeout = Duration::from_secs(120);
+        settings.user_webhooks.receipts = Some(ReceiptDestination {
             url: receipts.url.clone(),
-            secret: ApiKey::new(crate::receipts::SECRET),
+            secret: crate::receipts::SECRET.to_owned().into(),
         });
     })
     .await;
@@ -423,7 +423,7 @@ async fn one_users_hanging_destinations_never_hold_up_another_users_or_the_recei
 /// destinations; the next is a 429 that writes nothing.
 #[tokio::test]
 async fn a_user_sends_at_most_20_test_events_an_hour() {
-    let app = app_sending(&[0], |settings| settings.outbound_webhooks.enabled = false).await;
+    let app = app_sending(&[0], |settings| settings.user_webhooks.enabled = false).await;
     let receiver = Receiver::start();
     let first = register(&app, &receiver, json!(["*"])).await;
     let second = register_as(
@@ -500,7 +500,7 @@ async fn a_deliverys_answer_shows_its_newest_ten_attempts_and_counts_them_all() 
 #[tokio::test]
 async fn a_destination_failing_for_longer_than_allowed_is_disabled() {
     let app = app_sending(&[0, 2, 2], |settings| {
-        settings.outbound_webhooks.disable_after = Duration::from_secs(1);
+        settings.user_webhooks.disable_after = Duration::from_secs(1);
     })
     .await;
     let receiver = Receiver::start();
@@ -526,7 +526,7 @@ async fn a_destination_failing_for_longer_than_allowed_is_disabled() {
 #[tokio::test]
 async fn registration_refuses_destinations_that_may_not_be_reached() {
     let strict = app_sending(&[0], |settings| {
-        settings.outbound_webhooks.allow_loopback = false;
+        settings.user_webhooks.allow_loopback = false;
     })
     .await;
     let register_url = |key: &'static str, url: &str| {
@@ -849,15 +849,15 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
 #[tokio::test]
 async fn every_attempt_connects_only_to_an_address_the_sender_may_reach() {
     let app = app_sending(&[0, 1, 1], |settings| {
-        settings.outbound_webhooks.enabled = false;
+        settings.user_webhooks.enabled = false;
     })
     .await;
     let receiver = Receiver::start();
     register(&app, &receiver, json!(["*"])).await;
     spawn_server(&app.database_url, |settings| {
-        settings.outbound_webhooks.enabled = true;
-        settings.outbound_webhooks.allow_loopback = false;
-        settings.outbound_webhooks.retry_schedule = [0, 1, 1].map(Duration::from_secs).to_vec();
+        settings.user_webhooks.enabled = true;
+        settings.user_webhooks.allow_loopback = false;
+        settings.user_webhooks.retry_schedule = [0, 1, 1].map(Duration::from_secs).to_vec();
     })
     .await;
 
@@ -879,7 +879,7 @@ async fn users_webhooks_never_go_through_a_proxy_the_environment_names() {
     let mut app = crate::helpers::database_only();
     let proxy = Receiver::start();
     let proxy_url = proxy.url.trim_end_matches("/hook").to_owned();
-    let server = crate::server_process::ServerProcess::start(
+    let server = crate::common::server_process::ServerProcess::start(
         &app.database_url,
         &[
             ("OUTBOX_ENABLED", "true"),
@@ -900,7 +900,7 @@ async fn users_webhooks_never_go_through_a_proxy_the_environment_names() {
 #[tokio::test]
 async fn events_past_their_retention_are_deleted_with_their_deliveries() {
     let app = app_sending(&[0], |settings| {
-        settings.outbound_webhooks.retention = Duration::from_secs(24 * 3600);
+        settings.user_webhooks.retention = Duration::from_secs(24 * 3600);
     })
     .await;
     let receiver = Receiver::start();

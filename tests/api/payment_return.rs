@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ridepay::config::{ApiKey, GatewayKind, StripeSettings};
+use ridepay::config::{GatewayKind, StripeSettings};
 use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 use serde_json::Value;
 
@@ -170,9 +170,9 @@ async fn a_gateway_that_cannot_be_asked_gets_a_503_page_and_nothing_changes() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let cut_off = spawn_server(&app.database_url, |s| {
-        s.gateway = GatewayKind::Stripe;
-        s.stripe = StripeSettings {
-            api_key: Some(ApiKey::new("sk_test_unreachable")),
+        s.gateway.kind = GatewayKind::Stripe;
+        s.gateway.stripe = StripeSettings {
+            api_key: Some("sk_test_unreachable".to_owned().into()),
             api_base: format!("http://127.0.0.1:{port}"),
             ..StripeSettings::default()
         };

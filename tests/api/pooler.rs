@@ -10,9 +10,9 @@
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use futures_util::stream::{self, StreamExt};
 
+use crate::common::pgbouncer::{pgbouncer_binary, PgBouncer};
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{database_only, ride_with};
-use crate::pgbouncer::{pgbouncer_binary, PgBouncer};
-use crate::server_process::ServerProcess;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_pgbouncer_in_transaction_mode_every_ride_is_its_own_and_sessions_keep_their_limits()

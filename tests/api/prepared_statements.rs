@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
-use ridepay::config::{Settings, SimulatedGatewaySettings};
+use ridepay::config::SimulatedGatewaySettings;
 use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
 use ridepay::idempotency::flow;
@@ -39,10 +39,8 @@ fn prepared(conn: &mut PgConnection) -> Vec<String> {
 /// One connection serves the whole request, gateway included, so its
 /// session holds every statement the request prepared.
 fn one_connection_context(database_url: &str) -> ServiceContext {
-    let settings = Settings {
-        pool_size: 1,
-        ..Settings::for_database(database_url)
-    };
+    let mut settings = crate::common::settings::test_settings(database_url);
+    settings.database.pool_size = 1;
     let pool: DbPool = ridepay::db::build_pool(database_url, &settings);
     let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
     ServiceContext {

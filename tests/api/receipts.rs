@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 use diesel_migrations::MigrationHarness;
-use ridepay::config::{ApiKey, ReceiptDestination, Settings};
+use ridepay::config::{ReceiptDestination, Settings};
 use serde_json::Value;
 use standardwebhooks::Webhook;
 
@@ -23,11 +23,11 @@ pub const SECRET: &str = "whsec_cmVjZWlwdHMtb2YtdGhlLWluc3RhbGxhdGlvbi0zMmI=";
 /// addresses, so the receiver is reached only as the operator's setting.
 pub fn sending_receipts(url: &str) -> impl FnOnce(&mut Settings) + '_ {
     move |settings| {
-        settings.outbound_webhooks.enabled = true;
-        settings.outbound_webhooks.allow_loopback = false;
-        settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+        settings.user_webhooks.enabled = true;
+        settings.user_webhooks.allow_loopback = false;
+        settings.user_webhooks.receipts = Some(ReceiptDestination {
             url: url.to_owned(),
-            secret: ApiKey::new(SECRET),
+            secret: SECRET.to_owned().into(),
         });
     }
 }
@@ -110,7 +110,7 @@ async fn every_users_captures_cancellations_and_tips_reach_the_receipts_destinat
 
 #[tokio::test]
 async fn without_a_url_the_receipts_destination_is_disabled_and_owed_nothing() {
-    let app = spawn_app_with(|settings| settings.outbound_webhooks.enabled = true).await;
+    let app = spawn_app_with(|settings| settings.user_webhooks.enabled = true).await;
     app.paid_ride("paid").await;
 
     assert_eq!(

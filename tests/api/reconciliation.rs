@@ -10,11 +10,11 @@ use ridepay::config::{GatewayKind, Settings};
 use ridepay_doubles::intents::save_failure;
 use serde_json::json;
 
+use crate::common::server_process::run_json;
 use crate::helpers::{
     count, held_ride, ledger_count, reconcile, reconcile_with, ride_with, spawn_app_with,
     spawn_fake_gateway, spawn_server, stripe_settings, Answer, RideRequest, TestApp, RIDE,
 };
-use crate::server_process::run_json;
 
 fn sql(conn: &mut PgConnection, statement: &str) {
     diesel::sql_query(statement).execute(conn).unwrap();
@@ -103,13 +103,13 @@ async fn a_saved_500_before_the_gateway_acted_is_sent_again_under_the_next_gener
 #[tokio::test]
 async fn a_saved_500_after_the_gateway_acted_is_recorded_and_never_made_again() {
     let lagging = |settings: &mut Settings| {
-        settings.simulated_gateway.search_lag = std::time::Duration::from_secs(3600);
+        settings.gateway.simulated.search_lag = std::time::Duration::from_secs(3600);
     };
     let app = spawn_app_with(|settings| {
         lagging(settings);
-        settings.simulated_gateway.lost_response_rate = 1.0;
+        settings.gateway.simulated.lost_response_rate = 1.0;
         // No event may record the payment before its key meets the 500.
-        settings.simulated_gateway.events_enabled = false;
+        settings.gateway.simulated.events_enabled = false;
     })
     .await;
     // The gateway acts and the answer is lost; then it saves a 500 in its
@@ -275,7 +275,7 @@ async fn a_payment_whose_ride_was_lost_is_refunded_and_its_retry_ends_with_a_502
 async fn a_refund_whose_answer_was_a_saved_500_is_not_made_twice() {
     let app = spawn_app_with(|_| {}).await;
     let saving = spawn_server(&app.database_url, |settings| {
-        settings.simulated_gateway.saved_error_rate = 1.0;
+        settings.gateway.simulated.saved_error_rate = 1.0;
     })
     .await;
     let paid = app.post_ride("paid", RIDE).await;
@@ -325,8 +325,8 @@ async fn a_refund_whose_answer_was_a_saved_500_is_not_made_twice() {
 async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
     let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 0.5);
     let stripe = |settings: &mut Settings| {
-        settings.gateway = GatewayKind::Stripe;
-        settings.stripe = stripe_settings(&fake);
+        settings.gateway.kind = GatewayKind::Stripe;
+        settings.gateway.stripe = stripe_settings(&fake);
     };
     let app = spawn_app_with(stripe).await;
     let keys: Vec<String> = (0..8).map(|i| format!("stripe {i}")).collect();
@@ -408,7 +408,7 @@ async fn a_key_left_to_reconciliation_is_left_to_it() {
 async fn captures_raises_and_cancellations_whose_answer_was_a_saved_500_are_made_once() {
     let app = spawn_app_with(|_| {}).await;
     let saving = spawn_server(&app.database_url, |settings| {
-        settings.simulated_gateway.saved_error_rate = 1.0;
+        settings.gateway.simulated.saved_error_rate = 1.0;
     })
     .await;
     // (action, body, the ride's status and captured amount at the end)

@@ -195,7 +195,7 @@ async fn a_request_in_flight_makes_a_retry_get_409() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("ride").await;
     let slow = spawn_server(&app.database_url, |s| {
-        s.simulated_gateway.latency = Duration::from_millis(1500)
+        s.gateway.simulated.latency = Duration::from_millis(1500)
     })
     .await;
 
@@ -215,12 +215,12 @@ async fn a_request_in_flight_makes_a_retry_get_409() {
 #[tokio::test]
 async fn parallel_refunds_with_different_keys_never_exceed_the_charge() {
     let app = spawn_app_with(|s| {
-        s.simulated_gateway.latency = Duration::from_millis(50);
-        s.pool_size = 20;
+        s.gateway.simulated.latency = Duration::from_millis(50);
+        s.database.pool_size = 20;
     })
     .await;
     let ride_id = app.paid_ride("ride").await;
-    let other = spawn_server(&app.database_url, |s| s.pool_size = 20).await;
+    let other = spawn_server(&app.database_url, |s| s.database.pool_size = 20).await;
 
     let app = &app;
     let answers = join_all((0..12).map(|i| {
@@ -265,7 +265,7 @@ async fn a_lost_gateway_response_is_503_and_the_retry_refunds_once() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("ride").await;
     let lossy = spawn_server(&app.database_url, |s| {
-        s.simulated_gateway.lost_response_rate = 1.0
+        s.gateway.simulated.lost_response_rate = 1.0
     })
     .await;
 
@@ -288,7 +288,7 @@ async fn a_lost_gateway_response_is_503_and_the_retry_refunds_once() {
 async fn the_completer_finishes_a_refund_left_after_a_gateway_failure() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("ride").await;
-    let failing = spawn_server(&app.database_url, |s| s.simulated_gateway.fail_rate = 1.0).await;
+    let failing = spawn_server(&app.database_url, |s| s.gateway.simulated.fail_rate = 1.0).await;
     app.post_refund_to(&failing, &app.user.api_key, ride_id, "abandoned", REFUND)
         .await
         .unwrap()
@@ -353,8 +353,8 @@ async fn a_holder_whose_lease_was_taken_over_cannot_commit_and_only_one_refund_i
     // The gateway outlasts the lease: a retry takes the lease over while the
     // first holder still waits on its refund.
     let slow = spawn_server(&app.database_url, |s| {
-        s.simulated_gateway.latency = Duration::from_millis(2500);
-        s.lease_timeout = Duration::from_secs(1);
+        s.gateway.simulated.latency = Duration::from_millis(2500);
+        s.keys.lease_timeout = Duration::from_secs(1);
     })
     .await;
 

@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::time::Duration;
 
-use ridepay::config::ApiKey;
 use serde_json::Value;
 
 use crate::helpers::{spawn_app_with, trickle, TestApp, RIDE, WEBHOOK_SECRET};
@@ -61,8 +60,8 @@ async fn post(
 
 async fn app() -> TestApp {
     spawn_app_with(|s| {
-        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
-        s.http.body_timeout = Duration::from_secs(1);
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
+        s.server.limits.body_timeout = Duration::from_secs(1);
     })
     .await
 }

@@ -77,7 +77,7 @@ async fn statements_of<F: std::future::Future>(app: &TestApp, request: F) -> i64
 async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_budgets() {
     // Nothing in the background: the gateway's clock and events are off,
     // as are the workers (`Settings::for_database`).
-    let app = spawn_app_with(|s| s.simulated_gateway.events_enabled = false).await;
+    let app = spawn_app_with(|s| s.gateway.simulated.events_enabled = false).await;
     if !counting(&app) {
         return skip(
             "statements::a_new_ride_...",

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use ridepay::config::{ApiKey, GatewayKind, ReceiptDestination, StripeSettings};
+use ridepay::config::{GatewayKind, ReceiptDestination, StripeSettings};
 use serde_json::json;
 
+use crate::common::server_process::ServerProcess;
 use crate::helpers::{
     database_only, raw, read_all, spawn_app, spawn_app_with, stripe_event, trickle, Answer,
     TestApp, RIDE, WEBHOOK_SECRET,
 };
-use crate::server_process::ServerProcess;
 
 /// The series of ridepay's HTTP request metrics for methods it does not
 /// know: what invented requests could add to. (Other tests share the
@@ -96,8 +96,8 @@ async fn an_unknown_api_key_is_refused_before_the_body_is_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_trickled_past_the_time_limit_is_a_408_and_the_connection_is_closed() {
     let app = spawn_app_with(|s| {
-        s.http.body_timeout = Duration::from_secs(1);
-        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+        s.server.limits.body_timeout = Duration::from_secs(1);
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
     })
     .await;
     let rides = post_head(
@@ -124,8 +124,8 @@ async fn a_body_trickled_past_the_time_limit_is_a_408_and_the_connection_is_clos
 #[tokio::test]
 async fn made_up_api_keys_from_one_address_are_limited_and_a_known_key_is_not() {
     let app = spawn_app_with(|s| {
-        s.rate_limit.address_per_second = 2;
-        s.rate_limit.address_burst = 10;
+        s.server.rate_limit.address_per_second = 2;
+        s.server.rate_limit.address_burst = 10;
     })
     .await;
     // The real key is verified once, and from then on costs no allowance.
@@ -157,8 +157,8 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
         ("GET", "/payments/return"),
     ] {
         let app = spawn_app_with(|s| {
-            s.rate_limit.address_per_second = 1;
-            s.rate_limit.address_burst = 5;
+            s.server.rate_limit.address_per_second = 1;
+            s.server.rate_limit.address_burst = 5;
         })
         .await;
         let url = format!("{}{path}", app.address);
@@ -190,9 +190,9 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
 #[tokio::test]
 async fn ipv4_clients_of_a_dual_stack_listener_never_share_an_allowance() {
     let app = spawn_app_with(|s| {
-        s.bind_addr = "[::]:0".to_owned();
-        s.rate_limit.address_per_second = 1;
-        s.rate_limit.address_burst = 5;
+        s.server.bind_addr = "[::]:0".to_owned();
+        s.server.rate_limit.address_per_second = 1;
+        s.server.rate_limit.address_burst = 5;
     })
     .await;
     let port = app.address.rsplit(':').next().unwrap().to_owned();
@@ -263,9 +263,9 @@ async fn redirector() -> (String, Arc<AtomicUsize>) {
 async fn a_redirect_from_the_gateway_is_not_followed_and_pays_nothing() {
     let (url, reached) = redirector().await;
     let app = spawn_app_with(|s| {
-        s.gateway = GatewayKind::Stripe;
-        s.stripe = StripeSettings {
-            api_key: Some(ApiKey::new("sk_test_redirected")),
+        s.gateway.kind = GatewayKind::Stripe;
+        s.gateway.stripe = StripeSettings {
+            api_key: Some("sk_test_redirected".to_owned().into()),
             api_base: url,
             ..StripeSettings::default()
         };
@@ -315,15 +315,15 @@ fn plain_http_to_another_host_is_refused_at_start_up() {
         ("STRIPE_API_BASE", "http://api.stripe.example"),
         ("RECEIPT_WEBHOOK_URL", "http://10.1.2.3/receipts"),
     ] {
-        let mut settings = ridepay::config::Settings::for_database("postgres://localhost/r");
-        settings.gateway = GatewayKind::Stripe;
-        settings.stripe.api_key = Some(ApiKey::new("sk_test_x"));
+        let mut settings = crate::common::settings::test_settings("postgres://localhost/r");
+        settings.gateway.kind = GatewayKind::Stripe;
+        settings.gateway.stripe.api_key = Some("sk_test_x".to_owned().into());
         if name == "STRIPE_API_BASE" {
-            settings.stripe.api_base = url.to_owned();
+            settings.gateway.stripe.api_base = url.to_owned();
         } else {
-            settings.outbound_webhooks.receipts = Some(ReceiptDestination {
+            settings.user_webhooks.receipts = Some(ReceiptDestination {
                 url: url.to_owned(),
-                secret: ApiKey::new(crate::receipts::SECRET),
+                secret: crate::receipts::SECRET.to_owned().into(),
             });
         }
         let refused = settings.validate().unwrap_err().to_string();
@@ -391,7 +391,10 @@ async fn webhooks_without_a_secret_log_one_warning_however_many_arrive() {
 
 #[tokio::test]
 async fn a_signed_event_the_database_cannot_store_is_a_400_not_a_503() {
-    let app = spawn_app_with(|s| s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET))).await;
+    let app = spawn_app_with(|s| {
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into())
+    })
+    .await;
     let object = json!({ "id": "cus_1" });
     for event in [
         // Year -7500: chrono has it, PostgreSQL does not.

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
-use ridepay::config::{ApiKey, StripeSettings};
+use ridepay::config::StripeSettings;
 use ridepay::payments::{
     CaptureMethod, CreateIntent, GatewayError, PaymentGateway, PaymentIntent, StripeGateway,
 };
@@ -67,7 +67,7 @@ fn a_key_in_use_by_a_slower_request_is_unavailable_and_pays_once() {
 fn a_refused_api_key_is_misconfigured_and_never_shown() {
     let (fake, ledger) = spawn_fake_gateway(|_| {});
     let mut settings = stripe_settings(&fake);
-    settings.api_key = Some(ApiKey::new("sk_test_WrongKey999"));
+    settings.api_key = Some("sk_test_WrongKey999".to_owned().into());
     let client = StripeGateway::new(&settings).unwrap();
 
     let refused = client.create_intent(&request("bad-key")).unwrap_err();
@@ -119,7 +119,7 @@ fn a_closed_port_is_unavailable() {
         .local_addr()
         .unwrap();
     let settings = StripeSettings {
-        api_key: Some(ApiKey::new(FAKE_API_KEY)),
+        api_key: Some(FAKE_API_KEY.to_owned().into()),
         api_base: format!("http://{closed}"),
         ..StripeSettings::default()
     };

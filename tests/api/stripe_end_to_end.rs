@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use diesel::Connection;
-use ridepay::config::{ApiKey, GatewayKind, Settings};
+use ridepay::config::{GatewayKind, Settings};
 use ridepay::payments::{Payment, PaymentGateway, RefundRequest, StripeGateway};
 use ridepay_doubles::fake_stripe::{FakeGateway, WebhookTarget};
 use serde_json::json;
@@ -17,8 +17,8 @@ use crate::helpers::{
 use crate::workers::eventually;
 
 fn use_stripe(settings: &mut Settings, fake: &FakeGateway) {
-    settings.gateway = GatewayKind::Stripe;
-    settings.stripe = stripe_settings(fake);
+    settings.gateway.kind = GatewayKind::Stripe;
+    settings.gateway.stripe = stripe_settings(fake);
 }
 
 /// Retries the same request, as a client would, until its answer is final.
@@ -94,7 +94,7 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
     let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
     let app = spawn_app_with(|settings| {
         use_stripe(settings, &slow);
-        settings.stripe.timeout = Duration::from_millis(200);
+        settings.gateway.stripe.timeout = Duration::from_millis(200);
     })
     .await;
     let patient = spawn_server(&app.database_url, |settings| use_stripe(settings, &slow)).await;
@@ -120,7 +120,7 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
 async fn stripe_with_webhooks(fake: &FakeGateway) -> TestApp {
     let app = spawn_app_with(|settings| {
         use_stripe(settings, fake);
-        settings.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+        settings.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
     })
     .await;
     fake.send_webhooks_to(WebhookTarget {

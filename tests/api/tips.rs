@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use diesel::prelude::*;
-use ridepay::config::{ApiKey, Settings};
 
 use ridepay::payments::{Payment, PaymentGateway, RefundRequest};
 use ridepay_doubles::intents;
@@ -74,7 +73,7 @@ fn assert_ride(ride: &Value, status: &str, captured: i64, tip: i64) {
 /// The server, taking Stripe's events.
 async fn with_webhooks() -> TestApp {
     spawn_app_with(|settings| {
-        settings.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
+        settings.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
     })
     .await
 }
@@ -82,7 +81,7 @@ async fn with_webhooks() -> TestApp {
 fn simulated_gateway(app: &TestApp) -> impl PaymentGateway {
     let pool = ridepay::db::build_pool(
         &app.database_url,
-        &Settings::for_database(&app.database_url),
+        &crate::common::settings::test_settings(&app.database_url),
     );
     SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
 }
@@ -541,7 +540,7 @@ async fn a_tip_whose_answer_was_a_saved_500_is_paid_once() {
     let app = spawn_app().await;
     let ride_id = captured_ride(&app, "ride").await;
     let failing = spawn_server(&app.database_url, |settings| {
-        settings.simulated_gateway.saved_error_rate = 1.0;
+        settings.gateway.simulated.saved_error_rate = 1.0;
     })
     .await;
     let url = format!("{failing}/api/rides/{ride_id}/tip");

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use diesel::Connection;
-use ridepay::config::ApiKey;
 use ridepay::payments::stripe::signature::sign;
 use ridepay::payments::{Payment, RefundRequest};
 use ridepay_doubles::events::Double;
@@ -20,8 +19,8 @@ use crate::workers::eventually;
 /// theirs, and count what they recorded.
 async fn app() -> TestApp {
     spawn_app_with(|s| {
-        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
-        s.simulated_gateway.events_enabled = false;
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
+        s.gateway.simulated.events_enabled = false;
     })
     .await
 }
@@ -217,8 +216,8 @@ async fn a_key_with_an_unknown_payment_outcome_is_settled_by_an_event_and_finish
     // pending, and the gateway's own event (in-process) or a webhook
     // settles it.
     let app = spawn_app_with(|s| {
-        s.stripe.webhook_secret = Some(ApiKey::new(WEBHOOK_SECRET));
-        s.simulated_gateway.lost_response_rate = 1.0;
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into());
+        s.gateway.simulated.lost_response_rate = 1.0;
     })
     .await;
     app.post_ride("unknown", RIDE)
@@ -250,7 +249,7 @@ async fn a_key_with_an_unknown_payment_outcome_is_settled_by_an_event_and_finish
     // the key without calling it.
     spawn_server(&app.database_url, |s| {
         s.completer.enabled = true;
-        s.simulated_gateway.lost_response_rate = 1.0;
+        s.gateway.simulated.lost_response_rate = 1.0;
     })
     .await;
     let finished = eventually(Duration::from_secs(10), || {

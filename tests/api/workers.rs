@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
 use ridepay::backoff::Backoff;
-use ridepay::config::{Settings, SimulatedGatewaySettings};
+use ridepay::config::SimulatedGatewaySettings;
 use ridepay::context::ServiceContext;
 use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::reaper;
@@ -35,7 +35,7 @@ pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool
 pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
     let pool = ridepay::db::build_pool(
         &app.database_url,
-        &Settings::for_database(&app.database_url),
+        &crate::common::settings::test_settings(&app.database_url),
     );
     let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
     Arc::new(ServiceContext {
@@ -73,7 +73,7 @@ pub fn complete_once(
 
 #[tokio::test]
 async fn the_completer_finishes_a_key_released_after_a_gateway_failure() {
-    let failing = spawn_app_with(|s| s.simulated_gateway.fail_rate = 1.0).await;
+    let failing = spawn_app_with(|s| s.gateway.simulated.fail_rate = 1.0).await;
     failing
         .post_ride("abandoned", RIDE)
         .await

@@ -7,15 +7,12 @@
 //! fails it; elsewhere it is skipped, saying why).
 
 mod clients;
+#[path = "../common/mod.rs"]
+mod common;
 mod patroni;
-#[path = "../common/pgbouncer.rs"]
-mod pgbouncer;
 mod streaming;
 // Shared with the main suite, which uses all of it.
 #[allow(dead_code)]
-#[path = "../api/server_process.rs"]
-mod server_process;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,8 +23,8 @@ use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayCon
 use ridepay_doubles::SimulatedGatewaySettings;
 
 use clients::Answered;
+use common::server_process::ServerProcess;
 use patroni::{Cluster, Tools};
-use server_process::ServerProcess;
 
 const FAKE_API_KEY: &str = "sk_test_ridepay_ha";
 
@@ -224,7 +221,7 @@ struct Deployment {
     server: ServerProcess,
     api_key: String,
     /// Each node's PgBouncer, when the route has them.
-    poolers: Vec<Option<pgbouncer::PgBouncer>>,
+    poolers: Vec<Option<common::pgbouncer::PgBouncer>>,
     _proxy: Option<patroni::HaProxy>,
 }
 
@@ -238,8 +235,8 @@ impl Deployment {
         let (database_url, poolers, proxy, env) = match route {
             Route::Libpq => (direct_url.clone(), Vec::new(), None, Vec::new()),
             Route::PgBouncer(mode) => {
-                let binary = pgbouncer::pgbouncer_binary()?;
-                let poolers: Vec<pgbouncer::PgBouncer> = cluster
+                let binary = common::pgbouncer::pgbouncer_binary()?;
+                let poolers: Vec<common::pgbouncer::PgBouncer> = cluster
                     .nodes
                     .iter()
                     .map(|node| {
@@ -248,7 +245,7 @@ impl Deployment {
                              dbname=ridepay",
                             node.pg_port
                         );
-                        pgbouncer::PgBouncer::start(&binary, &node_url, mode)
+                        common::pgbouncer::PgBouncer::start(&binary, &node_url, mode)
                     })
                     .collect();
                 let backends: Vec<(u16, u16)> = poolers
@@ -606,7 +603,7 @@ fn kept(database_url: &str, answer: &Answered) -> bool {
 /// no ride records; its summary.
 fn reconcile(database_url: &str, gateway: &Gateway) -> serde_json::Value {
     let base = gateway.fake.url();
-    server_process::run_json(
+    common::server_process::run_json(
         database_url,
         &["reconcile"],
         &[

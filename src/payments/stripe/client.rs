@@ -7,7 +7,9 @@ use anyhow::Context;
 
 use super::outcome::{self, Answer};
 use super::{intents, refunds};
-use crate::config::{ApiKey, StripeSettings};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
     CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, IntentPage,
@@ -18,7 +20,7 @@ pub struct StripeGateway {
     agent: ureq::Agent,
     refunds_url: String,
     intents_url: String,
-    api_key: ApiKey,
+    api_key: SecretString,
 }
 
 impl std::fmt::Debug for StripeGateway {
@@ -53,7 +55,7 @@ impl StripeGateway {
         request
             .header(
                 "Authorization",
-                &format!("Bearer {}", self.api_key.expose()),
+                &format!("Bearer {}", self.api_key.expose_secret()),
             )
             .header("Stripe-Version", STRIPE_VERSION)
     }
@@ -246,7 +248,7 @@ mod tests {
     #[test]
     fn debug_output_never_shows_the_api_key() {
         let gateway = StripeGateway::new(&StripeSettings {
-            api_key: Some(ApiKey::new("sk_live_TopSecret123")),
+            api_key: Some("sk_live_TopSecret123".to_owned().into()),
             ..StripeSettings::default()
         })
         .unwrap();
