@@ -19,12 +19,12 @@ use crate::idempotency::{Endpoint, KeyRows, RecoveryPoints, Step};
 macro_rules! for_each_endpoint {
     ($then:ident) => {
         $then! {
-            $crate::rides::create::endpoint::RideEndpoint,
-            $crate::refunds::endpoint::RefundEndpoint,
-            $crate::rides::complete::endpoint::CompleteEndpoint,
-            $crate::rides::cancel::endpoint::CancelEndpoint,
-            $crate::rides::tip::endpoint::TipEndpoint,
-            $crate::user_webhooks::create::endpoint::RegisterDestination,
+            $crate::rides::create::RideEndpoint,
+            $crate::refunds::create::RefundEndpoint,
+            $crate::rides::complete::CompleteEndpoint,
+            $crate::rides::cancel::CancelEndpoint,
+            $crate::rides::tip::TipEndpoint,
+            $crate::user_webhooks::register::RegisterDestination,
             $crate::user_webhooks::actions::retry::RetryEndpoint,
             $crate::user_webhooks::actions::roll_secret::RollSecretEndpoint,
             $crate::user_webhooks::actions::test_event::TestEventEndpoint,

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use ridepay::idempotency::{Fingerprint, IdempotencyKey};
 use ridepay::payments::CaptureMethod;
-use ridepay::rides::create::request::RideParams;
+use ridepay::rides::create::RideParams;
 use serde_json::{json, Value};
 
 fn fingerprint(params: &RideParams) -> Fingerprint {

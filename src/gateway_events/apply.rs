@@ -15,9 +15,9 @@ use crate::ids::RideId;
 use crate::payments::{
     Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund, RIDEPAY_KEY,
 };
+use crate::refunds::create::REASONS;
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
-use crate::refunds::request::REASONS;
-use crate::rides::create::{endpoint as create_ride, RecoveryPoint as RidePoint};
+use crate::rides::create::{self as create_ride, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
 use crate::rides::transitions::{may_follow, settlement};
 use crate::schema::idempotency_keys::dsl as keys;

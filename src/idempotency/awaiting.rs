@@ -2,7 +2,7 @@
 //! the gateway saved under its key, so no retry can learn what it did.
 //! Each is claimed as the completer claims a key (`FOR UPDATE SKIP LOCKED`,
 //! a new fencing epoch, safe on every instance at once) and resolved by its
-//! endpoint's lookup (`flow::resolve`).
+//! endpoint's lookup (`resume::resolve`).
 
 use std::time::Duration;
 
@@ -10,8 +10,8 @@ use diesel::prelude::*;
 
 use super::claim::bump_epoch;
 use super::completer::{ClaimedKey, Resolution, Resumable};
-use super::policy::KeyPolicy;
-use super::record::KeyRecord;
+use super::key_row::KeyRecord;
+use super::lease::KeyPolicy;
 use super::recovery_point::FINISHED;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;

@@ -6,15 +6,15 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use super::canonical::CanonicalRequest;
-use super::fingerprint::Fingerprint;
 use super::gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
-use super::key::IdempotencyKey;
+use super::key_row::KeyState;
+use super::key_row::StoredResponse;
+use super::lease::KeyPolicy;
 use super::lease::Lease;
-use super::policy::KeyPolicy;
-use super::record::KeyState;
 use super::recovery_point::{RecoveryPoints, FINISHED};
-use super::stored_response::StoredResponse;
+use super::request::CanonicalRequest;
+use super::request::Fingerprint;
+use super::request::IdempotencyKey;
 use crate::db::{database_now, CacheStatement};
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
@@ -248,7 +248,7 @@ fn claim_at<P: RecoveryPoints>(
 
 /// Takes the lease of a row the caller holds locked, bumping the fencing epoch
 /// so that any earlier holder's next phase commit is refused.
-pub(crate) fn take_lease<P: RecoveryPoints>(
+pub(super) fn take_lease<P: RecoveryPoints>(
     conn: &mut PgConnection,
     record: &KeyState,
 ) -> Result<Lease<P>, ServiceError> {
@@ -330,30 +330,4 @@ fn claim_rules<P: RecoveryPoints>(
         return Err(ServiceError::NeedsAttention);
     }
     Ok(None)
-}
-
-/// Takes the lease of an unfinished key whose lease is free or expired, for a
-/// caller other than the key's client or the completer (a webhook that
-/// learnt the outcome of the key's external effect, say). `None` when the
-/// key is finished, or its lease is held, or another transaction has the row
-/// locked.
-pub fn take_over<P: RecoveryPoints>(
-    conn: &mut PgConnection,
-    key_id: KeyId,
-    policy: &KeyPolicy,
-) -> Result<Option<Lease<P>>, ServiceError> {
-    let Some((record, db_now)) = keys::idempotency_keys
-        .find(key_id)
-        .select((KeyState::as_select(), database_now()))
-        .for_update()
-        .skip_locked()
-        .first::<(KeyState, DateTime<Utc>)>(conn)
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    if record.recovery_point == FINISHED || !policy.lease_expired(record.locked_at, db_now) {
-        return Ok(None);
-    }
-    Ok(Some(take_lease(conn, &record)?))
 }

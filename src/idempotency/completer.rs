@@ -9,11 +9,11 @@ use diesel::prelude::*;
 
 use super::claim::{bump_epoch, parse_point};
 use super::gateway_calls::GatewayCalls;
+use super::key_row::KeyRecord;
+use super::key_row::StoredResponse;
+use super::lease::KeyPolicy;
 use super::lease::Lease;
-use super::policy::KeyPolicy;
-use super::record::KeyRecord;
 use super::recovery_point::{RecoveryPoints, FINISHED};
-use super::stored_response::StoredResponse;
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;
@@ -47,7 +47,7 @@ pub trait Resumable: Send + Sync {
     /// Drives the claimed key to Finished.
     fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError>;
 
-    /// Resolves the claimed key, left to reconciliation (`flow::resolve`).
+    /// Resolves the claimed key, left to reconciliation (`resume::resolve`).
     fn reconcile(
         &self,
         key: ClaimedKey,

@@ -13,10 +13,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::finishing::Finishing;
+use super::key_row::StoredResponse;
+use super::lease::KeyPolicy;
 use super::lease::Lease;
-use super::policy::KeyPolicy;
 use super::recovery_point::RecoveryPoints;
-use super::stored_response::StoredResponse;
 use crate::db::DbPool;
 use crate::ids::UserId;
 use crate::service_error::ServiceError;

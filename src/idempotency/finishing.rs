@@ -27,7 +27,7 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::{BigInt, Bool};
 use diesel::{QueryResult, RunQueryDsl};
 
-use super::stored_response::StoredResponse;
+use super::key_row::StoredResponse;
 use crate::db::ChangeCtes;
 
 const FENCED: &str = "EXISTS (SELECT 1 FROM fence)";

@@ -7,15 +7,14 @@
 
 use diesel::{Connection, PgConnection};
 
-use super::canonical::CanonicalRequest;
-use super::claim::{self, parse_point, Claim, IdempotentRequest};
-use super::completer::{ClaimedKey, Resolution, Resumable};
-use super::endpoint::{Called, Endpoint, FlowContext, Found, LeaseOf, Transition, TransitionOf};
-use super::key::IdempotencyKey;
+use super::claim::{self, Claim, IdempotentRequest};
+use super::endpoint::{Called, Endpoint, FlowContext, LeaseOf, Transition, TransitionOf};
+use super::key_row::KeyRecord;
+use super::key_row::StoredResponse;
 use super::lease::{in_transaction, Lease};
-use super::record::KeyRecord;
 use super::recovery_point::{RecoveryPoints, Step};
-use super::stored_response::StoredResponse;
+use super::request::CanonicalRequest;
+use super::request::IdempotencyKey;
 use crate::crash;
 use crate::db::DbConn;
 use crate::ids::KeyId;
@@ -94,19 +93,8 @@ pub fn serve<E: Endpoint>(
     })
 }
 
-/// Drives a claimed key from its recovery point to Finished, releasing the
-/// lease where a failure leaves it. A key found finished answers with its
-/// stored response.
-pub fn drive<E: Endpoint>(
-    cx: &E::Context,
-    lease: LeaseOf<E>,
-    params: &E::Params,
-) -> Result<StoredResponse, ServiceError> {
-    drive_from::<E>(cx, lease, params, None)
-}
-
 /// `drive`, with what the steps before learnt, if they ran here.
-fn drive_from<E: Endpoint>(
+pub(super) fn drive_from<E: Endpoint>(
     cx: &E::Context,
     lease: LeaseOf<E>,
     params: &E::Params,
@@ -117,69 +105,12 @@ fn drive_from<E: Endpoint>(
     })
 }
 
-/// Resolves a key left to reconciliation, whose lease the caller took:
-/// what the call from its point made is looked up; made, it is recorded
-/// as its answer would have been; proven not made, the call is sent again
-/// under its next generation's key, or, `past_deadline`, the key ends with
-/// the refusal the endpoint gives. Either way the steps then drive the key
-/// on, as a retry would. `dry_run` looks and changes nothing.
-pub fn resolve<E: Endpoint>(
-    cx: &E::Context,
-    lease: LeaseOf<E>,
-    params: &E::Params,
-    past_deadline: bool,
-    dry_run: bool,
-) -> Result<Resolution, ServiceError> {
-    let point = lease.recovery_point();
-    if !matches!(point.step(), Step::Call(_)) {
-        // An event recorded what the call made meanwhile: the key goes on.
-        if !dry_run {
-            drive::<E>(cx, lease, params)?;
-        }
-        return Ok(Resolution::Recorded);
-    }
-    let known = E::load(cx, &mut *cx.pool().get()?, &lease, params, point)?;
-    let found = match E::look_up(cx, &lease, params, point, known) {
-        Ok(found) => found,
-        // Proves nothing: the key waits for the next pass.
-        Err(err) if !dry_run => {
-            lease.leave_to_reconciliation(&mut *cx.pool().get()?)?;
-            return Err(err);
-        }
-        Err(err) => return Err(err),
-    };
-    if dry_run {
-        return Ok(match found {
-            Found::Made(..) => Resolution::Recorded,
-            Found::Absent { .. } if past_deadline => Resolution::Refused,
-            Found::Absent { .. } => Resolution::Reissued,
-        });
-    }
-    let mut resolution = Resolution::Recorded;
-    release_on_failure(cx, lease, |lease| {
-        let (known, answered) = match found {
-            Found::Made(known, answer) => (None, Some((known, answer))),
-            Found::Absent { known, refused } if past_deadline => {
-                resolution = Resolution::Refused;
-                (None, Some((known, refused)))
-            }
-            Found::Absent { known, .. } => {
-                lease.next_generation(&mut *cx.pool().get()?)?;
-                resolution = Resolution::Reissued;
-                (Some(known), None)
-            }
-        };
-        run_steps::<E>(cx, lease, params, known, answered)
-    })?;
-    Ok(resolution)
-}
-
 /// The steps from the lease's point to Finished: each call, then the steps
 /// that record it. `known` is what the steps before learnt, if they ran
 /// here (else the endpoint loads it, once, where the first step needs it);
 /// `answered` a call's answer already in hand (found by reconciliation),
 /// recorded before anything is called.
-fn run_steps<E: Endpoint>(
+pub(super) fn run_steps<E: Endpoint>(
     cx: &E::Context,
     lease: &mut LeaseOf<E>,
     params: &E::Params,
@@ -288,7 +219,7 @@ fn steps_in_transaction<E: Endpoint>(
 /// Runs `steps` on the lease; on any failure but a lost lease, gives the
 /// lease up where it stands, so a retry (or the completer) can resume at once
 /// instead of waiting for it to expire.
-fn release_on_failure<C: FlowContext, P: RecoveryPoints, T>(
+pub(super) fn release_on_failure<C: FlowContext, P: RecoveryPoints, T>(
     cx: &C,
     mut lease: Lease<P>,
     steps: impl FnOnce(&mut Lease<P>) -> Result<T, ServiceError>,
@@ -325,40 +256,4 @@ fn stored_response(conn: &mut PgConnection, key_id: KeyId) -> Result<StoredRespo
         .state
         .take_stored_response()
         .ok_or_else(|| anyhow::anyhow!("finished key {key_id} has no response").into())
-}
-
-/// The keys of endpoint `E`, for the completer and reconciliation.
-pub struct KeyRows<E: Endpoint> {
-    context: std::sync::Arc<E::Context>,
-}
-
-impl<E: Endpoint> KeyRows<E> {
-    pub fn new(context: std::sync::Arc<E::Context>) -> Self {
-        KeyRows { context }
-    }
-}
-
-impl<E: Endpoint> Resumable for KeyRows<E> {
-    fn endpoint(&self) -> &'static str {
-        E::Point::ENDPOINT
-    }
-
-    fn awaits_external_effect(&self, record: &KeyRecord) -> Result<bool, ServiceError> {
-        Ok(parse_point::<E::Point>(record)?.awaits_external_effect())
-    }
-
-    fn resume(&self, key: ClaimedKey) -> Result<StoredResponse, ServiceError> {
-        let params: E::Params = key.params()?;
-        drive::<E>(&self.context, key.lease()?, &params)
-    }
-
-    fn reconcile(
-        &self,
-        key: ClaimedKey,
-        past_deadline: bool,
-        dry_run: bool,
-    ) -> Result<Resolution, ServiceError> {
-        let params: E::Params = key.params()?;
-        resolve::<E>(&self.context, key.lease()?, &params, past_deadline, dry_run)
-    }
 }

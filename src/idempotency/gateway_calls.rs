@@ -5,9 +5,9 @@
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::fingerprint::Fingerprint;
-use super::key::IdempotencyKey;
-use super::record::KeyState;
+use super::key_row::KeyState;
+use super::request::Fingerprint;
+use super::request::IdempotencyKey;
 use crate::service_error::ServiceError;
 use ridepay_gateway::HoldRequest;
 

@@ -6,37 +6,31 @@
 //! endpoint.
 
 pub mod awaiting;
-mod canonical;
 mod claim;
 pub mod completer;
 pub mod endpoint;
-mod fingerprint;
 mod finishing;
 pub mod flow;
 mod gateway_calls;
-mod key;
+mod key_row;
 mod lease;
-mod policy;
 pub mod reaper;
-mod record;
 mod recovery_point;
-mod stored_response;
+mod request;
+mod resume;
 
-pub use canonical::CanonicalRequest;
-pub use claim::{
-    claim, find_caller_key, lookup, take_over, Claim, FoundKey, IdempotentRequest, Requester,
-};
+pub use claim::{claim, find_caller_key, lookup, Claim, FoundKey, IdempotentRequest, Requester};
 pub use completer::Resolution;
 pub use endpoint::{
     CallOf, Called, Endpoint, FlowContext, Found, FoundOf, LeaseOf, Transition, TransitionOf,
 };
-pub use fingerprint::Fingerprint;
 pub use finishing::{fenced, Finishing};
-pub use flow::{KeyRows, Outcome};
+pub use flow::Outcome;
 pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
-pub use key::{IdempotencyKey, KeyError};
-pub use lease::{in_transaction, Lease};
-pub use policy::KeyPolicy;
-pub use record::{find, oldest_unfinished_age, stuck, KeyRecord, KeyState};
+pub use key_row::{
+    find, oldest_unfinished_age, stuck, KeyRecord, KeyState, StoredHeaders, StoredResponse,
+};
+pub use lease::{in_transaction, KeyPolicy, Lease};
 pub use recovery_point::{RecoveryPoints, Step, FINISHED, STARTED};
-pub use stored_response::{StoredHeaders, StoredResponse};
+pub use request::{CanonicalRequest, Fingerprint, IdempotencyKey, KeyError};
+pub use resume::{drive, resolve, take_over, KeyRows};

@@ -1,10 +1,6 @@
-//! Refunds: the `POST /api/rides/{id}/refunds` endpoint's recovery points,
-//! phases and routes, on the same idempotency machinery as rides, and the
-//! read routes.
+//! Refunds: `POST /api/rides/{id}/refunds` (`create`), on the same
+//! idempotency machinery as rides, and the refunds as the ride's model
+//! keeps them (`model`).
 
-pub mod endpoint;
+pub mod create;
 pub mod model;
-mod recovery_point;
-pub mod request;
-
-pub use recovery_point::RecoveryPoint;

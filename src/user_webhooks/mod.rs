@@ -4,10 +4,10 @@
 //! specification, at least once.
 
 pub mod actions;
-pub mod create;
 pub mod deliveries;
 pub mod delivery;
 pub mod events;
 pub mod installation;
 pub mod model;
+pub mod register;
 pub mod signing;

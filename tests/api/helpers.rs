@@ -15,9 +15,9 @@ use ridepay::idempotency::{
 };
 use ridepay::ids::UserId;
 use ridepay::payments::{self, Final, PaymentIntent};
-use ridepay::rides::create::endpoint as phases;
-use ridepay::rides::create::request::RideParams;
+use ridepay::rides::create as phases;
 use ridepay::rides::create::RecoveryPoint;
+use ridepay::rides::create::RideParams;
 use ridepay::service_error::ServiceError;
 use ridepay::startup::Application;
 use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};

@@ -13,8 +13,8 @@ use ridepay::db::DbPool;
 use ridepay::idempotency::flow;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
 use ridepay::payments;
-use ridepay::rides::create::endpoint::RideEndpoint;
-use ridepay::rides::create::request::RideParams;
+use ridepay::rides::create::RideEndpoint;
+use ridepay::rides::create::RideParams;
 use ridepay::users;
 use ridepay_doubles::SimulatedGateway;
 

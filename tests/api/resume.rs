@@ -2,7 +2,7 @@
 //! finished by a retry once the lease has expired: one ride, one payment.
 
 use ridepay::idempotency::{self, Claim, Lease};
-use ridepay::rides::create::endpoint as phases;
+use ridepay::rides::create as phases;
 use ridepay::rides::create::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 

@@ -12,8 +12,8 @@ use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::reaper;
 use ridepay::idempotency::KeyRows;
 use ridepay::payments;
-use ridepay::rides::create::endpoint::RideEndpoint;
 use ridepay::rides::create::RecoveryPoint;
+use ridepay::rides::create::RideEndpoint;
 use ridepay_doubles::SimulatedGateway;
 
 use crate::helpers::{

@@ -9,8 +9,8 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::ids::RideId;
-use crate::refunds::endpoint::RefundEndpoint;
-use crate::refunds::request::RefundParams;
+use crate::refunds::create::RefundEndpoint;
+use crate::refunds::create::RefundParams;
 use crate::wire::problem::Problem;
 use crate::wire::refund::RefundJson;
 use crate::wire::requests::RefundRequest;

@@ -5,7 +5,7 @@ pub(crate) mod get;
 pub(crate) mod list;
 
 use crate::http::routes::Routes;
-use crate::refunds::endpoint::RefundEndpoint;
+use crate::refunds::create::RefundEndpoint;
 use actix_web::web;
 use utoipa::OpenApi;
 

@@ -12,8 +12,8 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::cancel::endpoint::CancelEndpoint;
-use crate::rides::cancel::request::CancelParams;
+use crate::rides::cancel::CancelEndpoint;
+use crate::rides::cancel::CancelParams;
 use crate::wire::problem::Problem;
 use crate::wire::requests::CancelRideRequest;
 use crate::wire::ride::RideJson;

@@ -12,8 +12,8 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::complete::endpoint::CompleteEndpoint;
-use crate::rides::complete::request::CompleteParams;
+use crate::rides::complete::CompleteEndpoint;
+use crate::rides::complete::CompleteParams;
 use crate::wire::problem::Problem;
 use crate::wire::requests::CompleteRideRequest;
 use crate::wire::ride::RideJson;

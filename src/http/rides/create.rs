@@ -8,8 +8,8 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::rides::create::endpoint::RideEndpoint;
-use crate::rides::create::request::RideParams;
+use crate::rides::create::RideEndpoint;
+use crate::rides::create::RideParams;
 use crate::wire::problem::Problem;
 use crate::wire::requests::RideRequest;
 use crate::wire::ride::RideJson;

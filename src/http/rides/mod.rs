@@ -8,7 +8,7 @@ pub(crate) mod list;
 pub(crate) mod tip;
 
 use crate::http::routes::Routes;
-use crate::rides::create::endpoint::RideEndpoint;
+use crate::rides::create::RideEndpoint;
 use actix_web::web;
 use utoipa::OpenApi;
 

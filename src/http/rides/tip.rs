@@ -12,8 +12,8 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::tip::endpoint::TipEndpoint;
-use crate::rides::tip::request::TipParams;
+use crate::rides::tip::TipEndpoint;
+use crate::rides::tip::TipParams;
 use crate::wire::problem::Problem;
 use crate::wire::requests::TipRideRequest;
 use crate::wire::ride::RideJson;

@@ -8,8 +8,8 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::user_webhooks::create::endpoint::RegisterDestination;
-use crate::user_webhooks::create::request::DestinationParams;
+use crate::user_webhooks::register::DestinationParams;
+use crate::user_webhooks::register::RegisterDestination;
 use crate::wire::destination::DestinationJson;
 use crate::wire::problem::Problem;
 use crate::wire::requests::WebhookEndpointRequest;

@@ -8,7 +8,7 @@ pub(crate) mod read;
 pub(crate) mod update;
 
 use crate::http::routes::Routes;
-use crate::user_webhooks::create::endpoint::RegisterDestination;
+use crate::user_webhooks::register::RegisterDestination;
 use actix_web::web;
 use utoipa::OpenApi;
 

@@ -1,10 +1,19 @@
-//! The `idempotency_keys` row and the queries on it that take no lease.
+//! The `idempotency_keys` row, the queries on it that take no lease, and
+//! the response stored with a finished key, replayed byte for byte. What
+//! the response holds (statuses, headers, bodies) is made by `wire`.
+
+use std::io::Write;
 
 use chrono::{DateTime, Utc};
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
+use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::sql_types::Jsonb;
+use diesel::AsExpression;
 use serde_json::Value;
 
-use super::stored_response::{StoredHeaders, StoredResponse};
+use super::request::JSONB_FORMAT_VERSION;
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys;
 
@@ -122,4 +131,35 @@ pub fn oldest_unfinished_age(conn: &mut PgConnection) -> QueryResult<std::time::
     Ok(oldest
         .map(|created| (now - created).to_std().unwrap_or_default())
         .unwrap_or_default())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub headers: StoredHeaders,
+    pub body: Vec<u8>,
+}
+
+/// The headers in the order they were sent (`Content-Type`, `Location`, ...),
+/// stored as a JSON array of `[name, value]` pairs. Read and written without
+/// a `serde_json::Value` in between, since every replay reads them.
+#[derive(Debug, Clone, PartialEq, Eq, AsExpression, FromSqlRow, serde::Serialize)]
+#[diesel(sql_type = Jsonb)]
+pub struct StoredHeaders(pub Vec<(String, String)>);
+
+impl ToSql<Jsonb, Pg> for StoredHeaders {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        out.write_all(&[JSONB_FORMAT_VERSION])?;
+        serde_json::to_writer(out, &self.0)?;
+        Ok(IsNull::No)
+    }
+}
+
+impl FromSql<Jsonb, Pg> for StoredHeaders {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        match value.as_bytes().split_first() {
+            Some((&JSONB_FORMAT_VERSION, json)) => Ok(StoredHeaders(serde_json::from_slice(json)?)),
+            _ => Err("unsupported JSONB format version".into()),
+        }
+    }
 }

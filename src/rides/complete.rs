@@ -7,24 +7,74 @@
 //! from the recovery point the key reached.
 
 use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
 
-use super::recovery_point::RecoveryPoint;
-use super::request::CompleteParams;
 use crate::context::ServiceContext;
 use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
+use crate::ids::RideId;
 use crate::payments::{
     self, gateway_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
+use crate::rides::fare::{MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::rides::settle::{self, HoldOutcome};
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
+use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
+use crate::wire::requests::CompleteBody;
+
+crate::recovery_points! {
+    /// How far a completion has got. A retry (or the completer) resumes here.
+    pub enum RecoveryPoint for "rides.complete" {
+        /// The ride is the key's to complete; the hold may or may not have
+        /// been raised to the final fare. A hold that covered the fare
+        /// needed no raising, and its key stays here through the capture.
+        CompletionStarted = "completion_started", call "increment";
+        /// The hold covers the final fare; the capture may or may not have
+        /// been made.
+        HoldCovers = "hold_covers", call "capture";
+    }
+}
+
+/// A validated completion. Its JSON form is the canonical request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteParams {
+    // In sorted order, as the canonical form needs.
+    pub final_amount_cents: i64,
+    pub ride_id: RideId,
+}
+
+impl CompleteParams {
+    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<CompleteParams, Vec<FieldError>> {
+        let body: CompleteBody = parse_body(body, expected).map_err(|err| vec![err])?;
+        match body.final_amount_cents {
+            None => Err(vec![FieldError::new("final_amount_cents", "is required")]),
+            Some(amount) if !(MIN_AMOUNT_CENTS..=MAX_AMOUNT_CENTS).contains(&amount) => {
+                Err(vec![FieldError::new(
+                    "final_amount_cents",
+                    format!(
+                        "must be between {MIN_AMOUNT_CENTS} and {MAX_AMOUNT_CENTS} (minor units)"
+                    ),
+                )])
+            }
+            Some(final_amount_cents) => Ok(CompleteParams {
+                final_amount_cents,
+                ride_id,
+            }),
+        }
+    }
+}
+
+fn expected(field: &str) -> Option<&'static str> {
+    (field == "final_amount_cents").then_some("must be an integer number of minor units")
+}
 
 /// The endpoint. Its steps hand on the ride the key took, as each leaves
 /// it.
@@ -300,6 +350,31 @@ fn finish_captured(
         }
         HoldOutcome::Refused(refusal, _) => {
             settle::finish_refused(conn, ride, lease.key_id(), settle::refused_problem(refusal))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_final_fare_is_required_and_in_range() {
+        let parse = |body: &str| CompleteParams::parse(RideId(7), body.as_bytes());
+        assert_eq!(
+            parse(r#"{"final_amount_cents": 1800}"#).unwrap(),
+            CompleteParams {
+                final_amount_cents: 1800,
+                ride_id: RideId(7)
+            }
+        );
+        for body in [
+            "{}",
+            r#"{"final_amount_cents": 49}"#,
+            r#"{"final_amount_cents": 1.5}"#,
+            r#"{"tip": 1}"#,
+        ] {
+            assert!(parse(body).is_err(), "{body}");
         }
     }
 }
