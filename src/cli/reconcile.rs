@@ -9,8 +9,7 @@ use clap::Args;
 use crate::config::Settings;
 use crate::idempotency::completer::Resumable;
 use crate::reconciliation::{self, PassOptions};
-use crate::startup;
-use crate::{db, endpoints, payments};
+use crate::{db, endpoints, payments, startup};
 
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {

@@ -10,7 +10,7 @@ use diesel::prelude::*;
 
 use super::claim::bump_epoch;
 use super::completer::{ClaimedKey, Resolution, Resumable};
-use super::key_row::KeyRecord;
+use super::key_record::KeyRecord;
 use super::lease::KeyPolicy;
 use super::recovery_point::FINISHED;
 use crate::db::{self, DbPool};

@@ -6,15 +6,12 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use super::gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
-use super::key_row::KeyState;
-use super::key_row::StoredResponse;
-use super::lease::KeyPolicy;
-use super::lease::Lease;
+use super::key_row::{KeyState, StoredResponse};
+use super::lease::{KeyPolicy, Lease};
 use super::recovery_point::{RecoveryPoints, FINISHED};
-use super::request::CanonicalRequest;
-use super::request::Fingerprint;
-use super::request::IdempotencyKey;
+use super::request::{
+    CanonicalRequest, Fingerprint, GatewayCalls, IdempotencyKey, RidepayKey, CURRENT_CALL_VERSION,
+};
 use crate::db::{database_now, CacheStatement};
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
@@ -22,7 +19,7 @@ use crate::service_error::ServiceError;
 
 /// An idempotent request, as the claim sees it: whose, under which key, and
 /// what was asked, in canonical form.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct IdempotentRequest<'a> {
     pub user_id: UserId,
     /// The user's random public id and this installation's id: with the key
@@ -36,18 +33,6 @@ pub struct IdempotentRequest<'a> {
     /// The validated request with defaults applied: the fingerprint and every
     /// check against a stored one hash these bytes.
     pub params: &'a CanonicalRequest,
-}
-
-impl std::fmt::Debug for IdempotentRequest<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdempotentRequest")
-            .field("user_id", &self.user_id)
-            .field("key", &self.key)
-            .field("method", &self.method)
-            .field("path", &self.path)
-            .field("params", &self.params)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<'a> IdempotentRequest<'a> {

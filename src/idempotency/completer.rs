@@ -8,12 +8,11 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::claim::{bump_epoch, parse_point};
-use super::gateway_calls::GatewayCalls;
-use super::key_row::KeyRecord;
+use super::key_record::KeyRecord;
 use super::key_row::StoredResponse;
-use super::lease::KeyPolicy;
-use super::lease::Lease;
+use super::lease::{KeyPolicy, Lease};
 use super::recovery_point::{RecoveryPoints, FINISHED};
+use super::request::GatewayCalls;
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;

@@ -14,8 +14,7 @@ use serde::Serialize;
 
 use super::finishing::Finishing;
 use super::key_row::StoredResponse;
-use super::lease::KeyPolicy;
-use super::lease::Lease;
+use super::lease::{KeyPolicy, Lease};
 use super::recovery_point::RecoveryPoints;
 use crate::db::DbPool;
 use crate::ids::UserId;

@@ -9,12 +9,10 @@ use diesel::{Connection, PgConnection};
 
 use super::claim::{self, Claim, IdempotentRequest};
 use super::endpoint::{Called, Endpoint, FlowContext, LeaseOf, Transition, TransitionOf};
-use super::key_row::KeyRecord;
-use super::key_row::StoredResponse;
+use super::key_row::{KeyState, StoredResponse};
 use super::lease::{in_transaction, Lease};
 use super::recovery_point::{RecoveryPoints, Step};
-use super::request::CanonicalRequest;
-use super::request::IdempotencyKey;
+use super::request::{CanonicalRequest, IdempotencyKey};
 use crate::crash;
 use crate::db::DbConn;
 use crate::ids::KeyId;
@@ -252,8 +250,7 @@ pub(super) fn release_on_failure<C: FlowContext, P: RecoveryPoints, T>(
 
 /// The response stored with a finished key.
 fn stored_response(conn: &mut PgConnection, key_id: KeyId) -> Result<StoredResponse, ServiceError> {
-    KeyRecord::load(conn, key_id)?
-        .state
+    KeyState::load(conn, key_id)?
         .take_stored_response()
         .ok_or_else(|| anyhow::anyhow!("finished key {key_id} has no response").into())
 }

@@ -1,6 +1,7 @@
-//! The `idempotency_keys` row, the queries on it that take no lease, and
-//! the response stored with a finished key, replayed byte for byte. What
-//! the response holds (statuses, headers, bodies) is made by `wire`.
+//! The `idempotency_keys` row as a request reads it (`KeyState`), and the
+//! response stored with a finished key, replayed byte for byte. What the
+//! response holds (statuses, headers, bodies) is made by `wire`; the whole
+//! row, as workers and operators read it, is `key_record`.
 
 use std::io::Write;
 
@@ -11,11 +12,13 @@ use diesel::prelude::*;
 use diesel::serialize::{self, IsNull, Output, ToSql};
 use diesel::sql_types::Jsonb;
 use diesel::AsExpression;
-use serde_json::Value;
 
-use super::request::JSONB_FORMAT_VERSION;
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys;
+
+/// JSONB's binary format, as Diesel exchanges it: a version byte, then JSON
+/// text.
+pub(super) const JSONB_FORMAT_VERSION: u8 = 1;
 
 /// What deciding a request's fate needs of a key row: the fingerprint, the
 /// lease, the recovery point and the stored response. Replays and 409s read
@@ -45,6 +48,13 @@ pub struct KeyState {
 }
 
 impl KeyState {
+    pub fn load(conn: &mut PgConnection, id: KeyId) -> QueryResult<KeyState> {
+        idempotency_keys::table
+            .find(id)
+            .select(KeyState::as_select())
+            .first(conn)
+    }
+
     /// The stored response, when the key is finished, moved out of the row
     /// rather than copied: a replay needs nothing else of it.
     pub fn take_stored_response(&mut self) -> Option<StoredResponse> {
@@ -54,83 +64,6 @@ impl KeyState {
             body: self.response_body.take()?,
         })
     }
-}
-
-/// The whole row: its state, and the request it holds, for workers and
-/// operators.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = idempotency_keys, check_for_backend(diesel::pg::Pg))]
-pub struct KeyRecord {
-    #[diesel(embed)]
-    pub state: KeyState,
-    pub key: String,
-    /// The endpoint the key belongs to (`rides.create`).
-    pub endpoint: String,
-    pub request_method: String,
-    pub request_path: String,
-    pub request_params: Value,
-    pub last_run_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub attempts: i32,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub last_error: Option<String>,
-}
-
-/// A record reads as its state (`record.recovery_point`, `record.id`).
-impl std::ops::Deref for KeyRecord {
-    type Target = KeyState;
-
-    fn deref(&self) -> &KeyState {
-        &self.state
-    }
-}
-
-impl KeyRecord {
-    pub fn load(conn: &mut PgConnection, id: KeyId) -> QueryResult<KeyRecord> {
-        idempotency_keys::table
-            .find(id)
-            .select(KeyRecord::as_select())
-            .first(conn)
-    }
-}
-
-/// Unfinished keys left for an operator, or not run for longer than `idle`,
-/// oldest first.
-pub fn stuck(conn: &mut PgConnection, idle: std::time::Duration) -> QueryResult<Vec<KeyRecord>> {
-    let cutoff = crate::db::now(conn)? - crate::db::span(idle);
-    idempotency_keys::table
-        .filter(idempotency_keys::recovery_point.ne(super::recovery_point::FINISHED))
-        .filter(
-            idempotency_keys::needs_attention_at
-                .is_not_null()
-                .or(idempotency_keys::last_run_at.lt(cutoff)),
-        )
-        .order(idempotency_keys::created_at.asc())
-        .select(KeyRecord::as_select())
-        .load(conn)
-}
-
-/// A user's key row, read without any lock.
-pub fn find(conn: &mut PgConnection, user_id: UserId, key: &str) -> QueryResult<Option<KeyRecord>> {
-    idempotency_keys::table
-        .filter(idempotency_keys::user_id.eq(user_id))
-        .filter(idempotency_keys::key.eq(key))
-        .select(KeyRecord::as_select())
-        .first(conn)
-        .optional()
-}
-
-/// How long the oldest unfinished key has waited (zero when none has), by
-/// the database's clock: a gauge of work left behind.
-pub fn oldest_unfinished_age(conn: &mut PgConnection) -> QueryResult<std::time::Duration> {
-    let now = crate::db::now(conn)?;
-    let oldest: Option<DateTime<Utc>> = idempotency_keys::table
-        .filter(idempotency_keys::recovery_point.ne(super::recovery_point::FINISHED))
-        .select(diesel::dsl::min(idempotency_keys::created_at))
-        .first(conn)?;
-    Ok(oldest
-        .map(|created| (now - created).to_std().unwrap_or_default())
-        .unwrap_or_default())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

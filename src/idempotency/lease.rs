@@ -8,9 +8,9 @@ use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
 use super::finishing::{self, Finishing, FinishingStatement};
-use super::gateway_calls::{GatewayCalls, RidepayKey};
 use super::key_row::StoredResponse;
 use super::recovery_point::RecoveryPoints;
+use super::request::{GatewayCalls, RidepayKey};
 use crate::db::{span, CacheStatement};
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;

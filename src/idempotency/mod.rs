@@ -11,7 +11,7 @@ pub mod completer;
 pub mod endpoint;
 mod finishing;
 pub mod flow;
-mod gateway_calls;
+mod key_record;
 mod key_row;
 mod lease;
 pub mod reaper;
@@ -26,11 +26,12 @@ pub use endpoint::{
 };
 pub use finishing::{fenced, Finishing};
 pub use flow::Outcome;
-pub use gateway_calls::{GatewayCalls, RidepayKey, CURRENT_CALL_VERSION};
-pub use key_row::{
-    find, oldest_unfinished_age, stuck, KeyRecord, KeyState, StoredHeaders, StoredResponse,
-};
+pub use key_record::{find, oldest_unfinished_age, stuck, KeyRecord};
+pub use key_row::{KeyState, StoredHeaders, StoredResponse};
 pub use lease::{in_transaction, KeyPolicy, Lease};
 pub use recovery_point::{RecoveryPoints, Step, FINISHED, STARTED};
-pub use request::{CanonicalRequest, Fingerprint, IdempotencyKey, KeyError};
+pub use request::{
+    CanonicalRequest, Fingerprint, GatewayCalls, IdempotencyKey, KeyError, RidepayKey,
+    CURRENT_CALL_VERSION,
+};
 pub use resume::{drive, resolve, take_over, KeyRows};

@@ -8,8 +8,7 @@ use std::thread;
 
 use chrono::{DateTime, Utc};
 
-use super::gateway_key::GENERATION;
-use super::outcome::{unavailable, Final};
+use super::calls::{unavailable, Final, GENERATION};
 use crate::service_error::ServiceError;
 use ridepay_gateway::{
     GatewayError, IntentStatus, ListIntents, Payment, PaymentError, PaymentGateway, PaymentIntent,

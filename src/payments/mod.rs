@@ -1,15 +1,15 @@
-//! Payments: the gateway trait, its implementations, and derived keys.
+//! Payments: the gateway trait, the Stripe client, and how ridepay makes
+//! its calls (`calls`): their keys, their metadata, their answers.
 
-mod gateway_key;
+mod calls;
 pub mod lookup;
-mod outcome;
 pub mod released;
 pub mod stripe;
 
-pub use gateway_key::{
-    call_metadata, gateway_key, installation_id, GENERATION, INSTALLATION, RIDEPAY_KEY,
+pub use calls::{
+    call_metadata, final_answer, gateway_key, installation_id, unavailable, Final, GENERATION,
+    INSTALLATION, RIDEPAY_KEY,
 };
-pub use outcome::{final_answer, unavailable, Final};
 pub use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,
     IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError,

@@ -29,13 +29,12 @@ use crate::payments::{
     self, call_metadata, gateway_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
 use crate::rides;
-use crate::rides::fare::MAX_AMOUNT_CENTS;
-use crate::rides::model::{Ride, RideStatus};
+use crate::rides::model::{Ride, RideStatus, MAX_AMOUNT_CENTS};
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::RefundBody;
+use crate::wire::refund::RefundBody;
 
 crate::recovery_points! {
     /// How far a refund request has got. A retry (or the completer) resumes

@@ -13,16 +13,15 @@ use crate::idempotency::{
 };
 use crate::ids::RideId;
 use crate::payments::{gateway_key, CancelIntent, IntentStatus, PaymentGateway};
-use crate::rides::fare::MAX_AMOUNT_CENTS;
 use crate::rides::lock::{self, TakeRide};
-use crate::rides::model::{self, Ride, RideStatus};
+use crate::rides::model::{self, Ride, RideStatus, MAX_AMOUNT_CENTS};
 use crate::rides::settle::{self, HoldOutcome};
 use crate::rides::transitions::{may_follow, settlement};
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::CancelBody;
+use crate::wire::ride_actions::CancelBody;
 
 crate::recovery_points! {
     /// How far a cancellation has got. A retry (or the completer) resumes

@@ -18,16 +18,15 @@ use crate::payments::{
     self, gateway_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
-use crate::rides::fare::{MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 use crate::rides::lock::{self, TakeRide};
-use crate::rides::model::{Ride, RideStatus};
+use crate::rides::model::{Ride, RideStatus, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 use crate::rides::settle::{self, HoldOutcome};
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::CompleteBody;
+use crate::wire::ride_actions::CompleteBody;
 
 crate::recovery_points! {
     /// How far a completion has got. A retry (or the completer) resumes here.

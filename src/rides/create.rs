@@ -18,14 +18,15 @@ use crate::payments::{
     self, call_metadata, gateway_key, lookup, released, CaptureMethod, CreateIntent, Final,
     GatewayError, PaymentGateway, PaymentIntent,
 };
-use crate::rides::fare::{CURRENCIES, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
-use crate::rides::model::{self, NewRide, Ride, RideStatus, Settlement};
+use crate::rides::model::{
+    self, NewRide, Ride, RideStatus, Settlement, CURRENCIES, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS,
+};
 use crate::rides::transitions::{may_follow, settlement};
 use crate::service_error::ServiceError;
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::RideBody;
+use crate::wire::ride::RideBody;
 use crate::{audit, users};
 
 crate::recovery_points! {

@@ -5,9 +5,9 @@
 pub mod cancel;
 pub mod complete;
 pub mod create;
-pub mod fare;
 mod lock;
 pub mod model;
+pub mod reads;
 mod settle;
 pub mod tip;
 pub mod transitions;

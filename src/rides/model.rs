@@ -15,6 +15,12 @@ use crate::payments::{CaptureMethod, Payment};
 use crate::schema::rides;
 use crate::wire::ride::RideJson;
 
+/// What a fare may be, for every endpoint that takes an amount: its
+/// currencies and its bounds, in minor units.
+pub const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
+pub const MIN_AMOUNT_CENTS: i64 = 50;
+pub const MAX_AMOUNT_CENTS: i64 = 1_000_000;
+
 ridepay_diesel_helpers::text_enum! {
     /// A ride's payment status, stored as text (with a CHECK). `docs/API.md`
     /// draws how one leads to another; each transition is applied once and
@@ -217,44 +223,6 @@ pub fn find_for_user(
         .select(Ride::as_select())
         .first(conn)
         .optional()
-}
-
-/// The caller whose API key hashes to `api_key_hash` and their ride `id`, in
-/// one statement (a GET's authentication and read): `None` for no such
-/// caller, `Some(None)` for a ride that is not theirs.
-pub fn find_for_api_key(
-    conn: &mut PgConnection,
-    api_key_hash: &[u8],
-    id: RideId,
-) -> QueryResult<Option<Option<Ride>>> {
-    use crate::schema::users;
-    users::table
-        .left_join(rides::table.on(rides::user_id.eq(users::id).and(rides::id.eq(id))))
-        .filter(users::api_key_hash.eq(api_key_hash))
-        .select(Option::<Ride>::as_select())
-        .cached_as(find_for_api_key)
-        .get_result(conn)
-        .optional()
-}
-
-/// Up to `limit + 1` of the user's rides, newest first, older than `before_id`;
-/// the extra row tells the caller whether there are more.
-pub fn list_for_user(
-    conn: &mut PgConnection,
-    user_id: UserId,
-    limit: i64,
-    before_id: Option<RideId>,
-) -> QueryResult<Vec<Ride>> {
-    let mut query = rides::table
-        .filter(rides::user_id.eq(user_id))
-        .select(Ride::as_select())
-        .order(rides::id.desc())
-        .limit(limit + 1)
-        .into_boxed();
-    if let Some(before_id) = before_id {
-        query = query.filter(rides::id.lt(before_id));
-    }
-    query.load(conn)
 }
 
 /// What a PaymentIntent makes of a ride: its status, the intent, and what

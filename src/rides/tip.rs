@@ -29,7 +29,7 @@ use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::TipBody;
+use crate::wire::ride_actions::TipBody;
 
 crate::recovery_points! {
     /// How far a tip has got. A retry (or the completer) resumes here. A

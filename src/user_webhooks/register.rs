@@ -16,8 +16,8 @@ use crate::user_webhooks::model::{self, NewDestination, MAX_PER_USER};
 use crate::user_webhooks::signing::new_secret;
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
+use crate::wire::destination::WebhookEndpointBody;
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::WebhookEndpointBody;
 
 crate::recovery_points! {
     /// How far a registration has got. A retry (or the completer) resumes

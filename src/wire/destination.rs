@@ -5,6 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
+use serde::Deserialize;
 
 /// A destination of the user's events.
 #[derive(Serialize, ToSchema)]
@@ -42,3 +43,46 @@ pub fn location(id: i64) -> String {
 pub fn created(endpoint: &DestinationJson) -> StoredResponse {
     super::answer::created(location(endpoint.id), endpoint.body())
 }
+
+// The bodies as sent: every field optional, so that all missing fields are
+// reported at once (each endpoint's parameters check them); unknown and
+// duplicate fields refused by serde. Their schemas say what is required.
+
+/// The body of `POST /api/webhook_endpoints`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = WebhookEndpointRequest)]
+pub struct WebhookEndpointBody {
+    /// Where events are POSTed: `https://` to a public address.
+    #[schema(required, nullable = false, value_type = String, max_length = 2048,
+        example = "https://rides.example.com/ridepay-events")]
+    pub url: Option<String>,
+    /// Event types (`ride.captured`), families (`ride.*`, `refund.*`) or `*`.
+    #[schema(required, nullable = false, value_type = Vec<String>, example = json!(["ride.*", "refund.*"]))]
+    pub events: Option<Vec<String>>,
+}
+
+pub use WebhookEndpointBody as WebhookEndpointRequest;
+
+/// The body of `PATCH /api/webhook_endpoints/{id}`: the fields to change.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = WebhookEndpointUpdate)]
+pub struct WebhookEndpointPatchBody {
+    #[schema(nullable = false, value_type = String, max_length = 2048)]
+    pub url: Option<String>,
+    #[schema(nullable = false, value_type = Vec<String>)]
+    pub events: Option<Vec<String>>,
+    /// `enabled` (a disabled destination re-enabled, its failures forgotten)
+    /// or `disabled`.
+    #[schema(nullable = false, value_type = String, pattern = "^(enabled|disabled)$")]
+    pub status: Option<String>,
+}
+
+pub use WebhookEndpointPatchBody as WebhookEndpointUpdate;
+
+/// The body of a POST whose path says it all (the actions on a webhook
+/// destination): empty, or `{}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyBody {}

@@ -9,6 +9,6 @@ pub mod destination;
 mod field_error;
 pub mod problem;
 pub mod refund;
-pub mod requests;
 pub mod ride;
+pub mod ride_actions;
 pub mod webhook_delivery;

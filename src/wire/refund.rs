@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
 use crate::ids::{RefundId, RideId};
+use serde::Deserialize;
 
 /// The refund JSON of the contract: a refund of (part of) a ride's charge.
 #[derive(Serialize, ToSchema)]
@@ -62,3 +63,23 @@ pub fn location(ride_id: RideId, id: RefundId) -> String {
 pub fn created(refund: &RefundJson) -> StoredResponse {
     super::answer::created(location(refund.ride_id, refund.id), refund.body())
 }
+
+// The bodies as sent: every field optional, so that all missing fields are
+// reported at once (each endpoint's parameters check them); unknown and
+// duplicate fields refused by serde. Their schemas say what is required.
+
+/// The body of `POST /api/rides/{id}/refunds`; an empty body refunds all
+/// that remains.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RefundRequest)]
+pub struct RefundBody {
+    /// Minor units (cents); default: all that remains of the charge.
+    #[schema(nullable = false, value_type = i64, minimum = 1, maximum = 1000000, example = 500)]
+    pub amount_cents: Option<i64>,
+    /// `requested_by_customer`, `duplicate` or `fraudulent`.
+    #[schema(nullable = false, value_type = String, pattern = "^(requested_by_customer|duplicate|fraudulent)$")]
+    pub reason: Option<String>,
+}
+
+pub use RefundBody as RefundRequest;

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use crate::idempotency::StoredResponse;
 use crate::ids::RideId;
 use ridepay_gateway::CaptureMethod;
+use serde::Deserialize;
 
 /// The ride JSON of the contract.
 #[derive(Serialize, ToSchema)]
@@ -85,3 +86,39 @@ pub fn created(ride: &RideJson) -> StoredResponse {
 pub fn settled(ride: &RideJson) -> StoredResponse {
     super::answer::ok(ride.body())
 }
+
+// The bodies as sent: every field optional, so that all missing fields are
+// reported at once (each endpoint's parameters check them); unknown and
+// duplicate fields refused by serde. Their schemas say what is required.
+
+/// The body of `POST /api/rides`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RideRequest)]
+pub struct RideBody {
+    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.77)]
+    pub origin_lat: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.42)]
+    pub origin_lon: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -90, maximum = 90, example = 37.80)]
+    pub target_lat: Option<f64>,
+    #[schema(required, nullable = false, value_type = f64, minimum = -180, maximum = 180, example = -122.27)]
+    pub target_lon: Option<f64>,
+    /// Minor units (cents).
+    #[schema(required, nullable = false, value_type = i64, minimum = 50, maximum = 1000000, example = 2000)]
+    pub amount_cents: Option<i64>,
+    /// `usd` (the default), `eur` or `gbp`.
+    #[schema(nullable = false, value_type = String, pattern = "^(usd|eur|gbp)$", example = "usd")]
+    pub currency: Option<String>,
+    /// A `pm_` id (Stripe's test ids such as `pm_card_visa` included);
+    /// without it the user's saved card pays.
+    #[schema(nullable = false, value_type = String, min_length = 4, max_length = 255,
+        pattern = "^pm_[A-Za-z0-9_]{1,252}$", example = "pm_card_visa")]
+    pub payment_method: Option<String>,
+    /// `manual` (the default: hold the fare now, capture it when the ride
+    /// ends) or `automatic` (charge now).
+    #[schema(nullable = false, value_type = String, pattern = "^(manual|automatic)$", example = "manual")]
+    pub capture_method: Option<String>,
+}
+
+pub use RideBody as RideRequest;

@@ -9,11 +9,9 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::ids::RideId;
-use crate::refunds::create::RefundEndpoint;
-use crate::refunds::create::RefundParams;
+use crate::refunds::create::{RefundEndpoint, RefundParams};
 use crate::wire::problem::Problem;
-use crate::wire::refund::RefundJson;
-use crate::wire::requests::RefundRequest;
+use crate::wire::refund::{RefundJson, RefundRequest};
 
 /// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
 ///

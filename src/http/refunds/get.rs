@@ -4,8 +4,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
 use crate::context::ServiceContext;
-use crate::http::auth::as_caller;
-use crate::http::auth::Caller;
+use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::{RefundId, RideId};
 use crate::refunds::model;

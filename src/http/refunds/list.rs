@@ -5,8 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::context::ServiceContext;
-use crate::http::auth::as_caller;
-use crate::http::auth::Caller;
+use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::ids::RideId;
 use crate::refunds::model::{self, RefundWithParts};

@@ -12,11 +12,10 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::cancel::CancelEndpoint;
-use crate::rides::cancel::CancelParams;
+use crate::rides::cancel::{CancelEndpoint, CancelParams};
 use crate::wire::problem::Problem;
-use crate::wire::requests::CancelRideRequest;
 use crate::wire::ride::RideJson;
+use crate::wire::ride_actions::CancelRideRequest;
 
 /// Cancel an `authorized` or `requires_action` ride, exactly once per
 /// `Idempotency-Key`: the hold released, or a cancellation fee captured from

@@ -12,11 +12,10 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::complete::CompleteEndpoint;
-use crate::rides::complete::CompleteParams;
+use crate::rides::complete::{CompleteEndpoint, CompleteParams};
 use crate::wire::problem::Problem;
-use crate::wire::requests::CompleteRideRequest;
 use crate::wire::ride::RideJson;
+use crate::wire::ride_actions::CompleteRideRequest;
 
 /// Complete an `authorized` ride: capture its final fare, exactly once per
 /// `Idempotency-Key`.

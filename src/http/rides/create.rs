@@ -8,11 +8,9 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::rides::create::RideEndpoint;
-use crate::rides::create::RideParams;
+use crate::rides::create::{RideEndpoint, RideParams};
 use crate::wire::problem::Problem;
-use crate::wire::requests::RideRequest;
-use crate::wire::ride::RideJson;
+use crate::wire::ride::{RideJson, RideRequest};
 
 /// Create a ride and pay for it through a PaymentIntent, exactly once per
 /// `Idempotency-Key`: the fare held (`capture_method` `manual`, the default)

@@ -8,7 +8,7 @@ use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::request_id;
 use crate::ids::RideId;
-use crate::rides::model;
+use crate::rides::reads;
 use crate::service_error::ServiceError;
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
@@ -35,7 +35,7 @@ pub async fn get_ride(
     let ride_id = ride_id.into_inner();
     let ride = request_id::block(move || -> Result<_, ServiceError> {
         let mut conn = context.pool.get()?;
-        model::find_for_api_key(&mut conn, caller.key_hash(), ride_id)?
+        reads::find_for_api_key(&mut conn, caller.key_hash(), ride_id)?
             .ok_or(ServiceError::Unauthorized)?
             .ok_or(ServiceError::NotFound)
     })

@@ -5,12 +5,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::context::ServiceContext;
-use crate::http::auth::as_caller;
-use crate::http::auth::Caller;
+use crate::http::auth::{as_caller, Caller};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::pagination::{checked_limit, page};
 use crate::ids::RideId;
-use crate::rides::model::{self, Ride};
+use crate::rides::model::Ride;
+use crate::rides::reads;
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
 
@@ -56,7 +56,7 @@ pub async fn list_rides(
     let (rides, limit) = as_caller(context, caller, move |conn, user| {
         let limit = checked_limit(limit)?;
         Ok((
-            model::list_for_user(conn, user.id, limit, before_id)?,
+            reads::list_for_user(conn, user.id, limit, before_id)?,
             limit,
         ))
     })

@@ -12,11 +12,10 @@ use crate::http::openapi_components::{
 };
 use crate::http::routing::post_only;
 use crate::ids::RideId;
-use crate::rides::tip::TipEndpoint;
-use crate::rides::tip::TipParams;
+use crate::rides::tip::{TipEndpoint, TipParams};
 use crate::wire::problem::Problem;
-use crate::wire::requests::TipRideRequest;
 use crate::wire::ride::RideJson;
+use crate::wire::ride_actions::TipRideRequest;
 
 /// Tip a ride, exactly once per `Idempotency-Key`; one tip per ride
 /// succeeds.

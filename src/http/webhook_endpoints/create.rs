@@ -8,11 +8,9 @@ use crate::http::idempotent;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::user_webhooks::register::DestinationParams;
-use crate::user_webhooks::register::RegisterDestination;
-use crate::wire::destination::DestinationJson;
+use crate::user_webhooks::register::{DestinationParams, RegisterDestination};
+use crate::wire::destination::{DestinationJson, WebhookEndpointRequest};
 use crate::wire::problem::Problem;
-use crate::wire::requests::WebhookEndpointRequest;
 
 /// Register a destination for the caller's events, exactly once per
 /// `Idempotency-Key`.

@@ -14,9 +14,8 @@ use crate::service_error::ServiceError;
 use crate::user_webhooks::model::{self, Changes};
 use crate::user_webhooks::register::{checked_events, checked_url, expected};
 use crate::validation::{parse_body, FieldError};
-use crate::wire::destination::DestinationJson;
+use crate::wire::destination::{DestinationJson, WebhookEndpointPatchBody, WebhookEndpointUpdate};
 use crate::wire::problem::{Problem, ProblemKind};
-use crate::wire::requests::{WebhookEndpointPatchBody, WebhookEndpointUpdate};
 
 /// A validated change.
 struct Patch {

@@ -24,7 +24,7 @@ use crate::service_error::ServiceError;
 use crate::user_webhooks::model;
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
-use crate::wire::requests::EmptyBody;
+use crate::wire::destination::EmptyBody;
 
 /// What an action is on: a destination, and for a retry its delivery. Its
 /// JSON form is the canonical request.
