@@ -5,11 +5,11 @@
 //!
 //! The idempotency flow fires `after-<point>` when a key reaches each of its
 //! endpoint's recovery points (inside the transaction when another atomic
-//! phase follows in it, else once it committed) and `after-<call>` when a call
+//! step follows in it, else once it committed) and `after-<call>` when a call
 //! to the outside world returned; the endpoint registry lists them all
 //! (`endpoints::crash_points`). The shared ones are named here.
 
-/// Inside the claim's transaction, before the first phase.
+/// Inside the claim's transaction, before the first step.
 pub const AFTER_CLAIM: &str = "after-claim";
 /// While the gateway is working on a call, before it answers.
 pub const GATEWAY_IN_FLIGHT: &str = "gateway-in-flight";

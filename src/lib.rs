@@ -2,8 +2,8 @@
 //!
 //! - [`idempotency`]: keys, the claim, leases with fencing, stored responses;
 //!   generic over an endpoint's recovery points.
-//! - [`rides`]: the rides endpoint's phases and routes.
-//! - [`refunds`]: the refunds endpoint's phases and routes, on the same
+//! - [`rides`]: the rides endpoint's steps and routes.
+//! - [`refunds`]: the refunds endpoint's steps and routes, on the same
 //!   machinery.
 //! - [`webhooks`]: Stripe's events, verified and applied once.
 //! - [`payments`]: the gateway trait and its implementations.

@@ -211,7 +211,7 @@ pub fn apply_intent(
 
 /// A pending ride whose payment the gateway made: its key's outcome was
 /// unknown (a timeout, a crash). The payment is recorded through the rides
-/// endpoint's own phase, under a fresh lease on the key (so fencing holds
+/// endpoint's own step, under a fresh lease on the key (so fencing holds
 /// off any earlier holder), and the lease released at ChargeCompleted: the
 /// completer, or the client's retry, then finishes the key without calling
 /// the gateway again.

@@ -1,4 +1,4 @@
-//! Phase 1, the claim: find or create the key row, decide whether this request
+//! Step 1, the claim: find or create the key row, decide whether this request
 //! may run, and if so take the lease with a new fencing epoch.
 
 use chrono::{DateTime, Utc};
@@ -232,7 +232,7 @@ fn claim_at<P: RecoveryPoints>(
 }
 
 /// Takes the lease of a row the caller holds locked, bumping the fencing epoch
-/// so that any earlier holder's next phase commit is refused.
+/// so that any earlier holder's next step commit is refused.
 pub(super) fn take_lease<P: RecoveryPoints>(
     conn: &mut PgConnection,
     record: &KeyState,

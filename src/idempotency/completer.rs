@@ -1,5 +1,5 @@
 //! The completer: drives keys whose client went away (lease expired, or
-//! released after a transient failure) to Finished, through the same phase
+//! released after a transient failure) to Finished, through the same step
 //! functions a retry uses, from the stored canonical request. Safe on every
 //! instance at once: candidates are claimed with `FOR UPDATE SKIP LOCKED` and a
 //! new fencing epoch.

@@ -30,7 +30,7 @@ pub trait FlowContext: Send + Sync {
 
 /// What a step ends with. The flow writes it to the key row, fenced, once
 /// at the end of the step's transaction (as rocket-rides-atomic's
-/// `atomic_phase` does with its phase's result).
+/// `atomic_phase` does with its step's result).
 #[derive(Debug)]
 pub enum Transition<P, K> {
     /// The request reached this recovery point, and what the steps know.

@@ -1,7 +1,7 @@
-//! A request's last atomic phase and the key's final write as one
+//! A request's last atomic step and the key's final write as one
 //! statement, with no transaction around it.
 //!
-//! A last phase whose work is one change (a ride settled, with its audit
+//! A last step whose work is one change (a ride settled, with its audit
 //! record, and its event staged by the database's trigger) and whose answer is known before the change is sent
 //! needs no `BEGIN` and `COMMIT`: PostgreSQL runs one statement atomically.
 //! The lease fences the change inside the statement:
@@ -42,7 +42,7 @@ pub(super) fn changed() -> SqlLiteral<Bool> {
     diesel::dsl::sql("EXISTS (SELECT 1 FROM changed)")
 }
 
-/// A last atomic phase as one change (a `db::recorded` change that filters
+/// A last atomic step as one change (a `db::recorded` change that filters
 /// on [`fenced`]) and the answer it finishes the key with.
 pub struct Finishing {
     changes: Box<dyn ChangeCtes>,

@@ -36,9 +36,9 @@ type HeldRow =
 type FencedRow = Filter<HeldRow, Eq<keys::recovery_point, &'static str>>;
 
 /// Proof of holding a key's lease at a given fencing epoch, and the recovery
-/// point reached. Every phase commit checks all three against the row: if
+/// point reached. Every step commit checks all three against the row: if
 /// another worker has taken the lease since, the epoch differs, zero rows
-/// match, and the phase rolls back.
+/// match, and the step rolls back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease<P> {
     key_id: KeyId,
@@ -49,7 +49,7 @@ pub struct Lease<P> {
     /// Where the request is.
     point: P,
     /// Where the key row says it is: ahead of `point` only for a key
-    /// inserted in this transaction at the point its first phase reaches.
+    /// inserted in this transaction at the point its first step reaches.
     stored: P,
 }
 
@@ -72,7 +72,7 @@ impl<P: RecoveryPoints> Lease<P> {
     }
 
     /// The lease of a key the claim inserted at `stored` (in the flow, the
-    /// point its first phase reaches, in the same transaction): reaching it
+    /// point its first step reaches, in the same transaction): reaching it
     /// writes nothing more, so a new key is written once per transaction.
     pub(crate) fn inserted_at(
         key_id: KeyId,
@@ -115,7 +115,7 @@ impl<P: RecoveryPoints> Lease<P> {
         self.point = next;
     }
 
-    /// Records that the phase in the caller's transaction reached `next`.
+    /// Records that the step in the caller's transaction reached `next`.
     pub fn advance(&mut self, conn: &mut PgConnection, next: P) -> Result<(), ServiceError> {
         if next == self.stored {
             // The row was inserted there, in this transaction.
@@ -253,19 +253,19 @@ impl<P: RecoveryPoints> Lease<P> {
     }
 }
 
-/// Runs one atomic phase (or two adjacent ones with no external effect between
+/// Runs one atomic step (or two adjacent ones with no external effect between
 /// them) in a single transaction. If it fails, the transaction rolls back and
 /// so does the lease's in-memory recovery point.
 pub fn in_transaction<P, T>(
     conn: &mut PgConnection,
     lease: &mut Lease<P>,
-    phase: impl FnOnce(&mut PgConnection, &mut Lease<P>) -> Result<T, ServiceError>,
+    step: impl FnOnce(&mut PgConnection, &mut Lease<P>) -> Result<T, ServiceError>,
 ) -> Result<T, ServiceError>
 where
     P: RecoveryPoints,
 {
     let before = *lease;
-    let result = conn.transaction(|conn| phase(conn, lease));
+    let result = conn.transaction(|conn| step(conn, lease));
     if result.is_err() {
         *lease = before;
     }

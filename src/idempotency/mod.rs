@@ -1,5 +1,5 @@
 //! The idempotency machinery: key parsing, the request fingerprint, the claim,
-//! the lease with its fenced phase commits, stored responses, and the request
+//! the lease with its fenced step commits, stored responses, and the request
 //! flow every endpoint shares (`flow`: an endpoint supplies its steps, as an
 //! `endpoint::Endpoint`).
 //! Generic over an endpoint's recovery points; it knows nothing of any

@@ -11,11 +11,11 @@ pub const FINISHED: &str = "finished";
 /// What runs from a recovery point, as the flow drives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// An atomic phase: database work only, in one transaction with the
-    /// atomic phases right before and after it.
+    /// An atomic step: database work only, in one transaction with the
+    /// atomic steps right before and after it.
     Atomic,
     /// A call to the outside world (the gateway), named for its crash point
-    /// (`after-<name>`), made holding no connection; then the atomic phase
+    /// (`after-<name>`), made holding no connection; then the atomic step
     /// from the same point records what it answered.
     Call(&'static str),
 }

@@ -60,7 +60,7 @@ pub const INSTALLATION: &str = "ridepay_installation";
 pub const RIDEPAY_KEY: &str = "ridepay_key";
 pub const GENERATION: &str = "ridepay_generation";
 
-/// A gateway call's final answer, which the endpoint's next atomic phase
+/// A gateway call's final answer, which the endpoint's next atomic step
 /// records with the key.
 #[derive(Debug, Clone)]
 pub enum Final<T> {

@@ -1,5 +1,5 @@
 //! Rides: the `POST /api/rides` endpoint's request, recovery points and
-//! phases, the ride's model and the transitions its payment makes, and the
+//! steps, the ride's model and the transitions its payment makes, and the
 //! endpoints that complete, cancel and tip a ride.
 
 pub mod cancel;

@@ -188,7 +188,7 @@ pub fn finish_settled(
     Ok(wire::ride::settled(&settled.json()))
 }
 
-/// The key's last phase as one statement (`Finishing`) when the gateway
+/// The key's last step as one statement (`Finishing`) when the gateway
 /// made what the key asked: the ride settled as `status`.
 pub fn finishing(
     ride: &Ride,
@@ -202,7 +202,7 @@ pub fn finishing(
     }
 }
 
-/// `finish_settled` as the key's last phase, sent with its final write
+/// `finish_settled` as the key's last step, sent with its final write
 /// (`Finishing`): the answer is the ride as the settlement leaves it.
 fn settled_finishing(
     ride: &Ride,

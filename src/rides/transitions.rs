@@ -1,5 +1,5 @@
 //! What a PaymentIntent, as the gateway holds it, makes of a ride: the one
-//! transition the ride's own phases, its events and (later) the return page
+//! transition the ride's own steps, its events and (later) the return page
 //! all apply, each only forward and only once.
 
 use serde_json::{json, Value};

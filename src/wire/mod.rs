@@ -2,7 +2,7 @@
 //! bodies as sent, the ride and the refund as answered, and where each
 //! lives. The answers a key stores are rendered in its fenced transaction,
 //! below the HTTP layer, so they are rendered here, where the endpoints'
-//! phases reach them as `http/` does. Nothing here knows actix.
+//! steps reach them as `http/` does. Nothing here knows actix.
 
 pub mod answer;
 pub mod destination;

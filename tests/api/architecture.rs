@@ -27,8 +27,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("storage", &["db", "users", "audit", "embedded_postgres"]),
     ("idempotency", &["idempotency"]),
-    ("wire", &["wire"]),
     ("payments", &["payments"]),
+    ("wire", &["wire"]),
     (
         "endpoints",
         &[
@@ -252,4 +252,127 @@ fn only_wire_and_http_know_schemas_and_where_routes_are_served() {
         offenders.is_empty(),
         "OpenAPI schemas or route paths outside wire and http: {offenders:#?}"
     );
+}
+
+/// The lines of a source file that are not its unit tests: all of them up
+/// to its `#[cfg(test)]` module.
+fn lines_before_tests(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .take_while(|line| !line.starts_with("#[cfg(test)]"))
+        .count()
+}
+
+/// The rows of the table under `heading` in `docs/ARCHITECTURE.md`: the
+/// backquoted file of each, and the number after it.
+fn walk(heading: &str) -> (Vec<(String, usize)>, usize) {
+    let document =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+            .unwrap();
+    let section = document
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/ARCHITECTURE.md has no {heading:?}"));
+    let section = section.split("\n## ").next().unwrap();
+    let number = |cell: &str| -> usize {
+        cell.trim()
+            .trim_matches('*')
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let mut files = Vec::new();
+    let mut total = None;
+    for row in section.lines().filter(|line| line.starts_with("| ")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if let Some(file) = cells[2].strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
+            files.push((file.to_owned(), number(cells[3])));
+        } else if cells[2] == "**total**" {
+            total = Some(number(cells[3]));
+        }
+    }
+    (files, total.expect("a total row"))
+}
+
+/// The reading cost of a new ride: the files `docs/ARCHITECTURE.md` lists to
+/// follow `POST /api/rides` exist, number at most 25 and hold the lines it
+/// says, which add up to its total, at most `MOST_LINES`.
+#[test]
+fn following_a_new_ride_takes_the_files_and_lines_the_architecture_lists() {
+    const MOST_FILES: usize = 25;
+    const MOST_LINES: usize = 3_900;
+    let (files, total) = walk("## Following `POST /api/rides`");
+    assert!(files.len() <= MOST_FILES, "{} files", files.len());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut counted = 0;
+    for (file, stated) in &files {
+        let path = root.join(file);
+        assert!(path.exists(), "{file} is listed but does not exist");
+        let lines = lines_before_tests(&path);
+        assert_eq!(lines, *stated, "{file}: the table says {stated} lines");
+        counted += lines;
+    }
+    assert_eq!(counted, total, "the rows add up to {counted}");
+    assert!(total <= MOST_LINES, "{total} lines to read");
+}
+
+/// What adding an endpoint takes, on the tip endpoint: the files it owns,
+/// and nothing else in `src/` naming it but the lines the architecture
+/// counts (the list of endpoints, two module declarations and its body).
+#[test]
+fn the_tip_endpoint_owns_its_files_and_is_named_nowhere_else() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let owned = [
+        "src/rides/tip.rs",
+        "src/http/rides/tip.rs",
+        "migrations/2026-12-02-000025_tips/up.sql",
+        "migrations/2026-12-02-000025_tips/down.sql",
+    ];
+    for file in owned {
+        assert!(root.join(file).exists(), "{file}");
+    }
+    let naming = [
+        "TipEndpoint",
+        "TipBody",
+        "TipRideRequest",
+        "rides::tip",
+        "mod tip;",
+    ];
+    let mut named_in: BTreeSet<String> = BTreeSet::new();
+    for files in modules().into_values() {
+        for file in files {
+            let relative = file.strip_prefix(root).unwrap().display().to_string();
+            if owned.contains(&relative.as_str()) {
+                continue;
+            }
+            let code = code(&file);
+            if naming.iter().any(|name| names_word(&code, name)) {
+                named_in.insert(relative);
+            }
+        }
+    }
+    for file in ["src/lib.rs", "src/main.rs"] {
+        assert!(!code(&root.join(file)).contains("TipEndpoint"), "{file}");
+    }
+    assert_eq!(
+        named_in.into_iter().collect::<Vec<_>>(),
+        [
+            "src/endpoints.rs",
+            "src/http/rides/mod.rs",
+            "src/rides/mod.rs",
+            "src/wire/ride_actions.rs",
+        ]
+    );
+}
+
+/// Whether `text` holds `word`, not as the start of a longer name
+/// (`rides::tip` is not in `rides::tip_cents`).
+fn names_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        !text[at + word.len()..]
+            .chars()
+            .next()
+            .is_some_and(|next| next.is_alphanumeric() || next == '_')
+    })
 }
