@@ -1,2 +1,1 @@
-ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_calls_of_version_2;
 ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_fingerprint_of_version_2;

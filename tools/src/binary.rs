@@ -19,10 +19,13 @@ const INHERITED_FROM_CARGO_RUN: [&str; 5] = [
     "CARGO_PRIMARY_PACKAGE",
 ];
 
-/// `explicit` if given, else the freshly built binary of this tool's profile.
+/// `explicit` if given (relative to the working directory), else the
+/// freshly built binary of this tool's profile.
 pub fn ridepay_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = explicit {
-        return Ok(path.to_owned());
+        // Absolute: the binary is run from the temp directory.
+        return std::fs::canonicalize(path)
+            .with_context(|| format!("no ridepay binary at {}", path.display()));
     }
     let exe = std::env::current_exe().context("cannot locate this tool")?;
     let target_profile = exe

@@ -2,6 +2,7 @@
 //! against a release build and a private PostgreSQL, with pgbench baselines
 //! run in the same session, written up as tables, ratios and plots.
 
+pub mod baseline;
 pub mod load;
 pub mod measurement;
 pub mod options;

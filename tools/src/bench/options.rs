@@ -37,4 +37,10 @@ pub struct Options {
     /// this tool's profile (use `--release`).
     #[arg(long)]
     pub ridepay_bin: Option<PathBuf>,
+    /// The release before's ridepay binary (built in a `git worktree` of
+    /// it): its new-key and completion scenarios run on a database of their
+    /// own beside this release's, right after them in every round, and the
+    /// report compares PostgreSQL's CPU per request of the two.
+    #[arg(long)]
+    pub baseline_bin: Option<PathBuf>,
 }

@@ -1,6 +1,7 @@
 //! The results as tables, ratios and targets, for the terminal and for
 //! `results.md`.
 
+use super::baseline::{before, COMPARED};
 use super::load::Scenario;
 use super::measurement::Measurement;
 use super::pgbench::{ATOMIC_PHASES, NEW_KEY_SQL, ONE_INSERT};
@@ -168,6 +169,54 @@ impl Results {
                     .map_or("-".to_owned(), |r| r.to_string())
             }));
             table.row(cells);
+        }
+        table
+    }
+
+    /// Whether the run measured the release before too.
+    pub fn compares_releases(&self) -> bool {
+        self.measurements
+            .iter()
+            .any(|m| m.name == before(Scenario::NewKey))
+    }
+
+    /// This release against the one before, per scenario compared and
+    /// connection count: PostgreSQL's CPU per request of each and their
+    /// ratio, statements per request of each, and throughput's ratio (the
+    /// median of the rounds, each release run right after the other).
+    pub fn release_table(&self) -> Table {
+        let mut table = Table::new(&[
+            "scenario",
+            "conns",
+            "PostgreSQL CPU µs/req",
+            "release before",
+            "ratio",
+            "statements/req",
+            "release before",
+            "throughput ratio",
+        ]);
+        for scenario in COMPARED {
+            for &c in &self.connections {
+                let (Some(now), Some(then)) =
+                    (self.find(scenario.name(), c), self.find(before(scenario), c))
+                else {
+                    continue;
+                };
+                let cpu = |m: &Measurement| m.cpu_per_request_us(m.usage.database_cpu);
+                table.row(vec![
+                    scenario.name().to_owned(),
+                    c.to_string(),
+                    whole(cpu(now)),
+                    whole(cpu(then)),
+                    cpu(now)
+                        .zip(cpu(then))
+                        .map_or("-".to_owned(), |(a, b)| format!("{:.2}", a / b)),
+                    optional(now.statements_per_request()),
+                    optional(then.statements_per_request()),
+                    self.ratio(scenario.name(), before(scenario), c)
+                        .map_or("-".to_owned(), |r| r.to_string()),
+                ]);
+            }
         }
         table
     }

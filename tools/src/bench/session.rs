@@ -11,6 +11,7 @@ use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
+use super::baseline::{self, Baseline, COMPARED};
 use super::load::{self, Finished, LoadResult, Scenario, Target};
 use super::measurement::{counts_statements, Measurement, Probe, Rounds};
 use super::options::Options;
@@ -23,8 +24,8 @@ use crate::stage::Stage;
 
 /// Not measured: fills the server's connection pool and PostgreSQL's caches,
 /// and makes the first keys to replay.
-const WARM_UP: Duration = Duration::from_secs(2);
-const WARM_UP_CONNECTIONS: usize = 8;
+pub(super) const WARM_UP: Duration = Duration::from_secs(2);
+pub(super) const WARM_UP_CONNECTIONS: usize = 8;
 
 /// What a round measures: an HTTP scenario or a pgbench baseline.
 #[derive(Debug, Clone, Copy)]
@@ -69,11 +70,28 @@ fn round_order(round: u32) -> [usize; 8] {
     }
 }
 
+/// The environment of a measured server: its background workers off, so
+/// that no pass lands in a measured window, and no rate limits.
+pub(super) fn server_env() -> Vec<(String, String)> {
+    vec![
+        var("COMPLETER_ENABLED", false),
+        var("RECONCILE_ENABLED", false),
+        var("OUTBOX_ENABLED", false),
+        var("REAPER_ENABLED", false),
+        // The gateway's events are applied after the answer, by a worker:
+        // work of the gateway's, not of the request measured.
+        var("SIMULATED_GATEWAY_EVENTS_ENABLED", false),
+        // One rider sends thousands of requests a second here.
+        var("RATE_LIMIT_PER_SECOND", 0),
+        var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
+    ]
+}
+
 /// Statements per transaction of a pgbench script are counted on this many.
 const COUNTED_TRANSACTIONS: u64 = 20;
 /// A completion captures less than the ride's 2000 cents hold, so that it
 /// never raises the hold first.
-const COMPLETION_BODY: &str = r#"{"final_amount_cents": 1500}"#;
+pub(super) const COMPLETION_BODY: &str = r#"{"final_amount_cents": 1500}"#;
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
 const FINGERPRINT: &str = "v2:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
@@ -97,21 +115,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         );
     }
     conn.batch_execute(pgbench::SETUP)?;
-    let server = ridepay.serve(
-        &[
-            var("COMPLETER_ENABLED", false),
-            var("RECONCILE_ENABLED", false),
-            var("OUTBOX_ENABLED", false),
-            var("REAPER_ENABLED", false),
-            // The gateway's events are applied after the answer, by a worker:
-            // work of the gateway's, not of the request measured.
-            var("SIMULATED_GATEWAY_EVENTS_ENABLED", false),
-            // One rider sends thousands of requests a second here.
-            var("RATE_LIMIT_PER_SECOND", 0),
-            var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
-        ],
-        None,
-    )?;
+    let server = ridepay.serve(&server_env(), None)?;
     let riders = riders(&ridepay, user, options.riders)?;
     let target = |body: bytes::Bytes| {
         Arc::new(Target {
@@ -143,6 +147,13 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         WARM_UP_CONNECTIONS,
         WARM_UP / 2,
     ))?;
+    let mut baseline = match &options.baseline_bin {
+        Some(binary) => {
+            let binary = crate::binary::ridepay_binary(Some(binary))?;
+            Some(Baseline::start(&binary, &database, options.riders, &runtime)?)
+        }
+        None => None,
+    };
     let pgbench = Pgbench::new(
         &database.url,
         pgbench_variables(&mut conn, &riders, &server.address)?,
@@ -162,10 +173,15 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let mut measurements = Vec::new();
     for &connections in &options.connections {
         let mut rounds: Vec<Rounds> = STEPS.iter().map(|_| Rounds::default()).collect();
+        let mut before: Vec<Rounds> = COMPARED.iter().map(|_| Rounds::default()).collect();
         for round in 0..options.rounds {
             // Before any measurement of the round, so that none of its pairs
             // waits on it.
             let to_complete = hold_rides(&runtime, &held, connections, options.duration)?;
+            let before_to_complete = match &baseline {
+                Some(baseline) => Some(baseline.hold(&runtime, connections, options.duration)?),
+                None => None,
+            };
             for index in round_order(round) {
                 settle(&mut conn)?;
                 let (result, usage) = match STEPS[index] {
@@ -206,6 +222,25 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                     }
                 };
                 rounds[index].add(result, usage);
+                // The release before's same scenario, right after this one's.
+                let compared = match STEPS[index] {
+                    Step::Http(scenario) => COMPARED.iter().position(|c| *c == scenario),
+                    Step::Baseline(_) => None,
+                };
+                if let (Some(at), Some(baseline), Some(to_complete)) =
+                    (compared, &mut baseline, &before_to_complete)
+                {
+                    settle(&mut conn)?;
+                    let (result, usage) = baseline.run(
+                        &runtime,
+                        COMPARED[at],
+                        to_complete,
+                        connections,
+                        options.duration,
+                        postmaster,
+                    )?;
+                    before[at].add(result, usage);
+                }
             }
         }
         for (step, rounds) in STEPS.into_iter().zip(rounds) {
@@ -213,8 +248,19 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             measurements.push(rounds.into_measurement(step.name(), connections, storm));
             progress(measurements.last().expect("just pushed"));
         }
+        if baseline.is_some() {
+            for (scenario, rounds) in COMPARED.into_iter().zip(before) {
+                measurements.push(rounds.into_measurement(
+                    baseline::before(scenario),
+                    connections,
+                    false,
+                ));
+                progress(measurements.last().expect("just pushed"));
+            }
+        }
     }
     drop(server);
+    drop(baseline);
 
     let results = Results {
         measurements,
@@ -226,6 +272,9 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     println!("{}", results.fixed_ratio_table().to_text());
     println!("{}", results.ratio_table().to_text());
     println!("{}", results.verdict_table().to_text());
+    if results.compares_releases() {
+        println!("{}", results.release_table().to_text());
+    }
     std::fs::create_dir_all(&options.output)?;
     plot::throughput(&results, &options.output.join("throughput.png"))?;
     plot::latency(&results, &options.output.join("latency.png"))?;
@@ -260,7 +309,7 @@ fn script_statements(
 /// new-key load of `duration` at `connections`, for a completion load at as
 /// many connections to complete: each virtual user acts as the same rider
 /// in both, so it finds as many rides as it made.
-fn hold_rides(
+pub(super) fn hold_rides(
     runtime: &tokio::runtime::Runtime,
     held: &Arc<Target>,
     connections: usize,
@@ -302,7 +351,7 @@ fn progress(m: &Measurement) {
 
 /// The stage's user and `count - 1` more, with consecutive ids so that
 /// pgbench can spread its clients over them as the HTTP load does.
-fn riders(ridepay: &Ridepay, first: ApiUser, count: usize) -> anyhow::Result<Vec<ApiUser>> {
+pub(super) fn riders(ridepay: &Ridepay, first: ApiUser, count: usize) -> anyhow::Result<Vec<ApiUser>> {
     let mut riders = vec![first];
     while riders.len() < count.max(1) {
         let rider = ridepay.create_user(&format!(
@@ -425,6 +474,10 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
     }
     out.push_str("\n## Targets\n\n");
     out.push_str(&results.verdict_table().to_markdown());
+    if results.compares_releases() {
+        out.push_str("\n## Against the release before\n\n");
+        out.push_str(&results.release_table().to_markdown());
+    }
     out.push_str("\n## Ratios to the fixed baselines\n\n");
     out.push_str(&results.fixed_ratio_table().to_markdown());
     out.push_str("\n## Ratios to the server's own SQL and to GET\n\n");
