@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::database::count_at;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -36,18 +38,6 @@ fn databases() -> (String, String) {
         cluster.superuser_url(name)
     });
     (service, ledger)
-}
-
-fn count(url: &str, sql: &str) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        count: i64,
-    }
-    diesel::sql_query(sql)
-        .get_result::<Count>(&mut PgConnection::establish(url).unwrap())
-        .unwrap()
-        .count
 }
 
 #[tokio::test]
@@ -121,18 +111,9 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
     assert_eq!(bank_page.status(), 404);
     // One PaymentIntent at the fake; no simulated table in the service's
     // database.
+    assert_eq!(count_at(&ledger, "simulated_payment_intents"), 1);
     assert_eq!(
-        count(
-            &ledger,
-            "SELECT count(*) AS count FROM simulated_payment_intents"
-        ),
-        1
-    );
-    assert_eq!(
-        count(
-            &service,
-            "SELECT count(*) AS count FROM pg_tables WHERE tablename LIKE 'simulated%'"
-        ),
+        count_at(&service, "pg_tables WHERE tablename LIKE 'simulated%'"),
         0
     );
 }

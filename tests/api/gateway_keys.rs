@@ -5,19 +5,16 @@
 //! own. A key made before that rule (call version 1) is resent exactly as
 //! before, and a key of a version this release does not know is left alone.
 
-use diesel::{Connection, PgConnection, RunQueryDsl};
+use diesel::{Connection, RunQueryDsl};
 use ridepay::payments::{self, CaptureMethod, CreateIntent, PaymentGateway};
 use ridepay::rides::create::RecoveryPoint;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
 
+use crate::common::database::sql;
 use crate::helpers::{
     count, expire_leases, leave_key_at, ride_with, spawn_app, RideRequest, TestApp, RETURN_URL,
     RIDE,
 };
-
-fn sql(conn: &mut PgConnection, statement: &str) {
-    diesel::sql_query(statement).execute(conn).unwrap();
-}
 
 /// What an asynchronous failover does to the rows of a request the client
 /// was answered for: gone, and their ids handed out again.

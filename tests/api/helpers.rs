@@ -633,18 +633,7 @@ impl TestApp {
     }
 }
 
-/// `SELECT count(*) FROM <from_where>`, for assertions on test-owned tables.
-pub fn count(conn: &mut PgConnection, from_where: &str) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        count: i64,
-    }
-    diesel::sql_query(format!("SELECT count(*) AS count FROM {from_where}"))
-        .get_result::<Count>(conn)
-        .unwrap()
-        .count
-}
+pub use crate::common::database::count;
 
 pub const POLICY: KeyPolicy = KeyPolicy {
     lease_timeout: Duration::from_secs(30),

@@ -9,6 +9,7 @@ use diesel_migrations::MigrationHarness;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::common::database::sql;
 use crate::helpers::{create_test_database, migrate_until, on_database, spawn_server, TestApp};
 
 /// The last migration before PaymentIntents.
@@ -38,10 +39,6 @@ fn version_1_fingerprint(path: &str, canonical: &str) -> String {
         hasher.update(part);
     }
     format!("v1:{}", hex::encode(hasher.finalize()))
-}
-
-fn sql(conn: &mut PgConnection, statement: &str) {
-    diesel::sql_query(statement).execute(conn).unwrap();
 }
 
 /// A database as the release before PaymentIntents left it, with a user.

@@ -5,20 +5,17 @@
 //! deadline, ended with a stored 502; a payment no ride records is
 //! released. Passes are driven directly, never waited for.
 
-use diesel::{PgConnection, RunQueryDsl};
+use diesel::RunQueryDsl;
 use ridepay::config::{GatewayKind, Settings};
 use ridepay_doubles::intents::save_failure;
 use serde_json::json;
 
+use crate::common::database::sql;
 use crate::common::server_process::run_json;
 use crate::helpers::{
     count, held_ride, ledger_count, reconcile, reconcile_with, ride_with, spawn_app_with,
     spawn_fake_gateway, spawn_server, stripe_settings, Answer, RideRequest, TestApp, RIDE,
 };
-
-fn sql(conn: &mut PgConnection, statement: &str) {
-    diesel::sql_query(statement).execute(conn).unwrap();
-}
 
 /// The gateway's PaymentIntents: (metadata generation, status), oldest first.
 fn intents(app: &TestApp) -> Vec<(String, String)> {

@@ -3,6 +3,7 @@
 //! part of it.
 #![allow(dead_code)]
 
+pub mod database;
 pub mod pgbouncer;
 pub mod server_process;
 pub mod settings;

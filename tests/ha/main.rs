@@ -23,6 +23,7 @@ use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayCon
 use ridepay_doubles::SimulatedGatewaySettings;
 
 use clients::Answered;
+use common::database::count_at;
 use common::server_process::ServerProcess;
 use patroni::{Cluster, Tools};
 
@@ -106,19 +107,6 @@ fn user(database_url: &str) -> String {
     key.expose().to_owned()
 }
 
-#[derive(diesel::QueryableByName)]
-struct Count {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    count: i64,
-}
-
-fn count(database_url: &str, sql: &str) -> i64 {
-    diesel::sql_query(sql)
-        .get_result::<Count>(&mut PgConnection::establish(database_url).unwrap())
-        .unwrap()
-        .count
-}
-
 /// What every run must end with, failover or not: every request answered,
 /// and never with a 500 (a 503 or a 409 while the database changes hands);
 /// each key answered 201 once, with its own ride, replayed byte for byte;
@@ -154,29 +142,23 @@ async fn assert_every_key_paid_once(
     }
     let keys = answers.len() as i64;
     assert_eq!(
-        count(
+        count_at(
             database_url,
-            "SELECT count(*) AS count FROM idempotency_keys WHERE recovery_point = 'finished'"
+            "idempotency_keys WHERE recovery_point = 'finished'"
         ),
         keys
     );
+    assert_eq!(count_at(database_url, "rides"), keys);
     assert_eq!(
-        count(database_url, "SELECT count(*) AS count FROM rides"),
-        keys
-    );
-    assert_eq!(
-        count(
+        count_at(
             ledger_url,
-            "SELECT count(DISTINCT metadata->>'ridepay_key') AS count FROM simulated_payment_intents"
+            "(SELECT DISTINCT metadata->>\'ridepay_key\' FROM simulated_payment_intents) AS keys"
         ),
         keys,
         "one request per key"
     );
     assert_eq!(
-        count(
-            ledger_url,
-            "SELECT count(*) AS count FROM simulated_payment_intents"
-        ),
+        count_at(ledger_url, "simulated_payment_intents"),
         keys,
         "one PaymentIntent per key"
     );
@@ -494,9 +476,8 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     for answer in &answers {
         answer.assert_paid();
     }
-    let intents = "SELECT count(*) AS count FROM simulated_payment_intents";
-    let rides = "SELECT count(*) AS count FROM rides";
-    let lost = count(&gateway.ledger_url, intents) - count(&database_url, rides);
+    let intents = "simulated_payment_intents";
+    let lost = count_at(&gateway.ledger_url, intents) - count_at(&database_url, "rides");
     // Half the clients send their keys again at once, as a client whose
     // answer was lost would: the payment each was first answered with, never
     // a second one. The other half come back only after reconciliation has
@@ -548,16 +529,13 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         }
     }
     assert_eq!(
-        count(&gateway.ledger_url, intents),
+        count_at(&gateway.ledger_url, intents),
         answers.len() as i64,
         "one PaymentIntent per key"
     );
     // Every payment at the gateway is a ride's, or was given back.
     assert_eq!(
-        count(
-            &database_url,
-            "SELECT count(*) AS count FROM rides WHERE status = 'captured'"
-        ) + released as i64,
+        count_at(&database_url, "rides WHERE status = 'captured'") + released as i64,
         answers.len() as i64
     );
 }
@@ -590,12 +568,9 @@ fn assert_same_payment(first: &Answered, again: &Answered) {
 
 /// Whether the key `answer` was acknowledged for is in the database.
 fn kept(database_url: &str, answer: &Answered) -> bool {
-    count(
+    count_at(
         database_url,
-        &format!(
-            "SELECT count(*) AS count FROM idempotency_keys WHERE key = '{}'",
-            answer.key
-        ),
+        &format!("idempotency_keys WHERE key = '{}'", answer.key),
     ) == 1
 }
 

@@ -12,7 +12,9 @@ use diesel::PgConnection;
 
 use super::load::{self, Finished, LoadResult, Scenario, Target};
 use super::measurement::{counts_statements, Probe, Usage};
-use super::session::{hold_rides, riders, server_env, COMPLETION_BODY, WARM_UP, WARM_UP_CONNECTIONS};
+use super::session::{
+    hold_rides, riders, server_env, COMPLETION_BODY, WARM_UP, WARM_UP_CONNECTIONS,
+};
 use crate::client::ride_body;
 use crate::database::{BesideDatabase, Database};
 use crate::process::Announced;

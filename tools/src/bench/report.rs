@@ -197,9 +197,10 @@ impl Results {
         ]);
         for scenario in COMPARED {
             for &c in &self.connections {
-                let (Some(now), Some(then)) =
-                    (self.find(scenario.name(), c), self.find(before(scenario), c))
-                else {
+                let (Some(now), Some(then)) = (
+                    self.find(scenario.name(), c),
+                    self.find(before(scenario), c),
+                ) else {
                     continue;
                 };
                 let cpu = |m: &Measurement| m.cpu_per_request_us(m.usage.database_cpu);
@@ -375,6 +376,7 @@ fn common_cells(m: &Measurement) -> Vec<String> {
 
 fn is_http(name: &str) -> bool {
     Scenario::ALL.iter().any(|s| s.name() == name)
+        || COMPARED.iter().any(|s| before(*s) == name)
 }
 
 fn optional(value: Option<f64>) -> String {

@@ -150,7 +150,12 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     let mut baseline = match &options.baseline_bin {
         Some(binary) => {
             let binary = crate::binary::ridepay_binary(Some(binary))?;
-            Some(Baseline::start(&binary, &database, options.riders, &runtime)?)
+            Some(Baseline::start(
+                &binary,
+                &database,
+                options.riders,
+                &runtime,
+            )?)
         }
         None => None,
     };
@@ -351,7 +356,11 @@ fn progress(m: &Measurement) {
 
 /// The stage's user and `count - 1` more, with consecutive ids so that
 /// pgbench can spread its clients over them as the HTTP load does.
-pub(super) fn riders(ridepay: &Ridepay, first: ApiUser, count: usize) -> anyhow::Result<Vec<ApiUser>> {
+pub(super) fn riders(
+    ridepay: &Ridepay,
+    first: ApiUser,
+    count: usize,
+) -> anyhow::Result<Vec<ApiUser>> {
     let mut riders = vec![first];
     while riders.len() < count.max(1) {
         let rider = ridepay.create_user(&format!(

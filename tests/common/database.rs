@@ -1,0 +1,26 @@
+//! SQL for tests: a statement run, and a count read, on test-owned tables.
+
+use diesel::{Connection, PgConnection, RunQueryDsl};
+
+/// Runs `statement`, which must succeed.
+pub fn sql(conn: &mut PgConnection, statement: &str) {
+    diesel::sql_query(statement).execute(conn).unwrap();
+}
+
+/// `SELECT count(*) FROM <from_where>`.
+pub fn count(conn: &mut PgConnection, from_where: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    diesel::sql_query(format!("SELECT count(*) AS count FROM {from_where}"))
+        .get_result::<Count>(conn)
+        .unwrap()
+        .count
+}
+
+/// `count` on a connection of its own to `url`.
+pub fn count_at(url: &str, from_where: &str) -> i64 {
+    count(&mut PgConnection::establish(url).unwrap(), from_where)
+}
