@@ -10,14 +10,10 @@ use std::time::Duration;
 
 use diesel::PgConnection;
 
-use super::load::{self, Finished, LoadResult, Scenario, Target};
+use super::load::{Finished, LoadResult, Scenario};
 use super::measurement::{counts_statements, Probe, Usage};
-use super::session::{
-    hold_rides, riders, server_env, COMPLETION_BODY, WARM_UP, WARM_UP_CONNECTIONS,
-};
-use crate::client::ride_body;
+use super::served::Served;
 use crate::database::{BesideDatabase, Database};
-use crate::process::Announced;
 use crate::ridepay::Ridepay;
 
 /// What the two releases are compared on.
@@ -33,12 +29,7 @@ pub fn before(scenario: Scenario) -> &'static str {
 }
 
 pub struct Baseline {
-    server: Announced,
-    paid: Arc<Target>,
-    held: Arc<Target>,
-    completion: Arc<Target>,
-    /// Rides made so far, for nothing but the load's bookkeeping.
-    made: Arc<Finished>,
+    served: Served,
     /// To its own database, for the statements it counts.
     conn: PgConnection,
     count_statements: bool,
@@ -65,41 +56,11 @@ impl Baseline {
             "baseline-{}@ridepay.dev",
             uuid::Uuid::new_v4().simple()
         ))?;
-        let riders = riders(&ridepay, first, rider_count)?;
-        let server = ridepay.serve(&server_env(), None)?;
-        let target = |body: bytes::Bytes| {
-            Arc::new(Target {
-                address: server.address.clone(),
-                api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-                body,
-            })
-        };
-        let paid = target(ride_body(2000, Some("pm_card_visa"), "automatic"));
-        let held = target(ride_body(2000, Some("pm_card_visa"), "manual"));
-        let completion = target(bytes::Bytes::from_static(COMPLETION_BODY.as_bytes()));
-        let warm_up = runtime.block_on(load::run(
-            Scenario::NewKey,
-            paid.clone(),
-            Arc::new(Finished::for_riders(riders.len())),
-            WARM_UP_CONNECTIONS,
-            WARM_UP,
-        ))?;
-        let to_complete = hold_rides(runtime, &held, WARM_UP_CONNECTIONS, WARM_UP / 2)?;
-        runtime.block_on(load::run(
-            Scenario::Complete,
-            completion.clone(),
-            to_complete,
-            WARM_UP_CONNECTIONS,
-            WARM_UP / 2,
-        ))?;
+        let served = Served::start(&ridepay, first, rider_count, runtime)?;
         let mut conn = ridepay::embedded_postgres::connect_with_retry(&beside.url)?;
         let count_statements = counts_statements(&mut conn);
         Ok(Baseline {
-            server,
-            paid,
-            held,
-            completion,
-            made: Arc::new(warm_up.created),
+            served,
             conn,
             count_statements,
             _database: beside,
@@ -114,7 +75,7 @@ impl Baseline {
         connections: usize,
         duration: Duration,
     ) -> anyhow::Result<Arc<Finished>> {
-        hold_rides(runtime, &self.held, connections, duration)
+        self.served.hold(runtime, connections, duration)
     }
 
     /// One run of `scenario` on the release before, with its usage;
@@ -128,29 +89,12 @@ impl Baseline {
         duration: Duration,
         postmaster: Option<u32>,
     ) -> anyhow::Result<(LoadResult, Usage)> {
-        let (target, rides) = match scenario {
-            Scenario::Complete => (&self.completion, to_complete),
-            _ => (&self.paid, &self.made),
-        };
-        let probe = Probe::start(
-            &mut self.conn,
-            Some(&self.server),
-            postmaster,
-            self.count_statements,
-        )?;
-        let result = runtime.block_on(load::run(
-            scenario,
-            target.clone(),
-            rides.clone(),
-            connections,
-            duration,
-        ))?;
-        let usage = probe.finish(&mut self.conn, Some(&self.server))?;
-        if scenario == Scenario::NewKey {
-            let mut more = (*self.made).clone();
-            more.extend(&result.created);
-            self.made = Arc::new(more);
-        }
+        let server = Some(&self.served.server);
+        let probe = Probe::start(&mut self.conn, server, postmaster, self.count_statements)?;
+        let result = self
+            .served
+            .run(runtime, scenario, to_complete, connections, duration)?;
+        let usage = probe.finish(&mut self.conn, Some(&self.served.server))?;
         Ok((result, usage))
     }
 }

@@ -9,6 +9,7 @@ pub mod options;
 pub mod pgbench;
 pub mod plot;
 pub mod report;
+pub mod served;
 pub mod session;
 
 pub use options::Options;

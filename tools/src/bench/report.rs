@@ -375,8 +375,7 @@ fn common_cells(m: &Measurement) -> Vec<String> {
 }
 
 fn is_http(name: &str) -> bool {
-    Scenario::ALL.iter().any(|s| s.name() == name)
-        || COMPARED.iter().any(|s| before(*s) == name)
+    Scenario::ALL.iter().any(|s| s.name() == name) || COMPARED.iter().any(|s| before(*s) == name)
 }
 
 fn optional(value: Option<f64>) -> String {

@@ -3,29 +3,21 @@
 //! count, then the write-up.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::bail;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
 use super::baseline::{self, Baseline, COMPARED};
-use super::load::{self, Finished, LoadResult, Scenario, Target};
+use super::load::{LoadResult, Scenario};
 use super::measurement::{counts_statements, Measurement, Probe, Rounds};
 use super::options::Options;
 use super::pgbench::{self, Pgbench, Script, ATOMIC_PHASES, NEW_KEY_SQL, ONE_INSERT};
 use super::plot;
 use super::report::Results;
-use crate::client::ride_body;
-use crate::ridepay::{var, ApiUser, Ridepay};
+use super::served::Served;
+use crate::ridepay::ApiUser;
 use crate::stage::Stage;
-
-/// Not measured: fills the server's connection pool and PostgreSQL's caches,
-/// and makes the first keys to replay.
-pub(super) const WARM_UP: Duration = Duration::from_secs(2);
-pub(super) const WARM_UP_CONNECTIONS: usize = 8;
 
 /// What a round measures: an HTTP scenario or a pgbench baseline.
 #[derive(Debug, Clone, Copy)]
@@ -70,28 +62,8 @@ fn round_order(round: u32) -> [usize; 8] {
     }
 }
 
-/// The environment of a measured server: its background workers off, so
-/// that no pass lands in a measured window, and no rate limits.
-pub(super) fn server_env() -> Vec<(String, String)> {
-    vec![
-        var("COMPLETER_ENABLED", false),
-        var("RECONCILE_ENABLED", false),
-        var("OUTBOX_ENABLED", false),
-        var("REAPER_ENABLED", false),
-        // The gateway's events are applied after the answer, by a worker:
-        // work of the gateway's, not of the request measured.
-        var("SIMULATED_GATEWAY_EVENTS_ENABLED", false),
-        // One rider sends thousands of requests a second here.
-        var("RATE_LIMIT_PER_SECOND", 0),
-        var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
-    ]
-}
-
 /// Statements per transaction of a pgbench script are counted on this many.
 const COUNTED_TRANSACTIONS: u64 = 20;
-/// A completion captures less than the ride's 2000 cents hold, so that it
-/// never raises the hold first.
-pub(super) const COMPLETION_BODY: &str = r#"{"final_amount_cents": 1500}"#;
 /// A valid stored fingerprint for the SQL replay (the server hashes the request).
 const FINGERPRINT: &str = "v2:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
@@ -115,38 +87,11 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         );
     }
     conn.batch_execute(pgbench::SETUP)?;
-    let server = ridepay.serve(&server_env(), None)?;
-    let riders = riders(&ridepay, user, options.riders)?;
-    let target = |body: bytes::Bytes| {
-        Arc::new(Target {
-            address: server.address.clone(),
-            api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-            body,
-        })
-    };
-    let paid = target(ride_body(2000, Some("pm_card_visa"), "automatic"));
-    let held = target(ride_body(2000, Some("pm_card_visa"), "manual"));
-    let completion = target(bytes::Bytes::from_static(COMPLETION_BODY.as_bytes()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)
         .enable_all()
         .build()?;
-    let warm_up = runtime.block_on(load::run(
-        Scenario::NewKey,
-        paid.clone(),
-        Arc::new(Finished::for_riders(riders.len())),
-        WARM_UP_CONNECTIONS,
-        WARM_UP,
-    ))?;
-    let mut finished = Arc::new(warm_up.created);
-    let to_complete = hold_rides(&runtime, &held, WARM_UP_CONNECTIONS, WARM_UP / 2)?;
-    runtime.block_on(load::run(
-        Scenario::Complete,
-        completion.clone(),
-        to_complete,
-        WARM_UP_CONNECTIONS,
-        WARM_UP / 2,
-    ))?;
+    let mut served = Served::start(&ridepay, user, options.riders, &runtime)?;
     let mut baseline = match &options.baseline_bin {
         Some(binary) => {
             let binary = crate::binary::ridepay_binary(Some(binary))?;
@@ -161,7 +106,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     };
     let pgbench = Pgbench::new(
         &database.url,
-        pgbench_variables(&mut conn, &riders, &server.address)?,
+        pgbench_variables(&mut conn, &served.riders, &served.server.address)?,
     )?;
 
     let postmaster = database
@@ -182,7 +127,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         for round in 0..options.rounds {
             // Before any measurement of the round, so that none of its pairs
             // waits on it.
-            let to_complete = hold_rides(&runtime, &held, connections, options.duration)?;
+            let to_complete = served.hold(&runtime, connections, options.duration)?;
             let before_to_complete = match &baseline {
                 Some(baseline) => Some(baseline.hold(&runtime, connections, options.duration)?),
                 None => None,
@@ -191,25 +136,16 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                 settle(&mut conn)?;
                 let (result, usage) = match STEPS[index] {
                     Step::Http(scenario) => {
-                        let (target, rides) = match scenario {
-                            Scenario::Complete => (&completion, &to_complete),
-                            _ => (&paid, &finished),
-                        };
-                        let probe =
-                            Probe::start(&mut conn, Some(&server), postmaster, count_statements)?;
-                        let result = runtime.block_on(load::run(
+                        let server = Some(&served.server);
+                        let probe = Probe::start(&mut conn, server, postmaster, count_statements)?;
+                        let result = served.run(
+                            &runtime,
                             scenario,
-                            target.clone(),
-                            rides.clone(),
+                            &to_complete,
                             connections,
                             options.duration,
-                        ))?;
-                        let usage = probe.finish(&mut conn, Some(&server))?;
-                        if scenario == Scenario::NewKey {
-                            let mut more = (*finished).clone();
-                            more.extend(&result.created);
-                            finished = Arc::new(more);
-                        }
+                        )?;
+                        let usage = probe.finish(&mut conn, Some(&served.server))?;
                         (result, usage)
                     }
                     Step::Baseline(script) => {
@@ -264,7 +200,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
-    drop(server);
+    drop(served);
     drop(baseline);
 
     let results = Results {
@@ -314,22 +250,6 @@ fn script_statements(
 /// new-key load of `duration` at `connections`, for a completion load at as
 /// many connections to complete: each virtual user acts as the same rider
 /// in both, so it finds as many rides as it made.
-pub(super) fn hold_rides(
-    runtime: &tokio::runtime::Runtime,
-    held: &Arc<Target>,
-    connections: usize,
-    duration: Duration,
-) -> anyhow::Result<Arc<Finished>> {
-    let made = runtime.block_on(load::run(
-        Scenario::NewKey,
-        held.clone(),
-        Arc::new(Finished::for_riders(held.api_keys.len())),
-        connections,
-        duration,
-    ))?;
-    Ok(Arc::new(made.created))
-}
-
 /// Every measurement starts from the same state, the previous one's dead rows
 /// vacuumed and its dirty pages written, so that none pays for another's
 /// autovacuum or checkpoint. CHECKPOINT needs a superuser (or
@@ -352,27 +272,6 @@ fn progress(m: &Measurement) {
         m.latency.p99.as_secs_f64() * 1000.0,
         m.writes_per_request()
     );
-}
-
-/// The stage's user and `count - 1` more, with consecutive ids so that
-/// pgbench can spread its clients over them as the HTTP load does.
-pub(super) fn riders(
-    ridepay: &Ridepay,
-    first: ApiUser,
-    count: usize,
-) -> anyhow::Result<Vec<ApiUser>> {
-    let mut riders = vec![first];
-    while riders.len() < count.max(1) {
-        let rider = ridepay.create_user(&format!(
-            "rider-{}@ridepay.dev",
-            uuid::Uuid::new_v4().simple()
-        ))?;
-        if rider.user_id != riders[0].user_id + riders.len() as i64 {
-            bail!("rider ids are not consecutive; pgbench could not mirror the riders");
-        }
-        riders.push(rider);
-    }
-    Ok(riders)
 }
 
 /// The `-D` variables of `new_key_post.sql`: the riders' ids, the first
