@@ -1,4 +1,4 @@
-use crate::helpers::{spawn_app, Answer, RIDE};
+use crate::common::app::{spawn_app, Answer, RIDE};
 
 #[tokio::test]
 async fn api_routes_need_a_valid_bearer_key() {

@@ -10,7 +10,8 @@ use ridepay::payments::{
 };
 use ridepay_doubles::SimulatedGateway;
 
-use crate::helpers::{intent_request, spawn_app, spawn_fake_gateway, stripe_settings, TestApp};
+use crate::common::app::{spawn_app, TestApp};
+use crate::common::gateway::{intent_request, spawn_fake_gateway, stripe_settings};
 
 /// A gateway and the page its PaymentIntents send riders to: the
 /// simulated gateway's, served by ridepay, or the fake Stripe's own (reached

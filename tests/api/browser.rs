@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
-use crate::helpers::{skip, spawn_app};
+use crate::common::app::{skip, spawn_app};
 
 const CHROMEDRIVER: &str = "chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -6,7 +6,7 @@ use std::process::Command;
 use diesel::RunQueryDsl;
 use serde_json::Value;
 
-use crate::helpers::{spawn_app, RIDE};
+use crate::common::app::{spawn_app, RIDE};
 
 fn ridepay(database_url: &str, args: &[&str]) -> (bool, String) {
     let output = crate::common::server_process::run(database_url, args, &[]);

@@ -3,10 +3,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use serde_json::json;
 
-use crate::helpers::{
-    assert_takeover_fenced, create_user, spawn_app, spawn_app_with, spawn_server, Answer, TestApp,
-    RIDE,
+use crate::common::app::{
+    create_user, spawn_app, spawn_app_with, spawn_server, Answer, TestApp, RIDE,
 };
+use crate::common::keys::assert_takeover_fenced;
 
 #[tokio::test]
 async fn fifty_parallel_requests_with_one_key_make_one_ride_and_one_charge() {

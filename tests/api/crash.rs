@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use ridepay::crash;
 
+use crate::common::app::{database_only, Answer, TestApp, RIDE};
+use crate::common::keys::assert_takeover_fenced;
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{assert_takeover_fenced, database_only, Answer, TestApp, RIDE};
-use crate::workers::eventually;
+use crate::common::wait::eventually;
 
 const KEY: &str = "crash-me";
 

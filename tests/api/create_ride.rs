@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::helpers::{create_user, held_ride, ride_with, spawn_app, RIDE};
+use crate::common::app::{create_user, held_ride, ride_with, spawn_app, RIDE};
 
 #[tokio::test]
 async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {

@@ -10,9 +10,9 @@ use diesel::RunQueryDsl;
 use futures_util::stream::{self, StreamExt};
 use ridepay::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 
+use crate::common::app::{database_only, on_database, ride_with, Answer, TestApp};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{database_only, on_database, ride_with, Answer, TestApp};
-use crate::workers::eventually;
+use crate::common::wait::eventually;
 
 const KEYS: usize = 120;
 

@@ -6,7 +6,8 @@
 
 use ridepay::config::conninfo::Conninfo;
 
-use crate::helpers::{create_test_database, on_database, spawn_server, RIDE};
+use crate::common::app::{on_database, spawn_server, RIDE};
+use crate::common::test_databases::create_test_database;
 
 /// A folder no PostgreSQL listens in: the host that is down.
 const DOWN: &str = "/nonexistent/ridepay-down-host";

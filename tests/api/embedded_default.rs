@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::app::{database_only, TestApp, RIDE};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{database_only, TestApp, RIDE};
 
 fn start(data_dir: &Path) -> (ServerProcess, String) {
     let server = ServerProcess::start(

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ridepay::embedded_postgres::{EmbeddedPostgres, StopMode};
 
-use crate::helpers::skip;
+use crate::common::app::skip;
 use sha2::{Digest, Sha256};
 
 /// The uid the attacks run as: `nobody`, there on every Debian system.

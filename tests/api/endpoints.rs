@@ -7,7 +7,8 @@ use diesel::{Connection, PgConnection, QueryableByName, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
 use ridepay::endpoints;
 
-use crate::helpers::{create_test_database, create_user, migrate_until, spawn_app, RIDE};
+use crate::common::app::{create_user, spawn_app, RIDE};
+use crate::common::test_databases::{create_test_database, migrate_until};
 use crate::migrations::BEFORE_RETIRING_VERSION_1;
 
 #[derive(QueryableByName)]

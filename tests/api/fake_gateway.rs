@@ -4,7 +4,8 @@
 use reqwest::Client;
 use serde_json::Value;
 
-use crate::helpers::{spawn_fake_gateway, Answer, FAKE_API_KEY};
+use crate::common::app::Answer;
+use crate::common::gateway::{spawn_fake_gateway, FAKE_API_KEY};
 
 async fn post(client: &Client, url: &str, key: &str, form: &[(&str, &str)]) -> Answer {
     let response = client
@@ -155,7 +156,8 @@ fn trickling(address: std::net::SocketAddr) -> (std::net::TcpStream, std::thread
 
 #[test]
 fn the_fake_bounds_its_connections_and_the_time_a_request_may_take() {
-    use crate::helpers::{create_test_database, read_all};
+    use crate::common::raw_http::read_all;
+    use crate::common::test_databases::create_test_database;
     use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
     let fake = FakeGateway::start(FakeGatewayConfig {
         bind: "127.0.0.1:0".to_owned(),

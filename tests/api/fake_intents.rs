@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_fake_gateway, FAKE_API_KEY};
+use crate::common::gateway::{spawn_fake_gateway, FAKE_API_KEY};
 use crate::stripe_spec::spec;
 
 struct Fake {

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use crate::helpers::{count, spawn_app, TestApp};
+use crate::common::app::{spawn_app, TestApp};
+use crate::common::database::count;
 
 fn raises(app: &TestApp) -> i64 {
     count(

@@ -13,10 +13,11 @@ use ridepay::payments::{
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
-use crate::helpers::{
-    capture_request, count, create_test_database, intent_request, start_fake_gateway,
-    stripe_settings,
+use crate::common::database::count;
+use crate::common::gateway::{
+    capture_request, intent_request, start_fake_gateway, stripe_settings,
 };
+use crate::common::test_databases::create_test_database;
 
 type Gateway = dyn PaymentGateway;
 

@@ -10,11 +10,11 @@ use ridepay::payments::{self, CaptureMethod, CreateIntent, PaymentGateway};
 use ridepay::rides::create::RecoveryPoint;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
 
+use crate::common::app::{ride_with, spawn_app, TestApp, RIDE};
+use crate::common::database::count;
 use crate::common::database::sql;
-use crate::helpers::{
-    count, expire_leases, leave_key_at, ride_with, spawn_app, RideRequest, TestApp, RETURN_URL,
-    RIDE,
-};
+use crate::common::gateway::RETURN_URL;
+use crate::common::keys::{expire_leases, leave_key_at, RideRequest};
 
 /// What an asynchronous failover does to the rows of a request the client
 /// was answered for: gone, and their ids handed out again.

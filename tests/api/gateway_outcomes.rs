@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::helpers::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
+use crate::common::app::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
 
 #[tokio::test]
 async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {

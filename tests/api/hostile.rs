@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
-use crate::helpers::{
-    create_user, raw, read_all, ride_with, spawn_app, spawn_app_with, Answer, RIDE,
-};
+use crate::common::app::{create_user, ride_with, spawn_app, spawn_app_with, Answer, RIDE};
+use crate::common::raw_http::{raw, read_all};
 
 #[tokio::test]
 async fn a_flooding_key_is_rate_limited_and_another_key_is_not() {

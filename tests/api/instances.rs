@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
 
+use crate::common::app::{database_only, ride_with, TestApp, RIDE};
+use crate::common::receiver::Receiver;
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{database_only, ride_with, TestApp, RIDE};
+use crate::common::wait::eventually;
 use crate::receipts::verified;
-use crate::receiver::Receiver;
-use crate::workers::eventually;
 
 fn two_instances(app: &TestApp, extra: &[(&str, &str)]) -> (ServerProcess, ServerProcess) {
     let mut env = vec![("COMPLETER_ENABLED", "true"), ("OUTBOX_ENABLED", "true")];

@@ -12,7 +12,8 @@ use ridepay::payments::{
 };
 use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 
-use crate::helpers::{capture_request, create_test_database, intent_request};
+use crate::common::gateway::{capture_request, intent_request};
+use crate::common::test_databases::create_test_database;
 
 fn settings() -> IntentSettings {
     IntentSettings {
@@ -169,7 +170,7 @@ fn stripes_declining_test_methods_decline_with_their_codes_and_an_unknown_one_is
         "{unknown:?}"
     );
     assert_eq!(
-        crate::helpers::count(&mut conn, "simulated_payment_intents"),
+        crate::common::database::count(&mut conn, "simulated_payment_intents"),
         2
     );
 }
@@ -372,7 +373,7 @@ fn a_key_replays_its_first_answer_as_it_was_and_refuses_other_parameters() {
         );
     }
     assert_eq!(
-        crate::helpers::count(&mut conn, "simulated_payment_intents"),
+        crate::common::database::count(&mut conn, "simulated_payment_intents"),
         2
     );
 }
@@ -394,7 +395,7 @@ fn concurrent_calls_under_one_key_make_one_intent() {
     assert!(answers.iter().all(|answer| *answer == answers[0]));
     let mut conn = PgConnection::establish(&url).unwrap();
     assert_eq!(
-        crate::helpers::count(&mut conn, "simulated_payment_intents"),
+        crate::common::database::count(&mut conn, "simulated_payment_intents"),
         1
     );
 }
@@ -445,7 +446,10 @@ fn concurrent_captures_of_one_hold_capture_it_once_and_one_key_gets_one_answer()
     let hold = held(&mut store_at(&url), "hold", "pm_card_visa");
     at_once_under_one_key_and_others(&url, |conn, key| capture(conn, key, &hold.id, 1500));
     let succeeded = "simulated_events WHERE event_type = 'payment_intent.succeeded'";
-    assert_eq!(crate::helpers::count(&mut store_at(&url), succeeded), 1);
+    assert_eq!(
+        crate::common::database::count(&mut store_at(&url), succeeded),
+        1
+    );
 }
 
 #[test]
@@ -470,7 +474,7 @@ fn concurrent_refunds_of_one_payment_never_exceed_it_and_one_key_gets_one_answer
         refunds::refund(conn, &request, Double::Simulated)
     });
     assert_eq!(
-        crate::helpers::count(&mut store_at(&url), "simulated_refunds"),
+        crate::common::database::count(&mut store_at(&url), "simulated_refunds"),
         1
     );
 }
@@ -514,7 +518,7 @@ fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_inten
     );
     let mut conn = PgConnection::establish(&url).unwrap();
     assert_eq!(
-        crate::helpers::count(&mut conn, "simulated_payment_intents"),
+        crate::common::database::count(&mut conn, "simulated_payment_intents"),
         1
     );
 }

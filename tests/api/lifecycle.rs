@@ -7,8 +7,8 @@ use std::time::Duration;
 use ridepay_doubles::intents;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_user, spawn_app, TestApp};
-use crate::workers::eventually;
+use crate::common::app::{create_user, spawn_app, TestApp};
+use crate::common::wait::eventually;
 
 fn intent_of(ride: &Value) -> String {
     ride["payment_intent_id"].as_str().unwrap().to_owned()
@@ -350,7 +350,8 @@ async fn two_completions_at_once_capture_once() {
 /// `expired`, and the answer is stored.
 #[tokio::test]
 async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_expired() {
-    use crate::helpers::{spawn_app_with, spawn_fake_gateway, stripe_settings};
+    use crate::common::app::spawn_app_with;
+    use crate::common::gateway::{spawn_fake_gateway, stripe_settings};
     let (fake, ledger) = spawn_fake_gateway(|_| {});
     let app = spawn_app_with(|s| {
         s.gateway.kind = ridepay::config::GatewayKind::Stripe;

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::common::app::{database_only, spawn_server, TestApp, RIDE};
+use crate::common::raw_http::{raw, read_all};
+use crate::common::receiver::{Receiver, Reply};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{database_only, raw, read_all, spawn_server, TestApp, RIDE};
-use crate::receiver::{Receiver, Reply};
-use crate::workers::eventually;
+use crate::common::wait::eventually;
 
 /// The log a server writes (at `rust_log`, with `env`) while `act` runs
 /// against it, given the app the server serves and its log.

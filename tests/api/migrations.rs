@@ -9,8 +9,9 @@ use diesel_migrations::MigrationHarness;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::common::app::{on_database, spawn_server, TestApp};
 use crate::common::database::sql;
-use crate::helpers::{create_test_database, migrate_until, on_database, spawn_server, TestApp};
+use crate::common::test_databases::{create_test_database, migrate_until};
 
 /// The last migration before PaymentIntents.
 const BEFORE_PAYMENT_INTENTS: &str = "20261201000015";
@@ -290,7 +291,7 @@ fn the_retirement_of_version_1_keys_waits_until_none_is_left() {
 fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
     let app = database_at(BEFORE_CALL_VERSIONS);
     let mut conn = app.db();
-    crate::helpers::create_user(&app.database_url, None);
+    crate::common::app::create_user(&app.database_url, None);
     sql(
         &mut conn,
         &format!(
@@ -323,7 +324,7 @@ fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
         }
     );
     assert_eq!(
-        crate::helpers::count(&mut conn, "(SELECT DISTINCT public_id FROM users) AS ids"),
+        crate::common::database::count(&mut conn, "(SELECT DISTINCT public_id FROM users) AS ids"),
         2
     );
 }

@@ -11,10 +11,9 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection};
 use serde_json::Value;
 
+use crate::common::app::{database_only, skip, spawn_app, spawn_app_with, Answer, RIDE};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{
-    create_test_database, database_only, skip, spawn_app, spawn_app_with, Answer, RIDE,
-};
+use crate::common::test_databases::create_test_database;
 
 #[tokio::test]
 async fn metrics_are_prometheus_text_counting_requests_and_idempotency_outcomes() {

@@ -11,11 +11,11 @@ use ridepay::config::{ReceiptDestination, Settings};
 use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 
-use crate::helpers::{
+use crate::common::app::{
     create_user, held_ride, spawn_app_with, spawn_server, Answer, TestApp, TestUser, RIDE,
 };
-use crate::receiver::{Received, Receiver, Reply};
-use crate::workers::eventually;
+use crate::common::receiver::{Received, Receiver, Reply};
+use crate::common::wait::eventually;
 
 /// The server with the sender of webhooks on, on a schedule `secs` apart
 /// (the first attempt at once).
@@ -876,7 +876,7 @@ async fn every_attempt_connects_only_to_an_address_the_sender_may_reach() {
 /// destination: users' webhooks never go through one.
 #[tokio::test]
 async fn users_webhooks_never_go_through_a_proxy_the_environment_names() {
-    let mut app = crate::helpers::database_only();
+    let mut app = crate::common::app::database_only();
     let proxy = Receiver::start();
     let proxy_url = proxy.url.trim_end_matches("/hook").to_owned();
     let server = crate::common::server_process::ServerProcess::start(

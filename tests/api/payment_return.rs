@@ -10,7 +10,7 @@ use ridepay::config::{GatewayKind, StripeSettings};
 use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 use serde_json::Value;
 
-use crate::helpers::{spawn_app, spawn_server, Answer, TestApp};
+use crate::common::app::{spawn_app, spawn_server, Answer, TestApp};
 
 fn settings() -> IntentSettings {
     IntentSettings {

@@ -10,9 +10,9 @@
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use futures_util::stream::{self, StreamExt};
 
+use crate::common::app::{database_only, ride_with};
 use crate::common::pgbouncer::{pgbouncer_binary, PgBouncer};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{database_only, ride_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_pgbouncer_in_transaction_mode_every_ride_is_its_own_and_sessions_keep_their_limits()
@@ -36,7 +36,7 @@ async fn behind_pgbouncer_in_transaction_mode_every_ride_is_its_own_and_sessions
 
     // Each key's ride has its own amount: a statement run with another
     // client's parameters would show as a ride of the wrong amount.
-    let answers: Vec<(i64, crate::helpers::Answer)> = stream::iter(0..60)
+    let answers: Vec<(i64, crate::common::app::Answer)> = stream::iter(0..60)
         .map(|i| {
             let address = server.address.clone();
             async move {

@@ -18,7 +18,8 @@ use ridepay::rides::create::RideParams;
 use ridepay::users;
 use ridepay_doubles::SimulatedGateway;
 
-use crate::helpers::{database_only, POLICY, RIDE};
+use crate::common::app::{database_only, RIDE};
+use crate::common::keys::POLICY;
 
 #[derive(QueryableByName)]
 struct Prepared {
@@ -51,7 +52,7 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
         pool,
         key_policy: POLICY,
         installation_id,
-        return_url: crate::helpers::RETURN_URL.to_owned(),
+        return_url: crate::common::gateway::RETURN_URL.to_owned(),
         destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,
         },

@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::helpers::{create_user, ride_with, spawn_app};
+use crate::common::app::{create_user, ride_with, spawn_app};
 
 #[tokio::test]
 async fn a_ride_reads_back_as_created() {

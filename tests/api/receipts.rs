@@ -12,9 +12,9 @@ use ridepay::config::{ReceiptDestination, Settings};
 use serde_json::Value;
 use standardwebhooks::Webhook;
 
-use crate::helpers::{create_user, spawn_app_with, spawn_server, TestApp, RIDE};
-use crate::receiver::{Received, Receiver};
-use crate::workers::eventually;
+use crate::common::app::{create_user, spawn_app_with, spawn_server, TestApp, RIDE};
+use crate::common::receiver::{Received, Receiver};
+use crate::common::wait::eventually;
 
 /// The installation's secret: `whsec_` and the base64 of 32 bytes.
 pub const SECRET: &str = "whsec_cmVjZWlwdHMtb2YtdGhlLWluc3RhbGxhdGlvbi0zMmI=";

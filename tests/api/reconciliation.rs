@@ -10,12 +10,16 @@ use ridepay::config::{GatewayKind, Settings};
 use ridepay_doubles::intents::save_failure;
 use serde_json::json;
 
-use crate::common::database::sql;
-use crate::common::server_process::run_json;
-use crate::helpers::{
-    count, held_ride, ledger_count, reconcile, reconcile_with, ride_with, spawn_app_with,
-    spawn_fake_gateway, spawn_server, stripe_settings, Answer, RideRequest, TestApp, RIDE,
+use crate::common::app::{
+    held_ride, ride_with, spawn_app_with, spawn_server, Answer, TestApp, RIDE,
 };
+use crate::common::database::count;
+use crate::common::database::sql;
+use crate::common::gateway::{
+    ledger_count, reconcile, reconcile_with, spawn_fake_gateway, stripe_settings,
+};
+use crate::common::keys::RideRequest;
+use crate::common::server_process::run_json;
 
 /// The gateway's PaymentIntents: (metadata generation, status), oldest first.
 fn intents(app: &TestApp) -> Vec<(String, String)> {
@@ -379,7 +383,7 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
 async fn a_key_left_to_reconciliation_is_left_to_it() {
     let app = spawn_app_with(|_| {}).await;
     saved_before_acting(&app, "left").await;
-    crate::helpers::expire_leases(&app);
+    crate::common::keys::expire_leases(&app);
     let context = crate::workers::context(&app, Default::default());
 
     let report = crate::workers::complete_once(&context, &crate::workers::completer_settings(1));

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use crate::helpers::{spawn_app, spawn_app_with, spawn_server};
-use crate::workers::eventually;
+use crate::common::app::{spawn_app, spawn_app_with, spawn_server};
+use crate::common::wait::eventually;
 
 const REFUND: &str = r#"{"amount_cents": 500, "reason": "requested_by_customer"}"#;
 
@@ -94,7 +94,7 @@ async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() 
     let declined = app
         .post_ride(
             "declined",
-            &crate::helpers::ride_with(
+            &crate::common::app::ride_with(
                 serde_json::json!({"payment_method": "pm_card_visa_chargeDeclined"}),
             ),
         )
@@ -130,7 +130,7 @@ async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() 
 async fn another_users_ride_is_404_and_nothing_is_written() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("ride").await;
-    let stranger = crate::helpers::create_user(&app.database_url, None);
+    let stranger = crate::common::app::create_user(&app.database_url, None);
     let keys = app.count("idempotency_keys");
 
     let answer = app

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_app_with, trickle, TestApp, RIDE, WEBHOOK_SECRET};
+use crate::common::app::{spawn_app_with, TestApp, RIDE};
+use crate::common::gateway::WEBHOOK_SECRET;
+use crate::common::raw_http::trickle;
 
 const FORM: &str = "application/x-www-form-urlencoded";
 const PAGE: &str = "/simulated-gateway/authenticate";
@@ -44,7 +46,7 @@ async fn post(
     content_type: &str,
     headers: &[(&str, &str)],
     body: Vec<u8>,
-) -> crate::helpers::Answer {
+) -> crate::common::app::Answer {
     let mut request = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -55,7 +57,7 @@ async fn post(
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    crate::helpers::Answer::read(request.send().await.unwrap()).await
+    crate::common::app::Answer::read(request.send().await.unwrap()).await
 }
 
 async fn app() -> TestApp {

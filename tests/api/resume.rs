@@ -6,7 +6,8 @@ use ridepay::rides::create as phases;
 use ridepay::rides::create::RecoveryPoint;
 use ridepay::service_error::ServiceError;
 
-use crate::helpers::{expire_leases, leave_key_at, spawn_app, RideRequest, TestApp, POLICY, RIDE};
+use crate::common::app::{spawn_app, TestApp, RIDE};
+use crate::common::keys::{expire_leases, leave_key_at, RideRequest, POLICY};
 
 async fn assert_retry_finishes(app: &TestApp, key: &str, point: RecoveryPoint) {
     let intent = leave_key_at(app, key, point);
@@ -71,7 +72,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
 
     // The phase's work, then its fenced commit, as the flow runs them.
     let refused = idempotency::in_transaction(&mut conn, &mut stale, |conn, lease| {
-        phases::create_ride(conn, lease, params, crate::helpers::RETURN_URL)?;
+        phases::create_ride(conn, lease, params, crate::common::gateway::RETURN_URL)?;
         lease.advance(conn, RecoveryPoint::RideCreated)
     });
 

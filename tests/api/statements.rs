@@ -8,7 +8,7 @@
 use diesel::sql_types::BigInt;
 use diesel::{QueryableByName, RunQueryDsl};
 
-use crate::helpers::{skip, spawn_app_with, TestApp, RIDE};
+use crate::common::app::{skip, spawn_app_with, TestApp, RIDE};
 
 /// Statements per request today. Lower them as round trips go; never raise
 /// them without saying why in the commit. The pool checks a connection

@@ -11,11 +11,10 @@ use futures_util::future::join_all;
 use ridepay::config::{GatewayKind, ReceiptDestination, StripeSettings};
 use serde_json::json;
 
+use crate::common::app::{database_only, spawn_app, spawn_app_with, Answer, TestApp, RIDE};
+use crate::common::gateway::{stripe_event, WEBHOOK_SECRET};
+use crate::common::raw_http::{raw, read_all, trickle};
 use crate::common::server_process::ServerProcess;
-use crate::helpers::{
-    database_only, raw, read_all, spawn_app, spawn_app_with, stripe_event, trickle, Answer,
-    TestApp, RIDE, WEBHOOK_SECRET,
-};
 
 /// The series of ridepay's HTTP request metrics for methods it does not
 /// know: what invented requests could add to. (Other tests share the
@@ -295,7 +294,7 @@ async fn a_redirect_from_the_receipts_destination_is_not_a_delivery() {
     let app = spawn_app_with(crate::receipts::sending_receipts(&receipts)).await;
     app.post_ride("receipt", RIDE).await.assert_status(201);
 
-    let redirected = crate::workers::eventually(Duration::from_secs(30), || {
+    let redirected = crate::common::wait::eventually(Duration::from_secs(30), || {
         app.count("webhook_attempts WHERE http_status = 302") >= 1
     })
     .await;

@@ -11,7 +11,7 @@ use ridepay::payments::{
     CaptureMethod, CreateIntent, GatewayError, PaymentGateway, PaymentIntent, StripeGateway,
 };
 
-use crate::helpers::{
+use crate::common::gateway::{
     intent_request, ledger_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY,
 };
 

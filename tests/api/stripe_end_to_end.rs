@@ -10,11 +10,10 @@ use ridepay::payments::{Payment, PaymentGateway, RefundRequest, StripeGateway};
 use ridepay_doubles::fake_stripe::{FakeGateway, WebhookTarget};
 use serde_json::json;
 
-use crate::helpers::{
-    count, ledger_count, ride_with, spawn_app_with, spawn_fake_gateway, spawn_server,
-    stripe_settings, Answer, TestApp, WEBHOOK_SECRET,
-};
-use crate::workers::eventually;
+use crate::common::app::{ride_with, spawn_app_with, spawn_server, Answer, TestApp};
+use crate::common::database::count;
+use crate::common::gateway::{ledger_count, spawn_fake_gateway, stripe_settings, WEBHOOK_SECRET};
+use crate::common::wait::eventually;
 
 fn use_stripe(settings: &mut Settings, fake: &FakeGateway) {
     settings.gateway.kind = GatewayKind::Stripe;

@@ -13,11 +13,12 @@ use ridepay_doubles::intents;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
 use serde_json::{json, Value};
 
-use crate::helpers::{
-    create_user, held_ride, reconcile, ride_with, spawn_app, spawn_app_with, spawn_server,
-    stripe_event, Answer, TestApp, TestUser, WEBHOOK_SECRET,
+use crate::common::app::{
+    create_user, held_ride, ride_with, spawn_app, spawn_app_with, spawn_server, Answer, TestApp,
+    TestUser,
 };
-use crate::workers::eventually;
+use crate::common::gateway::{reconcile, stripe_event, WEBHOOK_SECRET};
+use crate::common::wait::eventually;
 
 /// A ride paid at once with the user's saved card.
 fn saved_card_ride() -> String {

@@ -1,10 +1,10 @@
-use crate::helpers::{ride_with, spawn_app, TestApp, RIDE};
+use crate::common::app::{ride_with, spawn_app, TestApp, RIDE};
 
 async fn post_raw(
     app: &TestApp,
     headers: &[(&str, &str)],
     body: Vec<u8>,
-) -> crate::helpers::Answer {
+) -> crate::common::app::Answer {
     let mut request = app
         .client
         .post(format!("{}/api/rides", app.address))
@@ -12,7 +12,7 @@ async fn post_raw(
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    crate::helpers::Answer::read(request.body(body).send().await.unwrap()).await
+    crate::common::app::Answer::read(request.body(body).send().await.unwrap()).await
 }
 
 #[tokio::test]
@@ -54,7 +54,7 @@ async fn an_invalid_idempotency_key_is_a_400_and_writes_nothing() {
         .send()
         .await
         .unwrap();
-    crate::helpers::Answer::read(non_ascii)
+    crate::common::app::Answer::read(non_ascii)
         .await
         .assert_problem(400, "idempotency-key-invalid");
     assert_eq!(app.counts(), (0, 0, 0));

@@ -10,10 +10,9 @@ use ridepay_doubles::events::Double;
 use ridepay_doubles::{intents, refunds};
 use serde_json::json;
 
-use crate::helpers::{
-    spawn_app_with, spawn_server, stripe_event, Answer, TestApp, RIDE, WEBHOOK_SECRET,
-};
-use crate::workers::eventually;
+use crate::common::app::{spawn_app_with, spawn_server, Answer, TestApp, RIDE};
+use crate::common::gateway::{stripe_event, WEBHOOK_SECRET};
+use crate::common::wait::eventually;
 
 /// The server, its simulated gateway's own events off: these tests send
 /// theirs, and count what they recorded.
@@ -271,7 +270,7 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
     let paid = app
         .post_ride(
             "ride",
-            &crate::helpers::ride_with(json!({"payment_method": "pm_card_refundFail"})),
+            &crate::common::app::ride_with(json!({"payment_method": "pm_card_refundFail"})),
         )
         .await;
     let ride_id = paid.json()["id"].as_i64().unwrap();

@@ -2,7 +2,7 @@
 //! outbox's sender: `outbound_webhooks`, `receipts`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::RunQueryDsl;
 use ridepay::backoff::Backoff;
@@ -16,21 +16,9 @@ use ridepay::rides::create::RecoveryPoint;
 use ridepay::rides::create::RideEndpoint;
 use ridepay_doubles::SimulatedGateway;
 
-use crate::helpers::{
-    expire_leases, leave_key_at, spawn_app, spawn_app_with, spawn_server, TestApp, POLICY, RIDE,
-};
-
-/// Polls `done` until it holds, for at most `limit`.
-pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    done()
-}
+use crate::common::app::{spawn_app, spawn_app_with, spawn_server, TestApp, RIDE};
+use crate::common::keys::{expire_leases, leave_key_at, POLICY};
+use crate::common::wait::eventually;
 
 pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
     let pool = ridepay::db::build_pool(
@@ -43,7 +31,7 @@ pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceCo
         pool,
         key_policy: POLICY,
         installation_id,
-        return_url: crate::helpers::RETURN_URL.to_owned(),
+        return_url: crate::common::gateway::RETURN_URL.to_owned(),
         destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,
         },

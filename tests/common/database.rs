@@ -1,5 +1,4 @@
 //! SQL for tests: a statement run, and a count read, on test-owned tables.
-
 use diesel::{Connection, PgConnection, RunQueryDsl};
 
 /// Runs `statement`, which must succeed.

@@ -2,7 +2,6 @@
 //! service behind one: the main suite's and the failover tests'. Under
 //! `CI=true` a missing PgBouncer fails a test; elsewhere it is skipped,
 //! saying so.
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! A webhook receiver on loopback, as a ride app runs one: it records every
 //! request (headers and body, byte for byte) and answers each as told,
 //! 200 by default; told to hang, it reads the request and never answers.
-
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

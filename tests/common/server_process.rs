@@ -1,5 +1,4 @@
 //! The built `ridepay` binary as a child process, for tests that kill it.
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,4 @@
 //! Settings for a test server.
-
 use std::time::Duration;
 
 use ridepay::config::{RateLimitSettings, Settings, WorkerSettings};
