@@ -6,7 +6,7 @@
 //!   its superuser and of the service's role (0600);
 //! - `postgres/`: the cluster itself, unless the server user cannot reach the
 //!   data folder, in which case it lives in a folder made fresh, under a
-//!   random name, in the system temp directory (see [`cluster_root`]).
+//!   random name, in the system temp directory (see `private_folders::cluster_root`).
 //!
 //! As root the server runs as the unprivileged `postgres` user, because
 //! PostgreSQL refuses to run as root.

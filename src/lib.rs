@@ -2,11 +2,12 @@
 //!
 //! - [`idempotency`]: keys, the claim, leases with fencing, stored responses;
 //!   generic over an endpoint's recovery points.
-//! - [`rides`]: the rides endpoint's steps and routes.
-//! - [`refunds`]: the refunds endpoint's steps and routes, on the same
-//!   machinery.
-//! - [`webhooks`]: Stripe's events, verified and applied once.
 //! - [`payments`]: the gateway trait and its implementations.
+//! - [`wire`]: the API's answers as they are on the wire.
+//! - [`rides`], [`refunds`], [`user_webhooks`]: the endpoints, each in a
+//!   file of its own, on the same machinery; [`endpoints`] lists them.
+//! - [`gateway_events`]: the gateway's events, verified and applied once.
+//! - [`http`]: the routes, on actix-web.
 
 pub mod audit;
 pub mod backoff;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 
-use super::claim::bump_epoch;
 use super::completer::{ClaimedKey, Resolution, Resumable};
+use super::existing_key::bump_epoch;
+use super::existing_key::KeyPolicy;
 use super::key_record::KeyRecord;
-use super::lease::KeyPolicy;
 use super::recovery_point::FINISHED;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;

@@ -1,16 +1,18 @@
-//! Step 1, the claim: find or create the key row, decide whether this request
-//! may run, and if so take the lease with a new fencing epoch.
+//! The claim: the caller and their key row found, and a new key inserted
+//! with its lease taken; a key that exists already is answered by the
+//! rules of `existing_key`.
 
 use chrono::{DateTime, Utc};
 use diesel::dsl::now;
 use diesel::prelude::*;
 use uuid::Uuid;
 
+use super::existing_key::{claim_rules, take_lease, KeyPolicy};
 use super::key_row::{KeyState, StoredResponse};
-use super::lease::{KeyPolicy, Lease};
-use super::recovery_point::{RecoveryPoints, FINISHED};
+use super::lease::Lease;
+use super::recovery_point::RecoveryPoints;
 use super::request::{
-    CanonicalRequest, Fingerprint, GatewayCalls, IdempotencyKey, RidepayKey, CURRENT_CALL_VERSION,
+    CanonicalRequest, Fingerprint, IdempotencyKey, RidepayKey, CURRENT_CALL_VERSION,
 };
 use crate::db::{database_now, CacheStatement};
 use crate::ids::{KeyId, UserId};
@@ -141,7 +143,9 @@ pub fn lookup<P: RecoveryPoints>(
 ) -> Result<Option<StoredResponse>, ServiceError> {
     match found {
         None => Ok(None),
-        Some((mut record, db_now)) => claim_rules::<P>(request, &mut record, db_now, policy),
+        Some((mut record, db_now)) => {
+            claim_rules::<P>(request.matches(&record), &mut record, db_now, policy)
+        }
     }
 }
 
@@ -217,7 +221,7 @@ fn claim_at<P: RecoveryPoints>(
         .filter(keys::key.eq(request.key.as_str()))
         .select((KeyState::as_select(), database_now()));
     let (mut record, db_now) = plain.first::<(KeyState, DateTime<Utc>)>(conn)?;
-    if let Some(replay) = claim_rules::<P>(request, &mut record, db_now, policy)? {
+    if let Some(replay) = claim_rules::<P>(request.matches(&record), &mut record, db_now, policy)? {
         return Ok(Claim::Replay(replay));
     }
     // It looks claimable: lock the row and apply the rules again, since another claim
@@ -225,94 +229,8 @@ fn claim_at<P: RecoveryPoints>(
     let (mut record, db_now) = plain
         .for_update()
         .first::<(KeyState, DateTime<Utc>)>(conn)?;
-    match claim_rules::<P>(request, &mut record, db_now, policy)? {
+    match claim_rules::<P>(request.matches(&record), &mut record, db_now, policy)? {
         None => Ok(Claim::Acquired(take_lease(conn, &record)?)),
         Some(replay) => Ok(Claim::Replay(replay)),
     }
-}
-
-/// Takes the lease of a row the caller holds locked, bumping the fencing epoch
-/// so that any earlier holder's next step commit is refused.
-pub(super) fn take_lease<P: RecoveryPoints>(
-    conn: &mut PgConnection,
-    record: &KeyState,
-) -> Result<Lease<P>, ServiceError> {
-    let point = parse_point::<P>(record)?;
-    let calls = GatewayCalls::of(record)?;
-    let epoch = bump_epoch(conn, record)?;
-    Ok(Lease::new(record.id, record.user_id, epoch, point, calls))
-}
-
-pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyState) -> Result<P, ServiceError> {
-    P::parse(&record.recovery_point).ok_or_else(|| {
-        ServiceError::Internal(anyhow::anyhow!(
-            "key {} is at recovery point {:?}, unknown to its endpoint",
-            record.id,
-            record.recovery_point
-        ))
-    })
-}
-
-/// The lease itself: `locked_at = now()`, `lease_epoch + 1`. Returns the epoch.
-pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i64, ServiceError> {
-    if record.locked_at.is_some() {
-        crate::telemetry::metrics::idempotency_outcome("lease_takeover");
-        log::warn!(
-            "taking over the expired lease of idempotency key {} (epoch {})",
-            record.id,
-            record.lease_epoch
-        );
-    }
-    Ok(diesel::update(keys::idempotency_keys.find(record.id))
-        .set((
-            keys::locked_at.eq(now),
-            keys::lease_epoch.eq(keys::lease_epoch + 1),
-            keys::last_run_at.eq(now),
-            keys::updated_at.eq(now),
-        ))
-        .returning(keys::lease_epoch)
-        .cached_as(bump_epoch)
-        .get_result(conn)?)
-}
-
-/// The claim's rules, in order: a different request is refused, a finished
-/// one replayed (its stored response taken out of `record`), a live lease
-/// respected, a key whose call's outcome only the gateway's lists can tell
-/// left to reconciliation, and a key too old to resume safely left to an
-/// operator. `None`: the request may run.
-fn claim_rules<P: RecoveryPoints>(
-    request: &IdempotentRequest<'_>,
-    record: &mut KeyState,
-    db_now: DateTime<Utc>,
-    policy: &KeyPolicy,
-) -> Result<Option<StoredResponse>, ServiceError> {
-    if !request.matches(record) {
-        return Err(ServiceError::KeyReused);
-    }
-    if record.recovery_point == FINISHED {
-        let response = record.take_stored_response().ok_or_else(|| {
-            anyhow::anyhow!("finished key {} has no readable response", record.id)
-        })?;
-        return Ok(Some(response));
-    }
-    if !policy.lease_expired(record.locked_at, db_now) {
-        return Err(ServiceError::KeyInUse);
-    }
-    if record.call_version > CURRENT_CALL_VERSION {
-        // A newer release's key (a rolling deploy): this one would not make
-        // its calls the same way.
-        return Err(ServiceError::NeedsAttention);
-    }
-    if record.outcome_unknown_at.is_some() {
-        return Err(ServiceError::AwaitingReconciliation {
-            reason: "a call's answer was a failure the gateway saved under its key".to_owned(),
-        });
-    }
-    let awaits_effect = parse_point::<P>(record)?.awaits_external_effect();
-    if record.needs_attention_at.is_some()
-        || (awaits_effect && policy.past_effect_deadline(record.created_at, db_now))
-    {
-        return Err(ServiceError::NeedsAttention);
-    }
-    Ok(None)
 }

@@ -7,10 +7,10 @@
 use diesel::dsl::now;
 use diesel::prelude::*;
 
-use super::claim::{bump_epoch, parse_point};
+use super::existing_key::{bump_epoch, parse_point, KeyPolicy};
 use super::key_record::KeyRecord;
 use super::key_row::StoredResponse;
-use super::lease::{KeyPolicy, Lease};
+use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::request::GatewayCalls;
 use crate::backoff::Backoff;
@@ -31,11 +31,10 @@ pub enum Resolution {
     Refused,
 }
 
-/// An endpoint whose keys the completer can finish: the [`Keys`] of every
+/// An endpoint whose keys the completer can finish: the
+/// [`KeyRows`](super::resume::KeyRows) of every
 /// [`Endpoint`](super::endpoint::Endpoint), as trait objects, so the
 /// completer can hold them in one list.
-///
-/// [`Keys`]: super::flow::Keys
 pub trait Resumable: Send + Sync {
     /// The name its keys record.
     fn endpoint(&self) -> &'static str;

@@ -5,16 +5,17 @@
 //! (`Known`) is handed from each step to the next by value, and read once,
 //! by `load`, when a key resumes from the database. Steps an endpoint does
 //! not have need not be written: the flow never asks for them. Given those,
-//! `flow::serve` serves a request and `flow::Keys` lets the completer and
+//! `flow::serve` serves a request and `resume::KeyRows` lets the completer and
 //! reconciliation finish the endpoint's keys from their stored request.
 
 use diesel::PgConnection;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::existing_key::KeyPolicy;
 use super::finishing::Finishing;
 use super::key_row::StoredResponse;
-use super::lease::{KeyPolicy, Lease};
+use super::lease::Lease;
 use super::recovery_point::RecoveryPoints;
 use crate::db::DbPool;
 use crate::ids::UserId;

@@ -1,9 +1,6 @@
-//! The lease on a key row, the fenced commits of the steps run under it,
-//! and the timing rules every lease keeps.
+//! The lease on a key row, and the fenced commits of the steps run under
+//! it.
 
-use std::time::Duration;
-
-use chrono::{DateTime, Utc};
 use diesel::dsl::{now, Eq, Filter};
 use diesel::prelude::*;
 
@@ -11,7 +8,7 @@ use super::finishing::{self, Finishing, FinishingStatement};
 use super::key_row::StoredResponse;
 use super::recovery_point::RecoveryPoints;
 use super::request::{GatewayCalls, RidepayKey};
-use crate::db::{span, CacheStatement};
+use crate::db::CacheStatement;
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
@@ -270,28 +267,4 @@ where
         *lease = before;
     }
     result
-}
-
-/// The timing rules every idempotent endpoint shares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyPolicy {
-    /// After this, a held lease counts as abandoned and may be taken over.
-    pub lease_timeout: Duration,
-    /// After this (counted from the key's creation), no one resumes a key whose
-    /// external effect is still to be made: gateways forget their idempotency
-    /// keys (Stripe after 24 hours), and a call with a forgotten key could
-    /// charge twice. Such keys are left for an operator.
-    pub effect_deadline: Duration,
-}
-
-impl KeyPolicy {
-    /// Whether a lease taken at `locked_at` is free by `db_now`, the
-    /// database's clock.
-    pub fn lease_expired(&self, locked_at: Option<DateTime<Utc>>, db_now: DateTime<Utc>) -> bool {
-        locked_at.is_none_or(|locked_at| locked_at <= db_now - span(self.lease_timeout))
-    }
-
-    pub fn past_effect_deadline(&self, created_at: DateTime<Utc>, db_now: DateTime<Utc>) -> bool {
-        created_at <= db_now - span(self.effect_deadline)
-    }
 }

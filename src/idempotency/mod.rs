@@ -9,6 +9,7 @@ pub mod awaiting;
 mod claim;
 pub mod completer;
 pub mod endpoint;
+mod existing_key;
 mod finishing;
 pub mod flow;
 mod key_record;
@@ -24,11 +25,12 @@ pub use completer::Resolution;
 pub use endpoint::{
     CallOf, Called, Endpoint, FlowContext, Found, FoundOf, LeaseOf, Transition, TransitionOf,
 };
+pub use existing_key::KeyPolicy;
 pub use finishing::{fenced, Finishing};
 pub use flow::Outcome;
 pub use key_record::{find, oldest_unfinished_age, stuck, KeyRecord};
 pub use key_row::{KeyState, StoredHeaders, StoredResponse};
-pub use lease::{in_transaction, KeyPolicy, Lease};
+pub use lease::{in_transaction, Lease};
 pub use recovery_point::{RecoveryPoints, Step, FINISHED, STARTED};
 pub use request::{
     CanonicalRequest, Fingerprint, GatewayCalls, IdempotencyKey, KeyError, RidepayKey,

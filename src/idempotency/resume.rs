@@ -6,13 +6,13 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
-use super::claim::{parse_point, take_lease};
 use super::completer::{ClaimedKey, Resolution, Resumable};
 use super::endpoint::{Endpoint, FlowContext, Found, LeaseOf};
+use super::existing_key::{parse_point, take_lease, KeyPolicy};
 use super::flow::{drive_from, release_on_failure, run_steps};
 use super::key_record::KeyRecord;
 use super::key_row::{KeyState, StoredResponse};
-use super::lease::{KeyPolicy, Lease};
+use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, Step, FINISHED};
 use crate::db::database_now;
 use crate::ids::KeyId;

@@ -9,6 +9,7 @@ use std::thread;
 use chrono::{DateTime, Utc};
 
 use super::calls::{unavailable, Final, GENERATION};
+use crate::idempotency::Found;
 use crate::service_error::ServiceError;
 use ridepay_gateway::{
     GatewayError, IntentStatus, ListIntents, Payment, PaymentError, PaymentGateway, PaymentIntent,
@@ -112,6 +113,18 @@ pub fn refund_made(
     Ok(patiently(|| gateway.refunds_of(payment))?
         .into_iter()
         .find(|refund| of_call(&refund.metadata, call)))
+}
+
+/// What a look-up found: the answer the call made, or, proven never made,
+/// the refusal that ends the key.
+pub fn found<K, T>(known: K, made: Option<Final<T>>) -> Found<K, Final<T>> {
+    match made {
+        Some(answer) => Found::Made(known, answer),
+        None => Found::Absent {
+            known,
+            refused: Final::Refused(never_made()),
+        },
+    }
 }
 
 /// The refusal that ends a key whose call the gateway lost its answer to,

@@ -21,7 +21,7 @@ use super::model::{self, NewRefund, Refund, RefundStatus};
 use crate::audit;
 use crate::context::ServiceContext;
 use crate::idempotency::{
-    CallOf, Called, CanonicalRequest, Endpoint, Found, FoundOf, Lease, StoredResponse, Transition,
+    CallOf, Called, CanonicalRequest, Endpoint, FoundOf, Lease, StoredResponse, Transition,
     TransitionOf,
 };
 use crate::ids::{RefundId, RideId, UserId};
@@ -121,7 +121,7 @@ fn expected(field: &str) -> Option<&'static str> {
 }
 
 /// The endpoint (`flow::serve::<RefundEndpoint>` serves a request,
-/// `flow::Keys<RefundEndpoint>` its keys for the completer). Its steps hand
+/// `KeyRows<RefundEndpoint>` its keys for the completer). Its steps hand
 /// on the part of the refund the next call makes.
 pub struct RefundEndpoint;
 
@@ -168,7 +168,7 @@ impl Endpoint for RefundEndpoint {
                 .ok_or_else(|| anyhow::anyhow!("refund {} has no second part", first.id.0))?,
             _ => first,
         };
-        let ride = rides::model::find_ride(conn, refund.ride_id)?;
+        let ride = rides::reads::find_ride(conn, refund.ride_id)?;
         Ok(Part { ride, refund })
     }
 
@@ -216,13 +216,7 @@ impl Endpoint for RefundEndpoint {
         };
         let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made = lookup::refund_made(cx.gateway.as_ref(), &payment, &call)?;
-        Ok(match made {
-            Some(made) => Found::Made(part, Final::Made(made)),
-            None => Found::Absent {
-                known: part,
-                refused: Final::Refused(lookup::never_made()),
-            },
-        })
+        Ok(lookup::found(part, made.map(Final::Made)))
     }
 
     /// RefundCreated -> FarePartRefunded (a second part to make) or
@@ -270,7 +264,7 @@ impl Endpoint for RefundEndpoint {
         user: UserId,
         params: &RefundParams,
     ) -> Result<(), ServiceError> {
-        rides::model::find_for_user(conn, user, params.ride_id)?
+        rides::reads::find_for_user(conn, user, params.ride_id)?
             .map(drop)
             .ok_or(ServiceError::NotFound)
     }

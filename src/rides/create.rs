@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::idempotency::{
-    CallOf, Called, CanonicalRequest, Endpoint, Finishing, Found, FoundOf, Lease, StoredResponse,
+    CallOf, Called, CanonicalRequest, Endpoint, Finishing, FoundOf, Lease, StoredResponse,
     Transition, TransitionOf,
 };
 use crate::payments::{
@@ -156,7 +156,7 @@ fn expected(field: &str) -> Option<&'static str> {
 }
 
 /// The endpoint (`flow::serve::<RideEndpoint>` serves a request,
-/// `flow::Keys<RideEndpoint>` its keys for the completer). Its steps hand
+/// `KeyRows<RideEndpoint>` its keys for the completer). Its steps hand
 /// on the ride as each leaves it.
 pub struct RideEndpoint;
 
@@ -233,13 +233,7 @@ impl Endpoint for RideEndpoint {
             ride.created_at,
             ride.customer.as_deref(),
         )?;
-        Ok(match made {
-            Some(answer) => Found::Made(ride, answer),
-            None => Found::Absent {
-                known: ride,
-                refused: Final::Refused(lookup::never_made()),
-            },
-        })
+        Ok(lookup::found(ride, made))
     }
 
     /// RideCreated -> ChargeCompleted, or Finished for a payment that

@@ -80,7 +80,7 @@ fn not_taken(
     ride_id: RideId,
     taking: &TakeRide,
 ) -> Result<ServiceError, ServiceError> {
-    let Some(ride) = super::model::find_for_user(conn, user, ride_id)? else {
+    let Some(ride) = super::reads::find_for_user(conn, user, ride_id)? else {
         return Ok(ServiceError::NotFound);
     };
     if ride.status == RideStatus::Expired {

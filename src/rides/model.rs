@@ -207,24 +207,6 @@ pub fn find_by_key(conn: &mut PgConnection, key_id: KeyId) -> QueryResult<Ride> 
         .first(conn)
 }
 
-pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
-    rides::table.find(id).select(Ride::as_select()).first(conn)
-}
-
-/// One of the user's rides; another user's ride is simply not found.
-pub fn find_for_user(
-    conn: &mut PgConnection,
-    user_id: UserId,
-    id: RideId,
-) -> QueryResult<Option<Ride>> {
-    rides::table
-        .filter(rides::id.eq(id))
-        .filter(rides::user_id.eq(user_id))
-        .select(Ride::as_select())
-        .first(conn)
-        .optional()
-}
-
 /// What a PaymentIntent makes of a ride: its status, the intent, and what
 /// it holds or took (`payment::settlement` says which). A settlement ends a
 /// completion or cancellation in progress.

@@ -1,5 +1,5 @@
-//! The rides as the API's reads find them: one by its id with the caller's
-//! authentication, and a user's list, page by page.
+//! The rides as reads find them: one by its id, one of a user's, one with
+//! the caller's authentication, and a user's list, page by page.
 
 use diesel::prelude::*;
 
@@ -7,6 +7,25 @@ use super::model::Ride;
 use crate::db::CacheStatement;
 use crate::ids::{RideId, UserId};
 use crate::schema::rides;
+
+/// The ride `id`, whoever's.
+pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
+    rides::table.find(id).select(Ride::as_select()).first(conn)
+}
+
+/// One of the user's rides; another user's ride is simply not found.
+pub fn find_for_user(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    id: RideId,
+) -> QueryResult<Option<Ride>> {
+    rides::table
+        .filter(rides::id.eq(id))
+        .filter(rides::user_id.eq(user_id))
+        .select(Ride::as_select())
+        .first(conn)
+        .optional()
+}
 
 /// The caller whose API key hashes to `api_key_hash` and their ride `id`, in
 /// one statement (a GET's authentication and read): `None` for no such

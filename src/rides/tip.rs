@@ -14,7 +14,7 @@ use crate::audit;
 use crate::context::ServiceContext;
 use crate::db::{recorded, CacheStatement};
 use crate::idempotency::{
-    CallOf, Called, Endpoint, Found, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
+    CallOf, Called, Endpoint, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
 use crate::ids::RideId;
 use crate::payments::{
@@ -136,23 +136,17 @@ impl Endpoint for TipEndpoint {
         let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made =
             lookup::create_answer(gateway, &call, ride.created_at, ride.customer.as_deref())?;
-        Ok(match made {
-            Some(answer) => {
-                let answer = match answer {
-                    // Declined, and cancelled since.
-                    Final::Made(intent) if intent.status == IntentStatus::Canceled => {
-                        Final::Refused(lookup::declined(intent))
-                    }
-                    answer => answer,
-                };
-                cancel_declined(gateway, lease, &answer)?;
-                Found::Made(ride, answer)
+        let made = made.map(|answer| match answer {
+            // Declined, and cancelled since.
+            Final::Made(intent) if intent.status == IntentStatus::Canceled => {
+                Final::Refused(lookup::declined(intent))
             }
-            None => Found::Absent {
-                known: ride,
-                refused: Final::Refused(lookup::never_made()),
-            },
-        })
+            answer => answer,
+        });
+        if let Some(answer) = &made {
+            cancel_declined(gateway, lease, answer)?;
+        }
+        Ok(lookup::found(ride, made))
     }
 
     /// TipStarted -> Finished.

@@ -62,8 +62,6 @@ pub struct WebhookEndpointBody {
     pub events: Option<Vec<String>>,
 }
 
-pub use WebhookEndpointBody as WebhookEndpointRequest;
-
 /// The body of `PATCH /api/webhook_endpoints/{id}`: the fields to change.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -78,8 +76,6 @@ pub struct WebhookEndpointPatchBody {
     #[schema(nullable = false, value_type = String, pattern = "^(enabled|disabled)$")]
     pub status: Option<String>,
 }
-
-pub use WebhookEndpointPatchBody as WebhookEndpointUpdate;
 
 /// The body of a POST whose path says it all (the actions on a webhook
 /// destination): empty, or `{}`.

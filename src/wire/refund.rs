@@ -2,12 +2,11 @@
 //! carries it.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
 use crate::ids::{RefundId, RideId};
-use serde::Deserialize;
 
 /// The refund JSON of the contract: a refund of (part of) a ride's charge.
 #[derive(Serialize, ToSchema)]
@@ -81,5 +80,3 @@ pub struct RefundBody {
     #[schema(nullable = false, value_type = String, pattern = "^(requested_by_customer|duplicate|fraudulent)$")]
     pub reason: Option<String>,
 }
-
-pub use RefundBody as RefundRequest;

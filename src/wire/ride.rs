@@ -2,14 +2,13 @@
 //! it.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
 use crate::ids::RideId;
 use ridepay_gateway::CaptureMethod;
-use serde::Deserialize;
 
 /// The ride JSON of the contract.
 #[derive(Serialize, ToSchema)]
@@ -120,5 +119,3 @@ pub struct RideBody {
     #[schema(nullable = false, value_type = String, pattern = "^(manual|automatic)$", example = "manual")]
     pub capture_method: Option<String>,
 }
-
-pub use RideBody as RideRequest;

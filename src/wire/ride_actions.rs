@@ -17,8 +17,6 @@ pub struct CompleteBody {
     pub final_amount_cents: Option<i64>,
 }
 
-pub use CompleteBody as CompleteRideRequest;
-
 /// The body of `POST /api/rides/{id}/cancel`; an empty body or `{}`
 /// cancels without a fee.
 #[derive(Deserialize, ToSchema)]
@@ -31,8 +29,6 @@ pub struct CancelBody {
     pub cancellation_fee_cents: Option<i64>,
 }
 
-pub use CancelBody as CancelRideRequest;
-
 /// The body of `POST /api/rides/{id}/tip`.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,5 +39,3 @@ pub struct TipBody {
     #[schema(required, nullable = false, value_type = i64, minimum = 1, maximum = 100000, example = 300)]
     pub amount_cents: Option<i64>,
 }
-
-pub use TipBody as TipRideRequest;

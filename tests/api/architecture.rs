@@ -301,7 +301,8 @@ fn walk(heading: &str) -> (Vec<(String, usize)>, usize) {
 #[test]
 fn following_a_new_ride_takes_the_files_and_lines_the_architecture_lists() {
     const MOST_FILES: usize = 25;
-    const MOST_LINES: usize = 3_900;
+    // DESIGN §7 aims at 3,500; this bound only comes down towards it.
+    const MOST_LINES: usize = 3_750;
     let (files, total) = walk("## Following `POST /api/rides`");
     assert!(files.len() <= MOST_FILES, "{} files", files.len());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -335,7 +336,6 @@ fn the_tip_endpoint_owns_its_files_and_is_named_nowhere_else() {
     let naming = [
         "TipEndpoint",
         "TipBody",
-        "TipRideRequest",
         "rides::tip",
         "mod tip;",
     ];

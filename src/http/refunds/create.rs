@@ -1,17 +1,15 @@
 //! `POST /api/rides/{id}/refunds`
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::ids::RideId;
 use crate::refunds::create::{RefundEndpoint, RefundParams};
 use crate::wire::problem::Problem;
-use crate::wire::refund::{RefundJson, RefundRequest};
+use crate::wire::refund::{RefundBody, RefundJson};
 
 /// Refund (part of) a ride's charge, exactly once per `Idempotency-Key`.
 ///
@@ -24,7 +22,7 @@ use crate::wire::refund::{RefundJson, RefundRequest};
     path = "/api/rides/{id}/refunds",
     tag = "refunds",
     params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
-    request_body(content = RefundRequest, content_type = "application/json"),
+    request_body(content = RefundBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 201, description = "The refund, made (or the replay of it)", body = RefundJson,
@@ -40,15 +38,10 @@ use crate::wire::refund::{RefundJson, RefundRequest};
     )
 )]
 pub async fn create_refund(
-    caller: Caller,
+    post: IdempotentPost,
     ride_id: web::Path<RideId>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    idempotent::post::<RefundEndpoint>(&request, payload, caller, context, move |body| {
-        RefundParams::parse(ride_id, body)
-    })
-    .await
+    post.serve::<RefundEndpoint>(move |body| RefundParams::parse(ride_id, body))
+        .await
 }

@@ -46,7 +46,7 @@ pub async fn list_refunds(
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
     let refunds = as_caller(context, caller, move |conn, user| {
-        rides::model::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
+        rides::reads::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
         Ok(model::list_for_ride(conn, ride_id)?)
     })
     .await?;

@@ -1,12 +1,10 @@
 //! `POST /api/rides/{id}/cancel`
 
 use crate::http::routes::Routes;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use utoipa::OpenApi;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
@@ -15,7 +13,7 @@ use crate::ids::RideId;
 use crate::rides::cancel::{CancelEndpoint, CancelParams};
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
-use crate::wire::ride_actions::CancelRideRequest;
+use crate::wire::ride_actions::CancelBody;
 
 /// Cancel an `authorized` or `requires_action` ride, exactly once per
 /// `Idempotency-Key`: the hold released, or a cancellation fee captured from
@@ -25,7 +23,7 @@ use crate::wire::ride_actions::CancelRideRequest;
     path = "/api/rides/{id}/cancel",
     tag = "rides",
     params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
-    request_body(content = CancelRideRequest, content_type = "application/json"),
+    request_body(content = CancelBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The ride, `canceled` (or the replay of it)", body = RideJson),
@@ -36,17 +34,12 @@ use crate::wire::ride_actions::CancelRideRequest;
     )
 )]
 pub async fn cancel_ride(
-    caller: Caller,
+    post: IdempotentPost,
     ride_id: web::Path<RideId>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    idempotent::post::<CancelEndpoint>(&request, payload, caller, context, move |body| {
-        CancelParams::parse(ride_id, body)
-    })
-    .await
+    post.serve::<CancelEndpoint>(move |body| CancelParams::parse(ride_id, body))
+        .await
 }
 
 /// The route's part of the OpenAPI document.

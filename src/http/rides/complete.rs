@@ -1,12 +1,10 @@
 //! `POST /api/rides/{id}/complete`
 
 use crate::http::routes::Routes;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use utoipa::OpenApi;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
@@ -15,7 +13,7 @@ use crate::ids::RideId;
 use crate::rides::complete::{CompleteEndpoint, CompleteParams};
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
-use crate::wire::ride_actions::CompleteRideRequest;
+use crate::wire::ride_actions::CompleteBody;
 
 /// Complete an `authorized` ride: capture its final fare, exactly once per
 /// `Idempotency-Key`.
@@ -29,7 +27,7 @@ use crate::wire::ride_actions::CompleteRideRequest;
     path = "/api/rides/{id}/complete",
     tag = "rides",
     params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
-    request_body(content = CompleteRideRequest, content_type = "application/json"),
+    request_body(content = CompleteBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The ride, `captured` (or the replay of it)", body = RideJson),
@@ -42,17 +40,12 @@ use crate::wire::ride_actions::CompleteRideRequest;
     )
 )]
 pub async fn complete_ride(
-    caller: Caller,
+    post: IdempotentPost,
     ride_id: web::Path<RideId>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    idempotent::post::<CompleteEndpoint>(&request, payload, caller, context, move |body| {
-        CompleteParams::parse(ride_id, body)
-    })
-    .await
+    post.serve::<CompleteEndpoint>(move |body| CompleteParams::parse(ride_id, body))
+        .await
 }
 
 /// The route's part of the OpenAPI document.

@@ -1,16 +1,14 @@
 //! `POST /api/rides`
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::rides::create::{RideEndpoint, RideParams};
 use crate::wire::problem::Problem;
-use crate::wire::ride::{RideJson, RideRequest};
+use crate::wire::ride::{RideBody, RideJson};
 
 /// Create a ride and pay for it through a PaymentIntent, exactly once per
 /// `Idempotency-Key`: the fare held (`capture_method` `manual`, the default)
@@ -24,7 +22,7 @@ use crate::wire::ride::{RideJson, RideRequest};
     post,
     path = "/api/rides",
     tag = "rides",
-    request_body(content = RideRequest, content_type = "application/json"),
+    request_body(content = RideBody, content_type = "application/json"),
     params(IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
@@ -45,11 +43,6 @@ use crate::wire::ride::{RideJson, RideRequest};
         ApiProblems,
     )
 )]
-pub async fn create_ride(
-    caller: Caller,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
-) -> Result<HttpResponse, Problem> {
-    idempotent::post::<RideEndpoint>(&request, payload, caller, context, RideParams::parse).await
+pub async fn create_ride(post: IdempotentPost) -> Result<HttpResponse, Problem> {
+    post.serve::<RideEndpoint>(RideParams::parse).await
 }

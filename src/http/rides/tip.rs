@@ -1,12 +1,10 @@
 //! `POST /api/rides/{id}/tip`
 
 use crate::http::routes::Routes;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use utoipa::OpenApi;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
@@ -15,7 +13,7 @@ use crate::ids::RideId;
 use crate::rides::tip::{TipEndpoint, TipParams};
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
-use crate::wire::ride_actions::TipRideRequest;
+use crate::wire::ride_actions::TipBody;
 
 /// Tip a ride, exactly once per `Idempotency-Key`; one tip per ride
 /// succeeds.
@@ -31,7 +29,7 @@ use crate::wire::ride_actions::TipRideRequest;
     path = "/api/rides/{id}/tip",
     tag = "rides",
     params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
-    request_body(content = TipRideRequest, content_type = "application/json"),
+    request_body(content = TipBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The ride with its `tip_cents` (or the replay of it)", body = RideJson),
@@ -44,17 +42,12 @@ use crate::wire::ride_actions::TipRideRequest;
     )
 )]
 pub async fn tip_ride(
-    caller: Caller,
+    post: IdempotentPost,
     ride_id: web::Path<RideId>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    idempotent::post::<TipEndpoint>(&request, payload, caller, context, move |body| {
-        TipParams::parse(ride_id, body)
-    })
-    .await
+    post.serve::<TipEndpoint>(move |body| TipParams::parse(ride_id, body))
+        .await
 }
 
 /// The route's part of the OpenAPI document.

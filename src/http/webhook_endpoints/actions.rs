@@ -6,12 +6,10 @@ use crate::http::routes::Routes;
 use crate::user_webhooks::actions::retry::RetryEndpoint;
 use crate::user_webhooks::actions::roll_secret::RollSecretEndpoint;
 use crate::user_webhooks::actions::test_event::TestEventEndpoint;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use utoipa::OpenApi;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
@@ -25,17 +23,12 @@ use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
 
 async fn act<A: DestinationAction>(
-    caller: Caller,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
+    post: IdempotentPost,
     endpoint_id: i64,
     delivery_id: Option<i64>,
 ) -> Result<HttpResponse, Problem> {
-    idempotent::post::<Action<A>>(&request, payload, caller, context, move |body| {
-        ActionParams::parse(endpoint_id, delivery_id, body)
-    })
-    .await
+    post.serve::<Action<A>>(move |body| ActionParams::parse(endpoint_id, delivery_id, body))
+        .await
 }
 
 /// Send a delivery again, exactly once per `Idempotency-Key`: it is due at
@@ -59,22 +52,11 @@ async fn act<A: DestinationAction>(
     )
 )]
 pub async fn retry_delivery(
-    caller: Caller,
+    post: IdempotentPost,
     path: web::Path<(i64, i64)>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let (endpoint_id, delivery_id) = path.into_inner();
-    act::<Retry>(
-        caller,
-        request,
-        payload,
-        context,
-        endpoint_id,
-        Some(delivery_id),
-    )
-    .await
+    act::<Retry>(post, endpoint_id, Some(delivery_id)).await
 }
 
 /// Roll the destination's signing secret, exactly once per
@@ -94,13 +76,10 @@ pub async fn retry_delivery(
     )
 )]
 pub async fn roll_secret(
-    caller: Caller,
+    post: IdempotentPost,
     id: web::Path<i64>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    act::<RollSecret>(caller, request, payload, context, id.into_inner(), None).await
+    act::<RollSecret>(post, id.into_inner(), None).await
 }
 
 /// Send a test event (`webhook_endpoint.test`) to the destination alone,
@@ -119,13 +98,10 @@ pub async fn roll_secret(
     )
 )]
 pub async fn send_test_event(
-    caller: Caller,
+    post: IdempotentPost,
     id: web::Path<i64>,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
-    act::<TestEvent>(caller, request, payload, context, id.into_inner(), None).await
+    act::<TestEvent>(post, id.into_inner(), None).await
 }
 
 /// The retry's part of the OpenAPI document.

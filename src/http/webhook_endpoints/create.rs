@@ -1,15 +1,13 @@
 //! `POST /api/webhook_endpoints`
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
-use crate::context::ServiceContext;
-use crate::http::auth::Caller;
-use crate::http::idempotent;
+use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::user_webhooks::register::{DestinationParams, RegisterDestination};
-use crate::wire::destination::{DestinationJson, WebhookEndpointRequest};
+use crate::wire::destination::{DestinationJson, WebhookEndpointBody};
 use crate::wire::problem::Problem;
 
 /// Register a destination for the caller's events, exactly once per
@@ -24,7 +22,7 @@ use crate::wire::problem::Problem;
     path = "/api/webhook_endpoints",
     tag = "webhooks",
     params(IdempotencyKeyHeader),
-    request_body(content = WebhookEndpointRequest, content_type = "application/json"),
+    request_body(content = WebhookEndpointBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 201, description = "The destination, with its `secret` (or the replay of it)", body = DestinationJson),
@@ -33,15 +31,8 @@ use crate::wire::problem::Problem;
         ApiProblems,
     )
 )]
-pub async fn create_webhook_endpoint(
-    caller: Caller,
-    request: HttpRequest,
-    payload: web::Payload,
-    context: web::Data<ServiceContext>,
-) -> Result<HttpResponse, Problem> {
-    let policy = context.destinations;
-    idempotent::post::<RegisterDestination>(&request, payload, caller, context, move |body| {
-        DestinationParams::parse(policy, body)
-    })
-    .await
+pub async fn create_webhook_endpoint(post: IdempotentPost) -> Result<HttpResponse, Problem> {
+    let policy = post.context().destinations;
+    post.serve::<RegisterDestination>(move |body| DestinationParams::parse(policy, body))
+        .await
 }

@@ -14,7 +14,7 @@ use crate::service_error::ServiceError;
 use crate::user_webhooks::model::{self, Changes};
 use crate::user_webhooks::register::{checked_events, checked_url, expected};
 use crate::validation::{parse_body, FieldError};
-use crate::wire::destination::{DestinationJson, WebhookEndpointPatchBody, WebhookEndpointUpdate};
+use crate::wire::destination::{DestinationJson, WebhookEndpointPatchBody};
 use crate::wire::problem::{Problem, ProblemKind};
 
 /// A validated change.
@@ -58,7 +58,7 @@ fn parse(policy: DestinationPolicy, body: &[u8]) -> Result<Patch, Vec<FieldError
     path = "/api/webhook_endpoints/{id}",
     tag = "webhooks",
     params(("id" = i64, Path, description = "The destination's id")),
-    request_body(content = WebhookEndpointUpdate, content_type = "application/json"),
+    request_body(content = WebhookEndpointPatchBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The destination as changed", body = DestinationJson),
