@@ -333,12 +333,7 @@ fn the_tip_endpoint_owns_its_files_and_is_named_nowhere_else() {
     for file in owned {
         assert!(root.join(file).exists(), "{file}");
     }
-    let naming = [
-        "TipEndpoint",
-        "TipBody",
-        "rides::tip",
-        "mod tip;",
-    ];
+    let naming = ["TipEndpoint", "TipBody", "rides::tip", "mod tip;"];
     let mut named_in: BTreeSet<String> = BTreeSet::new();
     for files in modules().into_values() {
         for file in files {
