@@ -221,8 +221,9 @@ diesel::table! {
         #[sql_name = "type"]
         type_ -> Text,
         sequence -> Nullable<Int8>,
-        body -> Bytea,
+        body -> Nullable<Bytea>,
         created_at -> Timestamptz,
+        snapshot -> Nullable<Jsonb>,
     }
 }
 

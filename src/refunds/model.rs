@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use serde::Deserialize;
 
 use crate::db::CacheStatement;
 
@@ -10,7 +11,7 @@ use crate::ids::{KeyId, RefundId, RideId, UserId};
 use crate::payments::{Payment, RefundState};
 use crate::rides::model::{Ride, RideStatus};
 use crate::schema::{refunds, rides};
-use crate::wire::refund::{RefundJson, RefundPartJson};
+use crate::wire::refund::{RefundEventJson, RefundJson, RefundPartJson};
 
 ridepay_diesel_helpers::text_enum! {
     /// A refund's status, stored as text (with a CHECK).
@@ -49,8 +50,9 @@ impl RefundStatus {
 }
 
 /// A refund of (part of) a ride's payment: a whole refund, or the first
-/// part of one that a second part (`part_of`) completes.
-#[derive(Debug, Clone, Queryable, Selectable)]
+/// part of one that a second part (`part_of`) completes. Read from its
+/// row, or from the row an event staged (`to_jsonb`).
+#[derive(Debug, Clone, Queryable, Selectable, Deserialize)]
 #[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
 pub struct Refund {
     pub id: RefundId,
@@ -75,6 +77,21 @@ pub struct Refund {
 }
 
 impl Refund {
+    /// The part as its events carry it, under its refund's id.
+    pub fn event_json(&self) -> RefundEventJson<'_> {
+        RefundEventJson {
+            id: self.part_of.unwrap_or(self.id),
+            ride_id: self.ride_id,
+            amount_cents: self.amount_cents,
+            currency: &self.currency,
+            reason: self.reason.as_deref(),
+            status: self.status.as_str(),
+            payment_intent_id: self.payment_intent_id.as_deref(),
+            gateway_refund_id: self.gateway_refund_id.as_deref(),
+            created_at: self.created_at,
+        }
+    }
+
     /// What the part gives money back from.
     pub fn payment(&self, ride: &Ride) -> Option<Payment> {
         match &self.payment_intent_id {

@@ -5,7 +5,7 @@ use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::query_builder::QueryFragment;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::db::{recorded, CacheStatement, Recorded};
@@ -46,8 +46,9 @@ ridepay_diesel_helpers::text_enum! {
     }
 }
 
-/// A ride and the state of its payment.
-#[derive(Debug, Clone, Queryable, Selectable)]
+/// A ride and the state of its payment. Read from its row, or from the row
+/// an event staged (`to_jsonb`), whose columns are its fields.
+#[derive(Debug, Clone, Queryable, Selectable, Deserialize)]
 #[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
 pub struct Ride {
     pub id: RideId,

@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Integer, Interval, Nullable, Text};
+use diesel::sql_types::{BigInt, Integer, Interval, Nullable, Text};
 
+use super::events::Staged;
 use super::signing::signature;
 use crate::config::UserWebhookSettings;
 use crate::db::{self, DbPool};
@@ -133,16 +134,14 @@ struct Claimed {
     #[diesel(sql_type = BigInt)]
     owner: i64,
     #[diesel(sql_type = Text)]
-    event_id: String,
-    #[diesel(sql_type = Text)]
     url: String,
     #[diesel(sql_type = Text)]
     secret: String,
     /// The secret before a roll, while it still signs.
     #[diesel(sql_type = Nullable<Text>)]
     previous_secret: Option<String>,
-    #[diesel(sql_type = Bytea)]
-    body: Vec<u8>,
+    #[diesel(embed)]
+    event: Staged,
 }
 
 /// What one attempt came to.
@@ -158,6 +157,18 @@ struct Attempt {
 }
 
 impl Attempt {
+    /// An attempt that got no answer, for `error`.
+    fn failed(at: DateTime<Utc>, duration: Duration, error: &str, refused: bool) -> Attempt {
+        Attempt {
+            at,
+            duration,
+            http_status: None,
+            error: Some(error.chars().take(500).collect()),
+            retry_after: None,
+            refused,
+        }
+    }
+
     fn succeeded(&self) -> bool {
         self.http_status
             .is_some_and(|status| (200..300).contains(&status))
@@ -320,6 +331,13 @@ impl Sender {
         let at = Utc::now();
         let started = Instant::now();
         let timestamp = at.timestamp();
+        let body = match delivery.event.body() {
+            Ok(body) => body,
+            Err(err) => {
+                log::error!("event {} cannot be rendered: {err:#}", delivery.event.id);
+                return Attempt::failed(at, Duration::ZERO, "the event cannot be rendered", false);
+            }
+        };
         let agent = match delivery.owner {
             INSTALLATION => &self.operator_agent,
             _ => &self.agent,
@@ -327,10 +345,10 @@ impl Sender {
         let sent = agent
             .post(&delivery.url)
             .header("content-type", "application/json")
-            .header("webhook-id", &delivery.event_id)
+            .header("webhook-id", &delivery.event.id)
             .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signatures(delivery, timestamp))
-            .send(&delivery.body[..]);
+            .header("webhook-signature", signatures(delivery, timestamp, &body))
+            .send(&body[..]);
         let duration = started.elapsed();
         match sent {
             Ok(response) => Attempt {
@@ -352,14 +370,7 @@ impl Sender {
                     true => NotAllowed.to_string(),
                     false => err.to_string(),
                 };
-                Attempt {
-                    at,
-                    duration,
-                    http_status: None,
-                    error: Some(error.chars().take(500).collect()),
-                    retry_after: None,
-                    refused,
-                }
+                Attempt::failed(at, duration, &error, refused)
             }
         }
     }
@@ -404,10 +415,10 @@ impl Sender {
 
 /// The `webhook-signature` of an attempt: under the secret, and under the
 /// one before a roll while it still signs, space-separated.
-fn signatures(delivery: &Claimed, timestamp: i64) -> String {
+fn signatures(delivery: &Claimed, timestamp: i64, body: &[u8]) -> String {
     std::iter::once(&delivery.secret)
         .chain(&delivery.previous_secret)
-        .map(|secret| signature(secret, &delivery.event_id, timestamp, &delivery.body))
+        .map(|secret| signature(secret, &delivery.event.id, timestamp, body))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -482,10 +493,11 @@ fn claim(
          FROM due, webhook_endpoints e, webhook_events event \
          WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
          RETURNING d.id, d.attempts, d.endpoint_id, coalesce(e.user_id, 0) AS owner, \
-             d.event_id, e.url, e.secret, \
+             e.url, e.secret, \
              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
                  AS previous_secret, \
-             event.body",
+             event.id AS event_id, event.type AS event_type, event.sequence, \
+             event.created_at AS staged_at, event.body, event.snapshot",
     )
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)

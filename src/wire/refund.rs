@@ -47,6 +47,20 @@ pub struct RefundPartJson<'a> {
     pub gateway_refund_id: Option<&'a str>,
 }
 
+/// A refund as an event carries it: one part, under its refund's id.
+#[derive(Serialize)]
+pub struct RefundEventJson<'a> {
+    pub id: RefundId,
+    pub ride_id: RideId,
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    pub reason: Option<&'a str>,
+    pub status: &'static str,
+    pub payment_intent_id: Option<&'a str>,
+    pub gateway_refund_id: Option<&'a str>,
+    pub created_at: DateTime<Utc>,
+}
+
 impl RefundJson<'_> {
     pub fn body(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a refund always serialises")

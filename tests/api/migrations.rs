@@ -1,8 +1,9 @@
 //! The migrations carry over what a database held before them: rides paid
 //! through the Charges API (captured, refunded by their charge), keys in
 //! flight whose stored request names `payment_source`, keys of call
-//! version 1; and the release that retires version 1 keys waits until none
-//! is left that it would answer differently.
+//! version 1; the release that retires version 1 keys waits until none
+//! is left that it would answer differently; and events staged with their
+//! rows get a body when their renderer is reverted.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
@@ -327,4 +328,51 @@ fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
         crate::common::database::count(&mut conn, "(SELECT DISTINCT public_id FROM users) AS ids"),
         2
     );
+}
+
+/// Reverted, the migration that renders events as the answers are
+/// rendered leaves every event it staged with the body the database
+/// rendered before it: the same ride, and the same refund part.
+#[tokio::test]
+async fn reverting_the_renderer_gives_every_event_staged_with_its_rows_a_body() {
+    #[derive(diesel::QueryableByName)]
+    struct Body {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        body: String,
+    }
+    let app = crate::common::app::spawn_app().await;
+    let ride_id = app.paid_ride("paid").await;
+    app.post_refund(ride_id, "part", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+    let ride = app.ride(ride_id).await;
+    let mut conn = app.db();
+    let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
+    assert!(reverted.to_string().ends_with("000032"), "{reverted}");
+
+    let events: Vec<Value> = diesel::sql_query(
+        "SELECT convert_from(body, 'UTF8') AS body FROM webhook_events ORDER BY sequence",
+    )
+    .load::<Body>(&mut conn)
+    .unwrap()
+    .into_iter()
+    .map(|row| serde_json::from_str(&row.body).unwrap())
+    .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ride.captured", "refund.succeeded"]);
+    let (carried, api) = (&events[1]["data"]["ride"], &ride);
+    for field in [
+        "id",
+        "status",
+        "amount_captured_cents",
+        "amount_refunded_cents",
+    ] {
+        assert_eq!(carried[field], api[field], "{field}");
+    }
+    let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap();
+    assert_eq!(at(&carried["created_at"]), at(&api["created_at"]));
+    assert_eq!(events[1]["data"]["refund"]["amount_cents"], 500);
+    assert_eq!(events[1]["data"]["refund"]["ride_id"], ride_id);
+
+    ridepay::db::run_migrations(&mut conn).unwrap();
 }

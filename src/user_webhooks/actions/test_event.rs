@@ -14,6 +14,7 @@ use crate::ids::UserId;
 use crate::schema::{webhook_deliveries, webhook_events};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::model;
+use crate::wire::event::EventJson;
 
 pub const TEST_EVENT: &str = "webhook_endpoint.test";
 
@@ -60,18 +61,14 @@ impl DestinationAction for TestEvent {
         }
         let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
         let staged_at = chrono::Utc::now();
-        let body = json!({
-            "id": id,
-            "type": TEST_EVENT,
-            "timestamp": staged_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-            "data": { "webhook_endpoint": { "id": endpoint.id, "url": endpoint.url } },
-        });
+        let data = json!({ "webhook_endpoint": { "id": endpoint.id, "url": endpoint.url } });
+        let body = EventJson::new(&id, TEST_EVENT, staged_at, None, data).body();
         diesel::insert_into(webhook_events::table)
             .values((
                 webhook_events::id.eq(&id),
                 webhook_events::user_id.eq(user),
                 webhook_events::type_.eq(TEST_EVENT),
-                webhook_events::body.eq(body.to_string().into_bytes()),
+                webhook_events::body.eq(body),
                 webhook_events::created_at.eq(staged_at),
             ))
             .execute(conn)?;
