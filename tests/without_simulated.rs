@@ -8,8 +8,6 @@ mod common;
 
 use common::database::count_at;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
@@ -118,23 +116,17 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
     );
 }
 
+/// `ridepay <args>` with `env`; the settings are refused before the
+/// database, which names nothing, would be reached.
 fn ridepay(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
-    command
-        .args(args)
-        .current_dir(std::env::temp_dir())
-        .env_clear()
-        // Never reached: the settings are refused first.
-        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
-        .env("RIDEPAY_DATA_DIR", PathBuf::from("/nonexistent"));
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let env: Vec<(&str, &str)> = [
+        ("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+        ("RIDEPAY_DATA_DIR", "/nonexistent"),
+    ]
+    .into_iter()
+    .chain(env.iter().copied())
+    .collect();
+    common::server_process::run_refused(args, &env)
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! Key rows made and moved by hand, as a crash at a recovery point leaves
 //! them.
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
+use ridepay::context::ServiceContext;
+use ridepay::db::DbPool;
 use ridepay::idempotency::{
     self, CanonicalRequest, Claim, Fingerprint, GatewayCalls, IdempotencyKey, IdempotentRequest,
     KeyPolicy, RidepayKey,
@@ -170,4 +173,20 @@ pub fn expire_leases(app: &TestApp) {
     diesel::sql_query("UPDATE idempotency_keys SET locked_at = now() - interval '1 hour'")
         .execute(&mut app.db())
         .unwrap();
+}
+
+/// The service's context on `pool`, its simulated gateway with `faults`:
+/// for tests that drive the steps, the completer or a worker in process.
+pub fn service_context(pool: DbPool, faults: SimulatedGatewaySettings) -> ServiceContext {
+    let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
+    ServiceContext {
+        gateway: Arc::new(SimulatedGateway::new(pool.clone(), faults)),
+        pool,
+        key_policy: POLICY,
+        installation_id,
+        return_url: RETURN_URL.to_owned(),
+        destinations: ridepay::http_client::destination::DestinationPolicy {
+            allow_loopback: true,
+        },
+    }
 }

@@ -39,3 +39,11 @@ pub fn read_all(stream: &mut std::net::TcpStream) -> String {
     let _ = stream.read_to_end(&mut answer);
     String::from_utf8_lossy(&answer).into_owned()
 }
+
+/// The head of a POST announcing a 100-byte JSON body.
+pub fn post_head(path: &str, extra_headers: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\nConnection: close\r\n{extra_headers}\r\n"
+    )
+}

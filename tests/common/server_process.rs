@@ -18,6 +18,22 @@ pub fn run(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> std::proc
         .unwrap()
 }
 
+/// Runs `ridepay <args>` with nothing but `env`, for what it refuses:
+/// whether it succeeded, and what it said on stderr.
+pub fn run_refused(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ridepay"))
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// `run`, which must succeed, and what it printed, read as one JSON value.
 pub fn run_json(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
     let output = run(database_url, args, env);

@@ -10,8 +10,11 @@ use ridepay_doubles::events::Double;
 use ridepay_doubles::{intents, refunds};
 use serde_json::json;
 
-use crate::common::app::{spawn_app_with, spawn_server, Answer, TestApp, RIDE};
+use futures_util::future::join_all;
+
+use crate::common::app::{database_only, spawn_app_with, spawn_server, Answer, TestApp, RIDE};
 use crate::common::gateway::{stripe_event, WEBHOOK_SECRET};
+use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
 
 /// The server, its simulated gateway's own events off: these tests send
@@ -26,7 +29,9 @@ async fn app() -> TestApp {
 
 fn intent_of(app: &TestApp, ride_id: i64) -> String {
     use diesel::prelude::*;
+
     use ridepay::schema::rides;
+
     rides::table
         .find(ride_id)
         .select(rides::payment_intent_id)
@@ -309,4 +314,71 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
     app.post_refund(ride_id, "again", r#"{"amount_cents": 2000}"#)
         .await
         .assert_status(201);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_without_a_secret_log_one_warning_however_many_arrive() {
+    let app = database_only();
+    let log = std::env::temp_dir().join(format!("ridepay-test-{}.log", uuid::Uuid::new_v4()));
+    let server = ServerProcess::start_logged(&app.database_url, &[("RUST_LOG", "info")], &log);
+    let client = reqwest::Client::new();
+    let url = format!("{}/webhooks/stripe", server.address);
+    let answers = join_all((0..200).map(|_| {
+        client
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Stripe-Signature", "t=1,v1=00")
+            .body("{}")
+            .send()
+    }))
+    .await;
+    server.terminate();
+    let mut server = server;
+    server.wait_for_exit(Duration::from_secs(30));
+    let written = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+
+    assert!(answers.into_iter().all(|a| a.unwrap().status() == 400));
+    let errors = written.lines().filter(|l| l.contains(" ERROR ")).count();
+    let warnings = written
+        .lines()
+        .filter(|l| l.contains("STRIPE_WEBHOOK_SECRET"))
+        .count();
+    assert_eq!((errors, warnings), (0, 1), "{written}");
+}
+
+#[tokio::test]
+async fn a_signed_event_the_database_cannot_store_is_a_400_not_a_503() {
+    let app = spawn_app_with(|s| {
+        s.gateway.stripe.webhook_secret = Some(WEBHOOK_SECRET.to_owned().into())
+    })
+    .await;
+    let object = json!({ "id": "cus_1" });
+    for event in [
+        // Year -7500: chrono has it, PostgreSQL does not.
+        stripe_event(
+            "evt_ancient",
+            "customer.created",
+            -300_000_000_000,
+            object.clone(),
+        ),
+        stripe_event(
+            "evt_far",
+            "customer.created",
+            300_000_000_000,
+            object.clone(),
+        ),
+        stripe_event(
+            "evt_\u{0}",
+            "customer.created",
+            1_700_000_000,
+            object.clone(),
+        ),
+        stripe_event("evt_type", "customer.\u{0}", 1_700_000_000, object.clone()),
+    ] {
+        app.post_signed_webhook(&event)
+            .await
+            .assert_problem(400, "invalid-request");
+    }
+    assert_eq!(app.count("stripe_events"), 0);
 }

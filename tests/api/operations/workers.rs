@@ -11,13 +11,11 @@ use ridepay::context::ServiceContext;
 use ridepay::idempotency::completer::{self, CompleterSettings, Resumable};
 use ridepay::idempotency::reaper;
 use ridepay::idempotency::KeyRows;
-use ridepay::payments;
 use ridepay::rides::create::RecoveryPoint;
 use ridepay::rides::create::RideEndpoint;
-use ridepay_doubles::SimulatedGateway;
 
 use crate::common::app::{spawn_app, spawn_app_with, spawn_server, TestApp, RIDE};
-use crate::common::keys::{expire_leases, leave_key_at, POLICY};
+use crate::common::keys::{expire_leases, leave_key_at, service_context, POLICY};
 use crate::common::wait::eventually;
 
 pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
@@ -25,17 +23,7 @@ pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceCo
         &app.database_url,
         &crate::common::settings::test_settings(&app.database_url),
     );
-    let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
-    Arc::new(ServiceContext {
-        gateway: Arc::new(SimulatedGateway::new(pool.clone(), faults)),
-        pool,
-        key_policy: POLICY,
-        installation_id,
-        return_url: crate::common::gateway::RETURN_URL.to_owned(),
-        destinations: ridepay::http_client::destination::DestinationPolicy {
-            allow_loopback: true,
-        },
-    })
+    Arc::new(service_context(pool, faults))
 }
 
 pub fn completer_settings(max_attempts: i32) -> CompleterSettings {

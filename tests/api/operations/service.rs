@@ -12,7 +12,7 @@ use diesel::{Connection, PgConnection};
 use serde_json::Value;
 
 use crate::common::app::{database_only, skip, spawn_app, spawn_app_with, Answer, RIDE};
-use crate::common::server_process::ServerProcess;
+use crate::common::server_process::{run_refused, ServerProcess};
 use crate::common::test_databases::create_test_database;
 
 #[tokio::test]
@@ -203,20 +203,13 @@ async fn sigterm_and_sigint_let_the_request_in_flight_finish_then_stop() {
     }
 }
 
+/// `ridepay` started with `env` only, on a port of its own choosing.
 fn start_with(env: &[(&str, &str)]) -> (bool, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ridepay"));
-    command
-        .current_dir(std::env::temp_dir())
-        .env_clear()
-        .env("BIND_ADDR", "127.0.0.1:0");
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let env: Vec<(&str, &str)> = [("BIND_ADDR", "127.0.0.1:0")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    run_refused(&[], &env)
 }
 
 #[test]
@@ -237,7 +230,10 @@ fn bad_configuration_is_refused_at_start_with_a_clear_message() {
             &[
                 ("DATABASE_URL", "postgres://x/db"),
                 ("RECEIPT_WEBHOOK_URL", "not a url"),
-                ("RECEIPT_WEBHOOK_SECRET", crate::receipts::SECRET),
+                (
+                    "RECEIPT_WEBHOOK_SECRET",
+                    crate::webhook_endpoints::receipts::SECRET,
+                ),
             ],
             "RECEIPT_WEBHOOK_URL is not a valid URL",
         ),

@@ -9,7 +9,7 @@ use ridepay::endpoints;
 
 use crate::common::app::{create_user, spawn_app, RIDE};
 use crate::common::test_databases::{create_test_database, migrate_until};
-use crate::migrations::BEFORE_RETIRING_VERSION_1;
+use crate::operations::migrations::BEFORE_RETIRING_VERSION_1;
 
 #[derive(QueryableByName)]
 struct Named {

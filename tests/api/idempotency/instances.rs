@@ -10,7 +10,7 @@ use crate::common::app::{database_only, ride_with, TestApp, RIDE};
 use crate::common::receiver::Receiver;
 use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
-use crate::receipts::verified;
+use crate::webhook_endpoints::receipts::verified;
 
 fn two_instances(app: &TestApp, extra: &[(&str, &str)]) -> (ServerProcess, ServerProcess) {
     let mut env = vec![("COMPLETER_ENABLED", "true"), ("OUTBOX_ENABLED", "true")];
@@ -67,7 +67,10 @@ async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_re
         &app,
         &[
             ("RECEIPT_WEBHOOK_URL", &receiver.url),
-            ("RECEIPT_WEBHOOK_SECRET", crate::receipts::SECRET),
+            (
+                "RECEIPT_WEBHOOK_SECRET",
+                crate::webhook_endpoints::receipts::SECRET,
+            ),
         ],
     );
     let app = &app;

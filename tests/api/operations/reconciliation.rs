@@ -384,9 +384,12 @@ async fn a_key_left_to_reconciliation_is_left_to_it() {
     let app = spawn_app_with(|_| {}).await;
     saved_before_acting(&app, "left").await;
     crate::common::keys::expire_leases(&app);
-    let context = crate::workers::context(&app, Default::default());
+    let context = crate::operations::workers::context(&app, Default::default());
 
-    let report = crate::workers::complete_once(&context, &crate::workers::completer_settings(1));
+    let report = crate::operations::workers::complete_once(
+        &context,
+        &crate::operations::workers::completer_settings(1),
+    );
 
     assert_eq!(report, Default::default());
     assert!(waits_for_reconciliation(&app, "left"));

@@ -3,8 +3,6 @@
 //! PostgreSQL neither parses nor plans them again (Diesel leaves UPDATEs,
 //! raw SQL and INSERTs with optional fields out of its cache unless told).
 
-use std::sync::Arc;
-
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
@@ -12,14 +10,12 @@ use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
 use ridepay::idempotency::flow;
 use ridepay::idempotency::{IdempotencyKey, Outcome};
-use ridepay::payments;
 use ridepay::rides::create::RideEndpoint;
 use ridepay::rides::create::RideParams;
 use ridepay::users;
-use ridepay_doubles::SimulatedGateway;
 
 use crate::common::app::{database_only, RIDE};
-use crate::common::keys::POLICY;
+use crate::common::keys::service_context;
 
 #[derive(QueryableByName)]
 struct Prepared {
@@ -43,20 +39,7 @@ fn one_connection_context(database_url: &str) -> ServiceContext {
     let mut settings = crate::common::settings::test_settings(database_url);
     settings.database.pool_size = 1;
     let pool: DbPool = ridepay::db::build_pool(database_url, &settings);
-    let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
-    ServiceContext {
-        gateway: Arc::new(SimulatedGateway::new(
-            pool.clone(),
-            SimulatedGatewaySettings::default(),
-        )),
-        pool,
-        key_policy: POLICY,
-        installation_id,
-        return_url: crate::common::gateway::RETURN_URL.to_owned(),
-        destinations: ridepay::http_client::destination::DestinationPolicy {
-            allow_loopback: true,
-        },
-    }
+    service_context(pool, SimulatedGatewaySettings::default())
 }
 
 fn post_ride(context: &ServiceContext, api_key: &str, key: &str) -> Outcome {

@@ -144,7 +144,7 @@ fn every_top_level_module_has_a_layer() {
         .collect();
     assert!(
         unplaced.is_empty(),
-        "place {unplaced:?} in a layer of tests/api/architecture.rs and docs/ARCHITECTURE.md"
+        "place {unplaced:?} in a layer of tests/api/codebase/architecture.rs and docs/ARCHITECTURE.md"
     );
 }
 

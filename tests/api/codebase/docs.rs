@@ -177,3 +177,94 @@ fn every_relative_link_in_the_docs_resolves_and_the_readme_stays_short() {
         "README.md has {lines} lines; keep it under {README_MAX_LINES} and move detail to docs/"
     );
 }
+
+/// The module a path names under `dir` (`rides::create::answers` under
+/// `tests/api`), as a file: `rides/create/answers.rs` or `…/mod.rs`.
+fn module_file(dir: &str, path: &[&str]) -> Option<PathBuf> {
+    if path.is_empty() {
+        return None;
+    }
+    let base = root().join(dir).join(path.join("/"));
+    [base.with_extension("rs"), base.join("mod.rs")]
+        .into_iter()
+        .find(|file| file.is_file())
+}
+
+/// Whether a backquoted path names code in `src/` rather than a test: the
+/// whole path is a module there, or its module is there and not in the
+/// suite (`refunds::model::lock_ride`).
+fn names_src(parts: &[&str]) -> bool {
+    let module = &parts[..parts.len() - 1];
+    module_file("src", parts).is_some()
+        || (module_file("src", module).is_some() && module_file("tests/api", module).is_none())
+}
+
+/// Whether the test a path names (`module::…::name` or `module::…::*`) is
+/// there: the longest leading path that is a test module's file, then
+/// modules declared inside it, then a function of that name (or `*`).
+fn names_a_test(parts: &[&str]) -> bool {
+    let (last, path) = parts.split_last().unwrap();
+    (1..=path.len()).rev().any(|files| {
+        let Some(file) = module_file("tests/api", &path[..files]) else {
+            return false;
+        };
+        let code = std::fs::read_to_string(file).unwrap();
+        // A module declared in the file, or by a macro (`crash_tests_of!`)
+        // whose first argument names it.
+        path[files..].iter().all(|inner| {
+            code.contains(&format!("mod {inner} {{"))
+                || code.contains(&format!("! {{\n        {inner},"))
+        }) && match last.strip_suffix("...") {
+            // An abbreviated name: a test whose name starts so.
+            Some(start) => code.contains(&format!("fn {start}")),
+            None => *last == "*" || code.contains(&format!("fn {last}(")),
+        }
+    })
+}
+
+/// The backquoted spans of `text` that are paths of two or more segments
+/// (`rides::tip::a_tip_for_…`, `guards::*`), a name cut short by `...`.
+fn backquoted_paths(text: &str) -> Vec<&str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| {
+            span.contains("::")
+                && span.split("::").all(|segment| {
+                    let name = segment.strip_suffix("...").unwrap_or(segment);
+                    segment == "*"
+                        || (!name.is_empty()
+                            && name
+                                .chars()
+                                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+                })
+        })
+        .collect()
+}
+
+/// Every test the docs name by its path in the suite (a backquoted
+/// `rides::tip::a_tip_…`, or `module::*`) exists there, so that a
+/// guarantee never points at a test that moved or went.
+#[test]
+fn every_test_the_docs_name_exists() {
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for document in documents() {
+        let text = std::fs::read_to_string(&document).unwrap();
+        for path in backquoted_paths(&text) {
+            let parts: Vec<&str> = path.split("::").collect();
+            if module_file("tests/api", &parts[..1]).is_none() || names_src(&parts) {
+                continue;
+            }
+            checked += 1;
+            if !names_a_test(&parts) {
+                missing.push(format!("{}: {path}", document.display()));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} test references found");
+    assert!(
+        missing.is_empty(),
+        "tests the docs name that do not exist: {missing:#?}"
+    );
+}

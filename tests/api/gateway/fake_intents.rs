@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::common::gateway::{spawn_fake_gateway, FAKE_API_KEY};
-use crate::stripe_spec::spec;
+use crate::gateway::stripe_spec::spec;
 
 struct Fake {
     url: String,

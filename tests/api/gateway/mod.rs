@@ -1,0 +1,11 @@
+//! The gateway: the contract every gateway keeps, the simulated one's
+//! PaymentIntents, the fake Stripe, and the Stripe client against Stripe's
+//! own specification.
+
+mod contract;
+mod fake_gateway;
+mod fake_intents;
+mod intents;
+mod stripe_client;
+mod stripe_end_to_end;
+pub(crate) mod stripe_spec;
