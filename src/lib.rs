@@ -35,4 +35,3 @@ pub mod user_webhooks;
 pub mod users;
 pub mod validation;
 pub mod wire;
-pub mod workers;

@@ -199,6 +199,6 @@ fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnect
     if settings.database.direct_url.is_none() {
         db::run_migrations(&mut conn)?;
     }
-    db::set_session_defaults(&mut conn, settings)?;
+    db::set_session_defaults(&mut conn, &settings.database)?;
     Ok((conn, database))
 }

@@ -26,7 +26,7 @@ pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     let (mut conn, database) = super::migrated_connection(settings)?;
     let installation_id = payments::installation_id(&mut conn)?;
     drop(conn);
-    let pool = db::build_pool(&database.url, settings);
+    let pool = db::build_pool(&database.url, &settings.database);
     let public_base = settings
         .server
         .public_base_url

@@ -22,7 +22,7 @@ use diesel::{QueryResult, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use crate::config::conninfo::Conninfo;
-use crate::config::Settings;
+use crate::config::DatabaseSettings;
 use crate::telemetry::log_throttle::LogThrottle;
 
 pub type DbPool = Pool<Connections>;
@@ -65,12 +65,15 @@ const MIGRATION_LOCK_ID: i64 = 0x0072_6964_6570_6179;
 /// pooler (it hands one server session to many clients, and would leak the
 /// setting to whichever client came next), and PgBouncer refuses a
 /// connection's startup `options`.
-pub fn set_session_defaults(conn: &mut PgConnection, settings: &Settings) -> QueryResult<()> {
+pub fn set_session_defaults(
+    conn: &mut PgConnection,
+    settings: &DatabaseSettings,
+) -> QueryResult<()> {
     let millis = |limit: Duration| format!("{}ms", limit.as_millis());
     diesel::sql_query("SELECT ridepay_set_session_limits($1, $2, $3)")
-        .bind::<Text, _>(millis(settings.database.statement_timeout))
-        .bind::<Text, _>(millis(settings.database.lock_timeout))
-        .bind::<Text, _>(millis(settings.database.idle_in_transaction_timeout))
+        .bind::<Text, _>(millis(settings.statement_timeout))
+        .bind::<Text, _>(millis(settings.lock_timeout))
+        .bind::<Text, _>(millis(settings.idle_in_transaction_timeout))
         .execute(conn)?;
     Ok(())
 }
@@ -159,9 +162,9 @@ fn named(database_url: &str) -> String {
 
 /// Builds the pool without connecting: connections open on first use, so a
 /// server can start while the database is briefly away.
-pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
+pub fn build_pool(database_url: &str, settings: &DatabaseSettings) -> DbPool {
     Pool::builder()
-        .max_size(settings.database.pool_size)
+        .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(Duration::from_secs(5))
         // The check at checkout is `Connections::is_valid`: no round trip.
@@ -169,7 +172,7 @@ pub fn build_pool(database_url: &str, settings: &Settings) -> DbPool {
         .event_handler(Box::new(crate::telemetry::metrics::PoolEvents))
         .error_handler(Box::new(ConnectErrors))
         .connection_customizer(Box::new(ConnectionSetup {
-            prepared_statements: settings.database.prepared_statements,
+            prepared_statements: settings.prepared_statements,
         }))
         .build_unchecked(Connections(ConnectionManager::new(named(database_url))))
 }

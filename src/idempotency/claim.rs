@@ -7,7 +7,7 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use super::existing_key::{claim_rules, take_lease, KeyPolicy};
+use super::existing_key::{claim_rules, fingerprint_matches, take_lease, KeyPolicy};
 use super::key_row::{KeyState, StoredResponse};
 use super::lease::Lease;
 use super::recovery_point::RecoveryPoints;
@@ -70,11 +70,14 @@ impl<'a> IdempotentRequest<'a> {
         )
     }
 
+    /// Whether the key row's fingerprint names this request: a retry, not
+    /// another request reusing the key.
     fn matches(&self, record: &KeyState) -> bool {
-        Fingerprint::matches_stored(
+        let canonical = self.params.as_bytes();
+        fingerprint_matches(
             self.method,
             self.path,
-            self.params.as_bytes(),
+            canonical,
             &record.request_fingerprint,
         )
     }

@@ -7,12 +7,12 @@
 use diesel::dsl::now;
 use diesel::prelude::*;
 
-use super::existing_key::{bump_epoch, parse_point, KeyPolicy};
+use super::existing_key::{bump_epoch, gateway_calls, parse_point, KeyPolicy};
 use super::key_record::KeyRecord;
 use super::key_row::StoredResponse;
 use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, FINISHED};
-use super::request::GatewayCalls;
+
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;
@@ -69,7 +69,7 @@ impl ClaimedKey {
             self.record.user_id,
             self.epoch,
             parse_point::<P>(&self.record)?,
-            GatewayCalls::of(&self.record)?,
+            gateway_calls(&self.record)?,
         ))
     }
 

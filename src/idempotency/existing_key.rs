@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use super::key_row::{KeyState, StoredResponse};
 use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, FINISHED};
-use super::request::{GatewayCalls, CURRENT_CALL_VERSION};
+use super::request::{digest, GatewayCalls, RidepayKey, CURRENT_CALL_VERSION, VERSION};
 use crate::db::{span, CacheStatement};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
@@ -91,7 +91,7 @@ pub(super) fn take_lease<P: RecoveryPoints>(
     record: &KeyState,
 ) -> Result<Lease<P>, ServiceError> {
     let point = parse_point::<P>(record)?;
-    let calls = GatewayCalls::of(record)?;
+    let calls = gateway_calls(record)?;
     let epoch = bump_epoch(conn, record)?;
     Ok(Lease::new(record.id, record.user_id, epoch, point, calls))
 }
@@ -126,4 +126,68 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i
         .returning(keys::lease_epoch)
         .cached_as(bump_epoch)
         .get_result(conn)?)
+}
+
+/// Whether `stored` is the fingerprint of this request. Every retry asks,
+/// so the digest is compared in a stack buffer rather than as a new string.
+pub(super) fn fingerprint_matches(
+    method: &str,
+    path: &str,
+    canonical: &[u8],
+    stored: &str,
+) -> bool {
+    let Some(stored_hex) = stored
+        .strip_prefix(VERSION)
+        .and_then(|rest| rest.strip_prefix(':'))
+    else {
+        return false;
+    };
+    let mut computed = [0u8; 64];
+    hex::encode_to_slice(digest(VERSION, method, path, canonical), &mut computed)
+        .expect("64 hex digits hold a SHA-256");
+    computed.as_slice() == stored_hex.as_bytes()
+}
+
+/// How the calls of the key `record` holds are made. A version this
+/// release does not know (a newer release's key, met during a rolling
+/// deploy) is left alone: resent with other parameters, its calls would
+/// not be the same calls.
+pub(crate) fn gateway_calls(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
+    let from = match (record.call_version, &record.ridepay_key) {
+        (2 | 3, Some(hex_text)) => RidepayKey::parse(hex_text)
+            .ok_or_else(|| anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id))?,
+        (version, _) => {
+            log::warn!(
+                "idempotency key {} is of call version {version}, unknown to this \
+                 release (2 to {CURRENT_CALL_VERSION}): left to a release that knows it",
+                record.id
+            );
+            return Err(ServiceError::NeedsAttention);
+        }
+    };
+    Ok(GatewayCalls {
+        from,
+        version: record.call_version,
+        generation: record.call_generation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::idempotency::request::Fingerprint;
+
+    #[test]
+    fn a_stored_fingerprint_matches_only_the_same_request_of_this_version() {
+        let stored = Fingerprint::compute("POST", "/things", b"{}");
+        let matches = |canonical: &[u8], stored: &str| {
+            fingerprint_matches("POST", "/things", canonical, stored)
+        };
+        assert!(matches(b"{}", stored.as_str()));
+        assert!(!matches(b"{ }", stored.as_str()));
+        assert!(!matches(b"{}", "v9:00"));
+        assert!(!matches(b"{}", "garbage"));
+        let version_1 = format!("v1:{}", hex::encode(digest("v1", "POST", "/things", b"{}")));
+        assert!(!matches(b"{}", &version_1));
+    }
 }

@@ -10,7 +10,8 @@ use diesel::{Connection, PgConnection};
 use super::claim::{self, Claim, IdempotentRequest};
 use super::endpoint::{Called, Endpoint, FlowContext, LeaseOf, Transition, TransitionOf};
 use super::key_row::{KeyState, StoredResponse};
-use super::lease::{in_transaction, Lease};
+use super::lease::after_failure::release_on_failure;
+use super::lease::in_transaction;
 use super::recovery_point::{RecoveryPoints, Step};
 use super::request::{CanonicalRequest, IdempotencyKey};
 use crate::crash;
@@ -212,40 +213,6 @@ fn steps_in_transaction<E: Endpoint>(
             }
         }
     }
-}
-
-/// Runs `steps` on the lease; on any failure but a lost lease, gives the
-/// lease up where it stands, so a retry (or the completer) can resume at once
-/// instead of waiting for it to expire.
-pub(super) fn release_on_failure<C: FlowContext, P: RecoveryPoints, T>(
-    cx: &C,
-    mut lease: Lease<P>,
-    steps: impl FnOnce(&mut Lease<P>) -> Result<T, ServiceError>,
-) -> Result<T, ServiceError> {
-    let result = steps(&mut lease);
-    if let Err(err) = &result {
-        if !matches!(err, ServiceError::LeaseLost) {
-            let waits = matches!(err, ServiceError::AwaitingReconciliation { .. });
-            let released = cx
-                .pool()
-                .get()
-                .map_err(ServiceError::from)
-                .and_then(|mut conn| {
-                    if waits {
-                        lease.leave_to_reconciliation(&mut conn)
-                    } else {
-                        lease.release(&mut conn)
-                    }
-                });
-            if let Err(release_err) = released {
-                log::warn!(
-                    "could not release idempotency key {} ({release_err}); it frees itself when the lease expires",
-                    lease.key_id()
-                );
-            }
-        }
-    }
-    result
 }
 
 /// The response stored with a finished key.

@@ -13,6 +13,8 @@ use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
+pub(super) mod after_failure;
+
 /// The key row's changes when it finishes with `response`.
 macro_rules! finished_with {
     ($points:ty, $response:expr) => {
@@ -175,49 +177,6 @@ impl<P: RecoveryPoints> Lease<P> {
         self.point = self.checked(changed > 0_i64, P::FINISHED)?;
         self.stored = P::FINISHED;
         Ok(finishing.response)
-    }
-
-    /// Gives the lease up at the current recovery point, so a retry (or the
-    /// completer) can resume at once instead of waiting for it to expire.
-    /// Does nothing if the lease was already lost.
-    pub fn release(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        diesel::update(self.held())
-            .set((
-                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
-                keys::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        Ok(())
-    }
-
-    /// Gives the lease up, leaving the key to reconciliation: the call from
-    /// the current point was answered by a failure the gateway saved under
-    /// its key. Does nothing if the lease was already lost.
-    pub fn leave_to_reconciliation(&self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        diesel::update(self.held())
-            .set((
-                keys::locked_at.eq(None::<chrono::DateTime<chrono::Utc>>),
-                keys::outcome_unknown_at.eq(crate::db::database_now().nullable()),
-                keys::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        Ok(())
-    }
-
-    /// Moves the key's calls on to their next generation, fenced: only a
-    /// holder of the lease who proved the current generation's call made
-    /// nothing does (reconciliation).
-    pub fn next_generation(&mut self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        let next = self.calls.next_generation();
-        let updated = diesel::update(self.fenced())
-            .set((
-                keys::call_generation.eq(next.generation),
-                keys::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        self.checked(updated == 1, self.point)?;
-        self.calls = next;
-        Ok(())
     }
 
     /// The row, as long as the lease is still ours, wherever the key is.

@@ -19,8 +19,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::key_row::{KeyState, JSONB_FORMAT_VERSION};
-use crate::service_error::ServiceError;
+use super::key_row::JSONB_FORMAT_VERSION;
 
 /// A client's idempotency key, stored unquoted.
 ///
@@ -134,7 +133,7 @@ impl ToSql<Jsonb, Pg> for CanonicalRequest {
 /// fingerprints of the one before. Version 2: rides pay through
 /// PaymentIntents (`payment_method` and `capture_method`). Fingerprints of
 /// version 1 are retired: a migration refuses to run while a key has one.
-const VERSION: &str = "v2";
+pub(super) const VERSION: &str = "v2";
 
 /// `v<version>:<hex sha-256>` over the version, method, path as sent, and the
 /// canonical (validated, defaults applied) request.
@@ -147,22 +146,6 @@ impl Fingerprint {
         Fingerprint(format!("{VERSION}:{}", hex::encode(digest)))
     }
 
-    /// Whether `stored` (a fingerprint of an earlier request) names this same
-    /// request. Every retry asks, so the digest is compared in a stack
-    /// buffer rather than as a new string.
-    pub fn matches_stored(method: &str, path: &str, canonical: &[u8], stored: &str) -> bool {
-        let Some(stored_hex) = stored
-            .strip_prefix(VERSION)
-            .and_then(|rest| rest.strip_prefix(':'))
-        else {
-            return false;
-        };
-        let mut computed = [0u8; 64];
-        hex::encode_to_slice(digest(VERSION, method, path, canonical), &mut computed)
-            .expect("64 hex digits hold a SHA-256");
-        computed.as_slice() == stored_hex.as_bytes()
-    }
-
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -170,7 +153,7 @@ impl Fingerprint {
 
 /// SHA-256 over the parts, each after its length, so no two different
 /// requests concatenate to the same bytes.
-fn digest(version: &str, method: &str, path: &str, canonical: &[u8]) -> [u8; 32] {
+pub(super) fn digest(version: &str, method: &str, path: &str, canonical: &[u8]) -> [u8; 32] {
     let mut hasher = Sha256::new();
     for part in [
         format!("ridepay-fingerprint-{version}").as_bytes(),
@@ -268,31 +251,6 @@ impl GatewayCalls {
         } else {
             HoldRequest::INCREMENTS_ONLY
         }
-    }
-
-    /// How the calls of the key `record` holds are made. A version this
-    /// release does not know (a newer release's key, met during a rolling
-    /// deploy) is left alone: resent with other parameters, its calls would
-    /// not be the same calls.
-    pub fn of(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
-        let from = match (record.call_version, &record.ridepay_key) {
-            (2 | 3, Some(hex_text)) => RidepayKey::parse(hex_text).ok_or_else(|| {
-                anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id)
-            })?,
-            (version, _) => {
-                log::warn!(
-                    "idempotency key {} is of call version {version}, unknown to this \
-                     release (2 to {CURRENT_CALL_VERSION}): left to a release that knows it",
-                    record.id
-                );
-                return Err(ServiceError::NeedsAttention);
-            }
-        };
-        Ok(GatewayCalls {
-            from,
-            version: record.call_version,
-            generation: record.call_generation,
-        })
     }
 
     /// The next generation's calls.
@@ -425,20 +383,6 @@ mod tests {
             Fingerprint::compute("POST", "/a", b"b"),
             Fingerprint::compute("POST", "/", b"ab")
         );
-    }
-
-    #[test]
-    fn a_stored_fingerprint_matches_only_the_same_request_of_this_version() {
-        let stored = Fingerprint::compute("POST", "/things", b"{}");
-        let matches = |canonical: &[u8], stored: &str| {
-            Fingerprint::matches_stored("POST", "/things", canonical, stored)
-        };
-        assert!(matches(b"{}", stored.as_str()));
-        assert!(!matches(b"{ }", stored.as_str()));
-        assert!(!matches(b"{}", "v9:00"));
-        assert!(!matches(b"{}", "garbage"));
-        let version_1 = format!("v1:{}", hex::encode(digest("v1", "POST", "/things", b"{}")));
-        assert!(!matches(b"{}", &version_1));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use diesel::prelude::*;
-use ridepay_gateway::GatewayError;
+use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
 use uuid::Uuid;
 
+use super::released;
 use crate::idempotency::GatewayCalls;
 use crate::schema::installation;
 use crate::service_error::ServiceError;
@@ -84,6 +85,39 @@ pub fn final_answer<T>(answer: Result<T, GatewayError>) -> Result<Final<T>, Serv
             Err(ServiceError::AwaitingReconciliation { reason })
         }
         Err(failure) => Err(unavailable(failure)),
+    }
+}
+
+/// A PaymentIntent create's answer, sorted as `final_answer` does. One the
+/// gateway gave again from what it saved under the key (`replayed`) is read
+/// again, as the PaymentIntent is now (`released`).
+pub fn create_answer(
+    gateway: &dyn PaymentGateway,
+    answer: Result<PaymentIntent, GatewayError>,
+) -> Result<Final<PaymentIntent>, ServiceError> {
+    final_answer(match answer {
+        Ok(intent) if intent.replayed => released::reread(gateway, intent),
+        answer => answer,
+    })
+}
+
+/// A create's answer as a step records it: one given again may be of a
+/// payment reconciliation released since, which is then a rejection.
+pub fn unless_released(
+    conn: &mut PgConnection,
+    calls: GatewayCalls,
+    answer: Final<PaymentIntent>,
+) -> Result<Final<PaymentIntent>, ServiceError> {
+    match answer {
+        Final::Made(intent) if intent.replayed && released::of_calls(conn, calls)? => {
+            Ok(Final::Refused(GatewayError::Rejected {
+                message: format!(
+                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
+                    intent.id
+                ),
+            }))
+        }
+        answer => Ok(answer),
     }
 }
 

@@ -14,10 +14,8 @@
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
-use super::Final;
 use crate::idempotency::GatewayCalls;
 use crate::schema::released_payments;
-use crate::service_error::ServiceError;
 use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
 
 /// Takes the transaction lock of `ridepay_key`'s release decision, until
@@ -76,46 +74,22 @@ pub fn confirmed(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<()> 
     Ok(())
 }
 
-/// A create's answer, unless it is one given again (`replayed`) of a
-/// payment reconciliation released since: then a rejection, for a stored
-/// 502 rather than a record of money given back.
-pub fn unless_released(
-    conn: &mut PgConnection,
-    calls: GatewayCalls,
-    answer: Final<PaymentIntent>,
-) -> Result<Final<PaymentIntent>, ServiceError> {
-    Ok(match answer {
-        Final::Made(intent) if intent.replayed && of_calls(conn, calls)? => {
-            Final::Refused(GatewayError::Rejected {
-                message: format!(
-                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
-                    intent.id
-                ),
-            })
-        }
-        answer => answer,
-    })
-}
-
 /// Whether reconciliation released the payment of a key whose calls are
 /// `calls`, decided under the lock it decides under.
-fn of_calls(conn: &mut PgConnection, calls: GatewayCalls) -> Result<bool, ServiceError> {
+pub fn of_calls(conn: &mut PgConnection, calls: GatewayCalls) -> QueryResult<bool> {
     let ridepay_key = calls.from.to_hex();
     lock(conn, &ridepay_key)?;
-    Ok(is_released(conn, &ridepay_key)?)
+    is_released(conn, &ridepay_key)
 }
 
-/// A create answered from what the gateway saved under its key is of the
-/// PaymentIntent as it was then: read again, as it is now (a hold since
-/// cancelled by reconciliation is then a rejection). Still marked
-/// replayed, so that recording it checks for its tombstone (`of_calls`).
-pub fn reread_if_replayed(
+/// A create answered again from what the gateway saved under its key is of
+/// the PaymentIntent as it was then: read again, as it is now (a hold since
+/// cancelled by reconciliation is then a rejection). Still marked replayed,
+/// so that recording it checks for its tombstone.
+pub fn reread(
     gateway: &dyn PaymentGateway,
     intent: PaymentIntent,
 ) -> Result<PaymentIntent, GatewayError> {
-    if !intent.replayed {
-        return Ok(intent);
-    }
     Ok(match gateway.retrieve_intent(&intent.id)? {
         Some(now) => PaymentIntent {
             replayed: true,

@@ -15,17 +15,17 @@ use crate::idempotency::{
     Transition, TransitionOf,
 };
 use crate::payments::{
-    self, call_metadata, gateway_key, lookup, released, CaptureMethod, CreateIntent, Final,
-    GatewayError, PaymentGateway, PaymentIntent,
+    self, call_metadata, gateway_key, lookup, CaptureMethod, CreateIntent, Final, GatewayError,
+    PaymentGateway, PaymentIntent,
 };
 use crate::rides::model::{
     self, NewRide, Ride, RideStatus, Settlement, CURRENCIES, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS,
 };
 use crate::rides::transitions::{may_follow, settlement};
+use crate::rides::unpaid;
 use crate::service_error::ServiceError;
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
 use crate::wire;
-use crate::wire::problem::{Problem, ProblemKind};
 use crate::wire::ride::RideBody;
 use crate::{audit, users};
 
@@ -213,9 +213,11 @@ impl Endpoint for RideEndpoint {
         ride: Ride,
     ) -> Result<CallOf<Self>, ServiceError> {
         let gateway = cx.gateway.as_ref();
-        let answer = pay(gateway, cx.installation_id, lease, &ride)
-            .and_then(|intent| released::reread_if_replayed(gateway, intent));
-        Ok(Called::Answered(ride, payments::final_answer(answer)?))
+        let answer = pay(gateway, cx.installation_id, lease, &ride);
+        Ok(Called::Answered(
+            ride,
+            payments::create_answer(gateway, answer)?,
+        ))
     }
 
     /// Any generation's PaymentIntent, from the gateway's lists.
@@ -246,14 +248,14 @@ impl Endpoint for RideEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let recorded = match released::unless_released(conn, lease.gateway_calls(), answer)? {
+        let recorded = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };
         match recorded {
             Final::Made(paid) => Ok(Transition::Advance(RecoveryPoint::ChargeCompleted, paid)),
             Final::Refused(failure) => {
-                Ok(Transition::Finish(finish_unpaid(conn, &ride, &failure)?))
+                Ok(Transition::Finish(unpaid::finish(conn, &ride, &failure)?))
             }
         }
     }
@@ -395,8 +397,8 @@ fn answered(ride: &Ride, intent: &PaymentIntent) -> Result<Final<Settlement>, Se
 
 /// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
 /// the ride (its event staged by the database's trigger in the same
-/// statement); a rejection is returned as such (for `finish_unpaid`). Only a holder of the key's lease moves a pending
-/// ride on, so a ride found moved on means the lease was taken over (by the
+/// statement); a rejection is returned as such (for `unpaid::finish`).
+/// Only a holder of the key's lease moves a pending ride on, so a ride found moved on means the lease was taken over (by the
 /// gateway's event, say).
 pub fn record_payment(
     conn: &mut PgConnection,
@@ -432,58 +434,6 @@ pub fn payment_finishing(
 /// ChargeCompleted -> Finished: the ride, as the answer stored.
 pub fn finish_answered(ride: &Ride) -> StoredResponse {
     wire::ride::created(&ride.json())
-}
-
-/// RideCreated -> Finished for a payment that failed permanently: a decline
-/// (402; the PaymentIntent it left behind recorded) or a rejection (502),
-/// stored so that retries get the same answer.
-pub fn finish_unpaid(
-    conn: &mut PgConnection,
-    ride: &Ride,
-    failure: &GatewayError,
-) -> Result<StoredResponse, ServiceError> {
-    let (status, problem, intent) = match failure {
-        GatewayError::Declined {
-            code,
-            decline_code,
-            message,
-            payment_intent,
-        } => (
-            RideStatus::PaymentDeclined,
-            Problem::new(ProblemKind::CardDeclined, message.clone())
-                .with_extension("ride_id", ride.id)
-                .with_extension("code", code.as_str())
-                .with_extension("decline_code", decline_code.clone()),
-            payment_intent.clone(),
-        ),
-        other => {
-            log::error!(
-                "payment gateway rejected the payment of ride {}: {other}",
-                ride.id
-            );
-            (
-                RideStatus::PaymentFailed,
-                Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
-                    .with_extension("ride_id", ride.id),
-                None,
-            )
-        }
-    };
-    let unpaid = model::Settlement {
-        status,
-        payment_intent_id: intent,
-        client_secret: None,
-        next_action: None,
-        amount_authorized_cents: 0,
-        amount_captured_cents: 0,
-        settling_key_id: None,
-        amount_capturable_max_cents: None,
-        hold_expires_at: None,
-        tip_cents: 0,
-    };
-    model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
-        .ok_or(ServiceError::LeaseLost)?;
-    Ok(wire::problem::stored(&problem))
 }
 
 #[cfg(test)]

@@ -11,3 +11,4 @@ pub mod reads;
 mod settle;
 pub mod tip;
 pub mod transitions;
+mod unpaid;

@@ -18,8 +18,8 @@ use crate::idempotency::{
 };
 use crate::ids::RideId;
 use crate::payments::{
-    self, call_metadata, gateway_key, lookup, released, CancelIntent, CaptureMethod, CreateIntent,
-    Final, GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
+    self, call_metadata, gateway_key, lookup, CancelIntent, CaptureMethod, CreateIntent, Final,
+    GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
@@ -117,9 +117,8 @@ impl Endpoint for TipEndpoint {
         ride: Ride,
     ) -> Result<CallOf<Self>, ServiceError> {
         let gateway = cx.gateway.as_ref();
-        let answer = pay_tip(gateway, cx.installation_id, lease, &ride, params)
-            .and_then(|intent| released::reread_if_replayed(gateway, intent));
-        let answer = payments::final_answer(answer)?;
+        let answer = pay_tip(gateway, cx.installation_id, lease, &ride, params);
+        let answer = payments::create_answer(gateway, answer)?;
         cancel_declined(gateway, lease, &answer)?;
         Ok(Called::Answered(ride, answer))
     }
@@ -158,7 +157,7 @@ impl Endpoint for TipEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let answer = match released::unless_released(conn, lease.gateway_calls(), answer)? {
+        let answer = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) if intent.status != IntentStatus::Succeeded => {
                 Final::Refused(GatewayError::Rejected {
                     message: format!(

@@ -10,6 +10,7 @@ use ridepay::embedded_postgres::connect_with_retry;
 use ridepay::startup::Application;
 use serde_json::{json, Value};
 
+use super::client::send_idempotent;
 use super::gateway::WEBHOOK_SECRET;
 use super::test_databases::{create_test_database, maintenance_url};
 
@@ -230,17 +231,7 @@ impl TestApp {
         key: &str,
         body: &str,
     ) -> Result<Answer, reqwest::Error> {
-        let response = self
-            .client
-            .post(url)
-            .bearer_auth(api_key)
-            .header("Idempotency-Key", key)
-            .header("Content-Type", "application/json")
-            .body(body.to_owned())
-            .timeout(Duration::from_secs(30))
-            .send()
-            .await?;
-        Ok(Answer::read(response).await)
+        Ok(Answer::read(send_idempotent(&self.client, url, api_key, key, body).await?).await)
     }
 
     /// Retries like a real client (on 409, 5xx and lost connections) until the
@@ -282,11 +273,67 @@ impl TestApp {
         self.post_idempotent(&url, api_key, key, body).await
     }
 
-    /// `POST /api/rides/{ride_id}/{action}` (`complete`, `cancel`) as the
+    /// `POST /api/rides/{ride_id}/complete` as the test's user.
+    pub async fn post_complete(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+        let path = format!("/api/rides/{ride_id}/complete");
+        self.post_as(&self.user, &path, key, body).await
+    }
+
+    /// `POST /api/rides/{ride_id}/cancel` as the test's user.
+    pub async fn post_cancel(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+        let path = format!("/api/rides/{ride_id}/cancel");
+        self.post_as(&self.user, &path, key, body).await
+    }
+
+    /// `POST /api/rides/{ride_id}/tip` as the test's user.
+    pub async fn post_tip(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+        let path = format!("/api/rides/{ride_id}/tip");
+        self.post_as(&self.user, &path, key, body).await
+    }
+
+    /// `POST /api/webhook_endpoints` as the test's user.
+    pub async fn post_webhook_endpoint(&self, key: &str, body: &Value) -> Answer {
+        let body = body.to_string();
+        self.post_as(&self.user, "/api/webhook_endpoints", key, &body)
+            .await
+    }
+
+    /// `POST /api/webhook_endpoints/{id}/roll_secret` as the test's user.
+    pub async fn post_roll_secret(&self, endpoint_id: &Value, key: &str) -> Answer {
+        let path = format!(
+            "/api/webhook_endpoints/{}/roll_secret",
+            id_in_path(endpoint_id)
+        );
+        self.post_as(&self.user, &path, key, "{}").await
+    }
+
+    /// `POST /api/webhook_endpoints/{id}/test` as the test's user.
+    pub async fn post_test_event(&self, endpoint_id: &Value, key: &str) -> Answer {
+        let path = format!("/api/webhook_endpoints/{}/test", id_in_path(endpoint_id));
+        self.post_as(&self.user, &path, key, "{}").await
+    }
+
+    /// `POST /api/webhook_endpoints/{id}/deliveries/{delivery}/retry` as the
     /// test's user.
-    pub async fn post_on_ride(&self, ride_id: i64, action: &str, key: &str, body: &str) -> Answer {
-        let url = format!("{}/api/rides/{ride_id}/{action}", self.address);
-        self.post_idempotent(&url, &self.user.api_key, key, body)
+    pub async fn post_delivery_retry(
+        &self,
+        endpoint_id: &Value,
+        delivery_id: &Value,
+        key: &str,
+    ) -> Answer {
+        let path = format!(
+            "/api/webhook_endpoints/{}/deliveries/{}/retry",
+            id_in_path(endpoint_id),
+            id_in_path(delivery_id)
+        );
+        self.post_as(&self.user, &path, key, "{}").await
+    }
+
+    /// An idempotent POST of `body` to `path` as `user`: any endpoint, as
+    /// another user than the test's.
+    pub async fn post_as(&self, user: &TestUser, path: &str, key: &str, body: &str) -> Answer {
+        let url = format!("{}{path}", self.address);
+        self.post_idempotent(&url, &user.api_key, key, body)
             .await
             .expect("the server answers")
     }
@@ -451,3 +498,8 @@ impl TestApp {
 }
 
 pub use super::database::count;
+
+/// An id from an answer, as a path carries it (a JSON string unquoted).
+pub fn id_in_path(id: &Value) -> String {
+    id.as_str().map_or_else(|| id.to_string(), str::to_owned)
+}

@@ -31,6 +31,24 @@ pub fn stripe_event(id: &str, event_type: &str, created: i64, object: Value) -> 
 /// The key the fake gateways of the suite accept.
 pub const FAKE_API_KEY: &str = "sk_test_ridepay_suite";
 
+/// A form POST to the fake Stripe under its API key and `key`, as the
+/// Stripe client sends one.
+pub async fn post_form(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(url)
+        .bearer_auth(FAKE_API_KEY)
+        .header("Idempotency-Key", key)
+        .form(form)
+        .send()
+        .await
+        .expect("the fake Stripe answers")
+}
+
 /// A fake Stripe on loopback, keeping its ledger in `ledger_url` (a database
 /// of its own, as an external system's).
 pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) -> FakeGateway {
@@ -120,7 +138,7 @@ pub fn reconcile_with(
     settings.reconcile.orphan_grace = Duration::ZERO;
     configure(&mut settings);
     let installation = payments::installation_id(&mut app.db()).unwrap();
-    let pool = ridepay::db::build_pool(&app.database_url, &settings);
+    let pool = ridepay::db::build_pool(&app.database_url, &settings.database);
     let context = std::sync::Arc::new(
         ridepay::startup::service_context(&settings, pool, installation, &app.address).unwrap(),
     );

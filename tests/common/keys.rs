@@ -132,10 +132,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Pa
         return None;
     }
     let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &super::settings::test_settings(&app.database_url),
-    );
+    let pool = super::settings::pool(&app.database_url);
     let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
     let installation = payments::installation_id(&mut conn).unwrap();
     let intent = phases::pay(&gateway, installation, &lease, &ride).unwrap();

@@ -6,6 +6,7 @@
 
 #[cfg(feature = "simulated")]
 pub mod app;
+pub mod client;
 pub mod database;
 #[cfg(feature = "simulated")]
 pub mod gateway;

@@ -1,7 +1,8 @@
 //! Settings for a test server.
 use std::time::Duration;
 
-use ridepay::config::{RateLimitSettings, Settings, WorkerSettings};
+use ridepay::config::{DatabaseSettings, RateLimitSettings, Settings, WorkerSettings};
+use ridepay::db::DbPool;
 
 /// The defaults on a given database, on a free port, with two HTTP
 /// workers, no rate limits and the background workers off (tests switch
@@ -29,4 +30,9 @@ pub fn test_settings(database_url: &str) -> Settings {
     settings.user_webhooks.interval = Duration::from_millis(100);
     settings.user_webhooks.allow_loopback = true;
     settings
+}
+
+/// A pool on `database_url` as the service builds one by default.
+pub fn pool(database_url: &str) -> DbPool {
+    ridepay::db::build_pool(database_url, &DatabaseSettings::default())
 }

@@ -52,15 +52,8 @@ pub async fn post(
     key: &str,
     body: &str,
 ) -> (u16, Vec<u8>, Option<String>) {
-    let sent = client
-        .post(format!("{address}/api/rides"))
-        .bearer_auth(api_key)
-        .header("Idempotency-Key", key)
-        .header("Content-Type", "application/json")
-        .body(body.to_owned())
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await;
+    let url = format!("{address}/api/rides");
+    let sent = crate::common::client::send_idempotent(client, &url, api_key, key, body).await;
     match sent {
         Ok(response) => {
             let status = response.status().as_u16();

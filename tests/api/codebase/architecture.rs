@@ -42,7 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("http", &["http"]),
-    ("application", &["startup", "workers", "cli"]),
+    ("application", &["startup", "cli"]),
 ];
 
 fn src() -> PathBuf {
@@ -302,7 +302,7 @@ fn walk(heading: &str) -> (Vec<(String, usize)>, usize) {
 fn following_a_new_ride_takes_the_files_and_lines_the_architecture_lists() {
     const MOST_FILES: usize = 25;
     // DESIGN §7 aims at 3,500; this bound only comes down towards it.
-    const MOST_LINES: usize = 3_750;
+    const MOST_LINES: usize = 3_500;
     let (files, total) = walk("## Following `POST /api/rides`");
     assert!(files.len() <= MOST_FILES, "{} files", files.len());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

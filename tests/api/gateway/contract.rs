@@ -41,8 +41,7 @@ struct Simulated {
 
 impl GatewayUnderTest for Simulated {
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
-        let settings = crate::common::settings::test_settings(&self.ledger_url);
-        let pool = ridepay::db::build_pool(&self.ledger_url, &settings);
+        let pool = crate::common::settings::pool(&self.ledger_url);
         Box::new(SimulatedGateway::new(pool, faults))
     }
 

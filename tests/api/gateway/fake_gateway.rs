@@ -5,18 +5,10 @@ use reqwest::Client;
 use serde_json::Value;
 
 use crate::common::app::Answer;
-use crate::common::gateway::{spawn_fake_gateway, FAKE_API_KEY};
+use crate::common::gateway::{post_form, spawn_fake_gateway, FAKE_API_KEY};
 
 async fn post(client: &Client, url: &str, key: &str, form: &[(&str, &str)]) -> Answer {
-    let response = client
-        .post(url)
-        .bearer_auth(FAKE_API_KEY)
-        .header("Idempotency-Key", key)
-        .form(form)
-        .send()
-        .await
-        .unwrap();
-    Answer::read(response).await
+    Answer::read(post_form(client, url, key, form).await).await
 }
 
 async fn pay(client: &Client, base: &str, key: &str, amount: &str) -> Answer {

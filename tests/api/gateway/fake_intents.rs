@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::gateway::{spawn_fake_gateway, FAKE_API_KEY};
+use crate::common::gateway::{post_form, spawn_fake_gateway, FAKE_API_KEY};
 use crate::gateway::stripe_spec::spec;
 
 struct Fake {
@@ -14,15 +14,8 @@ struct Fake {
 impl Fake {
     /// A form POST under `key`; the status and the JSON answer.
     async fn post(&self, path: &str, key: &str, form: &[(&str, &str)]) -> (u16, Value) {
-        let response = self
-            .client
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(FAKE_API_KEY)
-            .header("Idempotency-Key", key)
-            .form(form)
-            .send()
-            .await
-            .unwrap();
+        let url = format!("{}{path}", self.url);
+        let response = post_form(&self.client, &url, key, form).await;
         (response.status().as_u16(), response.json().await.unwrap())
     }
 

@@ -485,7 +485,7 @@ fn the_simulated_gateway_may_lose_an_answer_and_the_same_key_then_gets_the_inten
     use ridepay::payments::PaymentGateway;
     use ridepay_doubles::SimulatedGateway;
     let url = create_test_database();
-    let pool = ridepay::db::build_pool(&url, &crate::common::settings::test_settings(&url));
+    let pool = crate::common::settings::pool(&url);
     let with = |faults: SimulatedGatewaySettings| SimulatedGateway::new(pool.clone(), faults);
     let lossy = with(SimulatedGatewaySettings {
         lost_response_rate: 1.0,

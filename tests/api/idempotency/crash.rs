@@ -187,7 +187,7 @@ mod refunds {
         let ride_id = match refunding.tipped {
             true => {
                 let ride_id = app.saved_card_ride("ride").await;
-                app.post_on_ride(ride_id, "tip", "tip", r#"{"amount_cents": 500}"#)
+                app.post_tip(ride_id, "tip", r#"{"amount_cents": 500}"#)
                     .await
                     .assert_status(200);
                 ride_id

@@ -108,10 +108,7 @@ fn made_earlier(
     key: String,
     metadata: Vec<(String, String)>,
 ) -> payments::PaymentIntent {
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &crate::common::settings::test_settings(&app.database_url),
-    );
+    let pool = crate::common::settings::pool(&app.database_url);
     let made = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
         .create_intent(&CreateIntent {
             idempotency_key: key,

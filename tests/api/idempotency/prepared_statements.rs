@@ -5,7 +5,7 @@
 
 use diesel::sql_types::Text;
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
-use ridepay::config::SimulatedGatewaySettings;
+use ridepay::config::{DatabaseSettings, SimulatedGatewaySettings};
 use ridepay::context::ServiceContext;
 use ridepay::db::DbPool;
 use ridepay::idempotency::flow;
@@ -36,8 +36,10 @@ fn prepared(conn: &mut PgConnection) -> Vec<String> {
 /// One connection serves the whole request, gateway included, so its
 /// session holds every statement the request prepared.
 fn one_connection_context(database_url: &str) -> ServiceContext {
-    let mut settings = crate::common::settings::test_settings(database_url);
-    settings.database.pool_size = 1;
+    let settings = DatabaseSettings {
+        pool_size: 1,
+        ..DatabaseSettings::default()
+    };
     let pool: DbPool = ridepay::db::build_pool(database_url, &settings);
     service_context(pool, SimulatedGatewaySettings::default())
 }

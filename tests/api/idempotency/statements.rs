@@ -90,14 +90,9 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
         app.get("/api/rides/1").await.assert_status(200);
     }
     let warm = app.held_ride("warm-held", "pm_card_visa").await;
-    app.post_on_ride(
-        warm,
-        "complete",
-        "warm-complete",
-        r#"{"final_amount_cents": 1500}"#,
-    )
-    .await
-    .assert_status(200);
+    app.post_complete(warm, "warm-complete", r#"{"final_amount_cents": 1500}"#)
+        .await
+        .assert_status(200);
     let held = app.held_ride("held", "pm_card_visa").await;
 
     let new_ride = statements_of(&app, async {
@@ -113,14 +108,9 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
     })
     .await;
     let completion = statements_of(&app, async {
-        app.post_on_ride(
-            held,
-            "complete",
-            "measured-complete",
-            r#"{"final_amount_cents": 1500}"#,
-        )
-        .await
-        .assert_status(200);
+        app.post_complete(held, "measured-complete", r#"{"final_amount_cents": 1500}"#)
+            .await
+            .assert_status(200);
     })
     .await;
 

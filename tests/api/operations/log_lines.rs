@@ -127,14 +127,8 @@ const SENDING: [(&str, &str); 4] = [
 /// A destination `url` of `app`'s user, registered; its id.
 async fn register(app: &TestApp, url: &str) -> serde_json::Value {
     let answer = app
-        .post_idempotent(
-            &format!("{}/api/webhook_endpoints", app.address),
-            &app.user.api_key,
-            url,
-            &json!({"url": url, "events": ["*"]}).to_string(),
-        )
-        .await
-        .unwrap();
+        .post_webhook_endpoint(url, &json!({"url": url, "events": ["*"]}))
+        .await;
     answer.assert_status(201);
     answer.json()["id"].clone()
 }

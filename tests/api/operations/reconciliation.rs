@@ -459,7 +459,8 @@ async fn captures_raises_and_cancellations_whose_answer_was_a_saved_500_are_made
     }
 
     for ((ride_id, key), (action, body, status, captured)) in rides.iter().zip(asked) {
-        let answer = app.post_on_ride(*ride_id, action, key, body).await;
+        let path = format!("/api/rides/{ride_id}/{action}");
+        let answer = app.post_as(&app.user, &path, key, body).await;
         assert_eq!(answer.status, 200, "{key}: {}", answer.body_text());
         let ride = app.ride(*ride_id).await;
         assert_eq!(

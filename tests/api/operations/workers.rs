@@ -19,10 +19,7 @@ use crate::common::keys::{expire_leases, leave_key_at, service_context, POLICY};
 use crate::common::wait::eventually;
 
 pub fn context(app: &TestApp, faults: SimulatedGatewaySettings) -> Arc<ServiceContext> {
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &crate::common::settings::test_settings(&app.database_url),
-    );
+    let pool = crate::common::settings::pool(&app.database_url);
     Arc::new(service_context(pool, faults))
 }
 

@@ -25,10 +25,7 @@ struct PageUnderTest {
 }
 
 fn simulated(app: &TestApp) -> PageUnderTest {
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &crate::common::settings::test_settings(&app.database_url),
-    );
+    let pool = crate::common::settings::pool(&app.database_url);
     let page = format!("{}/simulated-gateway/authenticate", app.address);
     PageUnderTest {
         gateway: Box::new(

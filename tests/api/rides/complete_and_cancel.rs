@@ -50,20 +50,10 @@ async fn completing_captures_the_final_fare_and_releases_the_rest_of_the_hold() 
     let ride_id = app.held_ride("ride", "pm_card_visa").await;
 
     let answer = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "done",
-            r#"{"final_amount_cents": 1800}"#,
-        )
+        .post_complete(ride_id, "done", r#"{"final_amount_cents": 1800}"#)
         .await;
     let replay = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "done",
-            r#"{"final_amount_cents": 1800}"#,
-        )
+        .post_complete(ride_id, "done", r#"{"final_amount_cents": 1800}"#)
         .await;
 
     answer.assert_status(200);
@@ -108,12 +98,7 @@ async fn a_final_fare_above_the_hold_raises_it_first() {
     let ride_id = app.held_ride("ride", "pm_card_visa").await;
 
     let answer = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "more",
-            r#"{"final_amount_cents": 2600}"#,
-        )
+        .post_complete(ride_id, "more", r#"{"final_amount_cents": 2600}"#)
         .await;
 
     answer.assert_status(200);
@@ -139,8 +124,8 @@ async fn a_raise_the_card_refuses_is_a_stored_402_and_the_hold_can_still_be_capt
         .await;
     let body = r#"{"final_amount_cents": 2600}"#;
 
-    let refused = app.post_on_ride(ride_id, "complete", "more", body).await;
-    let replay = app.post_on_ride(ride_id, "complete", "more", body).await;
+    let refused = app.post_complete(ride_id, "more", body).await;
+    let replay = app.post_complete(ride_id, "more", body).await;
 
     let problem = refused.assert_problem(402, "card-declined");
     assert_eq!(problem["ride_id"], ride_id);
@@ -148,12 +133,7 @@ async fn a_raise_the_card_refuses_is_a_stored_402_and_the_hold_can_still_be_capt
     assert_eq!((replay.status, &replay.body), (402, &refused.body));
     assert_eq!(app.ride(ride_id).await["status"], "authorized");
     let covered = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "what-it-covers",
-            r#"{"final_amount_cents": 2000}"#,
-        )
+        .post_complete(ride_id, "what-it-covers", r#"{"final_amount_cents": 2000}"#)
         .await;
     covered.assert_status(200);
     assert_eq!(covered.json()["amount_captured_cents"], 2000);
@@ -171,7 +151,8 @@ async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_noth
         (waiting, "complete", r#"{"final_amount_cents": 1000}"#),
         (paid, "cancel", "{}"),
     ] {
-        app.post_on_ride(ride_id, action, "refused", body)
+        let path = format!("/api/rides/{ride_id}/{action}");
+        app.post_as(&app.user, &path, "refused", body)
             .await
             .assert_problem(422, "invalid-ride-state");
     }
@@ -180,7 +161,7 @@ async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_noth
         before
     );
     // The key was not consumed: a valid request may take it.
-    app.post_on_ride(waiting, "cancel", "refused", "{}")
+    app.post_cancel(waiting, "refused", "{}")
         .await
         .assert_status(200);
     // Another user's ride is not found, whatever the key.
@@ -210,19 +191,13 @@ async fn cancelling_releases_the_hold_or_captures_only_the_fee() {
     let free = app.held_ride("free", "pm_card_visa").await;
     let fee = app.held_ride("fee", "pm_card_visa").await;
 
-    let released = app.post_on_ride(free, "cancel", "cancel-free", "").await;
+    let released = app.post_cancel(free, "cancel-free", "").await;
     let charged = app
-        .post_on_ride(
-            fee,
-            "cancel",
-            "cancel-fee",
-            r#"{"cancellation_fee_cents": 500}"#,
-        )
+        .post_cancel(fee, "cancel-fee", r#"{"cancellation_fee_cents": 500}"#)
         .await;
     let too_much = app
-        .post_on_ride(
+        .post_cancel(
             app.held_ride("greedy", "pm_card_visa").await,
-            "cancel",
             "cancel-greedy",
             r#"{"cancellation_fee_cents": 2001}"#,
         )
@@ -274,15 +249,10 @@ async fn a_ride_waiting_for_authentication_can_be_cancelled_without_a_fee() {
     let waiting = app.waiting_ride("3ds").await;
     let ride_id = waiting["id"].as_i64().unwrap();
 
-    app.post_on_ride(
-        ride_id,
-        "cancel",
-        "fee",
-        r#"{"cancellation_fee_cents": 100}"#,
-    )
-    .await
-    .assert_problem(400, "invalid-request");
-    let canceled = app.post_on_ride(ride_id, "cancel", "cancel", "{}").await;
+    app.post_cancel(ride_id, "fee", r#"{"cancellation_fee_cents": 100}"#)
+        .await
+        .assert_problem(400, "invalid-request");
+    let canceled = app.post_cancel(ride_id, "cancel", "{}").await;
 
     canceled.assert_status(200);
     assert_eq!(canceled.json()["status"], "canceled");
@@ -300,14 +270,9 @@ async fn a_hold_that_lapses_makes_the_ride_expired_and_completing_it_is_authoriz
 
     // The gateway's payment_intent.canceled, delivered in-process.
     until_status(&app, ride_id, "expired").await;
-    app.post_on_ride(
-        ride_id,
-        "complete",
-        "late",
-        r#"{"final_amount_cents": 1800}"#,
-    )
-    .await
-    .assert_problem(422, "authorization-expired");
+    app.post_complete(ride_id, "late", r#"{"final_amount_cents": 1800}"#)
+        .await
+        .assert_problem(422, "authorization-expired");
     assert_eq!(app.count("idempotency_keys WHERE key = 'late'"), 0);
     assert_eq!(at_gateway(&app, &intent), ("canceled".to_owned(), 0, 0));
 }
@@ -321,7 +286,7 @@ async fn two_completions_at_once_capture_once() {
         let key = format!("complete-{i}");
         let app = &app;
         async move {
-            app.post_on_ride(ride_id, "complete", &key, r#"{"final_amount_cents": 1500}"#)
+            app.post_complete(ride_id, &key, r#"{"final_amount_cents": 1500}"#)
                 .await
         }
     }))
@@ -366,15 +331,9 @@ async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_e
     }
     let complete = r#"{"final_amount_cents": 1800}"#;
 
-    let expired = app
-        .post_on_ride(completed, "complete", "late", complete)
-        .await;
-    let replay = app
-        .post_on_ride(completed, "complete", "late", complete)
-        .await;
-    let refused = app
-        .post_on_ride(cancelled, "cancel", "late-cancel", "{}")
-        .await;
+    let expired = app.post_complete(completed, "late", complete).await;
+    let replay = app.post_complete(completed, "late", complete).await;
+    let refused = app.post_cancel(cancelled, "late-cancel", "{}").await;
 
     expired.assert_problem(422, "authorization-expired");
     assert_eq!((replay.status, &replay.body), (422, &expired.body));

@@ -24,9 +24,8 @@ fn hold_days(ride: &Value) -> i64 {
 
 async fn complete(app: &TestApp, ride_id: i64, cents: i64) -> Value {
     let answer = app
-        .post_on_ride(
+        .post_complete(
             ride_id,
-            "complete",
             &format!("complete {cents}"),
             &format!(r#"{{"final_amount_cents": {cents}}}"#),
         )

@@ -25,20 +25,17 @@ fn saved_card_ride() -> String {
     ride_with(json!({ "payment_method": null }))
 }
 
+fn tip_of(cents: i64) -> String {
+    format!(r#"{{"amount_cents": {cents}}}"#)
+}
+
 async fn tip_as(app: &TestApp, user: &TestUser, ride_id: i64, key: &str, cents: i64) -> Answer {
-    let url = format!("{}/api/rides/{ride_id}/tip", app.address);
-    app.post_idempotent(
-        &url,
-        &user.api_key,
-        key,
-        &format!(r#"{{"amount_cents": {cents}}}"#),
-    )
-    .await
-    .expect("the server answers")
+    let path = format!("/api/rides/{ride_id}/tip");
+    app.post_as(user, &path, key, &tip_of(cents)).await
 }
 
 async fn tip(app: &TestApp, ride_id: i64, key: &str, cents: i64) -> Answer {
-    tip_as(app, &app.user, ride_id, key, cents).await
+    app.post_tip(ride_id, key, &tip_of(cents)).await
 }
 
 /// A captured ride paid with the user's saved card; returns its id.
@@ -82,10 +79,7 @@ async fn with_webhooks() -> TestApp {
 }
 
 fn simulated_gateway(app: &TestApp) -> impl PaymentGateway {
-    let pool = ridepay::db::build_pool(
-        &app.database_url,
-        &crate::common::settings::test_settings(&app.database_url),
-    );
+    let pool = crate::common::settings::pool(&app.database_url);
     SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
 }
 
@@ -114,12 +108,7 @@ async fn a_tip_on_a_held_ride_is_captured_with_the_final_fare() {
     // The completion captures fare and tip together, within the hold's
     // overcapture room (2400 on a 2000 hold): one capture, no raise.
     let completed = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "complete",
-            r#"{"final_amount_cents": 1900}"#,
-        )
+        .post_complete(ride_id, "complete", r#"{"final_amount_cents": 1900}"#)
         .await;
     completed.assert_status(200);
     assert_ride(&completed.json(), "captured", 2200, 300);
@@ -145,12 +134,7 @@ async fn a_tip_beyond_the_holds_room_raises_the_hold_for_fare_and_tip() {
     tip(&app, ride_id, "tip", 500).await.assert_status(200);
 
     let completed = app
-        .post_on_ride(
-            ride_id,
-            "complete",
-            "complete",
-            r#"{"final_amount_cents": 1800}"#,
-        )
+        .post_complete(ride_id, "complete", r#"{"final_amount_cents": 1800}"#)
         .await;
 
     completed.assert_status(200);
@@ -169,7 +153,7 @@ async fn cancelling_a_held_ride_drops_its_tip() {
     let ride_id = app.held_ride("held", "pm_card_visa").await;
     tip(&app, ride_id, "tip", 300).await.assert_status(200);
 
-    let canceled = app.post_on_ride(ride_id, "cancel", "cancel", "{}").await;
+    let canceled = app.post_cancel(ride_id, "cancel", "{}").await;
 
     canceled.assert_status(200);
     assert_ride(&canceled.json(), "canceled", 0, 0);
@@ -258,11 +242,7 @@ async fn the_contract_of_every_idempotent_post_holds_for_tips() {
         r#"{"amount_cents": 0}"#,
         r#"{"amount_cents": "300"}"#,
     ] {
-        let url = format!("{}/api/rides/{ride_id}/tip", app.address);
-        let answer = app
-            .post_idempotent(&url, &app.user.api_key, "tip", body)
-            .await
-            .unwrap();
+        let answer = app.post_tip(ride_id, "tip", body).await;
         let problem = answer.assert_problem(400, "invalid-request");
         assert_eq!(problem["errors"][0]["field"], "amount_cents", "{body}");
     }

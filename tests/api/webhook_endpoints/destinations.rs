@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use serde_json::{json, Value};
 
 use super::{app_sending, assert_verified, register, register_as, wait_for};
-use crate::common::app::{create_user, Answer, TestApp, TestUser};
+use crate::common::app::{create_user, id_in_path, Answer, TestApp};
 use crate::common::receiver::{Receiver, Reply};
 use crate::common::wait::eventually;
 
@@ -19,23 +19,20 @@ async fn a_user_sends_at_most_20_test_events_an_hour() {
     let app = app_sending(&[0], |settings| settings.user_webhooks.enabled = false).await;
     let receiver = Receiver::start();
     let first = register(&app, &receiver, json!(["*"])).await;
-    let second = register_as(
-        &app,
-        &app.user,
-        "second",
-        json!({"url": format!("{}?second", receiver.url), "events": ["*"]}),
-    )
-    .await
-    .json();
+    let second = app
+        .post_webhook_endpoint(
+            "second",
+            &json!({"url": format!("{}?second", receiver.url), "events": ["*"]}),
+        )
+        .await
+        .json();
     for n in 0..20 {
         let endpoint = [&first, &second][n % 2];
-        let path = format!("/api/webhook_endpoints/{}/test", endpoint["id"]);
-        act(&app, &path, &format!("test {n}"))
+        app.post_test_event(&endpoint["id"], &format!("test {n}"))
             .await
             .assert_status(200);
     }
-    let path = format!("/api/webhook_endpoints/{}/test", first["id"]);
-    let refused = act(&app, &path, "test 20").await;
+    let refused = app.post_test_event(&first["id"], "test 20").await;
     refused.assert_rate_limited();
     assert_eq!(app.count("idempotency_keys WHERE key = 'test 20'"), 0);
     assert_eq!(
@@ -44,15 +41,12 @@ async fn a_user_sends_at_most_20_test_events_an_hour() {
     );
     // Another user's quota is their own.
     let other = create_user(&app.database_url, Some("cus_other"));
-    let url = format!("{}/api/webhook_endpoints", app.address);
-    let body = json!({"url": receiver.url, "events": ["*"]}).to_string();
-    let theirs = app
-        .post_idempotent(&url, &other.api_key, "register", &body)
+    let body = json!({"url": receiver.url, "events": ["*"]});
+    let theirs = register_as(&app, &other, "register", body).await.json();
+    let path = format!("/api/webhook_endpoints/{}/test", id_in_path(&theirs["id"]));
+    app.post_as(&other, &path, "test", "{}")
         .await
-        .unwrap()
-        .json();
-    let path = format!("/api/webhook_endpoints/{}/test", theirs["id"]);
-    act_as(&app, &other, &path, "test").await.assert_status(200);
+        .assert_status(200);
 }
 
 /// A delivery's answer carries its newest ten attempts and the count of
@@ -299,16 +293,17 @@ async fn a_failed_delivery_is_sent_again_by_hand_once_per_key() {
     assert!(failed);
     let deliveries = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
     let delivery_id = app.get(&deliveries).await.json()["data"][0]["id"].clone();
-    let path = format!("{deliveries}/{delivery_id}/retry");
+    let retry = || app.post_delivery_retry(&endpoint["id"], &delivery_id, "again");
 
     let stranger = create_user(&app.database_url, Some("cus_stranger"));
-    act_as(&app, &stranger, &path, "again")
+    let path = format!("{deliveries}/{}/retry", id_in_path(&delivery_id));
+    app.post_as(&stranger, &path, "again", "{}")
         .await
         .assert_problem(404, "not-found");
-    act(&app, &format!("{deliveries}/999999/retry"), "again")
+    app.post_delivery_retry(&endpoint["id"], &json!(999999), "again")
         .await
         .assert_problem(404, "not-found");
-    let first = act(&app, &path, "again").await;
+    let first = retry().await;
     first.assert_status(200);
     assert_eq!(first.json()["status"], "pending");
     let second = wait_for(&receiver, 2).await;
@@ -318,7 +313,7 @@ async fn a_failed_delivery_is_sent_again_by_hand_once_per_key() {
     })
     .await;
     assert!(succeeded);
-    let replay = act(&app, &path, "again").await;
+    let replay = retry().await;
     assert_eq!(
         (
             replay.status,
@@ -331,25 +326,6 @@ async fn a_failed_delivery_is_sent_again_by_hand_once_per_key() {
     assert_eq!(receiver.received().len(), 2);
 }
 
-/// `POST` of an action on a destination, body `{}`.
-async fn act(app: &TestApp, path: &str, key: &str) -> Answer {
-    act_as(app, &app.user, path, key).await
-}
-
-async fn act_as(app: &TestApp, user: &TestUser, path: &str, key: &str) -> Answer {
-    let response = app
-        .client
-        .post(format!("{}{path}", app.address))
-        .bearer_auth(&user.api_key)
-        .header("Idempotency-Key", key)
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    Answer::read(response).await
-}
-
 #[tokio::test]
 async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_one_destination() {
     let app = app_sending(&[0], |_| {}).await;
@@ -358,10 +334,10 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
     let endpoint = register(&app, &receiver, json!(["refund.failed"])).await;
     register(&app, &other, json!(["*"])).await;
     let old = endpoint["secret"].as_str().unwrap().to_owned();
-    let base = format!("/api/webhook_endpoints/{}", endpoint["id"]);
+    let base = format!("/api/webhook_endpoints/{}", id_in_path(&endpoint["id"]));
 
-    let rolled = act(&app, &format!("{base}/roll_secret"), "roll").await;
-    let replay = act(&app, &format!("{base}/roll_secret"), "roll").await;
+    let rolled = app.post_roll_secret(&endpoint["id"], "roll").await;
+    let replay = app.post_roll_secret(&endpoint["id"], "roll").await;
 
     rolled.assert_status(200);
     let new = rolled.json()["secret"].as_str().unwrap().to_owned();
@@ -376,7 +352,7 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
     );
     assert!(app.get(&base).await.json().get("secret").is_none());
 
-    let test = act(&app, &format!("{base}/test"), "test").await;
+    let test = app.post_test_event(&endpoint["id"], "test").await;
     test.assert_status(200);
     assert_eq!(test.json()["event_type"], "webhook_endpoint.test");
     let received = wait_for(&receiver, 1).await;
@@ -395,17 +371,7 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
     // The test went to that destination alone.
     assert!(other.received().is_empty());
     let stranger = create_user(&app.database_url, Some("cus_stranger"));
-    let response = app
-        .client
-        .post(format!("{}{base}/test", app.address))
-        .bearer_auth(&stranger.api_key)
-        .header("Idempotency-Key", "theirs")
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    Answer::read(response)
+    app.post_as(&stranger, &format!("{base}/test"), "theirs", "{}")
         .await
         .assert_problem(404, "not-found");
 }

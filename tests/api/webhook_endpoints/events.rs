@@ -22,14 +22,9 @@ async fn a_rides_events_reach_its_destination_signed_as_the_standard_says() {
     assert!(secret.starts_with("whsec_"), "{endpoint}");
 
     let ride_id = app.held_ride("held", "pm_card_visa").await;
-    app.post_on_ride(
-        ride_id,
-        "complete",
-        "done",
-        r#"{"final_amount_cents": 1800}"#,
-    )
-    .await
-    .assert_status(200);
+    app.post_complete(ride_id, "done", r#"{"final_amount_cents": 1800}"#)
+        .await
+        .assert_status(200);
     app.post_refund(ride_id, "refund", r#"{"amount_cents": 500}"#)
         .await
         .assert_status(201);
@@ -78,7 +73,7 @@ async fn the_ride_an_event_carries_is_byte_for_byte_the_ride_the_api_shows() {
     register(&app, &receiver, json!(["*"])).await;
     let held = app.held_ride("held", "pm_card_visa").await;
     let tipped = app.held_ride("tipped", "pm_card_visa").await;
-    app.post_on_ride(tipped, "tip", "tip", r#"{"amount_cents": 300}"#)
+    app.post_tip(tipped, "tip", r#"{"amount_cents": 300}"#)
         .await
         .assert_status(200);
     let paid = app.paid_ride("paid").await;

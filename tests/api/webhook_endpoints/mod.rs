@@ -33,23 +33,17 @@ pub(super) async fn app_sending(
     .await
 }
 
+/// `POST /api/webhook_endpoints` as `user`.
 pub(super) async fn register_as(app: &TestApp, user: &TestUser, key: &str, body: Value) -> Answer {
-    let url = format!("{}/api/webhook_endpoints", app.address);
-    app.post_idempotent(&url, &user.api_key, key, &body.to_string())
+    app.post_as(user, "/api/webhook_endpoints", key, &body.to_string())
         .await
-        .expect("the server answers")
 }
 
 /// A destination of `events` at the receiver; its JSON (with the secret).
 pub(super) async fn register(app: &TestApp, receiver: &Receiver, events: Value) -> Value {
     let key = format!("register {}", receiver.url);
-    let answer = register_as(
-        app,
-        &app.user,
-        &key,
-        json!({"url": receiver.url, "events": events}),
-    )
-    .await;
+    let body = json!({"url": receiver.url, "events": events});
+    let answer = app.post_webhook_endpoint(&key, &body).await;
     answer.assert_status(201);
     answer.json()
 }

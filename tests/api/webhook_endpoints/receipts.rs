@@ -60,13 +60,11 @@ async fn every_users_captures_cancellations_and_tips_reach_the_receipts_destinat
     let other = create_user(&app.database_url, Some("cus_other"));
 
     let paid = app.saved_card_ride("paid").await;
-    let tip = format!("{}/api/rides/{paid}/tip", app.address);
-    app.post_idempotent(&tip, &app.user.api_key, "tip", r#"{"amount_cents": 300}"#)
+    app.post_tip(paid, "tip", r#"{"amount_cents": 300}"#)
         .await
-        .unwrap()
         .assert_status(200);
     let held = app.held_ride("held", "pm_card_visa").await;
-    app.post_on_ride(held, "cancel", "cancel", "{}")
+    app.post_cancel(held, "cancel", "{}")
         .await
         .assert_status(200);
     let others = app.post_ride_as(&other.api_key, "others", RIDE).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ridepay::config::ReceiptDestination;
 use serde_json::json;
 
-use super::{app_sending, assert_verified, register, wait_for};
+use super::{app_sending, assert_verified, register, register_as, wait_for};
 use crate::common::app::{create_user, spawn_server, RIDE};
 use crate::common::receiver::{Receiver, Reply};
 use crate::common::wait::eventually;
@@ -184,11 +184,9 @@ async fn one_users_hanging_destinations_never_hold_up_another_users_or_the_recei
 
     let bystander = create_user(&app.database_url, Some("cus_bystander"));
     let theirs = Receiver::start();
-    let url = format!("{}/api/webhook_endpoints", app.address);
-    let body = json!({"url": theirs.url, "events": ["ride.captured"]}).to_string();
-    app.post_idempotent(&url, &bystander.api_key, "register", &body)
+    let body = json!({"url": theirs.url, "events": ["ride.captured"]});
+    register_as(&app, &bystander, "register", body)
         .await
-        .unwrap()
         .assert_status(201);
     app.post_ride_as(&bystander.api_key, "bystander", RIDE)
         .await

@@ -1,4 +1,5 @@
-//! Building and running the HTTP application.
+//! Building and running one instance: the HTTP application and its
+//! background workers (`workers`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -17,9 +18,11 @@ use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::KeyPolicy;
 use crate::payments::{self, PaymentGateway, StripeGateway};
 use crate::user_webhooks;
-use crate::workers::Workers;
 #[cfg(feature = "simulated")]
 use ridepay_doubles::{events::Double, intents::IntentSettings, SimulatedGateway};
+use workers::Workers;
+
+mod workers;
 
 pub struct Application {
     address: SocketAddr,
@@ -89,7 +92,7 @@ impl Application {
                 conn = connect(database_url)?;
             }
             // As the role the pool connects as.
-            db::set_session_defaults(&mut conn, settings)?;
+            db::set_session_defaults(&mut conn, &settings.database)?;
             payments::installation_id(&mut conn)?
         };
         let listener = TcpListener::bind(&settings.server.bind_addr)
@@ -102,7 +105,7 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
         let public_base = public_base.trim_end_matches('/');
-        let pool = db::build_pool(database_url, settings);
+        let pool = db::build_pool(database_url, &settings.database);
         // The simulated gateway's authentication page is served here.
         #[cfg(feature = "simulated")]
         let bank_page =
