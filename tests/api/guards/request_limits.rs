@@ -28,13 +28,7 @@ async fn a_body_trickled_past_the_time_limit_is_a_408_and_the_connection_is_clos
     let webhooks = post_head("/webhooks/stripe", "Stripe-Signature: t=1,v1=00\r\n");
     for head in [rides, webhooks] {
         let address = app.address.clone();
-        let (answer, waited) = tokio::task::spawn_blocking(move || trickle(&address, head))
-            .await
-            .unwrap();
-        assert!(answer.starts_with("HTTP/1.1 408"), "{answer:.300}");
-        assert!(answer.contains("/problems/request-timeout"), "{answer}");
-        // Answered and hung up on at the limit, not when the client stopped.
-        assert!(waited < Duration::from_secs(4), "{waited:?}");
+        assert_cut_off_at_the_limit(address, head).await;
     }
     assert_eq!(app.counts(), (0, 0, 0));
 }
@@ -320,12 +314,16 @@ async fn a_form_trickled_past_the_time_limit_is_a_408_and_the_connection_is_clos
         "POST {PAGE} HTTP/1.1\r\nHost: t\r\nContent-Type: {FORM}\r\n\
          Content-Length: 100\r\nConnection: close\r\n\r\n"
     );
+    assert_cut_off_at_the_limit(address, head).await;
+}
+
+/// Trickles `head` to `address`: the answer is a 408 problem, sent and hung
+/// up on at the limit, not when the client stopped.
+async fn assert_cut_off_at_the_limit(address: String, head: String) {
     let (answer, waited) = tokio::task::spawn_blocking(move || trickle(&address, head))
         .await
         .unwrap();
-
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer:.300}");
     assert!(answer.contains("/problems/request-timeout"), "{answer}");
-    // Answered and hung up on at the limit, not when the client stopped.
     assert!(waited < Duration::from_secs(4), "{waited:?}");
 }

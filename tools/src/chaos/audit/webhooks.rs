@@ -30,7 +30,8 @@ struct RideRow {
     ride: Value,
 }
 
-/// What of a ride the audit holds its last event to.
+/// What of a ride the audit holds its last event to: fields the API renders
+/// straight from the ride's columns of the same names.
 const FINAL_FIELDS: [&str; 4] = [
     "status",
     "amount_captured_cents",
@@ -76,10 +77,15 @@ pub(super) fn check_webhooks(
     for event in events.iter().filter(|event| !delivered.contains(&event.id)) {
         report.flag(CHECKS[21], event.id.clone());
     }
-    let rides: Vec<RideRow> = diesel::sql_query(
-        "SELECT id, event_sequence, ridepay_ride_json(rides) AS ride FROM rides \
+    let fields: Vec<String> = FINAL_FIELDS
+        .iter()
+        .map(|field| format!("'{field}', {field}"))
+        .collect();
+    let rides: Vec<RideRow> = diesel::sql_query(format!(
+        "SELECT id, event_sequence, jsonb_build_object({}) AS ride FROM rides \
          WHERE user_id = $1 AND event_sequence > 0",
-    )
+        fields.join(", ")
+    ))
     .bind::<BigInt, _>(user_id)
     .load(conn)?;
     for ride in rides {
