@@ -12,7 +12,6 @@ use super::key_record::KeyRecord;
 use super::key_row::StoredResponse;
 use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, FINISHED};
-
 use crate::backoff::Backoff;
 use crate::db::{self, DbPool};
 use crate::ids::KeyId;

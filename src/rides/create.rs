@@ -398,8 +398,9 @@ fn answered(ride: &Ride, intent: &PaymentIntent) -> Result<Final<Settlement>, Se
 /// RideCreated -> ChargeCompleted: what the gateway answered, recorded on
 /// the ride (its event staged by the database's trigger in the same
 /// statement); a rejection is returned as such (for `unpaid::finish`).
-/// Only a holder of the key's lease moves a pending ride on, so a ride found moved on means the lease was taken over (by the
-/// gateway's event, say).
+/// Only a holder of the key's lease moves a pending ride on, so a ride
+/// found moved on means the lease was taken over (by the gateway's event,
+/// say).
 pub fn record_payment(
     conn: &mut PgConnection,
     ride: &Ride,
