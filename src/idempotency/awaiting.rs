@@ -9,7 +9,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 
 use super::completer::{ClaimedKey, Resolution, Resumable};
-use super::existing_key::bump_epoch;
+use super::existing_key::take_fresh_epoch;
 use super::existing_key::KeyPolicy;
 use super::key_record::KeyRecord;
 use super::recovery_point::FINISHED;
@@ -131,7 +131,7 @@ fn claim_next(
             let epoch = record.lease_epoch;
             return Ok(Some((ClaimedKey { record, epoch }, past_deadline)));
         }
-        let epoch = bump_epoch(conn, &record)?;
+        let epoch = take_fresh_epoch(conn, &record)?;
         diesel::update(keys::idempotency_keys.find(record.id))
             .set(keys::outcome_unknown_at.eq(None::<chrono::DateTime<chrono::Utc>>))
             .execute(conn)?;

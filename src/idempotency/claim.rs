@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::existing_key::{claim_rules, fingerprint_matches, take_lease, KeyPolicy};
 use super::key_row::{KeyState, StoredResponse};
-use super::lease::Lease;
+use super::lease::{fresh_epoch, Lease};
 use super::recovery_point::RecoveryPoints;
 use super::request::{
     CanonicalRequest, Fingerprint, IdempotencyKey, RidepayKey, CURRENT_CALL_VERSION,
@@ -154,7 +154,7 @@ pub fn lookup<P: RecoveryPoints>(
 
 /// Claims the key inside the caller's transaction: `INSERT ... ON CONFLICT DO
 /// NOTHING` (a new key is inserted with its lease already taken), else
-/// `SELECT ... FOR UPDATE`, the checks, and a new lease with the next epoch.
+/// `SELECT ... FOR UPDATE`, the checks, and a new lease with a fresh epoch.
 pub fn claim<P: RecoveryPoints>(
     conn: &mut PgConnection,
     request: &IdempotentRequest<'_>,
@@ -186,6 +186,7 @@ fn claim_at<P: RecoveryPoints>(
 ) -> Result<Claim<P>, ServiceError> {
     let fingerprint = request.fingerprint();
     let ridepay_key = request.ridepay_key(&fingerprint);
+    let epoch = fresh_epoch();
     let inserted = diesel::insert_into(keys::idempotency_keys)
         .values((
             keys::user_id.eq(request.user_id),
@@ -196,7 +197,7 @@ fn claim_at<P: RecoveryPoints>(
             keys::call_version.eq(CURRENT_CALL_VERSION),
             keys::ridepay_key.eq(ridepay_key.to_hex()),
             keys::request_params.eq(request.params),
-            keys::lease_epoch.eq(1),
+            keys::lease_epoch.eq(epoch),
             keys::locked_at.eq(now),
             keys::recovery_point.eq(insert_at.as_str()),
             keys::endpoint.eq(P::ENDPOINT),
@@ -212,6 +213,7 @@ fn claim_at<P: RecoveryPoints>(
         return Ok(Claim::Acquired(Lease::inserted_at(
             key_id,
             request.user_id,
+            epoch,
             insert_at,
             ridepay_key,
         )));

@@ -7,7 +7,7 @@
 use diesel::dsl::now;
 use diesel::prelude::*;
 
-use super::existing_key::{bump_epoch, gateway_calls, parse_point, KeyPolicy};
+use super::existing_key::{gateway_calls, parse_point, take_fresh_epoch, KeyPolicy};
 use super::key_record::KeyRecord;
 use super::key_row::StoredResponse;
 use super::lease::Lease;
@@ -208,7 +208,7 @@ fn claim_next<'a>(
             report.needs_attention += 1;
             continue;
         }
-        let epoch = bump_epoch(conn, &record)?;
+        let epoch = take_fresh_epoch(conn, &record)?;
         diesel::update(keys::idempotency_keys.find(record.id))
             .set(keys::attempts.eq(keys::attempts + 1))
             .execute(conn)?;

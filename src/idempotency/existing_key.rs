@@ -10,7 +10,7 @@ use diesel::dsl::now;
 use diesel::prelude::*;
 
 use super::key_row::{KeyState, StoredResponse};
-use super::lease::Lease;
+use super::lease::{fresh_epoch, Lease};
 use super::recovery_point::{RecoveryPoints, FINISHED};
 use super::request::{digest, GatewayCalls, RidepayKey, CURRENT_CALL_VERSION, VERSION};
 use crate::db::{span, CacheStatement};
@@ -84,7 +84,7 @@ pub(super) fn claim_rules<P: RecoveryPoints>(
     Ok(None)
 }
 
-/// Takes the lease of a row the caller holds locked, bumping the fencing epoch
+/// Takes the lease of a row the caller holds locked, with a fresh fencing epoch
 /// so that any earlier holder's next step commit is refused.
 pub(super) fn take_lease<P: RecoveryPoints>(
     conn: &mut PgConnection,
@@ -92,7 +92,7 @@ pub(super) fn take_lease<P: RecoveryPoints>(
 ) -> Result<Lease<P>, ServiceError> {
     let point = parse_point::<P>(record)?;
     let calls = gateway_calls(record)?;
-    let epoch = bump_epoch(conn, record)?;
+    let epoch = take_fresh_epoch(conn, record)?;
     Ok(Lease::new(record.id, record.user_id, epoch, point, calls))
 }
 
@@ -106,8 +106,12 @@ pub(crate) fn parse_point<P: RecoveryPoints>(record: &KeyState) -> Result<P, Ser
     })
 }
 
-/// The lease itself: `locked_at = now()`, `lease_epoch + 1`. Returns the epoch.
-pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i64, ServiceError> {
+/// The lease itself: `locked_at = now()` and a fresh `lease_epoch`. Returns
+/// the epoch.
+pub(crate) fn take_fresh_epoch(
+    conn: &mut PgConnection,
+    record: &KeyState,
+) -> Result<i64, ServiceError> {
     if record.locked_at.is_some() {
         crate::telemetry::metrics::idempotency_outcome("lease_takeover");
         log::warn!(
@@ -119,12 +123,12 @@ pub(crate) fn bump_epoch(conn: &mut PgConnection, record: &KeyState) -> Result<i
     Ok(diesel::update(keys::idempotency_keys.find(record.id))
         .set((
             keys::locked_at.eq(now),
-            keys::lease_epoch.eq(keys::lease_epoch + 1),
+            keys::lease_epoch.eq(fresh_epoch()),
             keys::last_run_at.eq(now),
             keys::updated_at.eq(now),
         ))
         .returning(keys::lease_epoch)
-        .cached_as(bump_epoch)
+        .cached_as(take_fresh_epoch)
         .get_result(conn)?)
 }
 

@@ -34,6 +34,13 @@ type HeldRow =
     Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>;
 type FencedRow = Filter<HeldRow, Eq<keys::recovery_point, &'static str>>;
 
+/// A fencing epoch for a lease being taken: drawn at random rather than
+/// counted, so no two holders ever share one, even when a failover rolls a
+/// key row back to an earlier epoch or hands its id to another request's row.
+pub(crate) fn fresh_epoch() -> i64 {
+    rand::Rng::gen_range(&mut rand::thread_rng(), 1..i64::MAX)
+}
+
 /// Proof of holding a key's lease at a given fencing epoch, and the recovery
 /// point reached. Every step commit checks all three against the row: if
 /// another worker has taken the lease since, the epoch differs, zero rows
@@ -76,13 +83,14 @@ impl<P: RecoveryPoints> Lease<P> {
     pub(crate) fn inserted_at(
         key_id: KeyId,
         user_id: UserId,
+        epoch: i64,
         stored: P,
         ridepay_key: RidepayKey,
     ) -> Self {
         let calls = GatewayCalls::first(ridepay_key);
         Lease {
             stored,
-            ..Lease::new(key_id, user_id, 1, P::STARTED, calls)
+            ..Lease::new(key_id, user_id, epoch, P::STARTED, calls)
         }
     }
 
