@@ -180,21 +180,21 @@ def main():
     expect(ride.status == 201, "the ride is created")
 
     # Captured with the fare when the ride is completed.
-    tipped = api.post("/api/rides/%d/tip" % ride_id, {"amount_cents": 300})
+    tipped = api.post("/api/rides/%s/tip" % ride_id, {"amount_cents": 300})
     report("tip $3.00", tipped)
     expect(tipped.status == 200, "the tip is added")
 
-    done = api.post("/api/rides/%d/complete" % ride_id, {"final_amount_cents": 1800})
+    done = api.post("/api/rides/%s/complete" % ride_id, {"final_amount_cents": 1800})
     report("complete it ($18.00, and the tip)", done)
     expect(done.status == 200, "the ride is completed")
 
-    refund = api.post("/api/rides/%d/refunds" % ride_id, {"amount_cents": 500})
+    refund = api.post("/api/rides/%s/refunds" % ride_id, {"amount_cents": 500})
     report("refund $5.00 of it", refund)
     expect(refund.status == 201, "the refund is made")
 
     # Where the ride stands now: one ride, whatever the retries were.
-    ride = api.get("/api/rides/%d" % ride_id).body
-    print("ride %d: status %s, %s cents captured (%s of them the tip), %s refunded" % (
+    ride = api.get("/api/rides/%s" % ride_id).body
+    print("ride %s: status %s, %s cents captured (%s of them the tip), %s refunded" % (
         ride_id, ride.get("status"), ride.get("amount_captured_cents"),
         ride.get("tip_cents"), ride.get("amount_refunded_cents")))
     expect(ride.get("status") == "captured", "the ride ends captured")

@@ -204,9 +204,11 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     let ride = api.post("/api/rides", ride_request("pm_card_visa")).await?;
     report("request a ride ($20.00 held)", &ride);
+    // An opaque string (`ride_...`): put in paths as it came.
     let id = ride.body["id"]
-        .as_i64()
-        .context("the ride's answer has no id")?;
+        .as_str()
+        .context("the ride's answer has no id")?
+        .to_owned();
     expect(ride.status == StatusCode::CREATED, "the ride is created");
 
     // Captured with the fare when the ride is completed.
@@ -233,7 +235,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let ride = api.get(&format!("/api/rides/{id}")).await?;
     let ride = &ride.body;
     println!(
-        "ride {id}: status {}, {} cents captured ({} of them the tip), {} refunded",
+        "{id}: status {}, {} cents captured ({} of them the tip), {} refunded",
         ride["status"].as_str().unwrap_or_default(),
         ride["amount_captured_cents"],
         ride["tip_cents"],

@@ -53,7 +53,7 @@ class Rides:
                 self.stale += 1
                 return
             self.latest[ride["id"]] = (event["sequence"], ride)
-        print("event %s: ride %d is %s (sequence %d)"
+        print("event %s: ride %s is %s (sequence %d)"
               % (event["type"], ride["id"], ride["status"], event["sequence"]))
 
     def status_of(self, ride_id):
@@ -125,7 +125,7 @@ def main():
     if registered.status_code != 201:
         sys.exit("registering %s: %d %s" % (url, registered.status_code, registered.text))
     destination = registered.json()
-    print("registered destination %d for %s" % (destination["id"], url))
+    print("registered destination %s for %s" % (destination["id"], url))
     server.RequestHandlerClass = handler(Webhook(destination["secret"]), rides)
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
@@ -133,21 +133,21 @@ def main():
     if ride.status_code != 201:
         sys.exit("the ride: %d %s" % (ride.status_code, ride.text))
     ride_id = ride.json()["id"]
-    done = api.post("/api/rides/%d/complete" % ride_id, {"final_amount_cents": 1800})
+    done = api.post("/api/rides/%s/complete" % ride_id, {"final_amount_cents": 1800})
     if done.status_code != 200:
-        sys.exit("completing ride %d: %d %s" % (ride_id, done.status_code, done.text))
+        sys.exit("completing ride %s: %d %s" % (ride_id, done.status_code, done.text))
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and rides.status_of(ride_id) != "captured":
         time.sleep(0.2)
     server.shutdown()
     status = rides.status_of(ride_id)
-    print("ride %d as its events tell it: %s (%d duplicates and %d stale events dropped)"
+    print("ride %s as its events tell it: %s (%d duplicates and %d stale events dropped)"
           % (ride_id, status, rides.duplicates, rides.stale))
     if status != "captured":
-        print("FAILED: the events did not bring ride %d to captured" % ride_id, file=sys.stderr)
+        print("FAILED: the events did not bring ride %s to captured" % ride_id, file=sys.stderr)
         return 1
-    print("ok: every delivery verified, ride %d captured" % ride_id)
+    print("ok: every delivery verified, ride %s captured" % ride_id)
     return 0
 
 

@@ -8,6 +8,7 @@ use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::endpoint::FlowContext;
 use crate::idempotency::KeyPolicy;
 use crate::payments::PaymentGateway;
+use crate::public_ids::IdSecret;
 
 pub struct ServiceContext {
     pub pool: DbPool,
@@ -15,6 +16,8 @@ pub struct ServiceContext {
     pub key_policy: KeyPolicy,
     /// Part of every derived gateway key.
     pub installation_id: Uuid,
+    /// What the ids of the rows a request makes are derived under.
+    pub id_secret: IdSecret,
     /// Where the rider's browser lands after authenticating a payment:
     /// `PUBLIC_BASE_URL` and `/payments/return`.
     pub return_url: String,

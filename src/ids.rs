@@ -1,5 +1,6 @@
-//! Typed ids: a ride's id cannot be passed where a user's is wanted. Each is
-//! a `BIGINT` in the database and a plain number in JSON.
+//! Typed row keys: a ride's cannot be passed where a user's is wanted. Each
+//! is a `BIGINT` in the database, for joins; the API shows public ids
+//! (`public_ids`) instead.
 
 macro_rules! id_type {
     ($($(#[$meta:meta])* $name:ident;)+) => {$(
@@ -28,12 +29,6 @@ macro_rules! id_type {
             fn from_sql(value: diesel::pg::PgValue<'_>) -> diesel::deserialize::Result<Self> {
                 <i64 as diesel::deserialize::FromSql<diesel::sql_types::BigInt, diesel::pg::Pg>>::from_sql(value)
                     .map($name)
-            }
-        }
-
-        impl From<$name> for serde_json::Value {
-            fn from(id: $name) -> serde_json::Value {
-                id.0.into()
             }
         }
 

@@ -53,6 +53,7 @@ diesel::table! {
         singleton -> Bool,
         installation_id -> Uuid,
         created_at -> Timestamptz,
+        id_secret -> Bytea,
     }
 }
 
@@ -98,6 +99,8 @@ diesel::table! {
         updated_at -> Timestamptz,
         part_of -> Nullable<Int8>,
         payment_intent_id -> Nullable<Text>,
+        public_id -> Bytea,
+        legacy_id -> Nullable<Int8>,
     }
 }
 
@@ -144,6 +147,8 @@ diesel::table! {
         tip_cents -> Int8,
         tip_payment_intent_id -> Nullable<Text>,
         event_sequence -> Int8,
+        public_id -> Bytea,
+        legacy_id -> Nullable<Int8>,
     }
 }
 
@@ -192,6 +197,7 @@ diesel::table! {
         next_attempt_at -> Timestamptz,
         locked_until -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
+        public_id -> Bytea,
     }
 }
 
@@ -210,6 +216,8 @@ diesel::table! {
         updated_at -> Timestamptz,
         previous_secret -> Nullable<Text>,
         previous_secret_expires_at -> Nullable<Timestamptz>,
+        public_id -> Bytea,
+        legacy_id -> Nullable<Int8>,
     }
 }
 

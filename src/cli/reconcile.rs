@@ -9,7 +9,7 @@ use clap::Args;
 use crate::config::Settings;
 use crate::idempotency::completer::Resumable;
 use crate::reconciliation::{self, PassOptions};
-use crate::{db, endpoints, payments, startup};
+use crate::{db, endpoints, startup};
 
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
@@ -24,7 +24,7 @@ pub struct ReconcileArgs {
 
 pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     let (mut conn, database) = super::migrated_connection(settings)?;
-    let installation_id = payments::installation_id(&mut conn)?;
+    let installation = startup::Installation::load(&mut conn)?;
     drop(conn);
     let pool = db::build_pool(&database.url, &settings.database);
     let public_base = settings
@@ -35,7 +35,7 @@ pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     let context = Arc::new(startup::service_context(
         settings,
         pool,
-        installation_id,
+        installation,
         public_base.trim_end_matches('/'),
     )?);
     let resumable = endpoints::resumable(&context);

@@ -15,6 +15,7 @@ use crate::ids::RideId;
 use crate::payments::{
     Final, GatewayError, Payment, PaymentIntent, Refund as GatewayRefund, RIDEPAY_KEY,
 };
+use crate::public_ids::{PublicId, RefundPublicId};
 use crate::refunds::create::REASONS;
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
 use crate::rides::create::{self as create_ride, RecoveryPoint as RidePoint};
@@ -224,7 +225,7 @@ fn settle_pending(
     let key_id = ride.idempotency_key_id.ok_or_else(|| {
         ServiceError::Internal(anyhow::anyhow!(
             "pending ride {} has lost its idempotency key",
-            ride.id
+            ride.public_id
         ))
     })?;
     let mut lease = idempotency::take_over::<RidePoint>(conn, key_id, &context.key_policy)?
@@ -239,7 +240,7 @@ fn settle_pending(
     lease.release(conn)?;
     log::info!(
         "webhook settled ride {} with PaymentIntent {} (key {key_id})",
-        ride.id,
+        ride.public_id,
         intent.id
     );
     Ok(())
@@ -301,6 +302,8 @@ fn record_outside_refund(
     let recorded = refunds::insert(
         conn,
         &NewRefund {
+            // Made by no request of ours: a random id.
+            public_id: RefundPublicId::random(),
             ride_id: ride.id,
             user_id: ride.user_id,
             idempotency_key_id: None,
@@ -315,14 +318,15 @@ fn record_outside_refund(
                 Payment::Charge(_) => None,
             },
         },
-    )?;
+    )?
+    .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("a random refund id was taken")))?;
     if recorded.status == RefundStatus::Succeeded {
         refunds::add_refunded(conn, ride.id, refund.amount_cents)?;
     }
     log::info!(
         "recorded refund {} ({status}) of ride {} made outside ridepay",
         refund.id,
-        ride.id
+        ride.public_id
     );
     Ok(())
 }

@@ -19,7 +19,6 @@ use actix_web::{web, FromRequest, HttpRequest};
 use diesel::PgConnection;
 use futures_util::future::LocalBoxFuture;
 
-use crate::context::ServiceContext;
 use crate::db::DbPool;
 use crate::http::rate_limit::{self, RateLimiter};
 use crate::service_error::ServiceError;
@@ -162,24 +161,4 @@ async fn verify(gatekeeper: &web::Data<Gatekeeper>, key_hash: Vec<u8>) -> Result
     } else {
         Err(Problem::unauthorized("the API key is not valid"))
     }
-}
-
-/// Authenticates `caller` and runs `work` for the user on the same pooled
-/// connection, on a blocking thread (as every Diesel call must be), for a
-/// handler that reads.
-pub async fn as_caller<T, F>(
-    context: web::Data<ServiceContext>,
-    caller: Caller,
-    work: F,
-) -> Result<T, Problem>
-where
-    T: Send + 'static,
-    F: FnOnce(&mut PgConnection, User) -> Result<T, ServiceError> + Send + 'static,
-{
-    Ok(super::request_id::block(move || {
-        let mut conn = context.pool.get()?;
-        let user = caller.authenticate(&mut conn)?;
-        work(&mut conn, user)
-    })
-    .await??)
 }

@@ -18,6 +18,7 @@ pub mod pagination;
 pub mod payment_return;
 pub mod problem;
 pub mod rate_limit;
+pub mod reading;
 pub mod refunds;
 pub mod request_id;
 pub mod rides;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::existing_key::KeyPolicy;
 use super::finishing::Finishing;
+use super::found::Found;
 use super::key_row::StoredResponse;
 use super::lease::Lease;
 use super::recovery_point::RecoveryPoints;
@@ -51,32 +52,6 @@ pub enum Called<P, K, A> {
     /// goes straight on to this point's step, with no transaction and the
     /// key left where it is. A resume from there decides the same.
     NotNeeded(P, K),
-}
-
-/// What the gateway's lists say a call made, when its answer was a failure
-/// saved under its key (reconciliation's lookup).
-#[derive(Debug)]
-pub enum Found<K, A> {
-    /// It was made: the answer, as the gateway holds it now, which
-    /// [`Endpoint::record`] records as it records any answer.
-    Made(K, A),
-    /// Proven never made. `refused` is the answer that ends the key without
-    /// it (a stored 502), once the call may no longer be sent again.
-    Absent { known: K, refused: A },
-}
-
-impl<K, A> Found<K, A> {
-    /// The same finding, its answers wrapped by `wrap` (in the answer of an
-    /// endpoint with several calls, say).
-    pub fn map<B>(self, wrap: impl Fn(A) -> B) -> Found<K, B> {
-        match self {
-            Found::Made(known, answer) => Found::Made(known, wrap(answer)),
-            Found::Absent { known, refused } => Found::Absent {
-                known,
-                refused: wrap(refused),
-            },
-        }
-    }
 }
 
 /// A step's result, for endpoint `E`.

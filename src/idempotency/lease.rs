@@ -10,6 +10,7 @@ use super::recovery_point::RecoveryPoints;
 use super::request::{GatewayCalls, RidepayKey};
 use crate::db::CacheStatement;
 use crate::ids::{KeyId, UserId};
+use crate::public_ids::{IdSecret, PublicId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -109,6 +110,24 @@ impl<P: RecoveryPoints> Lease<P> {
     /// How the key's gateway calls are made.
     pub fn gateway_calls(&self) -> GatewayCalls {
         self.calls
+    }
+
+    /// Inserts the request's row of kind `T` under the first id derived
+    /// from the request that `insert` finds free (`None`: taken, by the row
+    /// of this key's use before its retention ended). Made again after a
+    /// failover lost it, the row gets the id its client was given.
+    pub fn insert_under_derived_id<T: PublicId, R, E>(
+        &self,
+        secret: &IdSecret,
+        mut insert: impl FnMut(T) -> Result<Option<R>, E>,
+    ) -> Result<R, E> {
+        let mut ordinal = 0;
+        loop {
+            if let Some(row) = insert(secret.derive(self.calls.from.as_bytes(), ordinal))? {
+                return Ok(row);
+            }
+            ordinal += 1;
+        }
     }
 
     pub fn recovery_point(&self) -> P {

@@ -12,6 +12,7 @@ pub mod endpoint;
 mod existing_key;
 mod finishing;
 pub mod flow;
+mod found;
 mod key_record;
 mod key_row;
 mod lease;
@@ -23,11 +24,12 @@ mod resume;
 pub use claim::{claim, find_caller_key, lookup, Claim, FoundKey, IdempotentRequest, Requester};
 pub use completer::Resolution;
 pub use endpoint::{
-    CallOf, Called, Endpoint, FlowContext, Found, FoundOf, LeaseOf, Transition, TransitionOf,
+    CallOf, Called, Endpoint, FlowContext, FoundOf, LeaseOf, Transition, TransitionOf,
 };
 pub use existing_key::KeyPolicy;
 pub use finishing::{fenced, Finishing};
 pub use flow::Outcome;
+pub use found::Found;
 pub use key_record::{find, oldest_unfinished_age, stuck, KeyRecord};
 pub use key_row::{KeyState, StoredHeaders, StoredResponse};
 pub use lease::{in_transaction, Lease};

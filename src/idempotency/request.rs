@@ -205,6 +205,10 @@ impl RidepayKey {
         Some(RidepayKey(bytes))
     }
 
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     pub fn to_hex(self) -> String {
         hex::encode(self.0)
     }
@@ -250,14 +254,6 @@ impl GatewayCalls {
             HoldRequest::RIDE_HAILING
         } else {
             HoldRequest::INCREMENTS_ONLY
-        }
-    }
-
-    /// The next generation's calls.
-    pub fn next_generation(self) -> GatewayCalls {
-        GatewayCalls {
-            generation: self.generation + 1,
-            ..self
         }
     }
 }

@@ -7,9 +7,10 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
 use super::completer::{ClaimedKey, Resolution, Resumable};
-use super::endpoint::{Endpoint, FlowContext, Found, LeaseOf};
+use super::endpoint::{Endpoint, FlowContext, LeaseOf};
 use super::existing_key::{parse_point, take_lease, KeyPolicy};
 use super::flow::{drive_from, run_steps};
+use super::found::Found;
 use super::key_record::KeyRecord;
 use super::key_row::{KeyState, StoredResponse};
 use super::lease::after_failure::release_on_failure;

@@ -7,8 +7,8 @@ pub mod released;
 pub mod stripe;
 
 pub use calls::{
-    call_metadata, create_answer, final_answer, gateway_key, installation_id, unavailable,
-    unless_released, Final, GENERATION, INSTALLATION, RIDEPAY_KEY,
+    call_metadata, create_answer, final_answer, gateway_key, unavailable, unless_released, Final,
+    GENERATION, INSTALLATION, RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,

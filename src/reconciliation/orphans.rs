@@ -104,7 +104,9 @@ fn look_at(
         summary.matched += 1;
         if !settings.dry_run {
             conn.transaction(|conn| apply_intent(conn, context, &ride, intent))
-                .map_err(|err| anyhow::anyhow!("ride {} not brought up to date: {err}", ride.id))?;
+                .map_err(|err| {
+                    anyhow::anyhow!("ride {} not brought up to date: {err}", ride.public_id)
+                })?;
         }
         return Ok(None);
     }

@@ -13,7 +13,7 @@
 //! an expired lease over, and a claim of a key past `started` takes no ride
 //! lock. So no two requests wait on each other in a cycle.
 
-use diesel::{OptionalExtension, PgConnection};
+use diesel::PgConnection;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -24,10 +24,11 @@ use crate::idempotency::{
     CallOf, Called, CanonicalRequest, Endpoint, FoundOf, Lease, StoredResponse, Transition,
     TransitionOf,
 };
-use crate::ids::{RefundId, RideId, UserId};
+use crate::ids::{RefundId, UserId};
 use crate::payments::{
     self, call_metadata, gateway_key, lookup, Final, GatewayError, PaymentGateway, RefundRequest,
 };
+use crate::public_ids::{PathId, RidePublicId};
 use crate::rides;
 use crate::rides::model::{Ride, RideStatus, MAX_AMOUNT_CENTS};
 use crate::service_error::{Refusal, ServiceError};
@@ -65,12 +66,15 @@ pub struct RefundParams {
     /// `None`: whatever remains of the charge when the refund is created.
     pub amount_cents: Option<i64>,
     pub reason: Option<String>,
-    pub ride_id: RideId,
+    pub ride_id: PathId<RidePublicId>,
 }
 
 impl RefundParams {
     /// An empty body is a refund of everything that remains.
-    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<RefundParams, Vec<FieldError>> {
+    pub fn parse(
+        ride_id: PathId<RidePublicId>,
+        body: &[u8],
+    ) -> Result<RefundParams, Vec<FieldError>> {
         let body: RefundBody = if body.iter().all(u8::is_ascii_whitespace) {
             RefundBody {
                 amount_cents: None,
@@ -142,14 +146,14 @@ impl Endpoint for RefundEndpoint {
     /// Started -> RefundCreated. A refund not allowed is refused here, which
     /// rolls the claim back too: nothing is written, the key not consumed.
     fn start(
-        _cx: &ServiceContext,
+        cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &RefundLease,
         params: &RefundParams,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         Ok(Transition::Advance(
             RecoveryPoint::RefundCreated,
-            create_refund(conn, lease, params)?,
+            create_refund(conn, lease, params, cx)?,
         ))
     }
 
@@ -179,9 +183,11 @@ impl Endpoint for RefundEndpoint {
         lease: &RefundLease,
         _params: &RefundParams,
         _point: RecoveryPoint,
-        _part: Part,
+        part: Part,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        Ok(Transition::Finish(finish_refunded(conn, lease)?))
+        Ok(Transition::Finish(finish_refunded(
+            conn, lease, &part.ride,
+        )?))
     }
 
     /// The part's gateway refund, holding no pooled connection while the
@@ -212,7 +218,9 @@ impl Endpoint for RefundEndpoint {
         part: Part,
     ) -> Result<FoundOf<Self>, ServiceError> {
         let Some(payment) = part.refund.payment(&part.ride) else {
-            return Err(anyhow::anyhow!("ride {} has no payment to refund", part.ride.id).into());
+            return Err(
+                anyhow::anyhow!("ride {} has no payment to refund", part.ride.public_id).into(),
+            );
         };
         let call = call_metadata(cx.installation_id, lease.gateway_calls());
         let made = lookup::refund_made(cx.gateway.as_ref(), &payment, &call)?;
@@ -251,6 +259,7 @@ impl Endpoint for RefundEndpoint {
             Final::Refused(failure) => Ok(Transition::Finish(finish_failed(
                 conn,
                 lease,
+                &part.ride,
                 [Some(part.refund), second].into_iter().flatten(),
                 &failure,
             )?)),
@@ -277,18 +286,18 @@ pub const SECOND_PART_KEY_PURPOSE: &str = "ride-refund-tip-part";
 
 pub type RefundLease = Lease<RecoveryPoint>;
 
-/// Started -> RefundCreated: under the ride's row lock, the refund (pending)
-/// with its amount reserved, and its audit record. A refund that is not
+/// Started -> RefundCreated: under the ride's row lock, the refund (pending,
+/// under the id derived from the request) with its amount reserved, and its
+/// audit record. A refund that is not
 /// allowed fails here, which rolls back the claim in the same transaction:
 /// nothing is written and the key is not consumed.
 fn create_refund(
     conn: &mut PgConnection,
     lease: &RefundLease,
     params: &RefundParams,
+    cx: &ServiceContext,
 ) -> Result<Part, ServiceError> {
-    let ride = model::lock_ride(conn, params.ride_id)
-        .optional()?
-        .filter(|ride| ride.user_id == lease.user_id())
+    let ride = model::lock_named_ride(conn, lease.user_id(), params.ride_id)?
         .ok_or(ServiceError::NotFound)?;
     // A captured ride, or a cancelled one whose fee was captured.
     let paid = ride.status == RideStatus::Captured
@@ -298,7 +307,7 @@ fn create_refund(
             Refusal::RefundNotAllowed,
             format!(
                 "ride {} is {}; only what was captured can be refunded",
-                ride.id, ride.status
+                ride.public_id, ride.status
             ),
         ));
     }
@@ -311,7 +320,7 @@ fn create_refund(
                 "{amount} is more than the {} that remains to refund of ride {} \
              (refunds in progress count against it)",
                 remaining.total(),
-                ride.id
+                ride.public_id
             ),
         ));
     }
@@ -323,22 +332,27 @@ fn create_refund(
             (amount - fare_part, ride.tip_payment_intent_id.as_deref()),
         ];
         let mut made = parts.into_iter().filter(|(part, _)| *part > 0);
-        let new_part = |(amount_cents, payment_intent_id), part_of: Option<RefundId>| NewRefund {
-            ride_id: ride.id,
-            user_id: lease.user_id(),
-            idempotency_key_id: part_of.is_none().then(|| lease.key_id()),
-            amount_cents,
-            currency: &ride.currency,
-            reason: params.reason.as_deref(),
-            status: RefundStatus::Pending,
-            gateway_refund_id: None,
-            part_of,
-            payment_intent_id,
-        };
+        // One refund, one id: a second part carries the first's.
+        let new_part =
+            |public_id, (amount_cents, payment_intent_id), part_of: Option<RefundId>| NewRefund {
+                public_id,
+                ride_id: ride.id,
+                user_id: lease.user_id(),
+                idempotency_key_id: part_of.is_none().then(|| lease.key_id()),
+                amount_cents,
+                currency: &ride.currency,
+                reason: params.reason.as_deref(),
+                status: RefundStatus::Pending,
+                gateway_refund_id: None,
+                part_of,
+                payment_intent_id,
+            };
         let first = made.next().expect("a refund of more than 0 has a part");
-        let refund = model::insert(conn, &new_part(first, None))?;
+        let refund = lease.insert_under_derived_id(&cx.id_secret, |public_id| {
+            model::insert(conn, &new_part(public_id, first, None))
+        })?;
         if let Some(second) = made.next() {
-            model::insert(conn, &new_part(second, Some(refund.id)))?;
+            model::insert(conn, &new_part(refund.public_id, second, Some(refund.id)))?;
         }
         refund
     };
@@ -364,7 +378,7 @@ fn refund_at_gateway(
     refund: &Refund,
 ) -> Result<payments::Refund, GatewayError> {
     let payment = refund.payment(ride).ok_or_else(|| GatewayError::Rejected {
-        message: format!("ride {} has no payment to refund", ride.id),
+        message: format!("ride {} has no payment to refund", ride.public_id),
     })?;
     let purpose = match refund.part_of {
         None => REFUND_KEY_PURPOSE,
@@ -410,9 +424,10 @@ fn record_refund(
 fn finish_refunded(
     conn: &mut PgConnection,
     lease: &RefundLease,
+    ride: &Ride,
 ) -> Result<StoredResponse, ServiceError> {
     let first = model::find_by_key(conn, lease.key_id())?;
-    let refund = model::with_parts(conn, first)?;
+    let refund = model::with_parts(conn, ride, first)?;
     Ok(wire::refund::created(&refund.json()))
 }
 
@@ -424,6 +439,7 @@ fn finish_refunded(
 fn finish_failed(
     conn: &mut PgConnection,
     lease: &RefundLease,
+    ride: &Ride,
     refused: impl Iterator<Item = Refund>,
     failure: &GatewayError,
 ) -> Result<StoredResponse, ServiceError> {
@@ -442,10 +458,10 @@ fn finish_failed(
             None,
         )?;
     }
-    let refund = model::with_parts(conn, first)?;
+    let refund = model::with_parts(conn, ride, first)?;
     let mut problem = Problem::new(ProblemKind::PaymentGatewayRejected, failure.to_string())
-        .with_extension("ride_id", refund.first.ride_id)
-        .with_extension("refund_id", refund.first.id);
+        .with_extension("ride_id", refund.ride_id)
+        .with_extension("refund_id", refund.first.public_id);
     if refund.second.is_some() && refund.first.status != RefundStatus::Failed {
         let counted = serde_json::to_value(refund.json())
             .map_err(|err| anyhow::anyhow!("refund {} as JSON: {err}", refund.first.id.0))?;
@@ -459,7 +475,7 @@ mod tests {
     use super::*;
 
     fn fields(body: &str) -> Vec<String> {
-        RefundParams::parse(RideId(7), body.as_bytes())
+        RefundParams::parse(PathId::Legacy(7), body.as_bytes())
             .unwrap_err()
             .into_iter()
             .map(|e| e.field)
@@ -469,10 +485,10 @@ mod tests {
     #[test]
     fn an_empty_object_or_body_refunds_everything() {
         for body in ["{}", "", " "] {
-            let params = RefundParams::parse(RideId(7), body.as_bytes()).unwrap();
+            let params = RefundParams::parse(PathId::Legacy(7), body.as_bytes()).unwrap();
             assert_eq!(
                 (params.ride_id, params.amount_cents, params.reason),
-                (RideId(7), None, None)
+                (PathId::Legacy(7), None, None)
             );
         }
     }
@@ -480,12 +496,12 @@ mod tests {
     #[test]
     fn the_canonical_form_ignores_field_order_and_round_trips() {
         let a = RefundParams::parse(
-            RideId(7),
+            PathId::Legacy(7),
             br#"{"amount_cents": 500, "reason": "duplicate"}"#,
         )
         .unwrap();
         let b = RefundParams::parse(
-            RideId(7),
+            PathId::Legacy(7),
             br#"{"reason": "duplicate", "amount_cents": 500}"#,
         )
         .unwrap();

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use serde::Deserialize;
 
 use crate::db::CacheStatement;
+use crate::public_ids::{named, PathId, RefundPublicId, RidePublicId};
 
 use crate::ids::{KeyId, RefundId, RideId, UserId};
 use crate::payments::{Payment, RefundState};
@@ -55,7 +56,11 @@ impl RefundStatus {
 #[derive(Debug, Clone, Queryable, Selectable, Deserialize)]
 #[diesel(table_name = refunds, check_for_backend(diesel::pg::Pg))]
 pub struct Refund {
+    /// The row's key, for joins; the API never shows it.
     pub id: RefundId,
+    /// The id the API shows, derived from the request that made the
+    /// refund; a second part carries its refund's.
+    pub public_id: RefundPublicId,
     pub ride_id: RideId,
     pub user_id: UserId,
     pub idempotency_key_id: Option<KeyId>,
@@ -77,11 +82,12 @@ pub struct Refund {
 }
 
 impl Refund {
-    /// The part as its events carry it, under its refund's id.
-    pub fn event_json(&self) -> RefundEventJson<'_> {
+    /// The part as its events carry it, under its refund's id, with its
+    /// ride's.
+    pub fn event_json(&self, ride_id: RidePublicId) -> RefundEventJson<'_> {
         RefundEventJson {
-            id: self.part_of.unwrap_or(self.id),
-            ride_id: self.ride_id,
+            id: self.public_id,
+            ride_id,
             amount_cents: self.amount_cents,
             currency: &self.currency,
             reason: self.reason.as_deref(),
@@ -96,7 +102,11 @@ impl Refund {
     pub fn payment(&self, ride: &Ride) -> Option<Payment> {
         match &self.payment_intent_id {
             Some(intent) => Some(Payment::Intent(intent.clone())),
-            None => ride.payment(),
+            // A ride paid through the Charges API: its charge.
+            None => match (&ride.payment_intent_id, &ride.charge_id) {
+                (Some(intent), _) => Some(Payment::Intent(intent.clone())),
+                (None, charge) => charge.clone().map(Payment::Charge),
+            },
         }
     }
 
@@ -116,6 +126,8 @@ impl Refund {
 pub struct RefundWithParts {
     pub first: Refund,
     pub second: Option<Refund>,
+    /// Its ride's id, as the API shows it.
+    pub ride_id: RidePublicId,
 }
 
 impl serde::Serialize for RefundWithParts {
@@ -146,8 +158,8 @@ impl RefundWithParts {
     pub fn json(&self) -> RefundJson<'_> {
         let first = &self.first;
         RefundJson {
-            id: first.id,
-            ride_id: first.ride_id,
+            id: first.public_id,
+            ride_id: self.ride_id,
             amount_cents: self.parts().map(|part| part.amount_cents).sum(),
             currency: &first.currency,
             reason: first.reason.as_deref(),
@@ -164,6 +176,7 @@ impl RefundWithParts {
 // NULL, not DEFAULT, for a `None`: one SQL text whatever the refund (db::cached).
 #[diesel(treat_none_as_default_value = false)]
 pub struct NewRefund<'a> {
+    pub public_id: RefundPublicId,
     pub ride_id: RideId,
     pub user_id: UserId,
     pub idempotency_key_id: Option<KeyId>,
@@ -176,12 +189,18 @@ pub struct NewRefund<'a> {
     pub payment_intent_id: Option<&'a str>,
 }
 
-pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Refund> {
+/// Inserts the refund (or part); `None` if its id is taken by another
+/// refund.
+pub fn insert(conn: &mut PgConnection, refund: &NewRefund<'_>) -> QueryResult<Option<Refund>> {
     diesel::insert_into(refunds::table)
         .values(refund)
+        .on_conflict(refunds::public_id)
+        .filter_target(refunds::part_of.is_null())
+        .do_nothing()
         .returning(Refund::as_returning())
         .cached_as(insert)
         .get_result(conn)
+        .optional()
 }
 
 /// The refund created under an idempotency key row.
@@ -201,38 +220,41 @@ pub fn second_part(conn: &mut PgConnection, first: RefundId) -> QueryResult<Opti
         .optional()
 }
 
-/// A refund with its second part, if any.
-pub fn with_parts(conn: &mut PgConnection, first: Refund) -> QueryResult<RefundWithParts> {
+/// A refund of `ride` with its second part, if any.
+pub fn with_parts(
+    conn: &mut PgConnection,
+    ride: &Ride,
+    first: Refund,
+) -> QueryResult<RefundWithParts> {
     let second = second_part(conn, first.id)?;
-    Ok(RefundWithParts { first, second })
+    Ok(RefundWithParts {
+        first,
+        second,
+        ride_id: ride.public_id,
+    })
 }
 
-/// One refund of one of the user's rides (a second part is not one).
-pub fn find_for_user(
+/// One refund of the ride (one of the caller's): a second part is not one.
+pub fn find_of_ride(
     conn: &mut PgConnection,
-    user_id: UserId,
-    ride_id: RideId,
-    id: RefundId,
+    ride: &Ride,
+    id: PathId<RefundPublicId>,
 ) -> QueryResult<Option<RefundWithParts>> {
     refunds::table
-        .filter(refunds::id.eq(id))
-        .filter(refunds::ride_id.eq(ride_id))
-        .filter(refunds::user_id.eq(user_id))
+        .filter(named!(refunds, id))
+        .filter(refunds::ride_id.eq(ride.id))
         .filter(refunds::part_of.is_null())
         .select(Refund::as_select())
         .first(conn)
         .optional()?
-        .map(|first| with_parts(conn, first))
+        .map(|first| with_parts(conn, ride, first))
         .transpose()
 }
 
 /// A ride's refunds, oldest first, each with its parts.
-pub fn list_for_ride(
-    conn: &mut PgConnection,
-    ride_id: RideId,
-) -> QueryResult<Vec<RefundWithParts>> {
+pub fn list_for_ride(conn: &mut PgConnection, ride: &Ride) -> QueryResult<Vec<RefundWithParts>> {
     let rows: Vec<Refund> = refunds::table
-        .filter(refunds::ride_id.eq(ride_id))
+        .filter(refunds::ride_id.eq(ride.id))
         .order(refunds::id.asc())
         .select(Refund::as_select())
         .load(conn)?;
@@ -246,6 +268,7 @@ pub fn list_for_ride(
                 .find(|second| second.part_of == Some(first.id))
                 .cloned(),
             first,
+            ride_id: ride.public_id,
         })
         .collect())
 }
@@ -258,6 +281,21 @@ pub fn find_by_gateway_id(
     refunds::table
         .filter(refunds::gateway_refund_id.eq(gateway_refund_id))
         .select(Refund::as_select())
+        .first(conn)
+        .optional()
+}
+
+/// `lock_ride` for the user's ride a path names.
+pub fn lock_named_ride(
+    conn: &mut PgConnection,
+    user: UserId,
+    id: PathId<RidePublicId>,
+) -> QueryResult<Option<Ride>> {
+    rides::table
+        .filter(named!(rides, id))
+        .filter(rides::user_id.eq(user))
+        .select(Ride::as_select())
+        .for_update()
         .first(conn)
         .optional()
 }

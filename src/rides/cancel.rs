@@ -11,8 +11,8 @@ use crate::context::ServiceContext;
 use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
-use crate::ids::RideId;
 use crate::payments::{gateway_key, CancelIntent, IntentStatus, PaymentGateway};
+use crate::public_ids::{PathId, RidePublicId};
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{self, Ride, RideStatus, MAX_AMOUNT_CENTS};
 use crate::rides::settle::{self, HoldOutcome};
@@ -39,11 +39,14 @@ crate::recovery_points! {
 pub struct CancelParams {
     // In sorted order, as the canonical form needs.
     pub cancellation_fee_cents: i64,
-    pub ride_id: RideId,
+    pub ride_id: PathId<RidePublicId>,
 }
 
 impl CancelParams {
-    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<CancelParams, Vec<FieldError>> {
+    pub fn parse(
+        ride_id: PathId<RidePublicId>,
+        body: &[u8],
+    ) -> Result<CancelParams, Vec<FieldError>> {
         let fee = if body.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
@@ -235,7 +238,8 @@ fn finish_canceled(
     answer: &HoldOutcome,
 ) -> Result<StoredResponse, ServiceError> {
     let refused = |detail: String| {
-        Problem::new(ProblemKind::InvalidRideState, detail).with_extension("ride_id", ride.id)
+        Problem::new(ProblemKind::InvalidRideState, detail)
+            .with_extension("ride_id", ride.public_id)
     };
     match answer {
         HoldOutcome::Made(intent) => {
@@ -245,7 +249,7 @@ fn finish_canceled(
             settle::expire(conn, ride, intent)?;
             Ok(wire::problem::stored(&refused(format!(
                 "ride {}'s hold lapsed before it was cancelled; nothing was charged",
-                ride.id
+                ride.public_id
             ))))
         }
         HoldOutcome::Refused(refusal, now) => {
@@ -265,7 +269,7 @@ mod tests {
 
     #[test]
     fn the_fee_defaults_to_nothing_and_is_never_negative() {
-        let parse = |body: &str| CancelParams::parse(RideId(7), body.as_bytes());
+        let parse = |body: &str| CancelParams::parse(PathId::Legacy(7), body.as_bytes());
         assert_eq!(parse("").unwrap().cancellation_fee_cents, 0);
         assert_eq!(parse("{}").unwrap().cancellation_fee_cents, 0);
         assert_eq!(

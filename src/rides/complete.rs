@@ -13,11 +13,11 @@ use crate::context::ServiceContext;
 use crate::idempotency::{
     CallOf, Called, Endpoint, Finishing, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
-use crate::ids::RideId;
 use crate::payments::{
     self, gateway_key, lookup, Final, GatewayError, IncrementIntent, IntentStatus, PaymentGateway,
     PaymentIntent,
 };
+use crate::public_ids::{PathId, RidePublicId};
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus, MAX_AMOUNT_CENTS, MIN_AMOUNT_CENTS};
 use crate::rides::settle::{self, HoldOutcome};
@@ -47,11 +47,14 @@ crate::recovery_points! {
 pub struct CompleteParams {
     // In sorted order, as the canonical form needs.
     pub final_amount_cents: i64,
-    pub ride_id: RideId,
+    pub ride_id: PathId<RidePublicId>,
 }
 
 impl CompleteParams {
-    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<CompleteParams, Vec<FieldError>> {
+    pub fn parse(
+        ride_id: PathId<RidePublicId>,
+        body: &[u8],
+    ) -> Result<CompleteParams, Vec<FieldError>> {
         let body: CompleteBody = parse_body(body, expected).map_err(|err| vec![err])?;
         match body.final_amount_cents {
             None => Err(vec![FieldError::new("final_amount_cents", "is required")]),
@@ -344,7 +347,7 @@ fn finish_captured(
                 ProblemKind::AuthorizationExpired,
                 "the card's authorization lapsed before the ride was completed; nothing was charged",
             )
-            .with_extension("ride_id", ride.id);
+            .with_extension("ride_id", ride.public_id);
             Ok(wire::problem::stored(&problem))
         }
         HoldOutcome::Refused(refusal, _) => {
@@ -359,12 +362,12 @@ mod tests {
 
     #[test]
     fn the_final_fare_is_required_and_in_range() {
-        let parse = |body: &str| CompleteParams::parse(RideId(7), body.as_bytes());
+        let parse = |body: &str| CompleteParams::parse(PathId::Legacy(7), body.as_bytes());
         assert_eq!(
             parse(r#"{"final_amount_cents": 1800}"#).unwrap(),
             CompleteParams {
                 final_amount_cents: 1800,
-                ride_id: RideId(7)
+                ride_id: PathId::Legacy(7)
             }
         );
         for body in [

@@ -7,7 +7,6 @@
 
 use diesel::PgConnection;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::idempotency::{
@@ -24,10 +23,10 @@ use crate::rides::model::{
 use crate::rides::transitions::{may_follow, settlement};
 use crate::rides::unpaid;
 use crate::service_error::ServiceError;
+use crate::users;
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
 use crate::wire;
 use crate::wire::ride::RideBody;
-use crate::{audit, users};
 
 crate::recovery_points! {
     /// How far a ride request has got. A retry (or the completer) resumes here.
@@ -176,7 +175,7 @@ impl Endpoint for RideEndpoint {
         lease: &RideLease,
         params: &RideParams,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let ride = create_ride(conn, lease, params, &cx.return_url)?;
+        let ride = create_ride(conn, lease, params, cx)?;
         Ok(Transition::Advance(RecoveryPoint::RideCreated, ride))
     }
 
@@ -284,15 +283,15 @@ pub const PAYMENT_KEY_PURPOSE: &str = "ride-payment-intent";
 
 pub type RideLease = Lease<RecoveryPoint>;
 
-/// Started -> RideCreated: the ride, pending, with the card that pays (the
-/// request's, or the user's saved one) and where the rider's browser comes
-/// back to, fixed now so that every resend of the call is the same call;
-/// and its audit record.
+/// Started -> RideCreated: the ride, pending, under the id derived from the
+/// request, with the card that pays (the request's, or the user's saved
+/// one) and where the rider's browser comes back to, fixed now so that
+/// every resend of the call is the same call; and its audit record.
 pub fn create_ride(
     conn: &mut PgConnection,
     lease: &RideLease,
     params: &RideParams,
-    return_url: &str,
+    cx: &ServiceContext,
 ) -> Result<Ride, ServiceError> {
     let (payment_method, customer) = match &params.payment_method {
         Some(method) => (method.clone(), None),
@@ -307,9 +306,9 @@ pub fn create_ride(
             (method, user.stripe_customer_id)
         }
     };
-    let ride = model::insert(
-        conn,
-        &NewRide {
+    let ride = lease.insert_under_derived_id(&cx.id_secret, |public_id| {
+        let ride = &NewRide {
+            public_id,
             user_id: lease.user_id(),
             idempotency_key_id: lease.key_id(),
             origin_lat: params.origin_lat,
@@ -321,15 +320,10 @@ pub fn create_ride(
             payment_method: &payment_method,
             capture_method: params.capture_method,
             customer: customer.as_deref(),
-            return_url,
-        },
-        audit::of_changed(
-            lease.user_id(),
-            "ride.created",
-            "ride",
-            json!({ "idempotency_key_id": lease.key_id(), "amount_cents": params.amount_cents }),
-        ),
-    )?;
+            return_url: &cx.return_url,
+        };
+        model::insert(conn, ride)
+    })?;
     Ok(ride)
 }
 
@@ -369,7 +363,7 @@ fn answered(ride: &Ride, intent: &PaymentIntent) -> Result<Final<Settlement>, Se
             intent.id,
             intent.amount_cents,
             intent.currency,
-            ride.id,
+            ride.public_id,
             ride.amount_cents,
             ride.currency
         )));

@@ -10,6 +10,7 @@ use super::model::{Ride, RideStatus};
 use crate::audit;
 use crate::db::{recorded, CacheStatement};
 use crate::ids::{KeyId, RideId, UserId};
+use crate::public_ids::{named, PathId, RidePublicId};
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 
@@ -33,7 +34,7 @@ pub struct TakeRide {
 pub fn take(
     conn: &mut PgConnection,
     user: UserId,
-    ride_id: RideId,
+    ride_id: PathId<RidePublicId>,
     key: KeyId,
     taking: &TakeRide,
 ) -> Result<Ride, ServiceError> {
@@ -46,7 +47,7 @@ pub fn take(
     let taken = recorded(
         diesel::update(
             rides::table
-                .filter(rides::id.eq(ride_id))
+                .filter(named!(rides, ride_id))
                 .filter(rides::user_id.eq(user))
                 .filter(rides::status.eq_any(allowed))
                 .filter(
@@ -77,7 +78,7 @@ pub fn take(
 fn not_taken(
     conn: &mut PgConnection,
     user: UserId,
-    ride_id: RideId,
+    ride_id: PathId<RidePublicId>,
     taking: &TakeRide,
 ) -> Result<ServiceError, ServiceError> {
     let Some(ride) = super::reads::find_for_user(conn, user, ride_id)? else {
@@ -88,7 +89,7 @@ fn not_taken(
             taking.expired,
             format!(
                 "the card's authorization for ride {} lapsed; nothing was charged",
-                ride.id
+                ride.public_id
             ),
         ));
     }
@@ -97,7 +98,7 @@ fn not_taken(
             Refusal::InvalidRideState,
             format!(
                 "ride {} is {}; only a ride {} can be {}",
-                ride.id,
+                ride.public_id,
                 ride.status,
                 taking
                     .allowed
@@ -113,7 +114,7 @@ fn not_taken(
         Refusal::InvalidRideState,
         format!(
             "ride {} is being completed, cancelled or tipped by another request",
-            ride.id
+            ride.public_id
         ),
     ))
 }
@@ -132,9 +133,13 @@ pub fn release(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> QueryRes
 
 /// The ride taken by `key`, as a key resumed past Started finds it: nothing
 /// else changes a ride while a key has it taken.
-pub fn taken(conn: &mut PgConnection, ride_id: RideId, key: KeyId) -> Result<Ride, ServiceError> {
+pub fn taken(
+    conn: &mut PgConnection,
+    ride_id: PathId<RidePublicId>,
+    key: KeyId,
+) -> Result<Ride, ServiceError> {
     let ride: Ride = rides::table
-        .find(ride_id)
+        .filter(named!(rides, ride_id))
         .select(Ride::as_select())
         .for_update()
         .first(conn)?;

@@ -8,10 +8,12 @@ use diesel::query_builder::QueryFragment;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::audit;
 use crate::db::{recorded, CacheStatement, Recorded};
 use crate::idempotency::fenced;
 use crate::ids::{KeyId, RideId, UserId};
-use crate::payments::{CaptureMethod, Payment};
+use crate::payments::CaptureMethod;
+use crate::public_ids::RidePublicId;
 use crate::schema::rides;
 use crate::wire::ride::RideJson;
 
@@ -51,7 +53,10 @@ ridepay_diesel_helpers::text_enum! {
 #[derive(Debug, Clone, Queryable, Selectable, Deserialize)]
 #[diesel(table_name = rides, check_for_backend(diesel::pg::Pg))]
 pub struct Ride {
+    /// The row's key, for joins; the API never shows it.
     pub id: RideId,
+    /// The id the API shows, derived from the request that made the ride.
+    pub public_id: RidePublicId,
     pub user_id: UserId,
     pub idempotency_key_id: Option<KeyId>,
     pub origin_lat: f64,
@@ -108,7 +113,7 @@ impl Ride {
             _ => None,
         };
         RideJson {
-            id: self.id,
+            id: self.public_id,
             origin_lat: self.origin_lat,
             origin_lon: self.origin_lon,
             target_lat: self.target_lat,
@@ -146,23 +151,6 @@ impl Ride {
             ..self.clone()
         }
     }
-
-    /// The tip's own PaymentIntent, and the tip it took, for a tip made
-    /// after the fare was captured.
-    pub fn tip_payment(&self) -> Option<(Payment, i64)> {
-        self.tip_payment_intent_id
-            .as_ref()
-            .map(|intent| (Payment::Intent(intent.clone()), self.tip_cents))
-    }
-
-    /// What a refund gives money back from.
-    pub fn payment(&self) -> Option<Payment> {
-        match (&self.payment_intent_id, &self.charge_id) {
-            (Some(intent), _) => Some(Payment::Intent(intent.clone())),
-            (None, Some(charge)) => Some(Payment::Charge(charge.clone())),
-            (None, None) => None,
-        }
-    }
 }
 
 #[derive(Debug, Insertable)]
@@ -170,6 +158,7 @@ impl Ride {
 // NULL, not DEFAULT, for a `None`: one SQL text whatever the ride (db::cached).
 #[diesel(treat_none_as_default_value = false)]
 pub struct NewRide<'a> {
+    pub public_id: RidePublicId,
     pub user_id: UserId,
     pub idempotency_key_id: KeyId,
     pub origin_lat: f64,
@@ -184,20 +173,26 @@ pub struct NewRide<'a> {
     pub return_url: &'a str,
 }
 
-/// Inserts the ride, with `record` (its audit record) in the same statement.
-pub fn insert<R: QueryFragment<Pg> + Send + 'static>(
-    conn: &mut PgConnection,
-    ride: &NewRide<'_>,
-    record: R,
-) -> QueryResult<Ride> {
+/// Inserts the ride with its audit record, in one statement; `None` if its
+/// id is taken.
+pub fn insert(conn: &mut PgConnection, ride: &NewRide<'_>) -> QueryResult<Option<Ride>> {
+    let record = audit::of_changed(
+        ride.user_id,
+        "ride.created",
+        "ride",
+        json!({ "idempotency_key_id": ride.idempotency_key_id, "amount_cents": ride.amount_cents }),
+    );
     recorded(
         diesel::insert_into(rides::table)
             .values(ride)
+            .on_conflict(rides::public_id)
+            .do_nothing()
             .returning(Ride::as_returning()),
     )
     .with(record)
-    .cached_as(insert::<R>)
+    .cached_as(insert)
     .get_result(conn)
+    .optional()
 }
 
 /// The ride created under an idempotency key row.

@@ -6,7 +6,10 @@ use diesel::prelude::*;
 use super::model::Ride;
 use crate::db::CacheStatement;
 use crate::ids::{RideId, UserId};
+use crate::pages::{from_cursor, Cursor};
+use crate::public_ids::{named, PathId, RidePublicId};
 use crate::schema::rides;
+use crate::service_error::ServiceError;
 
 /// The ride `id`, whoever's.
 pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
@@ -17,10 +20,10 @@ pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
 pub fn find_for_user(
     conn: &mut PgConnection,
     user_id: UserId,
-    id: RideId,
+    id: PathId<RidePublicId>,
 ) -> QueryResult<Option<Ride>> {
     rides::table
-        .filter(rides::id.eq(id))
+        .filter(named!(rides, id))
         .filter(rides::user_id.eq(user_id))
         .select(Ride::as_select())
         .first(conn)
@@ -33,11 +36,11 @@ pub fn find_for_user(
 pub fn find_for_api_key(
     conn: &mut PgConnection,
     api_key_hash: &[u8],
-    id: RideId,
+    id: PathId<RidePublicId>,
 ) -> QueryResult<Option<Option<Ride>>> {
     use crate::schema::users;
     users::table
-        .left_join(rides::table.on(rides::user_id.eq(users::id).and(rides::id.eq(id))))
+        .left_join(rides::table.on(rides::user_id.eq(users::id).and(named!(rides, id))))
         .filter(users::api_key_hash.eq(api_key_hash))
         .select(Option::<Ride>::as_select())
         .cached_as(find_for_api_key)
@@ -45,22 +48,27 @@ pub fn find_for_api_key(
         .optional()
 }
 
-/// Up to `limit + 1` of the user's rides, newest first, older than `before_id`;
-/// the extra row tells the caller whether there are more.
-pub fn list_for_user(
+/// A page of the user's rides, newest first, from `cursor`, and whether
+/// there are more beyond it.
+pub fn page_for_user(
     conn: &mut PgConnection,
     user_id: UserId,
     limit: i64,
-    before_id: Option<RideId>,
-) -> QueryResult<Vec<Ride>> {
-    let mut query = rides::table
+    cursor: Cursor<RidePublicId>,
+) -> Result<(Vec<Ride>, bool), ServiceError> {
+    let cursor = cursor.resolve("ride", |id| {
+        Ok(rides::table
+            .filter(rides::public_id.eq(id))
+            .filter(rides::user_id.eq(user_id))
+            .select(rides::id)
+            .first::<RideId>(conn)
+            .optional()?)
+    })?;
+    let query = rides::table
         .filter(rides::user_id.eq(user_id))
         .select(Ride::as_select())
-        .order(rides::id.desc())
         .limit(limit + 1)
         .into_boxed();
-    if let Some(before_id) = before_id {
-        query = query.filter(rides::id.lt(before_id));
-    }
-    query.load(conn)
+    let query = from_cursor!(query, rides::id, cursor);
+    Ok(cursor.page(query.load(conn)?, limit))
 }

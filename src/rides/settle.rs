@@ -112,7 +112,7 @@ pub fn intent_of(ride: &Ride) -> Result<String, ServiceError> {
     ride.payment_intent_id.clone().ok_or_else(|| {
         ServiceError::Internal(anyhow::anyhow!(
             "ride {} is {} without a PaymentIntent",
-            ride.id,
+            ride.public_id,
             ride.status
         ))
     })
@@ -185,7 +185,7 @@ pub fn finish_settled(
     .optional()?
     // Only the key's own lease holder settles a ride it took.
     .ok_or(ServiceError::LeaseLost)?;
-    Ok(wire::ride::settled(&settled.json()))
+    Ok(wire::ride_actions::settled(&settled.json()))
 }
 
 /// The key's last step as one statement (`Finishing`) when the gateway
@@ -211,7 +211,7 @@ fn settled_finishing(
     intent: &PaymentIntent,
 ) -> Finishing {
     let (settlement, audit) = settled(ride, status, intent);
-    let response = wire::ride::settled(&ride.settled(&settlement).json());
+    let response = wire::ride_actions::settled(&ride.settled(&settlement).json());
     let change = recorded(
         settled_by_key!(ride, key)
             .filter(fenced())
@@ -270,7 +270,7 @@ pub fn finish_refused(
 ) -> Result<StoredResponse, ServiceError> {
     release(conn, ride.id, key)?;
     Ok(wire::problem::stored(
-        &problem.with_extension("ride_id", ride.id),
+        &problem.with_extension("ride_id", ride.public_id),
     ))
 }
 

@@ -16,11 +16,11 @@ use crate::db::{recorded, CacheStatement};
 use crate::idempotency::{
     CallOf, Called, Endpoint, FoundOf, Lease, StoredResponse, Transition, TransitionOf,
 };
-use crate::ids::RideId;
 use crate::payments::{
     self, call_metadata, gateway_key, lookup, CancelIntent, CaptureMethod, CreateIntent, Final,
     GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
+use crate::public_ids::{PathId, RidePublicId};
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::rides::settle;
@@ -52,11 +52,11 @@ pub const MAX_TIP_CENTS: i64 = 100_000;
 pub struct TipParams {
     // In sorted order, as the canonical form needs.
     pub amount_cents: i64,
-    pub ride_id: RideId,
+    pub ride_id: PathId<RidePublicId>,
 }
 
 impl TipParams {
-    pub fn parse(ride_id: RideId, body: &[u8]) -> Result<TipParams, Vec<FieldError>> {
+    pub fn parse(ride_id: PathId<RidePublicId>, body: &[u8]) -> Result<TipParams, Vec<FieldError>> {
         let body: TipBody = parse_body(body, expected).map_err(|err| vec![err])?;
         match body.amount_cents {
             None => Err(vec![FieldError::new("amount_cents", "is required")]),
@@ -206,12 +206,17 @@ fn begin(
     if ride.tip_cents > 0 {
         return Err(ServiceError::refused(
             Refusal::InvalidRideState,
-            format!("ride {} already has a tip of {}", ride.id, ride.tip_cents),
+            format!(
+                "ride {} already has a tip of {}",
+                ride.public_id, ride.tip_cents
+            ),
         ));
     }
     if ride.status == RideStatus::Authorized {
         let tipped = write_tip(conn, &ride, lease, params.amount_cents, None)?;
-        return Ok(Transition::Finish(wire::ride::settled(&tipped.json())));
+        return Ok(Transition::Finish(wire::ride_actions::settled(
+            &tipped.json(),
+        )));
     }
     if ride.customer.is_none() {
         return Err(ServiceError::refused(
@@ -219,7 +224,7 @@ fn begin(
             format!(
                 "ride {} was not paid with a saved card: a tip after the fare is captured is \
                  charged off session, to the card saved to the rider's customer",
-                ride.id
+                ride.public_id
             ),
         ));
     }
@@ -351,7 +356,7 @@ fn finish_tipped(
         )));
     }
     let tipped = write_tip(conn, ride, lease, params.amount_cents, Some(intent))?;
-    Ok(wire::ride::settled(&tipped.json()))
+    Ok(wire::ride_actions::settled(&tipped.json()))
 }
 
 /// TipStarted -> Finished for a tip the gateway would not take: a decline
@@ -376,7 +381,7 @@ fn finish_unpaid(
         other => {
             log::error!(
                 "payment gateway rejected the tip of ride {}: {other}",
-                ride.id
+                ride.public_id
             );
             Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
         }
@@ -390,12 +395,12 @@ mod tests {
 
     #[test]
     fn the_tip_is_required_and_in_range() {
-        let parse = |body: &str| TipParams::parse(RideId(7), body.as_bytes());
+        let parse = |body: &str| TipParams::parse(PathId::Legacy(7), body.as_bytes());
         assert_eq!(
             parse(r#"{"amount_cents": 300}"#).unwrap(),
             TipParams {
                 amount_cents: 300,
-                ride_id: RideId(7)
+                ride_id: PathId::Legacy(7)
             }
         );
         for body in [

@@ -26,7 +26,7 @@ pub fn finish(
         } => (
             RideStatus::PaymentDeclined,
             Problem::new(ProblemKind::CardDeclined, message.clone())
-                .with_extension("ride_id", ride.id)
+                .with_extension("ride_id", ride.public_id)
                 .with_extension("code", code.as_str())
                 .with_extension("decline_code", decline_code.clone()),
             payment_intent.clone(),
@@ -34,12 +34,12 @@ pub fn finish(
         other => {
             log::error!(
                 "payment gateway rejected the payment of ride {}: {other}",
-                ride.id
+                ride.public_id
             );
             (
                 RideStatus::PaymentFailed,
                 Problem::new(ProblemKind::PaymentGatewayRejected, other.to_string())
-                    .with_extension("ride_id", ride.id),
+                    .with_extension("ride_id", ride.public_id),
                 None,
             )
         }

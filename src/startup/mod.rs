@@ -16,7 +16,8 @@ use crate::http::payment_return;
 use crate::http::server::{self, Server};
 use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::KeyPolicy;
-use crate::payments::{self, PaymentGateway, StripeGateway};
+use crate::payments::{PaymentGateway, StripeGateway};
+use crate::public_ids::IdSecret;
 use crate::user_webhooks;
 #[cfg(feature = "simulated")]
 use ridepay_doubles::{events::Double, intents::IntentSettings, SimulatedGateway};
@@ -31,13 +32,37 @@ pub struct Application {
     workers: Workers,
 }
 
+/// What the database made once for this installation.
+pub struct Installation {
+    /// Part of every derived gateway key.
+    pub id: uuid::Uuid,
+    pub id_secret: IdSecret,
+}
+
+impl Installation {
+    pub fn load(conn: &mut diesel::PgConnection) -> anyhow::Result<Installation> {
+        use crate::schema::installation;
+        use diesel::{QueryDsl, RunQueryDsl};
+        let (id, secret) = installation::table
+            .select((installation::installation_id, installation::id_secret))
+            .first::<(uuid::Uuid, Vec<u8>)>(conn)?;
+        let secret = secret
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("the installation's id secret is not 32 bytes"))?;
+        Ok(Installation {
+            id,
+            id_secret: IdSecret::new(secret),
+        })
+    }
+}
+
 /// What every service call needs: the pool, the gateway `GATEWAY` names,
 /// the key policy, and where riders' browsers reach the service
 /// (`public_base`).
 pub fn service_context(
     settings: &Settings,
     pool: DbPool,
-    installation_id: uuid::Uuid,
+    installation: Installation,
     public_base: &str,
 ) -> anyhow::Result<ServiceContext> {
     let gateway: Arc<dyn PaymentGateway> = match settings.gateway.kind {
@@ -56,7 +81,8 @@ pub fn service_context(
             lease_timeout: settings.keys.lease_timeout,
             effect_deadline: settings.completer.charge_deadline,
         },
-        installation_id,
+        installation_id: installation.id,
+        id_secret: installation.id_secret,
         return_url: format!("{public_base}{}", payment_return::PATH),
         destinations: DestinationPolicy {
             allow_loopback: settings.user_webhooks.allow_loopback,
@@ -70,7 +96,7 @@ impl Application {
     pub fn build(settings: &Settings, database_url: &str) -> anyhow::Result<Application> {
         // One plain connection first: an unreachable database is one clear
         // error at once, not a pool retrying for its whole timeout.
-        let installation_id = {
+        let installation = {
             let connect = |url: &str| {
                 diesel::PgConnection::establish(url).with_context(|| {
                     format!(
@@ -93,7 +119,7 @@ impl Application {
             }
             // As the role the pool connects as.
             db::set_session_defaults(&mut conn, &settings.database)?;
-            payments::installation_id(&mut conn)?
+            Installation::load(&mut conn)?
         };
         let listener = TcpListener::bind(&settings.server.bind_addr)
             .with_context(|| format!("cannot bind {}", settings.server.bind_addr))?;
@@ -126,7 +152,7 @@ impl Application {
         let context = Arc::new(service_context(
             settings,
             pool.clone(),
-            installation_id,
+            installation,
             public_base,
         )?);
         let workers = Workers::start(settings, context.clone())?;

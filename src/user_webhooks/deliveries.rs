@@ -4,12 +4,16 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, SmallInt, Text, Timestamptz};
 
+use crate::pages::{from_cursor, Cursor};
+use crate::public_ids::{DeliveryPublicId, PathId};
 use crate::schema::{webhook_deliveries, webhook_events};
+use crate::service_error::ServiceError;
 use crate::wire::webhook_delivery::{AttemptJson, DeliveryJson};
 
 #[derive(Debug, Queryable)]
 struct DeliveryRow {
     id: i64,
+    public_id: DeliveryPublicId,
     event_id: String,
     event_type: String,
     status: String,
@@ -41,10 +45,18 @@ struct AttemptRow {
 /// Makes the destination's delivery due at once, whatever came of it (its
 /// attempts counted on, so one that fails past the schedule ends `failed`
 /// again): whether there is such a delivery.
-pub fn requeue(conn: &mut PgConnection, endpoint_id: i64, delivery_id: i64) -> QueryResult<bool> {
+pub fn requeue(
+    conn: &mut PgConnection,
+    endpoint_id: i64,
+    delivery: PathId<DeliveryPublicId>,
+) -> QueryResult<bool> {
     let requeued = diesel::update(
         webhook_deliveries::table
-            .filter(webhook_deliveries::id.eq(delivery_id))
+            .filter(
+                webhook_deliveries::public_id
+                    .nullable()
+                    .eq(delivery.public()),
+            )
             .filter(webhook_deliveries::endpoint_id.eq(endpoint_id)),
     )
     .set((
@@ -56,43 +68,56 @@ pub fn requeue(conn: &mut PgConnection, endpoint_id: i64, delivery_id: i64) -> Q
     Ok(requeued == 1)
 }
 
-/// One of the destination's deliveries, with its attempts.
+/// One of the destination's deliveries, with its attempts. Deliveries
+/// were never shown under an integer: a legacy id names none.
 pub fn find(
     conn: &mut PgConnection,
     endpoint_id: i64,
-    delivery_id: i64,
+    delivery: PathId<DeliveryPublicId>,
 ) -> QueryResult<Option<DeliveryJson>> {
-    Ok(select(conn, endpoint_id, Some(delivery_id), 1, None)?.pop())
+    let Some(delivery) = delivery.public() else {
+        return Ok(None);
+    };
+    Ok(select(conn, endpoint_id, Some(delivery), 1, Cursor::Newest)?.pop())
 }
 
-/// Up to `limit + 1` deliveries to the destination, newest first, older
-/// than `before_id`, each with its attempts, oldest first: the extra one
-/// tells the caller whether there are more.
-pub fn list(
+/// A page of the destination's deliveries, newest first, from `cursor`,
+/// each with its attempts, oldest first; and whether there are more.
+pub fn page(
     conn: &mut PgConnection,
     endpoint_id: i64,
     limit: i64,
-    before_id: Option<i64>,
-) -> QueryResult<Vec<DeliveryJson>> {
-    select(conn, endpoint_id, None, limit + 1, before_id)
+    cursor: Cursor<DeliveryPublicId>,
+) -> Result<(Vec<DeliveryJson>, bool), ServiceError> {
+    let cursor = cursor.resolve("delivery", |id| {
+        Ok(webhook_deliveries::table
+            .filter(webhook_deliveries::public_id.eq(id))
+            .filter(webhook_deliveries::endpoint_id.eq(endpoint_id))
+            .select(webhook_deliveries::id)
+            .first::<i64>(conn)
+            .optional()?)
+    })?;
+    let rows = select(conn, endpoint_id, None, limit + 1, cursor)?;
+    Ok(cursor.page(rows, limit))
 }
 
-/// Up to `rows` of the destination's deliveries (only `only`, if given),
-/// newest first, older than `before_id`, each with its attempts.
+/// Up to `rows` of the destination's deliveries (only `only`, if given)
+/// from `cursor`, each with its attempts: newest first, but for
+/// `ending_before` oldest first from it.
 fn select(
     conn: &mut PgConnection,
     endpoint_id: i64,
-    only: Option<i64>,
+    only: Option<DeliveryPublicId>,
     rows: i64,
-    before_id: Option<i64>,
+    cursor: Cursor<i64>,
 ) -> QueryResult<Vec<DeliveryJson>> {
     let mut query = webhook_deliveries::table
         .inner_join(webhook_events::table)
         .filter(webhook_deliveries::endpoint_id.eq(endpoint_id))
-        .order(webhook_deliveries::id.desc())
         .limit(rows)
         .select((
             webhook_deliveries::id,
+            webhook_deliveries::public_id,
             webhook_deliveries::event_id,
             webhook_events::type_,
             webhook_deliveries::status,
@@ -100,11 +125,9 @@ fn select(
             webhook_deliveries::created_at,
         ))
         .into_boxed();
-    if let Some(before_id) = before_id {
-        query = query.filter(webhook_deliveries::id.lt(before_id));
-    }
+    query = from_cursor!(query, webhook_deliveries::id, cursor);
     if let Some(only) = only {
-        query = query.filter(webhook_deliveries::id.eq(only));
+        query = query.filter(webhook_deliveries::public_id.eq(only));
     }
     let deliveries: Vec<DeliveryRow> = query.load(conn)?;
     let ids: Vec<i64> = deliveries.iter().map(|delivery| delivery.id).collect();
@@ -137,7 +160,7 @@ fn select(
                         duration_ms: attempt.duration_ms,
                     })
                     .collect(),
-                id: delivery.id,
+                id: delivery.public_id,
                 event_id: delivery.event_id,
                 event_type: delivery.event_type,
                 next_attempt_at: (delivery.status == "pending").then_some(delivery.next_attempt_at),

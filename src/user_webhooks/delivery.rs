@@ -41,6 +41,7 @@ use super::signing::signature;
 use crate::config::UserWebhookSettings;
 use crate::db::{self, DbPool};
 use crate::http_client::destination::{DestinationPolicy, GuardedResolver, NotAllowed};
+use crate::public_ids::DestinationPublicId;
 
 /// Attempts to one destination in flight at once on an instance, at most.
 const PER_DESTINATION: i64 = 16;
@@ -130,6 +131,9 @@ struct Claimed {
     attempts: i32,
     #[diesel(sql_type = BigInt)]
     endpoint_id: i64,
+    /// The destination's id as its user knows it, for the log.
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    endpoint_public_id: DestinationPublicId,
     /// The destination's user, or `INSTALLATION` for receipts.
     #[diesel(sql_type = BigInt)]
     owner: i64,
@@ -318,7 +322,7 @@ impl Sender {
         log::warn!(
             "webhook destination {} on {} resolves to no address it may reach; its attempts \
              fail (logged once a minute)",
-            delivery.endpoint_id,
+            delivery.endpoint_public_id,
             url.as_ref()
                 .ok()
                 .and_then(url::Url::host_str)
@@ -492,7 +496,8 @@ fn claim(
          SET locked_until = now() + $3, attempts = d.attempts + 1 \
          FROM due, webhook_endpoints e, webhook_events event \
          WHERE d.id = due.id AND e.id = d.endpoint_id AND event.id = d.event_id \
-         RETURNING d.id, d.attempts, d.endpoint_id, coalesce(e.user_id, 0) AS owner, \
+         RETURNING d.id, d.attempts, d.endpoint_id, e.public_id AS endpoint_public_id, \
+             coalesce(e.user_id, 0) AS owner, \
              e.url, e.secret, \
              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
                  AS previous_secret, \

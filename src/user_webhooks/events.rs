@@ -90,7 +90,10 @@ impl Staged {
         let rows = Snapshot::deserialize(snapshot)?;
         let data = RideData {
             ride: rows.ride.json(),
-            refund: rows.refund.as_ref().map(Refund::event_json),
+            refund: rows
+                .refund
+                .as_ref()
+                .map(|refund| refund.event_json(rows.ride.public_id)),
         };
         let event = EventJson::new(
             &self.id,

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
 use crate::ids::{KeyId, UserId};
+use crate::public_ids::{named, DestinationPublicId, PathId};
 use crate::schema::webhook_endpoints;
 use crate::wire::destination::DestinationJson;
 
@@ -15,7 +16,11 @@ pub const MAX_PER_USER: i64 = 16;
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = webhook_endpoints, check_for_backend(diesel::pg::Pg))]
 pub struct Destination {
+    /// The row's key, for joins; the API never shows it.
     pub id: i64,
+    /// The id the API shows: derived from the request that registered it
+    /// (random for the installation's own).
+    pub public_id: DestinationPublicId,
     pub url: String,
     pub events: Vec<Option<String>>,
     /// `enabled`, or `disabled` (by a 410, after failing for days, or by
@@ -31,7 +36,7 @@ impl Destination {
     /// (the answer that registers it).
     pub fn json(&self, with_secret: bool) -> DestinationJson<'_> {
         DestinationJson {
-            id: self.id,
+            id: self.public_id,
             url: &self.url,
             events: self.events.iter().flatten().map(String::as_str).collect(),
             status: &self.status,
@@ -45,6 +50,7 @@ impl Destination {
 #[derive(Debug, Insertable)]
 #[diesel(table_name = webhook_endpoints)]
 pub struct NewDestination<'a> {
+    pub public_id: DestinationPublicId,
     pub user_id: UserId,
     pub idempotency_key_id: KeyId,
     pub url: &'a str,
@@ -80,11 +86,18 @@ pub fn lock_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<()> {
     Ok(())
 }
 
-pub fn insert(conn: &mut PgConnection, endpoint: &NewDestination<'_>) -> QueryResult<Destination> {
+/// Inserts the destination; `None` if its id is taken.
+pub fn insert(
+    conn: &mut PgConnection,
+    endpoint: &NewDestination<'_>,
+) -> QueryResult<Option<Destination>> {
     diesel::insert_into(webhook_endpoints::table)
         .values(endpoint)
+        .on_conflict(webhook_endpoints::public_id)
+        .do_nothing()
         .returning(Destination::as_returning())
         .get_result(conn)
+        .optional()
 }
 
 /// The user's destinations, oldest first (at most `MAX_PER_USER`).
@@ -100,10 +113,10 @@ pub fn list_for_user(conn: &mut PgConnection, user_id: UserId) -> QueryResult<Ve
 pub fn find_for_user(
     conn: &mut PgConnection,
     user_id: UserId,
-    id: i64,
+    id: PathId<DestinationPublicId>,
 ) -> QueryResult<Option<Destination>> {
     webhook_endpoints::table
-        .filter(webhook_endpoints::id.eq(id))
+        .filter(named!(webhook_endpoints, id))
         .filter(webhook_endpoints::user_id.eq(user_id))
         .select(Destination::as_select())
         .first(conn)
@@ -112,10 +125,14 @@ pub fn find_for_user(
 
 /// Deletes one of the user's destinations, and with it its deliveries:
 /// whether there was one.
-pub fn delete_for_user(conn: &mut PgConnection, user_id: UserId, id: i64) -> QueryResult<bool> {
+pub fn delete_for_user(
+    conn: &mut PgConnection,
+    user_id: UserId,
+    id: PathId<DestinationPublicId>,
+) -> QueryResult<bool> {
     let deleted = diesel::delete(
         webhook_endpoints::table
-            .filter(webhook_endpoints::id.eq(id))
+            .filter(named!(webhook_endpoints, id))
             .filter(webhook_endpoints::user_id.eq(user_id)),
     )
     .execute(conn)?;
@@ -157,12 +174,12 @@ impl<'a> Changes<'a> {
 pub fn update_for_user(
     conn: &mut PgConnection,
     user_id: UserId,
-    id: i64,
+    id: PathId<DestinationPublicId>,
     changes: &Changes<'_>,
 ) -> QueryResult<Option<Destination>> {
     diesel::update(
         webhook_endpoints::table
-            .filter(webhook_endpoints::id.eq(id))
+            .filter(named!(webhook_endpoints, id))
             .filter(webhook_endpoints::user_id.eq(user_id)),
     )
     .set((changes, webhook_endpoints::updated_at.eq(diesel::dsl::now)))
@@ -171,21 +188,12 @@ pub fn update_for_user(
     .optional()
 }
 
-/// A destination, whoever's (the caller checked it is theirs).
-pub fn find(conn: &mut PgConnection, id: i64) -> QueryResult<Option<Destination>> {
-    webhook_endpoints::table
-        .find(id)
-        .select(Destination::as_select())
-        .first(conn)
-        .optional()
-}
-
 /// A new secret for one of the user's destinations; the one before still
 /// signs for `overlap`. Whether there was such a destination.
 pub fn roll_secret(
     conn: &mut PgConnection,
     user_id: UserId,
-    id: i64,
+    id: PathId<DestinationPublicId>,
     secret: &str,
     overlap: std::time::Duration,
 ) -> QueryResult<bool> {
@@ -195,7 +203,7 @@ pub fn roll_secret(
             .bind::<diesel::sql_types::Interval, _>(crate::db::interval(overlap));
     let rolled = diesel::update(
         webhook_endpoints::table
-            .filter(webhook_endpoints::id.eq(id))
+            .filter(named!(webhook_endpoints, id))
             .filter(webhook_endpoints::user_id.eq(user_id)),
     )
     .set((

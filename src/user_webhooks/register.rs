@@ -178,7 +178,7 @@ impl Endpoint for RegisterDestination {
     /// DestinationNamed -> Finished: the destination (201, with its
     /// secret), or the refusal (422), stored.
     fn record(
-        _cx: &ServiceContext,
+        cx: &ServiceContext,
         conn: &mut PgConnection,
         lease: &CreateLease,
         params: &DestinationParams,
@@ -202,16 +202,19 @@ impl Endpoint for RegisterDestination {
             return refused(ProblemKind::WebhookEndpointLimit, limit_detail());
         }
         let secret = new_secret();
-        let endpoint = model::insert(
-            conn,
-            &NewDestination {
-                user_id: lease.user_id(),
-                idempotency_key_id: lease.key_id(),
-                url: &params.url,
-                events: &params.events,
-                secret: &secret,
-            },
-        )?;
+        let endpoint = lease.insert_under_derived_id(&cx.id_secret, |public_id| {
+            model::insert(
+                conn,
+                &NewDestination {
+                    public_id,
+                    user_id: lease.user_id(),
+                    idempotency_key_id: lease.key_id(),
+                    url: &params.url,
+                    events: &params.events,
+                    secret: &secret,
+                },
+            )
+        })?;
         Ok(Transition::Finish(wire::destination::created(
             &endpoint.json(true),
         )))

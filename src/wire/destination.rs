@@ -5,13 +5,15 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
+use crate::public_ids::DestinationPublicId;
 use serde::Deserialize;
 
 /// A destination of the user's events.
 #[derive(Serialize, ToSchema)]
 #[schema(as = WebhookEndpoint)]
 pub struct DestinationJson<'a> {
-    pub id: i64,
+    #[schema(value_type = String, pattern = "^whep_[a-z2-7]{29}$", example = "whep_dvpguhw534wllg33xqbbryb4gbo6m")]
+    pub id: DestinationPublicId,
     /// Where events are POSTed.
     pub url: &'a str,
     /// The event types it receives: types, families (`ride.*`) or `*`.
@@ -35,7 +37,7 @@ impl DestinationJson<'_> {
 }
 
 /// Where a destination lives.
-pub fn location(id: i64) -> String {
+pub fn location(id: DestinationPublicId) -> String {
     format!("/api/webhook_endpoints/{id}")
 }
 

@@ -6,16 +6,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
-use crate::ids::{RefundId, RideId};
+use crate::public_ids::{RefundPublicId, RidePublicId};
 
 /// The refund JSON of the contract: a refund of (part of) a ride's charge.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Refund)]
 pub struct RefundJson<'a> {
-    #[schema(value_type = i64)]
-    pub id: RefundId,
-    #[schema(value_type = i64)]
-    pub ride_id: RideId,
+    #[schema(value_type = String, pattern = "^rfnd_[a-z2-7]{29}$", example = "rfnd_dvrqcjyqr4p6v4pxx3xftntn2z45u")]
+    pub id: RefundPublicId,
+    #[schema(value_type = String, pattern = "^ride_[a-z2-7]{29}$", example = "ride_4be32blpsnwrwonxasv47asov3zzw")]
+    pub ride_id: RidePublicId,
     pub amount_cents: i64,
     pub currency: &'a str,
     /// `requested_by_customer`, `duplicate`, `fraudulent`, or null.
@@ -50,8 +50,8 @@ pub struct RefundPartJson<'a> {
 /// A refund as an event carries it: one part, under its refund's id.
 #[derive(Serialize)]
 pub struct RefundEventJson<'a> {
-    pub id: RefundId,
-    pub ride_id: RideId,
+    pub id: RefundPublicId,
+    pub ride_id: RidePublicId,
     pub amount_cents: i64,
     pub currency: &'a str,
     pub reason: Option<&'a str>,
@@ -68,7 +68,7 @@ impl RefundJson<'_> {
 }
 
 /// Where a refund lives.
-pub fn location(ride_id: RideId, id: RefundId) -> String {
+pub fn location(ride_id: RidePublicId, id: RefundPublicId) -> String {
     format!("/api/rides/{ride_id}/refunds/{id}")
 }
 

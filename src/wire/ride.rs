@@ -7,15 +7,15 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::idempotency::StoredResponse;
-use crate::ids::RideId;
+use crate::public_ids::RidePublicId;
 use ridepay_gateway::CaptureMethod;
 
 /// The ride JSON of the contract.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Ride)]
 pub struct RideJson<'a> {
-    #[schema(value_type = i64)]
-    pub id: RideId,
+    #[schema(value_type = String, pattern = "^ride_[a-z2-7]{29}$", example = "ride_4be32blpsnwrwonxasv47asov3zzw")]
+    pub id: RidePublicId,
     pub origin_lat: f64,
     pub origin_lon: f64,
     pub target_lat: f64,
@@ -67,7 +67,7 @@ impl RideJson<'_> {
 }
 
 /// Where a ride lives.
-pub fn location(id: RideId) -> String {
+pub fn location(id: RidePublicId) -> String {
     format!("/api/rides/{id}")
 }
 
@@ -79,11 +79,6 @@ pub fn created(ride: &RideJson) -> StoredResponse {
         return super::answer::accepted(location(ride.id), ride.body());
     }
     super::answer::created(location(ride.id), ride.body())
-}
-
-/// The answer to a ride completed or cancelled: 200, the ride as it is.
-pub fn settled(ride: &RideJson) -> StoredResponse {
-    super::answer::ok(ride.body())
 }
 
 // The bodies as sent: every field optional, so that all missing fields are

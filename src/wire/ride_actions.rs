@@ -1,10 +1,20 @@
-//! The bodies of what is done to a ride: completing, cancelling and tipping
-//! it. As every body on the wire, each field is optional here, so that all
-//! missing fields are reported at once, and unknown and duplicate fields
-//! are refused by serde; the schemas say what is required.
+//! What is done to a ride: completing, cancelling and tipping it, their
+//! bodies and their answer. As every body on the wire, each field is
+//! optional here, so that all missing fields are reported at once, and
+//! unknown and duplicate fields are refused by serde; the schemas say what
+//! is required.
 
 use serde::Deserialize;
 use utoipa::ToSchema;
+
+use super::ride::RideJson;
+use crate::idempotency::StoredResponse;
+
+/// The answer to a ride completed, cancelled or tipped: 200, the ride as it
+/// is.
+pub fn settled(ride: &RideJson) -> StoredResponse {
+    super::answer::ok(ride.body())
+}
 
 /// The body of `POST /api/rides/{id}/complete`.
 #[derive(Deserialize, ToSchema)]

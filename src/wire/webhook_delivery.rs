@@ -5,10 +5,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::public_ids::DeliveryPublicId;
+
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = WebhookDelivery)]
 pub struct DeliveryJson {
-    pub id: i64,
+    #[schema(value_type = String, pattern = "^whdl_[a-z2-7]{29}$", example = "whdl_n4wdufasytljpz6ag5yo6oozavarw")]
+    pub id: DeliveryPublicId,
     /// The event's id: the `webhook-id` of every attempt.
     pub event_id: String,
     pub event_type: String,

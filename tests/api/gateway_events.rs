@@ -14,6 +14,7 @@ use futures_util::future::join_all;
 
 use crate::common::app::{database_only, spawn_app_with, spawn_server, Answer, TestApp, RIDE};
 use crate::common::gateway::{stripe_event, WEBHOOK_SECRET};
+use crate::common::ids::Id;
 use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
 
@@ -27,13 +28,14 @@ async fn app() -> TestApp {
     .await
 }
 
-fn intent_of(app: &TestApp, ride_id: i64) -> String {
+fn intent_of(app: &TestApp, ride_id: Id) -> String {
     use diesel::prelude::*;
 
+    use ridepay::public_ids::RidePublicId;
     use ridepay::schema::rides;
 
     rides::table
-        .find(ride_id)
+        .filter(rides::public_id.eq(ride_id.public::<RidePublicId>()))
         .select(rides::payment_intent_id)
         .first::<Option<String>>(&mut app.db())
         .unwrap()
@@ -278,7 +280,7 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
             &crate::common::app::ride_with(json!({"payment_method": "pm_card_refundFail"})),
         )
         .await;
-    let ride_id = paid.json()["id"].as_i64().unwrap();
+    let ride_id = Id::of(&paid.json()["id"]);
     let intent = intent_of(&app, ride_id);
 
     let refunded = app

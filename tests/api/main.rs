@@ -13,6 +13,7 @@ mod guards;
 mod idempotency;
 mod operations;
 mod pages;
+mod public_ids;
 mod refunds;
 mod rides;
 mod webhook_endpoints;

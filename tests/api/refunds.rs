@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use ridepay::public_ids::RidePublicId;
 
 use crate::common::app::{spawn_app, spawn_app_with, spawn_server};
+use crate::common::ids::Id;
 use crate::common::wait::eventually;
 
 const REFUND: &str = r#"{"amount_cents": 500, "reason": "requested_by_customer"}"#;
@@ -21,7 +23,7 @@ async fn a_refund_is_201_with_its_location_and_replays_byte_for_byte() {
     let refund = first.json();
     assert_eq!(
         first.header("location"),
-        Some(format!("/api/rides/{ride_id}/refunds/{}", refund["id"]).as_str())
+        Some(format!("/api/rides/{ride_id}/refunds/{}", Id::of(&refund["id"])).as_str())
     );
     assert_eq!(first.header("content-type"), Some("application/json"));
     assert_eq!(refund["ride_id"], ride_id);
@@ -91,17 +93,16 @@ async fn partial_refunds_add_up_and_the_last_one_makes_the_ride_refunded() {
 async fn a_refund_not_allowed_is_422_writes_nothing_and_leaves_the_key_unused() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("ride").await;
-    let declined = app
-        .post_ride(
+    let declined = Id::of(
+        &app.post_ride(
             "declined",
             &crate::common::app::ride_with(
                 serde_json::json!({"payment_method": "pm_card_visa_chargeDeclined"}),
             ),
         )
         .await
-        .json()["ride_id"]
-        .as_i64()
-        .unwrap();
+        .json()["ride_id"],
+    );
     let before = (app.count("idempotency_keys"), app.count("audit_records"));
 
     let too_much = app
@@ -138,7 +139,9 @@ async fn another_users_ride_is_404_and_nothing_is_written() {
         .await
         .unwrap();
 
-    let missing = app.post_refund(ride_id + 1000, "nowhere", REFUND).await;
+    let missing = app
+        .post_refund(Id::nothing::<RidePublicId>(), "nowhere", REFUND)
+        .await;
     answer.assert_problem(404, "not-found");
     missing.assert_problem(404, "not-found");
     assert_eq!(answer.json()["detail"], missing.json()["detail"]);

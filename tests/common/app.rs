@@ -255,7 +255,7 @@ impl TestApp {
     }
 
     /// `POST /api/rides/{ride_id}/refunds` as the test's user.
-    pub async fn post_refund(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+    pub async fn post_refund(&self, ride_id: Id, key: &str, body: &str) -> Answer {
         self.post_refund_to(&self.address, &self.user.api_key, ride_id, key, body)
             .await
             .expect("the server answers")
@@ -265,7 +265,7 @@ impl TestApp {
         &self,
         address: &str,
         api_key: &str,
-        ride_id: i64,
+        ride_id: Id,
         key: &str,
         body: &str,
     ) -> Result<Answer, reqwest::Error> {
@@ -274,19 +274,19 @@ impl TestApp {
     }
 
     /// `POST /api/rides/{ride_id}/complete` as the test's user.
-    pub async fn post_complete(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+    pub async fn post_complete(&self, ride_id: Id, key: &str, body: &str) -> Answer {
         let path = format!("/api/rides/{ride_id}/complete");
         self.post_as(&self.user, &path, key, body).await
     }
 
     /// `POST /api/rides/{ride_id}/cancel` as the test's user.
-    pub async fn post_cancel(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+    pub async fn post_cancel(&self, ride_id: Id, key: &str, body: &str) -> Answer {
         let path = format!("/api/rides/{ride_id}/cancel");
         self.post_as(&self.user, &path, key, body).await
     }
 
     /// `POST /api/rides/{ride_id}/tip` as the test's user.
-    pub async fn post_tip(&self, ride_id: i64, key: &str, body: &str) -> Answer {
+    pub async fn post_tip(&self, ride_id: Id, key: &str, body: &str) -> Answer {
         let path = format!("/api/rides/{ride_id}/tip");
         self.post_as(&self.user, &path, key, body).await
     }
@@ -300,16 +300,13 @@ impl TestApp {
 
     /// `POST /api/webhook_endpoints/{id}/roll_secret` as the test's user.
     pub async fn post_roll_secret(&self, endpoint_id: &Value, key: &str) -> Answer {
-        let path = format!(
-            "/api/webhook_endpoints/{}/roll_secret",
-            id_in_path(endpoint_id)
-        );
+        let path = format!("/api/webhook_endpoints/{}/roll_secret", Id::of(endpoint_id));
         self.post_as(&self.user, &path, key, "{}").await
     }
 
     /// `POST /api/webhook_endpoints/{id}/test` as the test's user.
     pub async fn post_test_event(&self, endpoint_id: &Value, key: &str) -> Answer {
-        let path = format!("/api/webhook_endpoints/{}/test", id_in_path(endpoint_id));
+        let path = format!("/api/webhook_endpoints/{}/test", Id::of(endpoint_id));
         self.post_as(&self.user, &path, key, "{}").await
     }
 
@@ -323,8 +320,8 @@ impl TestApp {
     ) -> Answer {
         let path = format!(
             "/api/webhook_endpoints/{}/deliveries/{}/retry",
-            id_in_path(endpoint_id),
-            id_in_path(delivery_id)
+            Id::of(endpoint_id),
+            Id::of(delivery_id)
         );
         self.post_as(&self.user, &path, key, "{}").await
     }
@@ -340,11 +337,11 @@ impl TestApp {
 
     /// A ride whose fare is held on `payment_method`, through the API;
     /// returns its id.
-    pub async fn held_ride(&self, key: &str, payment_method: &str) -> i64 {
+    pub async fn held_ride(&self, key: &str, payment_method: &str) -> Id {
         let answer = self.post_ride(key, &held_ride(payment_method)).await;
         answer.assert_status(201);
         assert_eq!(answer.json()["status"], "authorized");
-        answer.json()["id"].as_i64().unwrap()
+        Id::of(&answer.json()["id"])
     }
 
     /// A ride whose card needs the rider's authentication (202
@@ -357,31 +354,47 @@ impl TestApp {
         answer.json()
     }
 
+    /// The integer key of the row `id` names.
+    pub fn row_key(&self, id: Id) -> i64 {
+        diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!("SELECT {}", id.row_key()))
+            .get_result(&mut self.db())
+            .unwrap()
+    }
+
     /// How many times `ride` took a status (`ride.authorized`, ...): the
     /// audit record each transition writes.
     pub fn transitions(&self, ride: &Value, action: &str) -> i64 {
         self.count(&format!(
             "audit_records WHERE resource_type = 'ride' AND resource_id = {} AND action = '{action}'",
-            ride["id"]
+            super::ids::Id::of(&ride["id"]).row_key()
         ))
     }
 
     /// A ride paid at once with the user's saved card (`captured`), through
     /// the API; returns its id.
-    pub async fn saved_card_ride(&self, key: &str) -> i64 {
+    pub async fn saved_card_ride(&self, key: &str) -> Id {
         let answer = self
             .post_ride(key, &ride_with(json!({ "payment_method": null })))
             .await;
         answer.assert_status(201);
         assert_eq!(answer.json()["status"], "captured");
-        answer.json()["id"].as_i64().unwrap()
+        Id::of(&answer.json()["id"])
     }
 
     /// A ride, paid, through the API; returns its id.
-    pub async fn paid_ride(&self, key: &str) -> i64 {
+    /// The service's context on its own pool, the simulated gateway without
+    /// faults: for tests that drive the steps in process.
+    pub fn service_context(&self) -> ridepay::context::ServiceContext {
+        super::keys::service_context(
+            super::settings::pool(&self.database_url),
+            Default::default(),
+        )
+    }
+
+    pub async fn paid_ride(&self, key: &str) -> Id {
         let answer = self.post_ride(key, RIDE).await;
         answer.assert_status(201);
-        answer.json()["id"].as_i64().unwrap()
+        Id::of(&answer.json()["id"])
     }
 
     /// A Stripe event delivered to `POST /webhooks/stripe` with the given
@@ -409,7 +422,7 @@ impl TestApp {
     }
 
     /// The ride as the API shows it.
-    pub async fn ride(&self, ride_id: i64) -> Value {
+    pub async fn ride(&self, ride_id: Id) -> Value {
         self.get(&format!("/api/rides/{ride_id}")).await.json()
     }
 
@@ -499,7 +512,4 @@ impl TestApp {
 
 pub use super::database::count;
 
-/// An id from an answer, as a path carries it (a JSON string unquoted).
-pub fn id_in_path(id: &Value) -> String {
-    id.as_str().map_or_else(|| id.to_string(), str::to_owned)
-}
+pub use super::ids::Id;

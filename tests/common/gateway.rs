@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use diesel::{Connection, PgConnection};
 use ridepay::config::{Settings, SimulatedGatewaySettings, StripeSettings};
-use ridepay::payments::{self};
 use ridepay_doubles::fake_stripe::{ConnectionLimits, FakeGateway, FakeGatewayConfig};
 use serde_json::{json, Value};
 
@@ -137,7 +136,7 @@ pub fn reconcile_with(
     settings.reconcile.search_lag = Duration::ZERO;
     settings.reconcile.orphan_grace = Duration::ZERO;
     configure(&mut settings);
-    let installation = payments::installation_id(&mut app.db()).unwrap();
+    let installation = ridepay::startup::Installation::load(&mut app.db()).unwrap();
     let pool = ridepay::db::build_pool(&app.database_url, &settings.database);
     let context = std::sync::Arc::new(
         ridepay::startup::service_context(&settings, pool, installation, &app.address).unwrap(),

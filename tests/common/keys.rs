@@ -17,6 +17,7 @@ use ridepay::rides::create as phases;
 use ridepay::rides::create::RecoveryPoint;
 use ridepay::rides::create::RideParams;
 use ridepay::service_error::ServiceError;
+use ridepay::startup::Installation;
 use ridepay_doubles::SimulatedGateway;
 
 use super::app::{Answer, TestApp, RIDE};
@@ -60,7 +61,7 @@ impl RideRequest {
         RideRequest {
             user_id: app.user.id,
             user_public_id: public_id(&mut conn, app.user.id),
-            installation: payments::installation_id(&mut conn).unwrap(),
+            installation: ridepay::startup::Installation::load(&mut conn).unwrap().id,
             key: IdempotencyKey::parse(key.as_bytes()).unwrap(),
             canonical: params.canonical(),
             params,
@@ -112,6 +113,7 @@ impl RideRequest {
 /// killed at that moment would. Returns the PaymentIntent made, if any.
 pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<PaymentIntent> {
     let mut conn = app.db();
+    let cx = app.service_context();
     let ride = RideRequest::new(app, key);
     let (request, params) = (ride.claimable(), &ride.params);
     let mut lease = conn
@@ -122,7 +124,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Pa
                 panic!("a new key is claimable");
             };
             if point != RecoveryPoint::Started {
-                phases::create_ride(conn, &lease, params, RETURN_URL)?;
+                phases::create_ride(conn, &lease, params, &cx)?;
                 lease.advance(conn, RecoveryPoint::RideCreated)?;
             }
             Ok::<_, ServiceError>(lease)
@@ -132,10 +134,7 @@ pub fn leave_key_at(app: &TestApp, key: &str, point: RecoveryPoint) -> Option<Pa
         return None;
     }
     let ride = ridepay::rides::model::find_by_key(&mut conn, lease.key_id()).unwrap();
-    let pool = super::settings::pool(&app.database_url);
-    let gateway = SimulatedGateway::new(pool, SimulatedGatewaySettings::default());
-    let installation = payments::installation_id(&mut conn).unwrap();
-    let intent = phases::pay(&gateway, installation, &lease, &ride).unwrap();
+    let intent = phases::pay(cx.gateway.as_ref(), cx.installation_id, &lease, &ride).unwrap();
     idempotency::in_transaction(&mut conn, &mut lease, |conn, lease| {
         let Final::Made(_) = phases::record_payment(conn, &ride, &intent)? else {
             panic!("the simulated gateway authorizes the test card");
@@ -174,12 +173,13 @@ pub fn expire_leases(app: &TestApp) {
 /// The service's context on `pool`, its simulated gateway with `faults`:
 /// for tests that drive the steps, the completer or a worker in process.
 pub fn service_context(pool: DbPool, faults: SimulatedGatewaySettings) -> ServiceContext {
-    let installation_id = payments::installation_id(&mut pool.get().unwrap()).unwrap();
+    let installation = Installation::load(&mut pool.get().unwrap()).unwrap();
     ServiceContext {
         gateway: Arc::new(SimulatedGateway::new(pool.clone(), faults)),
         pool,
         key_policy: POLICY,
-        installation_id,
+        installation_id: installation.id,
+        id_secret: installation.id_secret,
         return_url: RETURN_URL.to_owned(),
         destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,

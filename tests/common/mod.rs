@@ -10,6 +10,7 @@ pub mod client;
 pub mod database;
 #[cfg(feature = "simulated")]
 pub mod gateway;
+pub mod ids;
 #[cfg(feature = "simulated")]
 pub mod keys;
 pub mod pgbouncer;

@@ -476,6 +476,11 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     for answer in &answers {
         answer.assert_paid();
     }
+    // Every id a client was given names its own ride or nothing, though
+    // the new primary handed the lost rides' integer keys out again.
+    for answer in &answers {
+        assert_names_its_ride_or_nothing(&client, &server.address, &api_key, answer).await;
+    }
     let intents = "simulated_payment_intents";
     let lost = count_at(&gateway.ledger_url, intents) - count_at(&database_url, "rides");
     // Half the clients send their keys again at once, as a client whose
@@ -487,6 +492,10 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         let again = resend(&client, &server.address, &api_key, answer).await;
         assert_eq!(again.status(), 201, "{}: {:?}", answer.key, again.statuses);
         assert_same_payment(answer, &again);
+        // Made again, a lost ride has the id its client was given.
+        assert_eq!(ride_id(&again), ride_id(answer), "{}", answer.key);
+        let shown = get_ride(&client, &server.address, &api_key, answer).await;
+        assert_eq!(shown.0, 200, "{}", answer.key);
     }
     // Keys lost whole with the primary (a key whose row survived at an
     // earlier point is finished by the completer, or a retry, instead).
@@ -556,6 +565,40 @@ async fn resend(
         Duration::from_secs(60),
     )
     .await
+}
+
+/// The id of the ride `answer` was given.
+fn ride_id(answer: &Answered) -> serde_json::Value {
+    serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap()["id"].clone()
+}
+
+/// `GET` of the ride `answer` was given: the status and the ride.
+async fn get_ride(
+    client: &reqwest::Client,
+    address: &str,
+    api_key: &str,
+    answer: &Answered,
+) -> (u16, serde_json::Value) {
+    let id = ride_id(answer);
+    let url = format!("{address}/api/rides/{}", id.as_str().unwrap());
+    let response = client.get(url).bearer_auth(api_key).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// The id `answer` gave names the ride of that answer (its fare) or, lost
+/// with the primary, nothing: never another ride.
+async fn assert_names_its_ride_or_nothing(
+    client: &reqwest::Client,
+    address: &str,
+    api_key: &str,
+    answer: &Answered,
+) {
+    match get_ride(client, address, api_key, answer).await {
+        (404, _) => {}
+        (200, ride) => assert_eq!(ride["amount_cents"], answer.amount_cents, "{}", answer.key),
+        other => panic!("{}: {other:?}", answer.key),
+    }
 }
 
 fn assert_same_payment(first: &Answered, again: &Answered) {

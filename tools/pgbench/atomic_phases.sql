@@ -12,7 +12,9 @@
 -- The benchmark passes first_user, riders and fingerprint with -D; client i
 -- acts as rider i % riders, as the HTTP load does. pgbench reads a colon as
 -- the start of a variable even inside a string, so literals holding one are
--- built with jsonb_build_object instead.
+-- built with jsonb_build_object instead. The ride's public id is 18 bytes
+-- made from the key's number, spelt in hex in the answer (the server's
+-- base32 is as long: `ride_` and 29 characters).
 \set n random(1, 9223372036854775806)
 \set user_id :first_user + :client_id % :riders
 
@@ -35,10 +37,10 @@ COMMIT;
 
 -- Phase 2: the ride, and the key at ride_created.
 BEGIN;
-INSERT INTO rides (user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
-        target_lon, amount_cents, currency, payment_method, capture_method)
-  VALUES (:user_id, :key_id, 37.77, -122.42, 37.8, -122.27, 2000, 'usd', 'pm_card_visa',
-        'automatic')
+INSERT INTO rides (public_id, user_id, idempotency_key_id, origin_lat, origin_lon,
+        target_lat, target_lon, amount_cents, currency, payment_method, capture_method)
+  VALUES (decode(lpad(to_hex(:n::bigint), 36, '0'), 'hex'), :user_id, :key_id, 37.77, -122.42, 37.8,
+        -122.27, 2000, 'usd', 'pm_card_visa', 'automatic')
   RETURNING id AS ride_id
 \gset
 UPDATE idempotency_keys SET recovery_point = 'ride_created', last_run_at = now(),
@@ -60,7 +62,8 @@ UPDATE idempotency_keys
       response_status = 201,
       response_headers = jsonb_build_array(jsonb_build_array('Content-Type', 'application/json')),
       response_body = convert_to(jsonb_build_object(
-          'id', :ride_id::bigint, 'status', 'captured', 'amount_cents', 2000, 'currency', 'usd',
+          'id', 'ride_' || lpad(to_hex(:n::bigint), 29, '0'), 'status', 'captured',
+          'amount_cents', 2000, 'currency', 'usd',
           'origin_lat', 37.77, 'origin_lon', -122.42, 'target_lat', 37.8, 'target_lon', -122.27,
           'created_at', now())::text, 'UTF8')
   WHERE id = :key_id;

@@ -13,7 +13,10 @@
 -- the HTTP load does. The pool checks a connection at checkout without a
 -- round trip (src/db/mod.rs), so no statement stands for it. pgbench reads a
 -- colon as the start of a variable even inside a string, so literals holding
--- one are built with jsonb_build_object instead.
+-- one are built with jsonb_build_object instead. The ride's public id, which
+-- the server derives from the request and sends as 18 bytes, is 18 bytes
+-- made from the key's number here; the answer spells it in hex where the
+-- server spells it in base32, the same length (`ride_` and 29 characters).
 \set n random(1, 9223372036854775806)
 \set user_id :first_user + :client_id % :riders
 
@@ -40,12 +43,12 @@ INSERT INTO idempotency_keys (user_id, key, request_method, request_path,
   ON CONFLICT (user_id, key) DO NOTHING RETURNING id AS key_id
 \gset
 WITH changed AS (
-    INSERT INTO rides (user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
-        target_lon, amount_cents, currency, payment_method, capture_method, customer,
-        return_url)
-      VALUES (:user_id, :key_id, 37.77, -122.42, 37.8, -122.27, 2000, 'usd', 'pm_card_visa',
-        'automatic', NULL, :return_url)
-      RETURNING id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
+    INSERT INTO rides (public_id, user_id, idempotency_key_id, origin_lat, origin_lon,
+        target_lat, target_lon, amount_cents, currency, payment_method, capture_method,
+        customer, return_url)
+      VALUES (decode(lpad(to_hex(:n::bigint), 36, '0'), 'hex'), :user_id, :key_id, 37.77, -122.42,
+        37.8, -122.27, 2000, 'usd', 'pm_card_visa', 'automatic', NULL, :return_url)
+      RETURNING id, public_id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
         target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status,
         charge_id, created_at, capture_method, customer, return_url, payment_intent_id,
         client_secret, next_action, amount_authorized_cents, amount_captured_cents,
@@ -123,16 +126,18 @@ WITH fence AS (
         AND status = ANY(ARRAY['pending', 'requires_action', 'processing', 'authorized'])
         AND settling_key_id IS NULL
         AND EXISTS (SELECT 1 FROM fence)
-      RETURNING id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat, target_lon,
-        amount_cents, amount_refunded_cents, currency, payment_method, status, charge_id,
+      RETURNING id, public_id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
+        target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status, charge_id,
         created_at, capture_method, customer, return_url, payment_intent_id, client_secret,
         next_action, amount_authorized_cents, amount_captured_cents, settling_key_id),
   finished AS (
     UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
         response_headers = jsonb_build_array(jsonb_build_array('Content-Type', 'application/json'),
-                                             jsonb_build_array('Location', '/api/rides/' || :ride_id::text)),
-        response_body = convert_to(jsonb_build_object('id', :ride_id::bigint, 'origin_lat', 37.77,
-            'origin_lon', -122.42, 'target_lat', 37.8, 'target_lon', -122.27, 'amount_cents', 2000,
+                                             jsonb_build_array('Location',
+                                                 '/api/rides/ride_' || lpad(to_hex(:n::bigint), 29, '0'))),
+        response_body = convert_to(jsonb_build_object('id', 'ride_' || lpad(to_hex(:n::bigint), 29, '0'),
+            'origin_lat', 37.77, 'origin_lon', -122.42, 'target_lat', 37.8, 'target_lon', -122.27,
+            'amount_cents', 2000,
             'currency', 'usd', 'capture_method', 'automatic', 'status', 'captured',
             'payment_intent_id', 'pi_sim_pgbench_' || :key_id::text,
             'amount_authorized_cents', 2000, 'amount_captured_cents', 2000,

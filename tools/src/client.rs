@@ -47,10 +47,24 @@ impl Answer {
     }
 
     /// The ride an answer names: the `id` of a ride JSON answer, or the
-    /// `ride_id` of a problem about one (a decline's).
-    pub fn ride_id(&self) -> Option<i64> {
+    /// `ride_id` of a problem about one (a decline's). An opaque string
+    /// (`ride_...`), taken as given, for paths and for the audit.
+    pub fn ride_id(&self) -> Option<String> {
         let value = self.json()?;
-        value.get("id").or_else(|| value.get("ride_id"))?.as_i64()
+        let id = value.get("id").or_else(|| value.get("ride_id"))?;
+        Some(id.as_str()?.to_owned())
+    }
+
+    /// The id of a ride JSON answer as a path names the ride: the string
+    /// as given (`ride_...`), or the integer a server from before public
+    /// ids answers (the release before, which the benchmark may measure
+    /// beside this one: `--baseline-bin`).
+    pub fn ride_path_id(&self) -> Option<String> {
+        match self.json()?.get("id")? {
+            serde_json::Value::String(id) => Some(id.clone()),
+            serde_json::Value::Number(id) => Some(id.to_string()),
+            _ => None,
+        }
     }
 
     fn json(&self) -> Option<serde_json::Value> {
@@ -116,8 +130,8 @@ impl RideClient {
         read(response).await
     }
 
-    /// `GET /api/rides/{id}`.
-    pub async fn get_ride(&self, address: &str, id: i64) -> reqwest::Result<Answer> {
+    /// `GET /api/rides/{id}`, `id` as an answer gave it (`ride_...`).
+    pub async fn get_ride(&self, address: &str, id: &str) -> reqwest::Result<Answer> {
         let response = self
             .http
             .get(format!("http://{address}/api/rides/{id}"))
@@ -140,4 +154,38 @@ async fn read(response: reqwest::Response) -> reqwest::Result<Answer> {
         body,
         replayed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: &str) -> Answer {
+        Answer {
+            status: 201,
+            body: body.as_bytes().to_vec(),
+            replayed: false,
+        }
+    }
+
+    #[test]
+    fn a_ride_is_named_by_its_string_id_or_a_problems_ride_id() {
+        let id = "ride_k5qx3bmfzq2wj7hvnyt4cdlrpeaq";
+        let ride = answer(&json!({ "id": id, "status": "authorized" }).to_string());
+        assert_eq!(ride.ride_id().as_deref(), Some(id));
+        let declined =
+            answer(&json!({ "type": "/problems/card-declined", "ride_id": id }).to_string());
+        assert_eq!(declined.ride_id().as_deref(), Some(id));
+        // An integer is no id the API gives now.
+        assert_eq!(answer(r#"{"id":7}"#).ride_id(), None);
+    }
+
+    #[test]
+    fn a_path_names_a_ride_by_its_id_or_a_release_befores_integer() {
+        let id = "ride_k5qx3bmfzq2wj7hvnyt4cdlrpeaq";
+        let ride = answer(&json!({ "id": id }).to_string());
+        assert_eq!(ride.ride_path_id().as_deref(), Some(id));
+        assert_eq!(answer(r#"{"id":7}"#).ride_path_id().as_deref(), Some("7"));
+        assert_eq!(answer(r#"{"id":null}"#).ride_path_id(), None);
+    }
 }

@@ -6,7 +6,7 @@ use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::ids::RideId;
+use crate::public_ids::{PathId, RidePublicId};
 use crate::refunds::create::{RefundEndpoint, RefundParams};
 use crate::wire::problem::Problem;
 use crate::wire::refund::{RefundBody, RefundJson};
@@ -21,7 +21,7 @@ use crate::wire::refund::{RefundBody, RefundJson};
     post,
     path = "/api/rides/{id}/refunds",
     tag = "refunds",
-    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    params(("id" = String, Path, description = "The ride's id (`ride_...`), or the integer of one made before those", pattern = "^(ride_[a-z2-7]{29}|[0-9]+)$"), IdempotencyKeyHeader),
     request_body(content = RefundBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
@@ -39,7 +39,7 @@ use crate::wire::refund::{RefundBody, RefundJson};
 )]
 pub async fn create_refund(
     post: IdempotentPost,
-    ride_id: web::Path<RideId>,
+    ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
     post.serve::<RefundEndpoint>(move |body| RefundParams::parse(ride_id, body))

@@ -5,9 +5,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::context::ServiceContext;
-use crate::http::auth::{as_caller, Caller};
+use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
-use crate::ids::RideId;
+use crate::http::reading::as_caller;
+use crate::public_ids::{PathId, RidePublicId};
 use crate::refunds::model::{self, RefundWithParts};
 use crate::rides;
 use crate::service_error::ServiceError;
@@ -31,7 +32,7 @@ pub struct Page {
     get,
     path = "/api/rides/{id}/refunds",
     tag = "refunds",
-    params(("id" = i64, Path, description = "The ride's id")),
+    params(("id" = String, Path, description = "The ride's id (`ride_...`), or the integer of one made before those", pattern = "^(ride_[a-z2-7]{29}|[0-9]+)$")),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The ride's refunds", body = Page),
@@ -41,13 +42,14 @@ pub struct Page {
 )]
 pub async fn list_refunds(
     caller: Caller,
-    ride_id: web::Path<RideId>,
+    ride_id: web::Path<PathId<RidePublicId>>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
     let refunds = as_caller(context, caller, move |conn, user| {
-        rides::reads::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
-        Ok(model::list_for_ride(conn, ride_id)?)
+        let ride =
+            rides::reads::find_for_user(conn, user.id, ride_id)?.ok_or(ServiceError::NotFound)?;
+        Ok(model::list_for_ride(conn, &ride)?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(Page {

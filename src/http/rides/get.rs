@@ -7,7 +7,7 @@ use crate::context::ServiceContext;
 use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
 use crate::http::request_id;
-use crate::ids::RideId;
+use crate::public_ids::{PathId, RidePublicId};
 use crate::rides::reads;
 use crate::service_error::ServiceError;
 use crate::wire::problem::Problem;
@@ -19,7 +19,7 @@ use crate::wire::ride::RideJson;
     get,
     path = "/api/rides/{id}",
     tag = "rides",
-    params(("id" = i64, Path, description = "The ride's id")),
+    params(("id" = String, Path, description = "The ride's id (`ride_...`), or the integer of one made before those", pattern = "^(ride_[a-z2-7]{29}|[0-9]+)$")),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The ride", body = RideJson),
@@ -29,7 +29,7 @@ use crate::wire::ride::RideJson;
 )]
 pub async fn get_ride(
     caller: Caller,
-    ride_id: web::Path<RideId>,
+    ride_id: web::Path<PathId<RidePublicId>>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();

@@ -1,6 +1,7 @@
 //! `POST /api/rides/{id}/tip`
 
 use crate::http::routes::Routes;
+use crate::public_ids::{PathId, RidePublicId};
 use actix_web::{web, HttpResponse};
 use utoipa::OpenApi;
 
@@ -9,7 +10,6 @@ use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
 use crate::http::routing::post_only;
-use crate::ids::RideId;
 use crate::rides::tip::{TipEndpoint, TipParams};
 use crate::wire::problem::Problem;
 use crate::wire::ride::RideJson;
@@ -28,7 +28,7 @@ use crate::wire::ride_actions::TipBody;
     post,
     path = "/api/rides/{id}/tip",
     tag = "rides",
-    params(("id" = i64, Path, description = "The ride's id"), IdempotencyKeyHeader),
+    params(("id" = String, Path, description = "The ride's id (`ride_...`), or the integer of one made before those", pattern = "^(ride_[a-z2-7]{29}|[0-9]+)$"), IdempotencyKeyHeader),
     request_body(content = TipBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
@@ -43,7 +43,7 @@ use crate::wire::ride_actions::TipBody;
 )]
 pub async fn tip_ride(
     post: IdempotentPost,
-    ride_id: web::Path<RideId>,
+    ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
     post.serve::<TipEndpoint>(move |body| TipParams::parse(ride_id, body))

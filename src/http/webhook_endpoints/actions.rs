@@ -3,6 +3,7 @@
 //! a test event sent.
 
 use crate::http::routes::Routes;
+use crate::public_ids::{DeliveryPublicId, DestinationPublicId, PathId};
 use crate::user_webhooks::actions::retry::RetryEndpoint;
 use crate::user_webhooks::actions::roll_secret::RollSecretEndpoint;
 use crate::user_webhooks::actions::test_event::TestEventEndpoint;
@@ -24,8 +25,8 @@ use crate::wire::webhook_delivery::DeliveryJson;
 
 async fn act<A: DestinationAction>(
     post: IdempotentPost,
-    endpoint_id: i64,
-    delivery_id: Option<i64>,
+    endpoint_id: PathId<DestinationPublicId>,
+    delivery_id: Option<PathId<DeliveryPublicId>>,
 ) -> Result<HttpResponse, Problem> {
     post.serve::<Action<A>>(move |body| ActionParams::parse(endpoint_id, delivery_id, body))
         .await
@@ -39,8 +40,8 @@ async fn act<A: DestinationAction>(
     path = "/api/webhook_endpoints/{id}/deliveries/{delivery_id}/retry",
     tag = "webhooks",
     params(
-        ("id" = i64, Path, description = "The destination's id"),
-        ("delivery_id" = i64, Path, description = "The delivery's id"),
+        ("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$"),
+        ("delivery_id" = String, Path, description = "The delivery's id (`whdl_...`)", pattern = "^whdl_[a-z2-7]{29}$"),
         IdempotencyKeyHeader,
     ),
     security(("api_key" = [])),
@@ -53,7 +54,7 @@ async fn act<A: DestinationAction>(
 )]
 pub async fn retry_delivery(
     post: IdempotentPost,
-    path: web::Path<(i64, i64)>,
+    path: web::Path<(PathId<DestinationPublicId>, PathId<DeliveryPublicId>)>,
 ) -> Result<HttpResponse, Problem> {
     let (endpoint_id, delivery_id) = path.into_inner();
     act::<Retry>(post, endpoint_id, Some(delivery_id)).await
@@ -66,7 +67,7 @@ pub async fn retry_delivery(
     post,
     path = "/api/webhook_endpoints/{id}/roll_secret",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id"), IdempotencyKeyHeader),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$"), IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The destination with its new `secret` (or the replay of it)", body = DestinationJson),
@@ -77,7 +78,7 @@ pub async fn retry_delivery(
 )]
 pub async fn roll_secret(
     post: IdempotentPost,
-    id: web::Path<i64>,
+    id: web::Path<PathId<DestinationPublicId>>,
 ) -> Result<HttpResponse, Problem> {
     act::<RollSecret>(post, id.into_inner(), None).await
 }
@@ -88,7 +89,7 @@ pub async fn roll_secret(
     post,
     path = "/api/webhook_endpoints/{id}/test",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id"), IdempotencyKeyHeader),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$"), IdempotencyKeyHeader),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The test event's delivery, pending (or the replay of it)", body = DeliveryJson),
@@ -99,7 +100,7 @@ pub async fn roll_secret(
 )]
 pub async fn send_test_event(
     post: IdempotentPost,
-    id: web::Path<i64>,
+    id: web::Path<PathId<DestinationPublicId>>,
 ) -> Result<HttpResponse, Problem> {
     act::<TestEvent>(post, id.into_inner(), None).await
 }

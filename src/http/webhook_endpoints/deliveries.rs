@@ -1,27 +1,19 @@
-//! `GET /api/webhook_endpoints/{id}/deliveries?limit=N&before_id=M`
+//! `GET /api/webhook_endpoints/{id}/deliveries?limit=N&starting_after=ID`
 
 use actix_web::{web, HttpResponse};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::context::ServiceContext;
-use crate::http::auth::{as_caller, Caller};
+use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
-use crate::http::pagination::{checked_limit, page};
+use crate::http::pagination::ListQuery;
+use crate::http::reading::as_caller;
+use crate::public_ids::{DestinationPublicId, PathId};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::{deliveries, model};
 use crate::wire::problem::Problem;
 use crate::wire::webhook_delivery::DeliveryJson;
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct DeliveriesQuery {
-    /// 1 to 100, default 20.
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<i64>,
-    /// Only deliveries older than this one (pagination).
-    before_id: Option<i64>,
-}
 
 /// A page of deliveries, newest first.
 #[derive(Serialize, ToSchema)]
@@ -37,7 +29,7 @@ pub struct Page {
     get,
     path = "/api/webhook_endpoints/{id}/deliveries",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id"), DeliveriesQuery),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$"), ListQuery),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "A page of deliveries", body = Page),
@@ -47,18 +39,17 @@ pub struct Page {
 )]
 pub async fn list_deliveries(
     caller: Caller,
-    id: web::Path<i64>,
-    query: web::Query<DeliveriesQuery>,
+    id: web::Path<PathId<DestinationPublicId>>,
+    query: web::Query<ListQuery>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let id = id.into_inner();
-    let (limit, before_id) = (query.limit, query.before_id);
-    let (rows, limit) = as_caller(context, caller, move |conn, user| {
-        model::find_for_user(conn, user.id, id)?.ok_or(ServiceError::NotFound)?;
-        let limit = checked_limit(limit)?;
-        Ok((deliveries::list(conn, id, limit, before_id)?, limit))
+    let query = query.into_inner();
+    let (data, has_more) = as_caller(context, caller, move |conn, user| {
+        let destination = model::find_for_user(conn, user.id, id)?.ok_or(ServiceError::NotFound)?;
+        let (limit, cursor) = query.checked()?;
+        deliveries::page(conn, destination.id, limit, cursor)
     })
     .await?;
-    let (data, has_more) = page(rows, limit);
     Ok(HttpResponse::Ok().json(Page { data, has_more }))
 }

@@ -8,8 +8,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::context::ServiceContext;
-use crate::http::auth::{as_caller, Caller};
+use crate::http::auth::Caller;
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
+use crate::http::reading::as_caller;
+use crate::public_ids::{DestinationPublicId, PathId};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::model::{self, Destination};
 use crate::wire::destination::DestinationJson;
@@ -52,7 +54,7 @@ pub async fn list_webhook_endpoints(
     get,
     path = "/api/webhook_endpoints/{id}",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id")),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$")),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The destination", body = DestinationJson),
@@ -62,7 +64,7 @@ pub async fn list_webhook_endpoints(
 )]
 pub async fn get_webhook_endpoint(
     caller: Caller,
-    id: web::Path<i64>,
+    id: web::Path<PathId<DestinationPublicId>>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let id = id.into_inner();
@@ -80,7 +82,7 @@ pub async fn get_webhook_endpoint(
     delete,
     path = "/api/webhook_endpoints/{id}",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id")),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$")),
     security(("api_key" = [])),
     responses(
         (status = 204, description = "Deleted"),
@@ -90,7 +92,7 @@ pub async fn get_webhook_endpoint(
 )]
 pub async fn delete_webhook_endpoint(
     caller: Caller,
-    id: web::Path<i64>,
+    id: web::Path<PathId<DestinationPublicId>>,
     context: web::Data<ServiceContext>,
 ) -> Result<HttpResponse, Problem> {
     let id = id.into_inner();

@@ -6,10 +6,12 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::context::ServiceContext;
-use crate::http::auth::{as_caller, Caller};
+use crate::http::auth::Caller;
 use crate::http::body::{read_json, MAX_BODY_BYTES};
 use crate::http::openapi_components::{ApiProblems, ProblemDocument};
+use crate::http::reading::as_caller;
 use crate::http_client::destination::DestinationPolicy;
+use crate::public_ids::{DestinationPublicId, PathId};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::model::{self, Changes};
 use crate::user_webhooks::register::{checked_events, checked_url, expected};
@@ -57,7 +59,7 @@ fn parse(policy: DestinationPolicy, body: &[u8]) -> Result<Patch, Vec<FieldError
     patch,
     path = "/api/webhook_endpoints/{id}",
     tag = "webhooks",
-    params(("id" = i64, Path, description = "The destination's id")),
+    params(("id" = String, Path, description = "The destination's id (`whep_...`), or the integer of one registered before those", pattern = "^(whep_[a-z2-7]{29}|[0-9]+)$")),
     request_body(content = WebhookEndpointPatchBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
@@ -70,7 +72,7 @@ fn parse(policy: DestinationPolicy, body: &[u8]) -> Result<Patch, Vec<FieldError
 )]
 pub async fn update_webhook_endpoint(
     caller: Caller,
-    id: web::Path<i64>,
+    id: web::Path<PathId<DestinationPublicId>>,
     request: HttpRequest,
     payload: web::Payload,
     context: web::Data<ServiceContext>,

@@ -10,6 +10,7 @@ use diesel::prelude::*;
 use super::Lease;
 use crate::idempotency::endpoint::FlowContext;
 use crate::idempotency::recovery_point::RecoveryPoints;
+use crate::idempotency::request::GatewayCalls;
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
@@ -79,7 +80,10 @@ impl<P: RecoveryPoints> Lease<P> {
     /// holder of the lease who proved the current generation's call made
     /// nothing does (reconciliation).
     pub fn next_generation(&mut self, conn: &mut PgConnection) -> Result<(), ServiceError> {
-        let next = self.calls.next_generation();
+        let next = GatewayCalls {
+            generation: self.calls.generation + 1,
+            ..self.calls
+        };
         let updated = diesel::update(self.fenced())
             .set((
                 keys::call_generation.eq(next.generation),

@@ -20,6 +20,7 @@ use crate::idempotency::{
     Endpoint, Lease, RecoveryPoints, StoredResponse, Transition, TransitionOf,
 };
 use crate::ids::UserId;
+use crate::public_ids::{DeliveryPublicId, DestinationPublicId, PathId};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::model;
 use crate::validation::{parse_body, FieldError};
@@ -32,15 +33,15 @@ use crate::wire::destination::EmptyBody;
 #[serde(deny_unknown_fields)]
 pub struct ActionParams {
     // In sorted order, as the canonical form needs.
-    pub delivery_id: Option<i64>,
-    pub endpoint_id: i64,
+    pub delivery_id: Option<PathId<DeliveryPublicId>>,
+    pub endpoint_id: PathId<DestinationPublicId>,
 }
 
 impl ActionParams {
     /// The path names what the action is on; the body, if any, is `{}`.
     pub fn parse(
-        endpoint_id: i64,
-        delivery_id: Option<i64>,
+        endpoint_id: PathId<DestinationPublicId>,
+        delivery_id: Option<PathId<DeliveryPublicId>>,
         body: &[u8],
     ) -> Result<ActionParams, Vec<FieldError>> {
         if !body.iter().all(u8::is_ascii_whitespace) {
@@ -70,6 +71,7 @@ pub trait DestinationAction: Send + Sync + 'static {
     /// The answer to store, once written.
     fn answer(
         conn: &mut PgConnection,
+        user: UserId,
         params: &ActionParams,
     ) -> Result<StoredResponse, ServiceError>;
 }
@@ -112,12 +114,16 @@ impl<A: DestinationAction> Endpoint for Action<A> {
     fn atomic(
         _cx: &ServiceContext,
         conn: &mut PgConnection,
-        _lease: &Lease<A::Point>,
+        lease: &Lease<A::Point>,
         params: &ActionParams,
         _point: A::Point,
         _known: (),
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        Ok(Transition::Finish(A::answer(conn, params)?))
+        Ok(Transition::Finish(A::answer(
+            conn,
+            lease.user_id(),
+            params,
+        )?))
     }
 
     /// Another user's destination is not found, before the key is looked at.
@@ -126,20 +132,27 @@ impl<A: DestinationAction> Endpoint for Action<A> {
         user: UserId,
         params: &ActionParams,
     ) -> Result<(), ServiceError> {
-        model::find_for_user(conn, user, params.endpoint_id)?
-            .map(drop)
-            .ok_or(ServiceError::NotFound)
+        destination(conn, user, params).map(drop)
     }
 }
 
-/// A delivery as the answer.
+/// The user's destination the action is on.
+fn destination(
+    conn: &mut PgConnection,
+    user: UserId,
+    params: &ActionParams,
+) -> Result<model::Destination, ServiceError> {
+    model::find_for_user(conn, user, params.endpoint_id)?.ok_or(ServiceError::NotFound)
+}
+
+/// A delivery to the destination as the answer.
 fn delivery_answer(
     conn: &mut PgConnection,
-    endpoint_id: i64,
-    delivery_id: i64,
+    destination: &model::Destination,
+    delivery: PathId<DeliveryPublicId>,
 ) -> Result<StoredResponse, ServiceError> {
     let delivery =
-        super::deliveries::find(conn, endpoint_id, delivery_id)?.ok_or(ServiceError::NotFound)?;
+        super::deliveries::find(conn, destination.id, delivery)?.ok_or(ServiceError::NotFound)?;
     Ok(wire::answer::ok(
         serde_json::to_vec(&delivery).expect("a delivery always serialises"),
     ))

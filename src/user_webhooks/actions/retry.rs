@@ -5,7 +5,7 @@
 
 use diesel::PgConnection;
 
-use super::{delivery_answer, ActionParams, DestinationAction};
+use super::{delivery_answer, destination, ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
 use crate::service_error::ServiceError;
@@ -30,20 +30,23 @@ impl DestinationAction for Retry {
 
     fn write(
         conn: &mut PgConnection,
-        _user: UserId,
+        user: UserId,
         params: &ActionParams,
     ) -> Result<bool, ServiceError> {
-        let Some(delivery_id) = params.delivery_id else {
+        let Some(delivery) = params.delivery_id else {
             return Ok(false);
         };
-        Ok(deliveries::requeue(conn, params.endpoint_id, delivery_id)?)
+        let destination = destination(conn, user, params)?;
+        Ok(deliveries::requeue(conn, destination.id, delivery)?)
     }
 
     fn answer(
         conn: &mut PgConnection,
+        user: UserId,
         params: &ActionParams,
     ) -> Result<StoredResponse, ServiceError> {
-        let delivery_id = params.delivery_id.ok_or(ServiceError::NotFound)?;
-        delivery_answer(conn, params.endpoint_id, delivery_id)
+        let delivery = params.delivery_id.ok_or(ServiceError::NotFound)?;
+        let destination = destination(conn, user, params)?;
+        delivery_answer(conn, &destination, delivery)
     }
 }

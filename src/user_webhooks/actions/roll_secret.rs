@@ -5,7 +5,7 @@
 
 use diesel::PgConnection;
 
-use super::{ActionParams, DestinationAction};
+use super::{destination, ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
 use crate::service_error::ServiceError;
@@ -49,9 +49,10 @@ impl DestinationAction for RollSecret {
 
     fn answer(
         conn: &mut PgConnection,
+        user: UserId,
         params: &ActionParams,
     ) -> Result<StoredResponse, ServiceError> {
-        let endpoint = model::find(conn, params.endpoint_id)?.ok_or(ServiceError::NotFound)?;
+        let endpoint = destination(conn, user, params)?;
         Ok(wire::answer::ok(endpoint.json(true).body()))
     }
 }

@@ -8,9 +8,10 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Text};
 use serde_json::json;
 
-use super::{delivery_answer, ActionParams, DestinationAction};
+use super::{delivery_answer, destination, ActionParams, DestinationAction};
 use crate::idempotency::StoredResponse;
 use crate::ids::UserId;
+use crate::public_ids::{DeliveryPublicId, PathId};
 use crate::schema::{webhook_deliveries, webhook_events};
 use crate::service_error::ServiceError;
 use crate::user_webhooks::model;
@@ -61,7 +62,7 @@ impl DestinationAction for TestEvent {
         }
         let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
         let staged_at = chrono::Utc::now();
-        let data = json!({ "webhook_endpoint": { "id": endpoint.id, "url": endpoint.url } });
+        let data = json!({ "webhook_endpoint": { "id": endpoint.public_id, "url": endpoint.url } });
         let body = EventJson::new(&id, TEST_EVENT, staged_at, None, data).body();
         diesel::insert_into(webhook_events::table)
             .values((
@@ -84,14 +85,16 @@ impl DestinationAction for TestEvent {
     /// The test's delivery: the destination's newest.
     fn answer(
         conn: &mut PgConnection,
+        user: UserId,
         params: &ActionParams,
     ) -> Result<StoredResponse, ServiceError> {
-        let delivery_id: i64 = webhook_deliveries::table
-            .filter(webhook_deliveries::endpoint_id.eq(params.endpoint_id))
+        let destination = destination(conn, user, params)?;
+        let delivery: DeliveryPublicId = webhook_deliveries::table
+            .filter(webhook_deliveries::endpoint_id.eq(destination.id))
             .order(webhook_deliveries::id.desc())
-            .select(webhook_deliveries::id)
+            .select(webhook_deliveries::public_id)
             .first(conn)?;
-        delivery_answer(conn, params.endpoint_id, delivery_id)
+        delivery_answer(conn, &destination, PathId::Public(delivery))
     }
 }
 

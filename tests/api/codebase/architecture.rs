@@ -16,10 +16,12 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "schema",
             "ids",
+            "public_ids",
             "config",
             "telemetry",
             "service_error",
             "validation",
+            "pages",
             "backoff",
             "crash",
             "http_client",

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::common::app::{ride_with, spawn_app_with, spawn_server, Answer, TestApp};
 use crate::common::database::count;
 use crate::common::gateway::{ledger_count, spawn_fake_gateway, stripe_settings, WEBHOOK_SECRET};
+use crate::common::ids::Id;
 use crate::common::wait::eventually;
 
 fn use_stripe(settings: &mut Settings, fake: &FakeGateway) {
@@ -171,7 +172,7 @@ async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_
     let (fake, ledger) = spawn_fake_gateway(|_| {});
     let app = stripe_with_webhooks(&fake).await;
     let ride = app.post_ride("ride", &ride_with(json!({}))).await.json();
-    let ride_id = ride["id"].as_i64().unwrap();
+    let ride_id = Id::of(&ride["id"]);
 
     let refund = app
         .post_refund(ride_id, "refund", r#"{"amount_cents": 500}"#)

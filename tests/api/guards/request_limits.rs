@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::common::app::{spawn_app, spawn_app_with, Answer, TestApp, RIDE};
 use crate::common::gateway::WEBHOOK_SECRET;
+use crate::common::ids::Id;
 use crate::common::raw_http::{post_head, raw, read_all, trickle};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,7 +269,7 @@ async fn a_compressed_body_is_a_415_wherever_a_body_is_read_and_is_never_inflate
     }
 
     assert_eq!(app.counts(), before, "nothing was written");
-    let ride = app.ride(waiting["id"].as_i64().unwrap()).await;
+    let ride = app.ride(Id::of(&waiting["id"])).await;
     assert_eq!(
         ride["status"], "requires_action",
         "the bank's page took no answer"
@@ -302,7 +303,7 @@ async fn a_form_over_the_size_limit_is_a_413_and_changes_nothing() {
     let answer = post_as_sent(&app, PAGE, FORM, &[], padded.into_bytes()).await;
 
     answer.assert_problem(413, "payload-too-large");
-    let ride = app.ride(waiting["id"].as_i64().unwrap()).await;
+    let ride = app.ride(Id::of(&waiting["id"])).await;
     assert_eq!(ride["status"], "requires_action");
 }
 

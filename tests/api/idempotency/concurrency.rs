@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::common::app::{
     create_user, spawn_app, spawn_app_with, spawn_server, Answer, TestApp, RIDE,
 };
+use crate::common::ids::Id;
 use crate::common::keys::assert_takeover_fenced;
 
 #[tokio::test]
@@ -214,7 +215,7 @@ async fn at_once(app: &TestApp, endpoint: &str) -> Vec<Answer> {
                 .await
                 .unwrap();
             registered.assert_status(201);
-            let destination = format!("{destinations}/{}", registered.json()["id"]);
+            let destination = format!("{destinations}/{}", Id::of(&registered.json()["id"]));
             let path = match endpoint {
                 "webhook_endpoints.roll_secret" => format!("{destination}/roll_secret"),
                 "webhook_endpoints.test" => format!("{destination}/test"),
@@ -225,7 +226,10 @@ async fn at_once(app: &TestApp, endpoint: &str) -> Vec<Answer> {
                         .await
                         .unwrap();
                     tested.assert_status(200);
-                    format!("{destination}/deliveries/{}/retry", tested.json()["id"])
+                    format!(
+                        "{destination}/deliveries/{}/retry",
+                        Id::of(&tested.json()["id"])
+                    )
                 }
             };
             (path, "{}".to_owned())

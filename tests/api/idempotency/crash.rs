@@ -8,6 +8,7 @@ use std::time::Duration;
 use ridepay::crash;
 
 use crate::common::app::{database_only, Answer, TestApp, RIDE};
+use crate::common::ids::Id;
 use crate::common::keys::assert_takeover_fenced;
 use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
@@ -181,7 +182,7 @@ mod refunds {
 
     /// A charged ride (made by a server that does not crash), then a refund
     /// request to a server armed to abort at `point`. Returns the ride.
-    async fn crash_at(app: &mut TestApp, point: &str, refunding: &Refunding) -> i64 {
+    async fn crash_at(app: &mut TestApp, point: &str, refunding: &Refunding) -> Id {
         let plain = ServerProcess::start(&app.database_url, &[]);
         app.address = plain.address.clone();
         let ride_id = match refunding.tipped {
@@ -212,7 +213,7 @@ mod refunds {
     async fn retry_until_final(
         app: &TestApp,
         address: &str,
-        ride_id: i64,
+        ride_id: Id,
         refunding: &Refunding,
     ) -> Answer {
         for _ in 0..200 {
@@ -230,7 +231,7 @@ mod refunds {
     async fn assert_one_refund(
         app: &TestApp,
         address: &str,
-        ride_id: i64,
+        ride_id: Id,
         point: &str,
         refunding: &Refunding,
     ) {
@@ -351,7 +352,7 @@ mod lifecycle {
     async fn send(
         app: &TestApp,
         address: &str,
-        ride_id: i64,
+        ride_id: Id,
         action: &Action,
     ) -> Result<Answer, reqwest::Error> {
         let url = format!("{address}/api/rides/{ride_id}/{}", action.path);
@@ -359,7 +360,7 @@ mod lifecycle {
             .await
     }
 
-    async fn crash_at(app: &mut TestApp, point: &str, action: &Action) -> i64 {
+    async fn crash_at(app: &mut TestApp, point: &str, action: &Action) -> Id {
         let plain = ServerProcess::start(&app.database_url, &[]);
         app.address = plain.address.clone();
         let ride_id = match action.paid_at_once {
@@ -373,7 +374,7 @@ mod lifecycle {
         ride_id
     }
 
-    async fn until_final(app: &TestApp, address: &str, ride_id: i64, action: &Action) -> Answer {
+    async fn until_final(app: &TestApp, address: &str, ride_id: Id, action: &Action) -> Answer {
         for _ in 0..200 {
             match send(app, address, ride_id, action).await {
                 Ok(answer) if answer.status != 409 && answer.status < 500 => return answer,
@@ -386,7 +387,7 @@ mod lifecycle {
     async fn assert_done_once(
         app: &TestApp,
         address: &str,
-        ride_id: i64,
+        ride_id: Id,
         action: &Action,
         point: &str,
     ) {
@@ -497,7 +498,7 @@ mod webhook_endpoints {
 
     /// A delivery, never attempted (the sender is off), made due again.
     const RETRY: Request = Request {
-        path: "/api/webhook_endpoints/1/deliveries/1/retry",
+        path: "/api/webhook_endpoints/{destination}/deliveries/{delivery}/retry",
         body: "{}",
         status: 200,
         done: "webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()",
@@ -507,7 +508,7 @@ mod webhook_endpoints {
 
     /// A new secret; the one before still signs.
     const ROLL: Request = Request {
-        path: "/api/webhook_endpoints/1/roll_secret",
+        path: "/api/webhook_endpoints/{destination}/roll_secret",
         body: "{}",
         status: 200,
         done: "webhook_endpoints WHERE previous_secret IS NOT NULL",
@@ -517,7 +518,7 @@ mod webhook_endpoints {
 
     /// A test event and its delivery.
     const TEST: Request = Request {
-        path: "/api/webhook_endpoints/1/test",
+        path: "/api/webhook_endpoints/{destination}/test",
         body: "{}",
         status: 200,
         done: "webhook_events WHERE type = 'webhook_endpoint.test'",
@@ -530,9 +531,34 @@ mod webhook_endpoints {
         address: &str,
         request: &Request,
     ) -> Result<Answer, reqwest::Error> {
-        let url = format!("{address}{}", request.path);
+        let url = format!("{address}{}", path_of(app, request));
         app.post_idempotent(&url, &app.user.api_key, KEY, request.body)
             .await
+    }
+
+    /// The request's path, naming the destination and the delivery
+    /// `set_up` made.
+    fn path_of(app: &TestApp, request: &Request) -> String {
+        use diesel::prelude::*;
+        use ridepay::public_ids::{DeliveryPublicId, DestinationPublicId};
+        use ridepay::schema::{webhook_deliveries, webhook_endpoints};
+        if !request.set_up {
+            return request.path.to_owned();
+        }
+        let mut conn = app.db();
+        let destination: DestinationPublicId = webhook_endpoints::table
+            .filter(webhook_endpoints::user_id.is_not_null())
+            .select(webhook_endpoints::public_id)
+            .first(&mut conn)
+            .unwrap();
+        let delivery: DeliveryPublicId = webhook_deliveries::table
+            .select(webhook_deliveries::public_id)
+            .first(&mut conn)
+            .unwrap();
+        request
+            .path
+            .replace("{destination}", &destination.to_string())
+            .replace("{delivery}", &delivery.to_string())
     }
 
     /// A destination and one delivery to it, staged for a paid ride.

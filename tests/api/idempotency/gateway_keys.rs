@@ -82,7 +82,7 @@ async fn a_key_of_call_version_2_is_resent_exactly_as_before() {
         "UPDATE idempotency_keys SET call_version = 2 WHERE key = 'version 2'",
     );
     let request = RideRequest::new(&app, "version 2");
-    let installation = payments::installation_id(&mut conn).unwrap();
+    let installation = ridepay::startup::Installation::load(&mut conn).unwrap().id;
     let version_2 = made_earlier(
         &app,
         request.payment_key_of_version(2),
@@ -170,7 +170,9 @@ async fn a_payment_intents_metadata_names_the_request_and_no_row() {
     )
     .get_result(&mut app.db())
     .unwrap();
-    let installation = payments::installation_id(&mut app.db()).unwrap();
+    let installation = ridepay::startup::Installation::load(&mut app.db())
+        .unwrap()
+        .id;
     assert_eq!(
         named.metadata,
         serde_json::json!({

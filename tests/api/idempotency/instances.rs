@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::stream::{self, StreamExt};
 
 use crate::common::app::{database_only, ride_with, TestApp, RIDE};
+use crate::common::ids::Id;
 use crate::common::receiver::Receiver;
 use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
@@ -115,10 +116,10 @@ async fn a_thousand_keys_over_two_instances_make_a_thousand_rides_charges_and_re
     })
     .await;
     assert!(delivered);
-    let receipts: BTreeSet<i64> = receiver
+    let receipts: BTreeSet<Id> = receiver
         .received()
         .iter()
-        .map(|received| verified(received)["data"]["ride"]["id"].as_i64().unwrap())
+        .map(|received| Id::of(&verified(received)["data"]["ride"]["id"]))
         .collect();
     assert_eq!(receipts.len(), 1000);
 }

@@ -74,7 +74,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
 
     // The phase's work, then its fenced commit, as the flow runs them.
     let refused = idempotency::in_transaction(&mut conn, &mut stale, |conn, lease| {
-        phases::create_ride(conn, lease, params, crate::common::gateway::RETURN_URL)?;
+        phases::create_ride(conn, lease, params, &app.service_context())?;
         lease.advance(conn, RecoveryPoint::RideCreated)
     });
 
@@ -97,6 +97,7 @@ async fn a_holder_whose_lease_was_taken_over_is_fenced_off() {
 async fn a_holder_of_a_key_lost_in_a_failover_is_fenced_off_a_new_key_with_its_id() {
     let app = spawn_app().await;
     let mut conn = app.db();
+    let cx = app.service_context();
     let (lost, other) = (
         RideRequest::new(&app, "lost"),
         RideRequest::new(&app, "other"),
@@ -108,12 +109,7 @@ async fn a_holder_of_a_key_lost_in_a_failover_is_fenced_off_a_new_key_with_its_i
                 other => panic!("expected the lease, got {other:?}"),
             };
         idempotency::in_transaction(conn, &mut lease, |conn, lease| {
-            phases::create_ride(
-                conn,
-                lease,
-                &ride.params,
-                crate::common::gateway::RETURN_URL,
-            )?;
+            phases::create_ride(conn, lease, &ride.params, &cx)?;
             lease.advance(conn, RecoveryPoint::RideCreated)
         })
         .unwrap();

@@ -85,9 +85,11 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
         );
     }
     // The pool's connections are open, and every statement prepared.
-    for key in ["warm-1", "warm-2", "warm-3"] {
+    let first = app.paid_ride("warm-1").await;
+    let first = format!("/api/rides/{first}");
+    for key in ["warm-2", "warm-3"] {
         app.post_ride(key, RIDE).await.assert_status(201);
-        app.get("/api/rides/1").await.assert_status(200);
+        app.get(&first).await.assert_status(200);
     }
     let warm = app.held_ride("warm-held", "pm_card_visa").await;
     app.post_complete(warm, "warm-complete", r#"{"final_amount_cents": 1500}"#)
@@ -104,7 +106,7 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
     })
     .await;
     let get = statements_of(&app, async {
-        app.get("/api/rides/1").await.assert_status(200);
+        app.get(&first).await.assert_status(200);
     })
     .await;
     let completion = statements_of(&app, async {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::app::{database_only, TestApp, RIDE};
+use crate::common::ids::Id;
 use crate::common::server_process::ServerProcess;
 
 fn start(data_dir: &Path) -> (ServerProcess, String) {
@@ -107,7 +108,7 @@ async fn cargo_run_with_nothing_set_serves_a_demo_user_and_stops_its_postgres_cl
     app.address = server.address.clone();
     app.user.api_key = third_key;
     assert_eq!(
-        app.get(&format!("/api/rides/{}", created.json()["id"]))
+        app.get(&format!("/api/rides/{}", Id::of(&created.json()["id"])))
             .await
             .status,
         200

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::app::{database_only, spawn_server, TestApp, RIDE};
+use crate::common::ids::Id;
 use crate::common::raw_http::{raw, read_all};
 use crate::common::receiver::{Receiver, Reply};
 use crate::common::server_process::ServerProcess;
@@ -148,7 +149,11 @@ async fn an_attempt_at_a_destination_deleted_meanwhile_is_dropped_without_an_err
         assert!(in_flight);
         let deleted = app
             .client
-            .delete(format!("{}/api/webhook_endpoints/{id}", app.address))
+            .delete(format!(
+                "{}/api/webhook_endpoints/{}",
+                app.address,
+                Id::of(&id)
+            ))
             .bearer_auth(&app.user.api_key)
             .send()
             .await
@@ -205,7 +210,7 @@ async fn a_refused_destination_is_logged_once_by_its_id_and_host_without_its_que
         .collect();
     assert_eq!(named.len(), 1, "{text}");
     assert!(
-        named[0].contains(&format!("webhook destination {id} on 127.0.0.1")),
+        named[0].contains(&format!("webhook destination {} on 127.0.0.1", Id::of(&id))),
         "{}",
         named[0]
     );

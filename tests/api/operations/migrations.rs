@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common::app::{on_database, spawn_server, TestApp};
 use crate::common::database::sql;
+use crate::common::ids::Id;
 use crate::common::test_databases::{create_test_database, migrate_until};
 
 /// The last migration before PaymentIntents.
@@ -206,11 +207,13 @@ async fn rides_and_keys_from_before_payment_intents_are_carried_over() {
     app.address = spawn_server(&app.database_url, |_| {}).await;
 
     // A ride paid through the Charges API is refunded by its charge.
-    let ride_id: i64 = diesel::dsl::sql::<diesel::sql_types::BigInt>(
+    // Made before public ids, it is reached by the integer it had.
+    let legacy: i64 = diesel::dsl::sql::<diesel::sql_types::BigInt>(
         "SELECT id FROM rides WHERE charge_id = 'ch_legacy_charged'",
     )
     .get_result(&mut conn)
     .unwrap();
+    let ride_id = Id::new(&legacy.to_string());
     let refund = app
         .post_refund(ride_id, "refund", r#"{"amount_cents": 2000}"#)
         .await;
@@ -347,8 +350,12 @@ async fn reverting_the_renderer_gives_every_event_staged_with_its_rows_a_body() 
         .assert_status(201);
     let ride = app.ride(ride_id).await;
     let mut conn = app.db();
-    let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
-    assert!(reverted.to_string().ends_with("000032"), "{reverted}");
+    // Before public ids, a ride was shown under its integer key.
+    let key = app.row_key(ride_id);
+    for migration in ["000033", "000032"] {
+        let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
+        assert!(reverted.to_string().ends_with(migration), "{reverted}");
+    }
 
     let events: Vec<Value> = diesel::sql_query(
         "SELECT convert_from(body, 'UTF8') AS body FROM webhook_events ORDER BY sequence",
@@ -361,18 +368,135 @@ async fn reverting_the_renderer_gives_every_event_staged_with_its_rows_a_body() 
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["ride.captured", "refund.succeeded"]);
     let (carried, api) = (&events[1]["data"]["ride"], &ride);
-    for field in [
-        "id",
-        "status",
-        "amount_captured_cents",
-        "amount_refunded_cents",
-    ] {
+    assert_eq!(carried["id"], key);
+    for field in ["status", "amount_captured_cents", "amount_refunded_cents"] {
         assert_eq!(carried[field], api[field], "{field}");
     }
     let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap();
     assert_eq!(at(&carried["created_at"]), at(&api["created_at"]));
     assert_eq!(events[1]["data"]["refund"]["amount_cents"], 500);
-    assert_eq!(events[1]["data"]["refund"]["ride_id"], ride_id);
+    assert_eq!(events[1]["data"]["refund"]["ride_id"], key);
 
     ridepay::db::run_migrations(&mut conn).unwrap();
+}
+
+/// Rows made before public ids keep the integers they were shown under, as
+/// `legacy_id`: a path naming one reaches the row for its own user only,
+/// the answers stored then replay byte for byte, and an answer stored
+/// after carries the row's public id.
+#[tokio::test]
+async fn rows_made_before_public_ids_keep_their_integers_and_their_answers() {
+    let mut app = crate::common::app::spawn_app().await;
+    let held = app.held_ride("held", "pm_card_visa").await;
+    let paid = app.paid_ride("paid").await;
+    let refund = app
+        .post_refund(paid, "refund", r#"{"amount_cents": 300}"#)
+        .await;
+    refund.assert_status(201);
+    let refund = Id::of(&refund.json()["id"]);
+    let destination = app
+        .post_webhook_endpoint(
+            "destination",
+            &json!({"url": "http://127.0.0.1:9/hook", "events": ["*"]}),
+        )
+        .await;
+    destination.assert_status(201);
+    let destination = Id::of(&destination.json()["id"]);
+    let integers: Vec<(Id, i64)> = [held, paid, refund, destination]
+        .into_iter()
+        .map(|id| (id, app.row_key(id)))
+        .collect();
+
+    // The release before: no public ids, its answers stored under the
+    // integers.
+    let mut conn = app.db();
+    let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
+    assert!(reverted.to_string().ends_with("000033"), "{reverted}");
+    for (id, integer) in &integers {
+        sql(
+            &mut conn,
+            &format!(
+                "UPDATE idempotency_keys SET \
+                 response_body = convert_to(replace(convert_from(response_body, 'UTF8'), \
+                     '\"{id}\"', '{integer}'), 'UTF8'), \
+                 response_headers = replace(response_headers::text, '{id}', '{integer}')::jsonb"
+            ),
+        );
+    }
+    let stored = |conn: &mut PgConnection, key: &str| -> Vec<u8> {
+        diesel::dsl::sql::<diesel::sql_types::Bytea>(&format!(
+            "SELECT response_body FROM idempotency_keys WHERE key = '{key}'"
+        ))
+        .get_result(conn)
+        .unwrap()
+    };
+    let before: Vec<Vec<u8>> = ["held", "paid", "refund", "destination"]
+        .iter()
+        .map(|key| stored(&mut conn, key))
+        .collect();
+    ridepay::db::run_migrations(&mut conn).unwrap();
+    app.address = spawn_server(&app.database_url, |_| {}).await;
+
+    // Stored before, replayed byte for byte, under the integers.
+    let (held_int, paid_int, refund_int, destination_int) =
+        (integers[0].1, integers[1].1, integers[2].1, integers[3].1);
+    let replay = app
+        .post_ride("held", &crate::common::app::held_ride("pm_card_visa"))
+        .await;
+    assert_eq!(replay.body, before[0]);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        replay.header("location"),
+        Some(format!("/api/rides/{held_int}").as_str())
+    );
+    assert_eq!(replay.json()["id"], held_int);
+
+    // Reached by their integers, shown under their public ids.
+    let shown = app.get(&format!("/api/rides/{held_int}")).await.json();
+    assert!(crate::common::ids::is_public_id(
+        "ride_",
+        shown["id"].as_str().unwrap()
+    ));
+    assert_ne!(shown["id"], held);
+    assert_eq!(shown["status"], "authorized");
+    let refund_path = format!("/api/rides/{paid_int}/refunds/{refund_int}");
+    let shown = app.get(&refund_path).await.json();
+    assert_eq!(shown["amount_cents"], 300);
+    assert!(crate::common::ids::is_public_id(
+        "rfnd_",
+        shown["id"].as_str().unwrap()
+    ));
+    app.get(&format!("/api/webhook_endpoints/{destination_int}"))
+        .await
+        .assert_status(200);
+    // Only for their own user.
+    let stranger = crate::common::app::create_user(&app.database_url, None);
+    for path in [
+        format!("/api/rides/{held_int}"),
+        refund_path,
+        format!("/api/webhook_endpoints/{destination_int}"),
+    ] {
+        app.get_as(&stranger.api_key, &path)
+            .await
+            .assert_problem(404, "not-found");
+    }
+
+    // Stored after, under the public id, whichever way the path named it.
+    let completed = app
+        .post_complete(
+            Id::new(&held_int.to_string()),
+            "complete",
+            r#"{"final_amount_cents": 1500}"#,
+        )
+        .await;
+    completed.assert_status(200);
+    let public = completed.json()["id"].clone();
+    assert!(crate::common::ids::is_public_id(
+        "ride_",
+        public.as_str().unwrap()
+    ));
+    assert_eq!(
+        app.get(&format!("/api/rides/{held_int}")).await.json()["id"],
+        public
+    );
 }

@@ -18,6 +18,7 @@ use crate::common::database::sql;
 use crate::common::gateway::{
     ledger_count, reconcile, reconcile_with, spawn_fake_gateway, stripe_settings,
 };
+use crate::common::ids::Id;
 use crate::common::keys::RideRequest;
 use crate::common::server_process::run_json;
 
@@ -85,7 +86,7 @@ async fn a_saved_500_before_the_gateway_acted_is_sent_again_under_the_next_gener
     assert_eq!(intents(&app), [("1".to_owned(), "succeeded".to_owned())]);
     assert_eq!(
         ride.json()["payment_intent_id"],
-        app.ride(ride.json()["id"].as_i64().unwrap()).await["payment_intent_id"]
+        app.ride(Id::of(&ride.json()["id"])).await["payment_intent_id"]
     );
     assert!(!waits_for_reconciliation(&app, "saved before"));
     // A later pass finds the payment recorded, and nothing to do.
@@ -234,7 +235,7 @@ async fn a_late_surfacing_earlier_generation_is_cancelled() {
         ),
         1
     );
-    let ride_id = ride.json()["id"].as_i64().unwrap();
+    let ride_id = Id::of(&ride.json()["id"]);
     assert_eq!(app.ride(ride_id).await["status"], "authorized");
 }
 
@@ -280,7 +281,7 @@ async fn a_refund_whose_answer_was_a_saved_500_is_not_made_twice() {
     })
     .await;
     let paid = app.post_ride("paid", RIDE).await;
-    let ride_id = paid.json()["id"].as_i64().unwrap();
+    let ride_id = Id::of(&paid.json()["id"]);
     let body = r#"{"amount_cents": 100}"#;
     let keys: Vec<String> = (0..6).map(|i| format!("refund {i}")).collect();
     let refund_through_saving = |key: &str| {

@@ -12,6 +12,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
 use crate::common::app::{skip, spawn_app};
+use crate::common::ids::Id;
 
 const CHROMEDRIVER: &str = "chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -132,7 +133,7 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
         shown.contains("Your card is authorized for $20.00"),
         "{shown}"
     );
-    let ride = app.ride(confirmed["id"].as_i64().unwrap()).await;
+    let ride = app.ride(Id::of(&confirmed["id"])).await;
     assert_eq!(
         (
             ride["status"].as_str(),
@@ -146,7 +147,7 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
     assert!(shown.contains("you have not been charged"), "{shown}");
     browser.refresh().await.unwrap();
     assert_eq!(landed(&browser).await, shown);
-    let ride = app.ride(refused["id"].as_i64().unwrap()).await;
+    let ride = app.ride(Id::of(&refused["id"])).await;
     assert_eq!(ride["status"], "payment_declined");
     // The reload, and the gateway's own event, applied nothing twice.
     tokio::time::sleep(Duration::from_millis(600)).await;

@@ -11,6 +11,7 @@ use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 use serde_json::Value;
 
 use crate::common::app::{spawn_app, spawn_server, Answer, TestApp};
+use crate::common::ids::Id;
 
 fn settings() -> IntentSettings {
     IntentSettings {
@@ -85,7 +86,7 @@ async fn the_return_page_verifies_with_the_gateway_and_applies_the_authenticatio
     );
     assert!(text(&first).contains("€20.00") || text(&first).contains("$20.00"));
     assert_eq!(again.body, first.body);
-    let now = app.ride(ride["id"].as_i64().unwrap()).await;
+    let now = app.ride(Id::of(&ride["id"])).await;
     assert_eq!(
         (
             now["status"].as_str(),
@@ -130,7 +131,7 @@ async fn the_query_is_never_trusted() {
         text(&claimed)
     );
     assert_eq!(
-        app.ride(ride["id"].as_i64().unwrap()).await["status"],
+        app.ride(Id::of(&ride["id"])).await["status"],
         "requires_action"
     );
     // A wrong secret, or an intent ridepay does not know: a 404 page.
@@ -156,7 +157,7 @@ async fn the_query_is_never_trusted() {
         text(&failed)
     );
     assert_eq!(
-        app.ride(ride["id"].as_i64().unwrap()).await["status"],
+        app.ride(Id::of(&ride["id"])).await["status"],
         "payment_declined"
     );
 }
@@ -189,7 +190,7 @@ async fn a_gateway_that_cannot_be_asked_gets_a_503_page_and_nothing_changes() {
         "{}",
         text(&page)
     );
-    let now = app.ride(ride["id"].as_i64().unwrap()).await;
+    let now = app.ride(Id::of(&ride["id"])).await;
     assert_eq!(
         (now["status"].as_str(), &now["next_action"]),
         (Some("requires_action"), &ride["next_action"])

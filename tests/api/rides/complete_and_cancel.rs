@@ -8,6 +8,7 @@ use ridepay_doubles::intents;
 use serde_json::{json, Value};
 
 use crate::common::app::{create_user, spawn_app, TestApp};
+use crate::common::ids::Id;
 use crate::common::wait::eventually;
 
 fn intent_of(ride: &Value) -> String {
@@ -32,10 +33,11 @@ fn at_gateway(app: &TestApp, intent: &str) -> (String, i64, i64) {
 
 /// Waits for the ride to reach `status` (the gateway's events arrive by
 /// themselves).
-async fn until_status(app: &TestApp, ride_id: i64, status: &str) -> Value {
+async fn until_status(app: &TestApp, ride_id: Id, status: &str) -> Value {
     let reached = eventually(Duration::from_secs(5), || {
         app.count(&format!(
-            "rides WHERE id = {ride_id} AND status = '{status}'"
+            "rides WHERE id = {} AND status = '{status}'",
+            ride_id.row_key()
         )) == 1
     })
     .await;
@@ -143,7 +145,7 @@ async fn a_raise_the_card_refuses_is_a_stored_402_and_the_hold_can_still_be_capt
 async fn completing_or_cancelling_a_ride_in_another_state_is_422_and_writes_nothing() {
     let app = spawn_app().await;
     let paid = app.paid_ride("paid").await;
-    let waiting = app.waiting_ride("3ds").await["id"].as_i64().unwrap();
+    let waiting = Id::of(&app.waiting_ride("3ds").await["id"]);
     let before = (app.count("idempotency_keys"), app.count("audit_records"));
 
     for (ride_id, action, body) in [
@@ -247,7 +249,7 @@ async fn cancelling_releases_the_hold_or_captures_only_the_fee() {
 async fn a_ride_waiting_for_authentication_can_be_cancelled_without_a_fee() {
     let app = spawn_app().await;
     let waiting = app.waiting_ride("3ds").await;
-    let ride_id = waiting["id"].as_i64().unwrap();
+    let ride_id = Id::of(&waiting["id"]);
 
     app.post_cancel(ride_id, "fee", r#"{"cancellation_fee_cents": 100}"#)
         .await

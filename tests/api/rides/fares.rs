@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::common::app::{spawn_app, TestApp};
 use crate::common::database::count;
+use crate::common::ids::Id;
 
 fn raises(app: &TestApp) -> i64 {
     count(
@@ -22,7 +23,7 @@ fn hold_days(ride: &Value) -> i64 {
     ((at - chrono::Utc::now()).num_hours() + 12) / 24
 }
 
-async fn complete(app: &TestApp, ride_id: i64, cents: i64) -> Value {
+async fn complete(app: &TestApp, ride_id: Id, cents: i64) -> Value {
     let answer = app
         .post_complete(
             ride_id,

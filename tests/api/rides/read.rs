@@ -1,6 +1,8 @@
+use ridepay::public_ids::{DestinationPublicId, RidePublicId};
 use serde_json::json;
 
 use crate::common::app::{create_user, ride_with, spawn_app};
+use crate::common::ids::Id;
 
 #[tokio::test]
 async fn a_ride_reads_back_as_created() {
@@ -35,50 +37,85 @@ async fn another_users_ride_is_not_found() {
 }
 
 #[tokio::test]
-async fn rides_list_newest_first_in_pages() {
+async fn rides_list_newest_first_in_pages_either_way() {
     let app = spawn_app().await;
     let other = create_user(&app.database_url, Some("cus_x"));
     for i in 0..5 {
         let body = ride_with(json!({ "amount_cents": 100 + i }));
         assert_eq!(app.post_ride(&format!("list-{i}"), &body).await.status, 201);
     }
-    app.post_ride_as(&other.api_key, "theirs", &ride_with(json!({})))
+    let theirs = app
+        .post_ride_as(&other.api_key, "theirs", &ride_with(json!({})))
         .await;
+    let page = |query: String| {
+        let app = &app;
+        async move {
+            let page = app.get(&format!("/api/rides?{query}")).await.json();
+            let rides = page["data"].as_array().unwrap().clone();
+            let amounts: Vec<i64> = rides
+                .iter()
+                .map(|ride| ride["amount_cents"].as_i64().unwrap())
+                .collect();
+            let ids: Vec<Id> = rides.iter().map(|ride| Id::of(&ride["id"])).collect();
+            (amounts, ids, page["has_more"].clone())
+        }
+    };
 
-    let first = app.get("/api/rides?limit=2").await.json();
-    let ids: Vec<i64> = first["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(first["has_more"], true);
-    assert_eq!(first["data"][0]["amount_cents"], 104);
-    assert!(ids[0] > ids[1]);
+    let (amounts, first, more) = page("limit=2".into()).await;
+    assert_eq!((amounts, more), (vec![104, 103], json!(true)));
+    let (amounts, rest, more) = page(format!("limit=10&starting_after={}", first[1])).await;
+    assert_eq!((amounts, more), (vec![102, 101, 100], json!(false)));
+    // Back from the oldest: the page just newer, still newest first.
+    let (amounts, _, more) = page(format!("limit=2&ending_before={}", rest[2])).await;
+    assert_eq!((amounts, more), (vec![102, 101], json!(true)));
+    let (amounts, _, more) = page(format!("limit=2&ending_before={}", first[1])).await;
+    assert_eq!((amounts, more), (vec![104], json!(false)));
+    let (amounts, _, _) = page(String::new()).await;
+    assert_eq!(amounts.len(), 5);
 
-    let rest = app
-        .get(&format!("/api/rides?limit=10&before_id={}", ids[1]))
-        .await
-        .json();
-    assert_eq!(rest["has_more"], false);
-    let amounts: Vec<i64> = rest["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["amount_cents"].as_i64().unwrap())
-        .collect();
-    assert_eq!(amounts, [102, 101, 100]);
-
-    let everything = app.get("/api/rides").await.json();
-    assert_eq!(everything["data"].as_array().unwrap().len(), 5);
+    // A cursor must name one of the caller's rides.
+    let another_users = Id::of(&theirs.json()["id"]);
+    for (query, field) in [
+        (format!("starting_after={another_users}"), "starting_after"),
+        (
+            format!("ending_before={}", Id::nothing::<RidePublicId>()),
+            "ending_before",
+        ),
+        ("starting_after=17".to_owned(), "starting_after"),
+        (
+            format!("starting_after={}&ending_before={}", first[0], first[1]),
+            "ending_before",
+        ),
+    ] {
+        let refused = app.get(&format!("/api/rides?{query}")).await;
+        refused.assert_problem(400, "invalid-request");
+        assert_eq!(refused.json()["errors"][0]["field"], field, "{query}");
+    }
 }
 
 #[tokio::test]
 async fn a_list_limit_outside_1_to_100_is_invalid() {
     let app = spawn_app().await;
-    for query in ["limit=0", "limit=101", "limit=abc", "before_id=x"] {
+    for query in ["limit=0", "limit=101", "limit=abc"] {
         app.get(&format!("/api/rides?{query}"))
             .await
             .assert_problem(400, "invalid-request");
     }
+}
+
+/// Integer cursors page no more: named, not ignored, so a client paging
+/// the old way learns it at once.
+#[tokio::test]
+async fn before_id_is_refused_by_name() {
+    let app = spawn_app().await;
+    app.paid_ride("one").await;
+    let refused = app.get("/api/rides?before_id=2").await;
+    refused.assert_problem(400, "invalid-request");
+    assert_eq!(refused.json()["errors"][0]["field"], "before_id");
+    let path = format!(
+        "/api/webhook_endpoints/{}/deliveries?before_id=2",
+        Id::nothing::<DestinationPublicId>()
+    );
+    // The destination is looked for first: a 404 for one that is not theirs.
+    app.get(&path).await.assert_problem(404, "not-found");
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use diesel::prelude::*;
 
 use ridepay::payments::{Payment, PaymentGateway, RefundRequest};
+use ridepay::public_ids::RidePublicId;
 use ridepay_doubles::intents;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
 use serde_json::{json, Value};
@@ -18,6 +19,7 @@ use crate::common::app::{
     TestUser,
 };
 use crate::common::gateway::{reconcile, stripe_event, WEBHOOK_SECRET};
+use crate::common::ids::Id;
 use crate::common::wait::eventually;
 
 /// A ride paid at once with the user's saved card.
@@ -29,21 +31,21 @@ fn tip_of(cents: i64) -> String {
     format!(r#"{{"amount_cents": {cents}}}"#)
 }
 
-async fn tip_as(app: &TestApp, user: &TestUser, ride_id: i64, key: &str, cents: i64) -> Answer {
+async fn tip_as(app: &TestApp, user: &TestUser, ride_id: Id, key: &str, cents: i64) -> Answer {
     let path = format!("/api/rides/{ride_id}/tip");
     app.post_as(user, &path, key, &tip_of(cents)).await
 }
 
-async fn tip(app: &TestApp, ride_id: i64, key: &str, cents: i64) -> Answer {
+async fn tip(app: &TestApp, ride_id: Id, key: &str, cents: i64) -> Answer {
     app.post_tip(ride_id, key, &tip_of(cents)).await
 }
 
 /// A captured ride paid with the user's saved card; returns its id.
-async fn captured_ride(app: &TestApp, key: &str) -> i64 {
+async fn captured_ride(app: &TestApp, key: &str) -> Id {
     let answer = app.post_ride(key, &saved_card_ride()).await;
     answer.assert_status(201);
     assert_eq!(answer.json()["status"], "captured");
-    answer.json()["id"].as_i64().unwrap()
+    Id::of(&answer.json()["id"])
 }
 
 /// The gateway's PaymentIntents of `cents`: (status, customer, payment method).
@@ -220,8 +222,8 @@ async fn statuses_other_than_authorized_and_captured_cannot_be_tipped() {
         .await;
     declined.assert_status(402);
 
-    for ride_id in [waiting["id"].as_i64(), declined.json()["ride_id"].as_i64()] {
-        tip(&app, ride_id.unwrap(), "tip", 100)
+    for ride_id in [Id::of(&waiting["id"]), Id::of(&declined.json()["ride_id"])] {
+        tip(&app, ride_id, "tip", 100)
             .await
             .assert_problem(422, "invalid-ride-state");
     }
@@ -246,7 +248,7 @@ async fn the_contract_of_every_idempotent_post_holds_for_tips() {
         let problem = answer.assert_problem(400, "invalid-request");
         assert_eq!(problem["errors"][0]["field"], "amount_cents", "{body}");
     }
-    tip(&app, 999_999, "tip", 300)
+    tip(&app, Id::nothing::<RidePublicId>(), "tip", 300)
         .await
         .assert_problem(404, "not-found");
     tip(&app, ride_id, "tip", 300).await.assert_status(200);
@@ -294,7 +296,7 @@ async fn a_card_that_needs_the_rider_declines_the_tip_off_session_and_its_intent
         .await;
     waiting.assert_status(202);
     let ride = waiting.json();
-    let ride_id = ride["id"].as_i64().unwrap();
+    let ride_id = Id::of(&ride["id"]);
     // The rider authenticates on the gateway's page, which sends them back.
     let page = ride["next_action"]["redirect_to_url"]["url"]
         .as_str()
@@ -319,7 +321,8 @@ async fn a_card_that_needs_the_rider_declines_the_tip_off_session_and_its_intent
     let path = format!("/api/rides/{ride_id}");
     let captured = eventually(Duration::from_secs(20), || {
         app.count(&format!(
-            "rides WHERE id = {ride_id} AND status = 'captured'"
+            "rides WHERE id = {} AND status = 'captured'",
+            ride_id.row_key()
         )) == 1
     })
     .await;
@@ -428,10 +431,11 @@ async fn a_refund_spanning_fare_and_tip_is_split_fare_first() {
 }
 
 /// The ride's tip PaymentIntent, as recorded.
-fn intents_of_ride_tip(app: &TestApp, ride_id: i64) -> String {
+fn intents_of_ride_tip(app: &TestApp, ride_id: Id) -> String {
+    use ridepay::public_ids::RidePublicId;
     use ridepay::schema::rides;
     rides::table
-        .find(ride_id)
+        .filter(rides::public_id.eq(ride_id.public::<RidePublicId>()))
         .select(rides::tip_payment_intent_id)
         .first::<Option<String>>(&mut app.db())
         .unwrap()

@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use serde_json::{json, Value};
 
 use super::{app_sending, assert_verified, register, register_as, wait_for};
-use crate::common::app::{create_user, id_in_path, Answer, TestApp};
+use crate::common::app::{create_user, Answer, Id, TestApp};
 use crate::common::receiver::{Receiver, Reply};
 use crate::common::wait::eventually;
 
@@ -43,7 +43,7 @@ async fn a_user_sends_at_most_20_test_events_an_hour() {
     let other = create_user(&app.database_url, Some("cus_other"));
     let body = json!({"url": receiver.url, "events": ["*"]});
     let theirs = register_as(&app, &other, "register", body).await.json();
-    let path = format!("/api/webhook_endpoints/{}/test", id_in_path(&theirs["id"]));
+    let path = format!("/api/webhook_endpoints/{}/test", Id::of(&theirs["id"]));
     app.post_as(&other, &path, "test", "{}")
         .await
         .assert_status(200);
@@ -71,7 +71,10 @@ async fn a_deliverys_answer_shows_its_newest_ten_attempts_and_counts_them_all() 
     .execute(&mut app.db())
     .unwrap();
 
-    let deliveries = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let deliveries = format!(
+        "/api/webhook_endpoints/{}/deliveries",
+        Id::of(&endpoint["id"])
+    );
     let listed = app.get(&deliveries).await.json();
     let delivery = &listed["data"][0];
     assert_eq!(delivery["attempt_count"], 25);
@@ -165,7 +168,7 @@ async fn a_user_has_at_most_16_destinations_and_sees_only_their_own() {
     for n in 0..16 {
         let answer = register_as(&app, &app.user, &format!("endpoint {n}"), body.clone()).await;
         answer.assert_status(201);
-        ids.push(answer.json()["id"].as_i64().unwrap());
+        ids.push(Id::of(&answer.json()["id"]));
     }
     let replay = register_as(&app, &app.user, "endpoint 0", body.clone()).await;
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
@@ -216,7 +219,11 @@ async fn a_user_has_at_most_16_destinations_and_sees_only_their_own() {
 
 async fn patch(app: &TestApp, api_key: &str, id: &Value, body: Value) -> Answer {
     let response = reqwest::Client::new()
-        .patch(format!("{}/api/webhook_endpoints/{id}", app.address))
+        .patch(format!(
+            "{}/api/webhook_endpoints/{}",
+            app.address,
+            Id::of(id)
+        ))
         .bearer_auth(api_key)
         .header("content-type", "application/json")
         .body(body.to_string())
@@ -291,12 +298,15 @@ async fn a_failed_delivery_is_sent_again_by_hand_once_per_key() {
     })
     .await;
     assert!(failed);
-    let deliveries = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let deliveries = format!(
+        "/api/webhook_endpoints/{}/deliveries",
+        Id::of(&endpoint["id"])
+    );
     let delivery_id = app.get(&deliveries).await.json()["data"][0]["id"].clone();
     let retry = || app.post_delivery_retry(&endpoint["id"], &delivery_id, "again");
 
     let stranger = create_user(&app.database_url, Some("cus_stranger"));
-    let path = format!("{deliveries}/{}/retry", id_in_path(&delivery_id));
+    let path = format!("{deliveries}/{}/retry", Id::of(&delivery_id));
     app.post_as(&stranger, &path, "again", "{}")
         .await
         .assert_problem(404, "not-found");
@@ -334,7 +344,7 @@ async fn a_rolled_secret_signs_beside_the_one_before_and_a_test_event_reaches_on
     let endpoint = register(&app, &receiver, json!(["refund.failed"])).await;
     register(&app, &other, json!(["*"])).await;
     let old = endpoint["secret"].as_str().unwrap().to_owned();
-    let base = format!("/api/webhook_endpoints/{}", id_in_path(&endpoint["id"]));
+    let base = format!("/api/webhook_endpoints/{}", Id::of(&endpoint["id"]));
 
     let rolled = app.post_roll_secret(&endpoint["id"], "roll").await;
     let replay = app.post_roll_secret(&endpoint["id"], "roll").await;

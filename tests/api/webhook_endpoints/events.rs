@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::{app_sending, assert_verified, register, register_as, wait_for};
 use crate::common::app::{create_user, held_ride};
+use crate::common::ids::Id;
 use crate::common::receiver::{Received, Receiver};
 use crate::common::wait::eventually;
 
@@ -77,13 +78,12 @@ async fn the_ride_an_event_carries_is_byte_for_byte_the_ride_the_api_shows() {
         .await
         .assert_status(200);
     let paid = app.paid_ride("paid").await;
-    let waiting = app.waiting_ride("waiting").await["id"].as_i64().unwrap();
-    let declined = app
-        .post_ride("declined", &held_ride("pm_card_visa_chargeDeclined"))
-        .await
-        .json()["ride_id"]
-        .as_i64()
-        .unwrap();
+    let waiting = Id::of(&app.waiting_ride("waiting").await["id"]);
+    let declined = Id::of(
+        &app.post_ride("declined", &held_ride("pm_card_visa_chargeDeclined"))
+            .await
+            .json()["ride_id"],
+    );
     app.post_refund(paid, "all", "{}").await.assert_status(201);
 
     // authorized x2, tipped, captured, refund.succeeded, requires_action,

@@ -13,6 +13,7 @@ use serde_json::Value;
 use standardwebhooks::Webhook;
 
 use crate::common::app::{create_user, spawn_app_with, spawn_server, TestApp, RIDE};
+use crate::common::ids::Id;
 use crate::common::receiver::{Received, Receiver};
 use crate::common::wait::eventually;
 
@@ -69,14 +70,14 @@ async fn every_users_captures_cancellations_and_tips_reach_the_receipts_destinat
         .assert_status(200);
     let others = app.post_ride_as(&other.api_key, "others", RIDE).await;
     others.assert_status(201);
-    let others = others.json()["id"].as_i64().unwrap();
+    let others = Id::of(&others.json()["id"]);
 
     let received = receipts(&receiver, 4).await;
-    let seen: BTreeSet<(i64, &str)> = received
+    let seen: BTreeSet<(Id, &str)> = received
         .iter()
         .map(|event| {
             (
-                event["data"]["ride"]["id"].as_i64().unwrap(),
+                Id::of(&event["data"]["ride"]["id"]),
                 event["type"].as_str().unwrap(),
             )
         })
@@ -125,7 +126,13 @@ async fn without_a_url_the_receipts_destination_is_disabled_and_owed_nothing() {
 /// The migration that made receipts events (and every one after it),
 /// reverted and applied again around a receipt job staged as the release
 /// before staged them.
-fn stage_receipt_job_before_receipts_became_events(app: &TestApp, ride_id: i64, user_id: i64) {
+/// Returns the integer the ride was shown under before public ids.
+fn stage_receipt_job_before_receipts_became_events(
+    app: &TestApp,
+    ride_id: Id,
+    user_id: i64,
+) -> i64 {
+    let ride_key = app.row_key(ride_id);
     let mut conn = app.db();
     while !conn
         .revert_last_migration(ridepay::db::MIGRATIONS)
@@ -135,11 +142,12 @@ fn stage_receipt_job_before_receipts_became_events(app: &TestApp, ride_id: i64, 
     {}
     diesel::sql_query(format!(
         "INSERT INTO staged_jobs (job_type, payload) \
-         VALUES ('ride_receipt', jsonb_build_object('ride_id', {ride_id}, 'user_id', {user_id}))"
+         VALUES ('ride_receipt', jsonb_build_object('ride_id', {ride_key}, 'user_id', {user_id}))"
     ))
     .execute(&mut conn)
     .unwrap();
     ridepay::db::run_migrations(&mut conn).unwrap();
+    ride_key
 }
 
 #[tokio::test]
@@ -147,7 +155,7 @@ async fn a_receipt_job_staged_before_the_upgrade_is_delivered_once() {
     // A ride paid on a server without receipts, its job left staged.
     let app = spawn_app_with(|_| {}).await;
     let ride_id = app.paid_ride("before").await;
-    stage_receipt_job_before_receipts_became_events(&app, ride_id, app.user.id);
+    let shown_as = stage_receipt_job_before_receipts_became_events(&app, ride_id, app.user.id);
     assert_eq!(
         app.count(
             "webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
@@ -162,7 +170,12 @@ async fn a_receipt_job_staged_before_the_upgrade_is_delivered_once() {
     spawn_server(&app.database_url, sending_receipts(&receiver.url)).await;
     let carried = receipts(&receiver, 1).await.remove(0);
     assert_eq!(carried["type"], "ride.captured");
-    assert_eq!(carried["data"]["ride"]["id"], ride_id);
+    // Rendered as it was staged, before public ids: under the integer the
+    // ride had then, which still names it.
+    assert_eq!(carried["data"]["ride"]["id"], shown_as);
+    app.get(&format!("/api/rides/{shown_as}"))
+        .await
+        .assert_status(200);
     assert_eq!(carried["data"]["ride"]["status"], "captured");
     assert_eq!(carried["sequence"], 2, "after the capture's own event");
 

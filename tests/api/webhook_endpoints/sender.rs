@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::{app_sending, assert_verified, register, register_as, wait_for};
 use crate::common::app::{create_user, spawn_server, RIDE};
+use crate::common::ids::Id;
 use crate::common::receiver::{Receiver, Reply};
 use crate::common::wait::eventually;
 
@@ -46,7 +47,10 @@ async fn a_failed_attempt_is_sent_again_with_the_same_id_and_body_and_a_fresh_si
         stamps.windows(2).all(|pair| pair[0] < pair[1]),
         "{stamps:?}"
     );
-    let path = format!("/api/webhook_endpoints/{}/deliveries", endpoint["id"]);
+    let path = format!(
+        "/api/webhook_endpoints/{}/deliveries",
+        Id::of(&endpoint["id"])
+    );
     let settled = eventually(Duration::from_secs(10), || {
         app.count("webhook_deliveries WHERE status = 'succeeded'") == 1
     })
@@ -89,7 +93,10 @@ async fn a_410_disables_the_destination_and_a_retry_after_is_waited() {
     .await;
     assert!(disabled);
     let shown = app
-        .get(&format!("/api/webhook_endpoints/{}", gone_endpoint["id"]))
+        .get(&format!(
+            "/api/webhook_endpoints/{}",
+            Id::of(&gone_endpoint["id"])
+        ))
         .await
         .json();
     assert_eq!(shown["status"], "disabled");

@@ -62,15 +62,16 @@ pub struct Target {
 }
 
 /// One request of a virtual user, its key made before the clock starts. A
-/// replay borrows its finished key: the load generator shares the server's
-/// cores, so a copy per request would count against the replay.
+/// replay borrows its finished key, and a read or a completion its ride's
+/// id: the load generator shares the server's cores, so a copy per request
+/// would count against the server.
 enum Request<'a> {
     /// `POST /api/rides` under this key.
     Ride(Cow<'a, str>),
     /// `POST /api/rides/{id}/complete` under this key.
-    Complete(i64, String),
+    Complete(&'a str, String),
     /// `GET /api/rides/{id}`.
-    Get(i64),
+    Get(&'a str),
 }
 
 /// Keys finished and rides made by new-key runs, per rider, for replays,
@@ -83,7 +84,8 @@ pub struct Finished {
 #[derive(Debug, Default, Clone)]
 pub struct RiderFinished {
     pub keys: Vec<String>,
-    pub ride_ids: Vec<i64>,
+    /// As paths name them: as the answers gave them (`ride_...`).
+    pub ride_ids: Vec<String>,
 }
 
 impl Finished {
@@ -96,7 +98,7 @@ impl Finished {
     pub fn extend(&mut self, other: &Finished) {
         for (mine, theirs) in self.riders.iter_mut().zip(&other.riders) {
             mine.keys.extend(theirs.keys.iter().cloned());
-            mine.ride_ids.extend(theirs.ride_ids.iter().copied());
+            mine.ride_ids.extend(theirs.ride_ids.iter().cloned());
         }
     }
 }
@@ -144,9 +146,12 @@ struct Shared {
 }
 
 impl Shared {
-    fn next_ride_to_complete(&self, rider: usize) -> Option<i64> {
+    fn next_ride_to_complete(&self, rider: usize) -> Option<&str> {
         let index = self.next_ride[rider].fetch_add(1, Ordering::Relaxed);
-        self.finished.riders[rider].ride_ids.get(index).copied()
+        self.finished.riders[rider]
+            .ride_ids
+            .get(index)
+            .map(String::as_str)
     }
 }
 
@@ -232,7 +237,7 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
             Scenario::Replay => {
                 Request::Ride(Cow::Borrowed(&mine.keys[sequence % mine.keys.len()]))
             }
-            Scenario::Get => Request::Get(mine.ride_ids[sequence % mine.ride_ids.len()]),
+            Scenario::Get => Request::Get(&mine.ride_ids[sequence % mine.ride_ids.len()]),
             // Every user stops with the first one out of rides, so that the
             // whole run is at its number of connections.
             Scenario::Complete => match shared.next_ride_to_complete(rider) {
@@ -253,7 +258,7 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
                 let path = format!("/api/rides/{id}/complete");
                 client.post(address, &path, key, body).await
             }
-            Request::Get(id) => client.get_ride(address, *id).await,
+            Request::Get(id) => client.get_ride(address, id).await,
         };
         let latency = sent.elapsed();
         match answer {
@@ -301,7 +306,7 @@ fn record(
         result.conflicts.push(latency);
     }
     if scenario == Scenario::NewKey && answer.status == 201 {
-        if let (Request::Ride(key), Some(id)) = (request, answer.ride_id()) {
+        if let (Request::Ride(key), Some(id)) = (request, answer.ride_path_id()) {
             let created = &mut result.created.riders[rider];
             created.keys.push(key.into_owned());
             created.ride_ids.push(id);

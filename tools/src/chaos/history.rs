@@ -62,36 +62,37 @@ impl Expected {
     }
 }
 
-/// What a key asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a key asked for. A ride is named by the id its answer gave, an
+/// opaque string (`ride_...`), kept and sent back exactly as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     Ride {
         amount_cents: i64,
         expected: Expected,
     },
     Complete {
-        ride_id: i64,
+        ride_id: String,
         final_amount_cents: i64,
         /// The fare is above the hold and the card declines the raise.
         raise_declines: bool,
     },
     Cancel {
-        ride_id: i64,
+        ride_id: String,
         fee_cents: i64,
     },
     Refund {
-        ride_id: i64,
+        ride_id: String,
         amount_cents: i64,
     },
     Tip {
-        ride_id: i64,
+        ride_id: String,
         amount_cents: i64,
     },
 }
 
 impl Request {
     /// What the summary counts its answers under.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Request::Ride { .. } => "ride",
             Request::Complete { .. } => "complete",
@@ -101,7 +102,7 @@ impl Request {
         }
     }
 
-    pub fn path(self) -> String {
+    pub fn path(&self) -> String {
         match self {
             Request::Ride { .. } => "/api/rides".to_owned(),
             Request::Complete { ride_id, .. } => format!("/api/rides/{ride_id}/complete"),
@@ -111,14 +112,14 @@ impl Request {
         }
     }
 
-    pub fn body(self) -> Bytes {
+    pub fn body(&self) -> Bytes {
         let body = match self {
             Request::Ride {
                 amount_cents,
                 expected,
             } => {
                 return ride_body(
-                    amount_cents,
+                    *amount_cents,
                     expected.payment_method(),
                     expected.capture_method(),
                 )
@@ -135,7 +136,7 @@ impl Request {
     }
 
     /// The final answer the request should get.
-    pub fn expected_status(self) -> u16 {
+    pub fn expected_status(&self) -> u16 {
         match self {
             Request::Ride { expected, .. } => expected.status(),
             Request::Complete {
@@ -148,7 +149,7 @@ impl Request {
     }
 
     /// The ride it is about, once the ride exists.
-    pub fn ride_id(self) -> Option<i64> {
+    pub fn ride_id(&self) -> Option<&str> {
         match self {
             Request::Ride { .. } => None,
             Request::Complete { ride_id, .. }
@@ -160,12 +161,12 @@ impl Request {
 
     /// What a 200 answer to it says was captured: for a completion, the
     /// final fare (a tip the ride has is captured with it).
-    pub fn captured_cents(self) -> Option<i64> {
+    pub fn captured_cents(&self) -> Option<i64> {
         match self {
             Request::Complete {
                 final_amount_cents, ..
-            } => Some(final_amount_cents),
-            Request::Cancel { fee_cents, .. } => Some(fee_cents),
+            } => Some(*final_amount_cents),
+            Request::Cancel { fee_cents, .. } => Some(*fee_cents),
             _ => None,
         }
     }

@@ -64,7 +64,7 @@ pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {
     };
     let captured_cents = match created.text("status").as_deref() {
         Some("captured") => {
-            amount_cents + maybe_tip(sender, histories, ride_id, amount_cents).await
+            amount_cents + maybe_tip(sender, histories, &ride_id, amount_cents).await
         }
         Some("authorized") => {
             let refuses_raise = expected == Expected::AuthorizedNoRaise;
@@ -72,10 +72,10 @@ pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {
             // tip need one would hang on a tip whose answer may be lost.
             let tip_cents = match refuses_raise {
                 true => 0,
-                false => maybe_tip(sender, histories, ride_id, amount_cents).await,
+                false => maybe_tip(sender, histories, &ride_id, amount_cents).await,
             };
             let hold = Hold {
-                ride_id,
+                ride_id: ride_id.clone(),
                 cents: amount_cents,
                 refuses_raise,
                 tip_cents,
@@ -110,7 +110,7 @@ pub async fn walk(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>) {
 async fn maybe_tip(
     sender: &Sender<'_>,
     histories: &mut Vec<KeyHistory>,
-    ride_id: i64,
+    ride_id: &str,
     fare_cents: i64,
 ) -> i64 {
     let amount_cents = {
@@ -121,7 +121,7 @@ async fn maybe_tip(
         rng.gen_range(1..=(fare_cents / 5).max(1))
     };
     let tip = Request::Tip {
-        ride_id,
+        ride_id: ride_id.to_owned(),
         amount_cents,
     };
     match step(sender, histories, tip).await {
@@ -132,7 +132,8 @@ async fn maybe_tip(
 
 /// A held ride, as its client knows it.
 struct Hold {
-    ride_id: i64,
+    /// As the ride's answer gave it.
+    ride_id: String,
     cents: i64,
     /// Its card declines raising the hold.
     refuses_raise: bool,
@@ -146,7 +147,7 @@ struct Hold {
 /// hold covers, as ridepay's answer suggests.
 async fn settle(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>, hold: &Hold) -> Option<i64> {
     let options = sender.options;
-    let (ride_id, hold_cents, refuses_raise) = (hold.ride_id, hold.cents, hold.refuses_raise);
+    let (ride_id, hold_cents, refuses_raise) = (&hold.ride_id, hold.cents, hold.refuses_raise);
     let mut request = {
         let mut rng = rand::thread_rng();
         if rng.gen_bool(options.complete_share) {
@@ -154,7 +155,7 @@ async fn settle(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>, hold: &Hol
             let final_amount_cents = ((hold_cents as f64 * (1.0 + swing)).round() as i64)
                 .clamp(*FARE_CENTS.start(), *FARE_CENTS.end());
             Request::Complete {
-                ride_id,
+                ride_id: ride_id.clone(),
                 final_amount_cents,
                 raise_declines: refuses_raise && final_amount_cents > hold_cents,
             }
@@ -164,22 +165,25 @@ async fn settle(sender: &Sender<'_>, histories: &mut Vec<KeyHistory>, hold: &Hol
             } else {
                 0
             };
-            Request::Cancel { ride_id, fee_cents }
+            Request::Cancel {
+                ride_id: ride_id.clone(),
+                fee_cents,
+            }
         }
     };
     for _ in 0..2 {
         if !sender.may_start_key() {
             return None;
         }
-        let answer = step(sender, histories, request).await?;
-        match (answer.status, request) {
+        let answer = step(sender, histories, request.clone()).await?;
+        match (answer.status, &request) {
             (200, Request::Complete { .. }) => {
                 return request.captured_cents().map(|fare| fare + hold.tip_cents)
             }
             (200, _) => return request.captured_cents(),
             (402, Request::Complete { .. }) => {
                 request = Request::Complete {
-                    ride_id,
+                    ride_id: ride_id.clone(),
                     final_amount_cents: hold_cents,
                     raise_declines: false,
                 };

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use crate::common::app::{create_user, held_ride, ride_with, spawn_app, RIDE};
+use crate::common::ids::Id;
 
 #[tokio::test]
 async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
@@ -14,7 +15,7 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
     let ride = answer.json();
     assert_eq!(
         answer.header("location"),
-        Some(format!("/api/rides/{}", ride["id"]).as_str())
+        Some(format!("/api/rides/{}", Id::of(&ride["id"])).as_str())
     );
     assert_eq!(ride["status"], "captured");
     assert_eq!(ride["capture_method"], "automatic");
@@ -162,7 +163,7 @@ async fn keys_are_scoped_per_user() {
     assert_eq!(theirs_different.status, 201);
     assert_eq!(app.counts(), (3, 3, 3));
     // Neither can see the other's ride.
-    let their_ride = format!("/api/rides/{}", theirs.json()["id"]);
+    let their_ride = format!("/api/rides/{}", Id::of(&theirs.json()["id"]));
     app.get(&their_ride).await.assert_problem(404, "not-found");
 }
 
@@ -249,7 +250,7 @@ async fn a_card_that_needs_authentication_is_a_stored_202_with_the_next_action()
     let ride = answer.json();
     assert_eq!(
         answer.header("location"),
-        Some(format!("/api/rides/{}", ride["id"]).as_str())
+        Some(format!("/api/rides/{}", Id::of(&ride["id"])).as_str())
     );
     assert_eq!(ride["status"], "requires_action");
     let action = &ride["next_action"];
@@ -296,7 +297,7 @@ async fn a_payment_that_settles_later_is_a_stored_202_processing_and_an_event_au
         (Some("processing"), &json!(null))
     );
     // The simulated gateway's event, delivered in-process, settles it.
-    let path = format!("/api/rides/{}", ride["id"]);
+    let path = format!("/api/rides/{}", Id::of(&ride["id"]));
     let mut status = String::new();
     for _ in 0..50 {
         status = app.get(&path).await.json()["status"]
@@ -310,7 +311,7 @@ async fn a_payment_that_settles_later_is_a_stored_202_processing_and_an_event_au
     }
     assert_eq!(status, "authorized");
     assert_eq!(
-        app.ride(ride["id"].as_i64().unwrap()).await["amount_authorized_cents"],
+        app.ride(Id::of(&ride["id"])).await["amount_authorized_cents"],
         2000
     );
     // The key's answer stays what it was.

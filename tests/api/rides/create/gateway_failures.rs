@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use crate::common::app::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
+use crate::common::ids::Id;
 
 #[tokio::test]
 async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
@@ -12,7 +13,7 @@ async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
     let problem = answer.assert_problem(402, "card-declined");
     assert_eq!(problem["code"], "card_declined");
     assert_eq!(problem["decline_code"], "generic_decline");
-    let ride_id = problem["ride_id"].as_i64().unwrap();
+    let ride_id = Id::of(&problem["ride_id"]);
     let ride = app.get(&format!("/api/rides/{ride_id}")).await.json();
     assert_eq!(ride["status"], "payment_declined");
     // The PaymentIntent the decline left behind is the ride's.
@@ -61,7 +62,7 @@ async fn a_payment_method_the_gateway_rejects_is_a_stored_502_and_the_ride_is_pa
 
     let problem = answer.assert_problem(502, "payment-gateway-rejected");
     let ride = app
-        .get(&format!("/api/rides/{}", problem["ride_id"]))
+        .get(&format!("/api/rides/{}", Id::of(&problem["ride_id"])))
         .await
         .json();
     assert_eq!(ride["status"], "payment_failed");

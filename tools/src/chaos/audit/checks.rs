@@ -63,7 +63,7 @@ pub(crate) fn check_intents(report: &mut AuditReport, records: &Records) {
         );
     }
     for (intent, rides) in rides_naming.iter().filter(|(_, rides)| rides.len() > 1) {
-        let ids: Vec<i64> = rides.iter().map(|r| r.id).collect();
+        let ids: Vec<String> = rides.iter().map(|r| r.public_id.to_string()).collect();
         report.flag(
             CHECKS[0],
             format!("PaymentIntent {intent} on rides {ids:?}"),
@@ -86,7 +86,7 @@ pub(crate) fn check_rides(report: &mut AuditReport, records: &Records) {
                 CHECKS[2],
                 format!(
                     "ride {} names PaymentIntent {id}, unknown to the gateway",
-                    ride.id
+                    ride.public_id
                 ),
             ),
             Some((_, Some(intent)))
@@ -97,7 +97,7 @@ pub(crate) fn check_rides(report: &mut AuditReport, records: &Records) {
                     CHECKS[3],
                     format!(
                         "ride {} is {} but PaymentIntent {} is {}",
-                        ride.id, ride.amount_cents, intent.id, intent.amount_cents
+                        ride.public_id, ride.amount_cents, intent.id, intent.amount_cents
                     ),
                 )
             }
@@ -120,7 +120,10 @@ pub(crate) fn check_rides(report: &mut AuditReport, records: &Records) {
                         CHECKS[3],
                         format!(
                             "ride {} is {}, captured {}; PaymentIntent {} received {received}",
-                            ride.id, ride.amount_cents, ride.amount_captured_cents, intent.id
+                            ride.public_id,
+                            ride.amount_cents,
+                            ride.amount_captured_cents,
+                            intent.id
                         ),
                     );
                 }
@@ -129,13 +132,16 @@ pub(crate) fn check_rides(report: &mut AuditReport, records: &Records) {
                 CHECKS[2],
                 format!(
                     "ride {} is captured but PaymentIntent {id} is {}",
-                    ride.id, intent.status
+                    ride.public_id, intent.status
                 ),
             ),
             Some((_, None)) => {}
             None => report.flag(
                 CHECKS[2],
-                format!("ride {} is captured without a PaymentIntent", ride.id),
+                format!(
+                    "ride {} is captured without a PaymentIntent",
+                    ride.public_id
+                ),
             ),
         }
     }
@@ -170,7 +176,7 @@ pub(crate) fn check_histories(
             && history
                 .request
                 .ride_id()
-                .and_then(|id| index.ride_by_id.get(&id))
+                .and_then(|id| index.ride_by_public_id.get(id))
                 .is_some_and(|ride| ride.status == "expired");
         if first.status != history.request.expected_status() && !lapsed {
             report.flag(
@@ -210,7 +216,7 @@ pub(crate) fn check_ride_key(
                 CHECKS[3],
                 format!(
                     "{}: asked {amount_cents}, ride {} has {}",
-                    history.key, ride.id, ride.amount_cents
+                    history.key, ride.public_id, ride.amount_cents
                 ),
             );
         }
@@ -220,7 +226,7 @@ pub(crate) fn check_ride_key(
                 CHECKS[7],
                 format!(
                     "{}: ride {} is {} for {expected:?}",
-                    history.key, ride.id, ride.status
+                    history.key, ride.public_id, ride.status
                 ),
             );
         }
@@ -228,10 +234,11 @@ pub(crate) fn check_ride_key(
     let Some(first) = &history.first_final else {
         return;
     };
-    // The ride the answer names is the key's own.
+    // The ride the answer names, by the id as the answer spells it, is the
+    // key's own.
     let answered = first
         .ride_id()
-        .and_then(|id| index.ride_by_id.get(&id))
+        .and_then(|id| index.ride_by_public_id.get(&id))
         .filter(|answered| row.is_some_and(|row| answered.idempotency_key_id == Some(row.id)));
     match (expected, first.status) {
         (Expected::Captured, 201) => {

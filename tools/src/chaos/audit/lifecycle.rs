@@ -117,7 +117,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
                 CHECKS[10],
                 format!(
                     "ride {} ({}, {} of {}) captured {} of {} authorized",
-                    ride.id,
+                    ride.public_id,
                     ride.status,
                     ride.capture_method,
                     ride.amount_cents,
@@ -132,7 +132,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
                     CHECKS[12],
                     format!(
                         "ride {} ({}) captured {}, PaymentIntent {} received {}",
-                        ride.id,
+                        ride.public_id,
                         ride.status,
                         ride.amount_captured_cents,
                         intent.id,
@@ -148,7 +148,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
                     CHECKS[11],
                     format!(
                         "ride {} is {}, PaymentIntent {} is {} with {} capturable",
-                        ride.id,
+                        ride.public_id,
                         ride.status,
                         intent.id,
                         intent.status,
@@ -163,7 +163,7 @@ pub(super) fn check_rides(report: &mut AuditReport, records: &Records) {
                 CHECKS[15],
                 format!(
                     "ride {} captured {}, refunded {} (refunds {refunds})",
-                    ride.id, ride.amount_captured_cents, ride.amount_refunded_cents
+                    ride.public_id, ride.amount_captured_cents, ride.amount_refunded_cents
                 ),
             );
         }
@@ -188,7 +188,7 @@ fn check_tip_paid(report: &mut AuditReport, ride: &RideRow, index: &Index<'_>) {
             CHECKS[19],
             format!(
                 "ride {} records a tip of {} paid by {tip_intent}, which is {:?} with {:?} received",
-                ride.id,
+                ride.public_id,
                 ride.tip_cents,
                 paid.map(|intent| &intent.status),
                 paid.map(|intent| intent.amount_received_cents)
@@ -209,7 +209,7 @@ fn check_taken(report: &mut AuditReport, ride: &RideRow, key_by_id: &HashMap<i64
             CHECKS[16],
             format!(
                 "ride {} ({}) taken by key row {key_id}, {}",
-                ride.id,
+                ride.public_id,
                 ride.status,
                 key.map_or("not in the database", |key| key.key.as_str())
             ),
@@ -275,7 +275,9 @@ fn check_transitions(report: &mut AuditReport, records: &Records) {
                 CHECKS[17],
                 format!(
                     "ride {}: {} records {}",
-                    record.ride_id, record.count, record.action
+                    records.ride_named(record.ride_id),
+                    record.count,
+                    record.action
                 ),
             );
         }
@@ -283,7 +285,10 @@ fn check_transitions(report: &mut AuditReport, records: &Records) {
     for (ride_id, count) in finishing.into_iter().filter(|(_, count)| *count > 1) {
         report.flag(
             CHECKS[9],
-            format!("ride {ride_id}: {count} records of {FINISHING:?}"),
+            format!(
+                "ride {}: {count} records of {FINISHING:?}",
+                records.ride_named(ride_id)
+            ),
         );
     }
 }
@@ -310,9 +315,9 @@ pub(super) fn check_acknowledged(
                 amount_cents,
             },
             true,
-        ) = (history.request, acknowledged)
+        ) = (&history.request, acknowledged)
         {
-            check_acknowledged_tip(report, &index, &history.key, ride_id, amount_cents);
+            check_acknowledged_tip(report, &index, &history.key, ride_id, *amount_cents);
             continue;
         }
         let (Some(ride_id), Some(captured), true) = (
@@ -326,7 +331,7 @@ pub(super) fn check_acknowledged(
             Request::Complete { .. } => (CHECKS[13], &["captured", "refunded"]),
             _ => (CHECKS[14], &["canceled"]),
         };
-        let ride = index.ride_by_id.get(&ride_id);
+        let ride = index.ride_by_public_id.get(ride_id);
         let intent = ride.and_then(|ride| index.intent_of(ride));
         // A completion captures the tip the ride had with the fare.
         let captured = match history.request {
@@ -356,10 +361,10 @@ fn check_acknowledged_tip(
     report: &mut AuditReport,
     index: &Index<'_>,
     key: &str,
-    ride_id: i64,
+    ride_id: &str,
     amount_cents: i64,
 ) {
-    let ride = index.ride_by_id.get(&ride_id);
+    let ride = index.ride_by_public_id.get(ride_id);
     let dropped = ride.is_some_and(|ride| matches!(ride.status.as_str(), "canceled" | "expired"));
     if !dropped && ride.map(|ride| ride.tip_cents) != Some(amount_cents) {
         report.flag(

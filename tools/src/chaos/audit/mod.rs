@@ -48,7 +48,7 @@ pub fn audit(
         .bind::<BigInt, _>(user_id)
         .load(conn)?,
         rides: diesel::sql_query(
-            "SELECT id, idempotency_key_id, amount_cents, amount_authorized_cents, \
+            "SELECT id, public_id, idempotency_key_id, amount_cents, amount_authorized_cents, \
              amount_captured_cents, amount_refunded_cents, status, capture_method, \
              payment_intent_id, settling_key_id, tip_cents, tip_payment_intent_id \
              FROM rides WHERE user_id = $1",

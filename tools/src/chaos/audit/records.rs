@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use ridepay::public_ids::RidePublicId;
 
 #[derive(QueryableByName)]
 pub(crate) struct KeyRow {
@@ -22,10 +23,14 @@ pub(crate) struct KeyRow {
     pub(crate) last_error: Option<String>,
 }
 
+/// A ride: `id` the row's key inside the database (refunds and audit
+/// records name it), `public_id` the id the API gave its clients.
 #[derive(QueryableByName)]
 pub(crate) struct RideRow {
     #[diesel(sql_type = BigInt)]
     pub(crate) id: i64,
+    #[diesel(sql_type = Bytea)]
+    pub(crate) public_id: RidePublicId,
     #[diesel(sql_type = Nullable<BigInt>)]
     pub(crate) idempotency_key_id: Option<i64>,
     #[diesel(sql_type = BigInt)]
@@ -170,8 +175,23 @@ impl Records {
         self.keys.iter().map(|k| (k.key.as_str(), k)).collect()
     }
 
-    pub(crate) fn ride_by_id(&self) -> HashMap<i64, &RideRow> {
-        self.rides.iter().map(|r| (r.id, r)).collect()
+    /// By the id as the API spells it (`ride_...`), which is how clients
+    /// name a ride: what an answer said is looked up as it was said.
+    pub(crate) fn ride_by_public_id(&self) -> HashMap<String, &RideRow> {
+        self.rides
+            .iter()
+            .map(|r| (r.public_id.to_string(), r))
+            .collect()
+    }
+
+    /// How a message names the ride of row `id` (refunds and audit records
+    /// name rides by row): by its public id, or by the row if no ride of
+    /// the user's has it.
+    pub(crate) fn ride_named(&self, id: i64) -> String {
+        self.rides
+            .iter()
+            .find(|r| r.id == id)
+            .map_or_else(|| format!("row {id}"), |r| r.public_id.to_string())
     }
 
     pub(crate) fn ride_by_key(&self) -> HashMap<i64, &RideRow> {
@@ -188,7 +208,7 @@ impl Records {
     pub(crate) fn index(&self) -> Index<'_> {
         Index {
             key_by_name: self.key_by_name(),
-            ride_by_id: self.ride_by_id(),
+            ride_by_public_id: self.ride_by_public_id(),
             ride_by_key: self.ride_by_key(),
             intent_by_id: self.intent_by_id(),
         }
@@ -211,7 +231,7 @@ impl Records {
 /// The lookups the checks of clients' keys make, built once.
 pub(crate) struct Index<'a> {
     pub(crate) key_by_name: HashMap<&'a str, &'a KeyRow>,
-    pub(crate) ride_by_id: HashMap<i64, &'a RideRow>,
+    pub(crate) ride_by_public_id: HashMap<String, &'a RideRow>,
     pub(crate) ride_by_key: HashMap<i64, &'a RideRow>,
     pub(crate) intent_by_id: HashMap<&'a str, &'a IntentRow>,
 }
@@ -235,7 +255,7 @@ pub(crate) struct IntentTotal {
     pub(crate) cents: i64,
 }
 
-/// A sum of cents, per ride.
+/// A sum of cents, per ride (its row).
 #[derive(QueryableByName)]
 pub(crate) struct RideTotal {
     #[diesel(sql_type = BigInt)]
@@ -244,7 +264,7 @@ pub(crate) struct RideTotal {
     pub(crate) cents: i64,
 }
 
-/// How many audit records of an action a ride has.
+/// How many audit records of an action a ride (its row) has.
 #[derive(QueryableByName)]
 pub(crate) struct ActionCount {
     #[diesel(sql_type = BigInt)]

@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use ridepay::public_ids::{PublicId, RefundPublicId, RidePublicId};
+use serde_json::json;
+
 use super::checks::*;
 use super::records::*;
 use super::report::*;
@@ -20,12 +23,24 @@ fn key(id: i64, status: u16, body: &str) -> KeyRow {
     }
 }
 
+/// The id the API gives the ride of row `id`: its bytes all `id`, so that
+/// it differs from every other's.
+fn public_id(id: i64) -> RidePublicId {
+    RidePublicId::from_body([id as u8; 18])
+}
+
+/// That id as answers and paths spell it (`ride_...`).
+fn ride_id(id: i64) -> String {
+    public_id(id).to_string()
+}
+
 /// A ride of 1000 asked for under key row `id`: paid at once when
 /// captured, held otherwise.
 fn ride(id: i64, status: &str, intent: Option<&str>) -> RideRow {
     let captured = status == "captured";
     RideRow {
         id,
+        public_id: public_id(id),
         idempotency_key_id: Some(id),
         amount_cents: 1000,
         amount_authorized_cents: if status == "payment_declined" {
@@ -85,10 +100,23 @@ fn total(intent_id: &str, cents: i64) -> IntentTotal {
     }
 }
 
-const PAID: &str = r#"{"id":1,"status":"captured"}"#;
-const DECLINED_ANSWER: &str = r#"{"type":"/problems/card-declined","ride_id":2}"#;
-const COMPLETED: &str = r#"{"id":3,"status":"captured"}"#;
-const CANCELED: &str = r#"{"id":5,"status":"canceled"}"#;
+/// A ride's answer: the ride of row `id`, in `status`.
+fn ride_answer(id: i64, status: &str) -> String {
+    json!({ "id": ride_id(id), "status": status }).to_string()
+}
+
+/// A problem about the ride of row `id` (a decline's, a refusal's).
+fn problem_answer(kind: &str, id: i64) -> String {
+    json!({ "type": format!("/problems/{kind}"), "ride_id": ride_id(id) }).to_string()
+}
+
+fn paid() -> String {
+    ride_answer(1, "captured")
+}
+
+fn canceled() -> String {
+    ride_answer(5, "canceled")
+}
 
 /// The keys the campaign leaves, as its clients saw them: a ride paid at
 /// once (1), a decline (2), a held ride (3) completed above its hold
@@ -99,41 +127,51 @@ fn histories() -> Vec<KeyHistory> {
         expected,
     };
     let held = |id: i64| {
-        let answer = format!(r#"{{"id":{id},"status":"authorized"}}"#);
+        let answer = ride_answer(id, "authorized");
         history(id, ride(1000, Expected::Authorized), 201, &answer)
     };
+    let refund = json!({
+        "id": RefundPublicId::from_body([7; 18]).to_string(),
+        "ride_id": ride_id(3),
+        "amount_cents": 500,
+    });
     vec![
-        history(1, ride(1000, Expected::Captured), 201, PAID),
-        history(2, ride(1000, Expected::Declined), 402, DECLINED_ANSWER),
+        history(1, ride(1000, Expected::Captured), 201, &paid()),
+        history(
+            2,
+            ride(1000, Expected::Declined),
+            402,
+            &problem_answer("card-declined", 2),
+        ),
         held(3),
         history(
             4,
             Request::Complete {
-                ride_id: 3,
+                ride_id: ride_id(3),
                 final_amount_cents: 1200,
                 raise_declines: false,
             },
             200,
-            COMPLETED,
+            &ride_answer(3, "captured"),
         ),
         held(5),
         history(
             6,
             Request::Cancel {
-                ride_id: 5,
+                ride_id: ride_id(5),
                 fee_cents: 300,
             },
             200,
-            CANCELED,
+            &canceled(),
         ),
         history(
             7,
             Request::Refund {
-                ride_id: 3,
+                ride_id: ride_id(3),
                 amount_cents: 500,
             },
             201,
-            r#"{"id":1}"#,
+            &refund.to_string(),
         ),
     ]
 }
@@ -343,12 +381,12 @@ fn a_ride_captured_for_other_than_the_gateway_received_is_flagged() {
 fn a_completion_or_cancellation_acknowledged_for_other_amounts_is_flagged() {
     let found = violations_told(|histories| {
         histories[3].request = Request::Complete {
-            ride_id: 3,
+            ride_id: ride_id(3),
             final_amount_cents: 1300,
             raise_declines: false,
         };
         histories[5].request = Request::Cancel {
-            ride_id: 5,
+            ride_id: ride_id(5),
             fee_cents: 0,
         };
     });
@@ -383,7 +421,7 @@ fn a_transition_recorded_twice_is_flagged_and_a_second_taking_is_not() {
 
 #[test]
 fn a_completion_refused_for_a_ride_its_client_held_is_flagged() {
-    let refused = r#"{"type":"/problems/invalid-ride-state","ride_id":3}"#;
+    let refused = problem_answer("invalid-ride-state", 3);
     let found = violations(
         // A refusal that wrote nothing leaves no key row.
         |records| records.keys.retain(|key| key.id != 4),
@@ -413,10 +451,10 @@ fn tipped(records: &mut Records) {
 
 fn told_tipped(histories: &mut Vec<KeyHistory>) {
     let tip = Request::Tip {
-        ride_id: 1,
+        ride_id: ride_id(1),
         amount_cents: 200,
     };
-    histories.push(history(8, tip, 200, PAID));
+    histories.push(history(8, tip, 200, &paid()));
 }
 
 #[test]
@@ -443,10 +481,10 @@ fn an_acknowledged_tip_the_ride_does_not_have_is_flagged_unless_its_hold_was_rel
     let found = violations_told(|histories| {
         told_tipped(histories);
         let dropped = Request::Tip {
-            ride_id: 5,
+            ride_id: ride_id(5),
             amount_cents: 100,
         };
-        histories.push(history(9, dropped, 200, CANCELED));
+        histories.push(history(9, dropped, 200, &canceled()));
     });
     assert_eq!(found, BTreeMap::from([(CHECKS[19], 1)]));
 }
@@ -461,4 +499,36 @@ fn a_completion_captures_the_tip_its_ride_had() {
         records.rides[2].amount_authorized_cents = 1300;
     });
     assert_eq!(found, BTreeMap::new());
+}
+
+#[test]
+fn an_answer_naming_its_ride_by_anything_but_the_public_id_names_no_ride() {
+    let found = violations_told(|histories| {
+        // The ride's row, as ids were before.
+        let first = histories[0].first_final.as_mut().unwrap();
+        first.body = br#"{"id":1,"status":"captured"}"#.to_vec();
+    });
+    // Not paid as answered, and not the answer stored.
+    assert_eq!(found, BTreeMap::from([(CHECKS[2], 1), (CHECKS[6], 1)]));
+}
+
+#[test]
+fn an_answer_naming_another_keys_ride_is_flagged() {
+    let found = violations_told(|histories| {
+        let first = histories[2].first_final.as_mut().unwrap();
+        first.body = ride_answer(5, "authorized").into_bytes();
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[2], 1), (CHECKS[6], 1)]));
+}
+
+#[test]
+fn a_completion_acknowledged_for_an_id_no_ride_has_is_flagged() {
+    let found = violations_told(|histories| {
+        histories[3].request = Request::Complete {
+            ride_id: ride_id(3).to_uppercase(),
+            final_amount_cents: 1200,
+            raise_declines: false,
+        };
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[13], 1)]));
 }

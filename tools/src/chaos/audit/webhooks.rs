@@ -7,8 +7,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Bytea, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
+use ridepay::public_ids::RidePublicId;
 use serde_json::Value;
 
 use super::report::{AuditReport, CHECKS};
@@ -22,8 +23,9 @@ struct EventRow {
 
 #[derive(QueryableByName)]
 struct RideRow {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
+    /// The id events name the ride by, as the API spells it.
+    #[diesel(sql_type = Bytea)]
+    public_id: RidePublicId,
     #[diesel(sql_type = BigInt)]
     event_sequence: i64,
     #[diesel(sql_type = diesel::sql_types::Jsonb)]
@@ -47,8 +49,9 @@ pub(super) fn check_webhooks(
     bystanders: &[Taken],
 ) -> anyhow::Result<()> {
     let mut delivered: HashSet<String> = HashSet::new();
-    // Per ride: the highest sequence delivered, and the ride it carried.
-    let mut last: HashMap<i64, (i64, Value)> = HashMap::new();
+    // Per ride, by its id as the events spell it (`ride_...`): the highest
+    // sequence delivered, and the ride it carried.
+    let mut last: HashMap<String, (i64, Value)> = HashMap::new();
     for delivery in taken {
         if let Err(why) = &delivery.verified {
             report.flag(CHECKS[20], why.clone());
@@ -57,12 +60,12 @@ pub(super) fn check_webhooks(
         let event: Value = serde_json::from_slice(&delivery.body)?;
         delivered.insert(event["id"].as_str().unwrap_or_default().to_owned());
         let (Some(ride_id), Some(sequence)) = (
-            event["data"]["ride"]["id"].as_i64(),
+            event["data"]["ride"]["id"].as_str(),
             event["sequence"].as_i64(),
         ) else {
             continue;
         };
-        let entry = last.entry(ride_id).or_insert((0, Value::Null));
+        let entry = last.entry(ride_id.to_owned()).or_insert((0, Value::Null));
         if sequence > entry.0 {
             *entry = (sequence, event["data"]["ride"].clone());
         }
@@ -82,14 +85,16 @@ pub(super) fn check_webhooks(
         .map(|field| format!("'{field}', {field}"))
         .collect();
     let rides: Vec<RideRow> = diesel::sql_query(format!(
-        "SELECT id, event_sequence, jsonb_build_object({}) AS ride FROM rides \
+        "SELECT public_id, event_sequence, jsonb_build_object({}) AS ride FROM rides \
          WHERE user_id = $1 AND event_sequence > 0",
         fields.join(", ")
     ))
     .bind::<BigInt, _>(user_id)
     .load(conn)?;
     for ride in rides {
-        let (sequence, sent) = last.remove(&ride.id).unwrap_or((0, Value::Null));
+        let (sequence, sent) = last
+            .remove(&ride.public_id.to_string())
+            .unwrap_or((0, Value::Null));
         let same = FINAL_FIELDS
             .iter()
             .all(|field| sent[field] == ride.ride[field]);
@@ -98,7 +103,7 @@ pub(super) fn check_webhooks(
                 CHECKS[22],
                 format!(
                     "ride {}: last event {sequence} of {}, carrying {:?}, ride {:?}",
-                    ride.id, ride.event_sequence, sent["status"], ride.ride["status"]
+                    ride.public_id, ride.event_sequence, sent["status"], ride.ride["status"]
                 ),
             );
         }

@@ -1,0 +1,10 @@
+DROP INDEX webhook_deliveries_public_id;
+ALTER TABLE webhook_deliveries DROP COLUMN public_id;
+DROP INDEX webhook_endpoints_legacy_id, webhook_endpoints_public_id;
+ALTER TABLE webhook_endpoints DROP COLUMN public_id, DROP COLUMN legacy_id;
+DROP INDEX refunds_legacy_id, refunds_public_id;
+ALTER TABLE refunds DROP COLUMN public_id, DROP COLUMN legacy_id;
+DROP INDEX rides_legacy_id, rides_public_id;
+ALTER TABLE rides DROP COLUMN public_id, DROP COLUMN legacy_id;
+DROP FUNCTION ridepay_random_id();
+ALTER TABLE installation DROP COLUMN id_secret;
