@@ -11,7 +11,7 @@ use super::claim::{self, Claim, IdempotentRequest};
 use super::endpoint::{Called, Endpoint, FlowContext, LeaseOf, Transition, TransitionOf};
 use super::key_row::{KeyState, StoredResponse};
 use super::lease::after_failure::release_on_failure;
-use super::lease::in_transaction;
+use super::lease::{in_transaction, resumed};
 use super::recovery_point::{RecoveryPoints, Step};
 use super::request::{CanonicalRequest, IdempotencyKey};
 use crate::crash;
@@ -124,7 +124,7 @@ pub(super) fn run_steps<E: Endpoint>(
         if let (None, Step::Call(call)) = (&answered, point.step()) {
             let now = match known.take() {
                 Some(now) => now,
-                None => E::load(cx, &mut *cx.pool().get()?, lease, params, point)?,
+                None => resumed::load::<E>(cx, &mut *cx.pool().get()?, lease, params, point)?,
             };
             let called = E::call(cx, lease, params, point, now)?;
             crash::after(call);
@@ -149,7 +149,7 @@ pub(super) fn run_steps<E: Endpoint>(
                 (None, _) if point == E::Point::STARTED => E::start(cx, conn, lease, params)?,
                 (None, Some(now)) => E::atomic(cx, conn, lease, params, point, now)?,
                 (None, None) => {
-                    let now = E::load(cx, conn, lease, params, point)?;
+                    let now = resumed::load::<E>(cx, conn, lease, params, point)?;
                     E::atomic(cx, conn, lease, params, point, now)?
                 }
             };

@@ -15,6 +15,7 @@ use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
 
 pub(super) mod after_failure;
+pub(super) mod resumed;
 
 /// The key row's changes when it finishes with `response`.
 macro_rules! finished_with {
@@ -35,9 +36,8 @@ type HeldRow =
     Filter<Filter<keys::idempotency_keys, Eq<keys::id, KeyId>>, Eq<keys::lease_epoch, i64>>;
 type FencedRow = Filter<HeldRow, Eq<keys::recovery_point, &'static str>>;
 
-/// A fencing epoch for a lease being taken: drawn at random rather than
-/// counted, so no two holders ever share one, even when a failover rolls a
-/// key row back to an earlier epoch or hands its id to another request's row.
+/// A lease's fencing epoch, drawn at random rather than counted: no two
+/// holders share one, even across a failover that lost or reused key rows.
 pub(crate) fn fresh_epoch() -> i64 {
     rand::Rng::gen_range(&mut rand::thread_rng(), 1..i64::MAX)
 }

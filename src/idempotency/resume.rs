@@ -14,6 +14,7 @@ use super::found::Found;
 use super::key_record::KeyRecord;
 use super::key_row::{KeyState, StoredResponse};
 use super::lease::after_failure::release_on_failure;
+use super::lease::resumed;
 use super::lease::Lease;
 use super::recovery_point::{RecoveryPoints, Step, FINISHED};
 use crate::db::database_now;
@@ -53,7 +54,7 @@ pub fn resolve<E: Endpoint>(
         }
         return Ok(Resolution::Recorded);
     }
-    let known = E::load(cx, &mut *cx.pool().get()?, &lease, params, point)?;
+    let known = resumed::load::<E>(cx, &mut *cx.pool().get()?, &lease, params, point)?;
     let found = match E::look_up(cx, &lease, params, point, known) {
         Ok(found) => found,
         // Proves nothing: the key waits for the next pass.

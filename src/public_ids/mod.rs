@@ -1,13 +1,10 @@
 //! The ids the API hands out: a prefix naming the kind (`ride_`) and 18
-//! bytes in lowercase base32, 29 characters (`encoding`). The integer keys
-//! stay inside the database, for joins.
-//!
-//! A row an idempotent request makes gets an id derived from the request:
-//! HMAC-SHA256 under the installation's secret over the request's ridepay
-//! key, the kind and an ordinal. The same request, made again after a
-//! failover lost the row, makes it again under the same id, so an id a
-//! client was given names that row or nothing, never another. Other rows
-//! get random ids (the database's `ridepay_random_id()`).
+//! bytes in lowercase base32 (`encoding`); integer keys stay inside the
+//! database. A row a request makes gets an id derived from the request
+//! (HMAC-SHA256 under the installation's secret over the request's ridepay
+//! key, the kind and an ordinal): made again after a failover lost it, the
+//! row gets the same id, so an id names its row or nothing, never another.
+//! Other rows get random ids.
 
 mod encoding;
 pub mod paths;

@@ -3,7 +3,7 @@
 
 use ridepay::idempotency::{self, Claim, Lease};
 use ridepay::rides::create as phases;
-use ridepay::rides::create::RecoveryPoint;
+use ridepay::rides::create::{RecoveryPoint, RideEndpoint};
 use ridepay::service_error::ServiceError;
 
 use crate::common::app::{spawn_app, TestApp, RIDE};
@@ -137,4 +137,9 @@ async fn a_holder_of_a_key_lost_in_a_failover_is_fenced_off_a_new_key_with_its_i
         "{refused:?}"
     );
     assert_eq!(app.key_state("other")["recovery_point"], "ride_created");
+    // Resuming, it reads nothing of the other key's to call the gateway
+    // with: its lease is checked first.
+    let driven = idempotency::drive::<RideEndpoint>(&cx, stale, &lost.params);
+    assert!(matches!(driven, Err(ServiceError::LeaseLost)), "{driven:?}");
+    assert_eq!(app.count("simulated_payment_intents"), 0);
 }
