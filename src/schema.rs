@@ -173,6 +173,7 @@ diesel::table! {
         updated_at -> Timestamptz,
         stripe_payment_method_id -> Nullable<Text>,
         public_id -> Uuid,
+        role -> Text,
     }
 }
 

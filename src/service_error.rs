@@ -12,6 +12,10 @@ pub enum ServiceError {
     /// No user has the API key the caller sent.
     #[error("unknown API key")]
     Unauthorized,
+    /// The caller's key is not one of those that may do this (a rider's on
+    /// a platform route, the platform's making a ride).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("not found")]
     NotFound,
     #[error("invalid request")]

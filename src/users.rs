@@ -34,6 +34,16 @@ pub fn hash_api_key(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
+ridepay_diesel_helpers::text_enum! {
+    /// Whose key it is: a rider's (their rides, their webhooks) or the
+    /// platform's (every ride to read, and the platform's own routes; no
+    /// ride of its own).
+    pub enum Role {
+        Rider = "rider",
+        Platform = "platform",
+    }
+}
+
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = users, check_for_backend(diesel::pg::Pg))]
 pub struct User {
@@ -43,6 +53,7 @@ pub struct User {
     pub created_at: DateTime<Utc>,
     /// The saved card a ride pays with when it names none.
     pub stripe_payment_method_id: Option<String>,
+    pub role: Role,
 }
 
 /// A user's saved card at the gateway: the customer, and the payment method
@@ -57,22 +68,38 @@ pub struct SavedCard<'a> {
 #[diesel(table_name = users)]
 struct NewUser<'a> {
     email: &'a str,
+    role: Role,
     api_key_hash: &'a [u8],
     stripe_customer_id: Option<&'a str>,
     stripe_payment_method_id: Option<&'a str>,
 }
 
-/// Creates a user and returns it with its API key, the only time the key is
-/// ever available.
+/// Creates a rider and returns it with its API key, the only time the key
+/// is ever available.
 pub fn create(
     conn: &mut PgConnection,
     email: &str,
+    card: SavedCard<'_>,
+) -> QueryResult<(User, ApiKey)> {
+    insert(conn, email, Role::Rider, card)
+}
+
+/// Creates a platform user (no card) and returns it with its API key.
+pub fn create_platform(conn: &mut PgConnection, email: &str) -> QueryResult<(User, ApiKey)> {
+    insert(conn, email, Role::Platform, SavedCard::default())
+}
+
+fn insert(
+    conn: &mut PgConnection,
+    email: &str,
+    role: Role,
     card: SavedCard<'_>,
 ) -> QueryResult<(User, ApiKey)> {
     let key = ApiKey::generate();
     let user = diesel::insert_into(users::table)
         .values(NewUser {
             email,
+            role,
             api_key_hash: &hash_api_key(key.expose()),
             stripe_customer_id: card.customer,
             stripe_payment_method_id: card.payment_method,

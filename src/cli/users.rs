@@ -6,7 +6,7 @@ use diesel::PgConnection;
 use serde_json::json;
 
 use crate::ids::UserId;
-use crate::users::{self, User};
+use crate::users::{self, Role, User};
 
 #[derive(Debug, Subcommand)]
 pub enum UsersCommand {
@@ -14,6 +14,10 @@ pub enum UsersCommand {
     Create {
         #[arg(long)]
         email: String,
+        /// `rider` (the default) or `platform`: the platform's key reads
+        /// every ride and reaches the platform's routes, and makes no ride.
+        #[arg(long, default_value = "rider", value_parser = role)]
+        role: Role,
         /// The user's customer at Stripe (`cus_...`), whose saved card pays
         /// when a ride names no payment method.
         #[arg(long)]
@@ -35,14 +39,21 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
     let (user, key) = match command {
         UsersCommand::Create {
             email,
+            role,
             stripe_customer,
             payment_method,
-        } => {
-            let card = users::SavedCard {
-                customer: stripe_customer.as_deref(),
-                payment_method: payment_method.as_deref(),
-            };
-            users::create(conn, &email, card)
+        } => match role {
+            Role::Rider => {
+                let card = users::SavedCard {
+                    customer: stripe_customer.as_deref(),
+                    payment_method: payment_method.as_deref(),
+                };
+                users::create(conn, &email, card)
+            }
+            Role::Platform if stripe_customer.is_some() => {
+                anyhow::bail!("a platform user pays for no ride: it takes no card")
+            }
+            Role::Platform => users::create_platform(conn, &email),
         }
         .map_err(|err| match err {
             diesel::result::Error::DatabaseError(
@@ -59,9 +70,14 @@ pub fn run(conn: &mut PgConnection, command: UsersCommand) -> anyhow::Result<()>
     };
     println!(
         "{}",
-        json!({ "user_id": user.id, "email": user.email, "api_key": key.expose() })
+        json!({ "user_id": user.id, "email": user.email, "role": user.role.as_str(), "api_key": key.expose() })
     );
     Ok(())
+}
+
+/// A role, by its name.
+fn role(text: &str) -> Result<Role, String> {
+    Role::parse(text).ok_or_else(|| format!("{text:?} is not a role: rider or platform"))
 }
 
 /// A `pm_` id, as the API takes one.

@@ -18,6 +18,7 @@ use crate::db::{database_now, CacheStatement};
 use crate::ids::{KeyId, UserId};
 use crate::schema::idempotency_keys::dsl as keys;
 use crate::service_error::ServiceError;
+use crate::users::Role;
 
 /// An idempotent request, as the claim sees it: whose, under which key, and
 /// what was asked, in canonical form.
@@ -96,11 +97,12 @@ pub enum Claim<P> {
 /// A key row as read with the database's clock.
 pub type FoundKey = Option<(KeyState, DateTime<Utc>)>;
 
-/// Who sent a request: their row and their random public id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who sent a request: their row, their random public id and their role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Queryable)]
 pub struct Requester {
     pub id: UserId,
     pub public_id: Uuid,
+    pub role: Role,
 }
 
 /// The caller whose API key hashes to `api_key_hash`, and their key row,
@@ -113,26 +115,20 @@ pub fn find_caller_key(
     key: &IdempotencyKey,
 ) -> Result<Option<(Requester, FoundKey)>, ServiceError> {
     use crate::schema::users;
-    let found: Option<(UserId, Uuid, Option<KeyState>, DateTime<Utc>)> = users::table
+    let found: Option<(Requester, Option<KeyState>, DateTime<Utc>)> = users::table
         .left_join(
             keys::idempotency_keys.on(keys::user_id.eq(users::id).and(keys::key.eq(key.as_str()))),
         )
         .filter(users::api_key_hash.eq(api_key_hash))
         .select((
-            users::id,
-            users::public_id,
+            (users::id, users::public_id, users::role),
             Option::<KeyState>::as_select(),
             database_now(),
         ))
         .cached_as(find_caller_key)
         .get_result(conn)
         .optional()?;
-    Ok(found.map(|(id, public_id, state, db_now)| {
-        (
-            Requester { id, public_id },
-            state.map(|state| (state, db_now)),
-        )
-    }))
+    Ok(found.map(|(caller, state, db_now)| (caller, state.map(|state| (state, db_now)))))
 }
 
 /// What the key, as `find_caller_key` read it, answers without a claim:

@@ -21,6 +21,7 @@ use super::recovery_point::RecoveryPoints;
 use crate::db::DbPool;
 use crate::ids::UserId;
 use crate::service_error::ServiceError;
+use crate::users::Role;
 
 /// What the flow needs of the context an endpoint's steps work with.
 pub trait FlowContext: Send + Sync {
@@ -165,6 +166,9 @@ pub trait Endpoint: Sized + 'static {
     ) -> Result<Option<Finishing>, ServiceError> {
         Ok(None)
     }
+
+    /// Whose keys may make the request (a ride is a rider's to ask for).
+    const CALLERS: &'static [Role] = &[Role::Rider, Role::Platform];
 
     /// What is checked before the key is even looked at (nothing, unless an
     /// endpoint says): another user's resource is a 404 whatever the key, so

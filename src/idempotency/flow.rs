@@ -42,6 +42,10 @@ pub fn serve<E: Endpoint>(
 ) -> Result<Outcome, ServiceError> {
     let (caller, found) =
         claim::find_caller_key(&mut conn, api_key_hash, key)?.ok_or(ServiceError::Unauthorized)?;
+    if !E::CALLERS.contains(&caller.role) {
+        let refused = format!("a {} key may not make this request", caller.role);
+        return Err(ServiceError::Forbidden(refused));
+    }
     E::admit(&mut conn, caller.id, params)?;
     let canonical = CanonicalRequest::of(params);
     let installation = cx.installation_id();

@@ -23,7 +23,7 @@ use crate::rides::model::{
 use crate::rides::transitions::{may_follow, settlement};
 use crate::rides::unpaid;
 use crate::service_error::ServiceError;
-use crate::users;
+use crate::users::{self, Role};
 use crate::validation::{is_payment_method_id, parse_body, FieldError};
 use crate::wire;
 use crate::wire::ride::RideBody;
@@ -160,6 +160,7 @@ fn expected(field: &str) -> Option<&'static str> {
 pub struct RideEndpoint;
 
 impl Endpoint for RideEndpoint {
+    const CALLERS: &'static [Role] = &[Role::Rider];
     type Point = RecoveryPoint;
     type Params = RideParams;
     type Context = ServiceContext;

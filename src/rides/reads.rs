@@ -10,6 +10,7 @@ use crate::pages::{from_cursor, Cursor};
 use crate::public_ids::{named, PathId, RidePublicId};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
+use crate::users::{Role, User};
 
 /// The ride `id`, whoever's.
 pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
@@ -30,17 +31,23 @@ pub fn find_for_user(
         .optional()
 }
 
-/// The caller whose API key hashes to `api_key_hash` and their ride `id`, in
+/// The caller whose API key hashes to `api_key_hash` and the ride `id`, in
 /// one statement (a GET's authentication and read): `None` for no such
-/// caller, `Some(None)` for a ride that is not theirs.
+/// caller, `Some(None)` for a ride they may not see. A rider sees their own
+/// rides; the platform every ride by its public id (an integer of before
+/// resolves for the ride's own user only).
 pub fn find_for_api_key(
     conn: &mut PgConnection,
     api_key_hash: &[u8],
     id: PathId<RidePublicId>,
 ) -> QueryResult<Option<Option<Ride>>> {
     use crate::schema::users;
+    let own = rides::user_id.eq(users::id);
+    let seen = own.or(users::role.eq(Role::Platform));
+    let public = rides::public_id.nullable().eq(id.public()).and(seen);
+    let legacy = rides::legacy_id.eq(id.legacy()).and(own);
     users::table
-        .left_join(rides::table.on(rides::user_id.eq(users::id).and(named!(rides, id))))
+        .left_join(rides::table.on(public.or(legacy)))
         .filter(users::api_key_hash.eq(api_key_hash))
         .select(Option::<Ride>::as_select())
         .cached_as(find_for_api_key)
@@ -48,27 +55,30 @@ pub fn find_for_api_key(
         .optional()
 }
 
-/// A page of the user's rides, newest first, from `cursor`, and whether
-/// there are more beyond it.
-pub fn page_for_user(
+/// A page of the rides `user` sees (a rider their own, the platform every
+/// user's), newest first, from `cursor`, and whether there are more beyond
+/// it.
+pub fn page_for(
     conn: &mut PgConnection,
-    user_id: UserId,
+    user: &User,
     limit: i64,
     cursor: Cursor<RidePublicId>,
 ) -> Result<(Vec<Ride>, bool), ServiceError> {
+    let seen = || {
+        let query = rides::table.into_boxed();
+        match user.role {
+            Role::Rider => query.filter(rides::user_id.eq(user.id)),
+            Role::Platform => query,
+        }
+    };
     let cursor = cursor.resolve("ride", |id| {
-        Ok(rides::table
+        Ok(seen()
             .filter(rides::public_id.eq(id))
-            .filter(rides::user_id.eq(user_id))
             .select(rides::id)
             .first::<RideId>(conn)
             .optional()?)
     })?;
-    let query = rides::table
-        .filter(rides::user_id.eq(user_id))
-        .select(Ride::as_select())
-        .limit(limit + 1)
-        .into_boxed();
+    let query = seen().select(Ride::as_select()).limit(limit + 1);
     let query = from_cursor!(query, rides::id, cursor);
     Ok(cursor.page(query.load(conn)?, limit))
 }

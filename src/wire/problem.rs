@@ -25,6 +25,7 @@ pub enum ProblemKind {
     IdempotencyKeyReused,
     InvalidRequest,
     Unauthorized,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -82,6 +83,7 @@ impl ProblemKind {
             ),
             InvalidRequest => ("invalid-request", "The request is invalid", 400),
             Unauthorized => ("unauthorized", "Authentication is required", 401),
+            Forbidden => ("forbidden", "This key may not do this", 403),
             NotFound => ("not-found", "Not found", 404),
             MethodNotAllowed => ("method-not-allowed", "Method not allowed", 405),
             PayloadTooLarge => ("payload-too-large", "Request body is too large", 413),
@@ -249,6 +251,7 @@ impl From<ServiceError> for Problem {
         match err {
             ServiceError::Unauthorized => Problem::unauthorized("the API key is not valid"),
             ServiceError::NotFound => Problem::new(ProblemKind::NotFound, "no such resource"),
+            ServiceError::Forbidden(detail) => Problem::new(ProblemKind::Forbidden, detail),
             ServiceError::Invalid(errors) => Problem::invalid(errors),
             ServiceError::Refused { refusal, detail } => {
                 let kind = match refusal {

@@ -105,6 +105,17 @@ pub fn create_user(database_url: &str, customer: Option<&str>) -> TestUser {
     }
 }
 
+/// A platform user (no card): its key reads every ride and makes none.
+pub fn create_platform_user(database_url: &str) -> TestUser {
+    let mut conn = PgConnection::establish(database_url).unwrap();
+    let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
+    let (user, key) = ridepay::users::create_platform(&mut conn, &email).unwrap();
+    TestUser {
+        id: user.id.0,
+        api_key: key.expose().to_owned(),
+    }
+}
+
 /// Says, where `cargo test` shows it, that `test` did not run and why: the
 /// test harness hides what a passing test prints, and a skip must not pass
 /// unseen. Under `CI=true` a skip is not allowed at all.

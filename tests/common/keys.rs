@@ -98,6 +98,7 @@ impl RideRequest {
         let caller = ridepay::idempotency::Requester {
             id: UserId(self.user_id),
             public_id: self.user_public_id,
+            role: ridepay::users::Role::Rider,
         };
         IdempotentRequest::post(
             caller,

@@ -37,6 +37,7 @@ use crate::wire::ride::{RideBody, RideJson};
                 ("Idempotent-Replayed" = String, description = "`true` on a replay"),
             )),
         (status = 402, description = "Card declined (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden`: the platform's key makes no ride", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 422, description = "The key was used for a different request", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 502, description = "The gateway rejected the payment permanently (stored, replayed)", body = ProblemDocument, content_type = "application/problem+json"),
         IdempotentPostProblems,

@@ -44,7 +44,7 @@ pub async fn list_rides(
     let query = query.into_inner();
     let (data, has_more) = as_caller(context, caller, move |conn, user| {
         let (limit, cursor) = query.checked()?;
-        reads::page_for_user(conn, user.id, limit, cursor)
+        reads::page_for(conn, &user, limit, cursor)
     })
     .await?;
     Ok(HttpResponse::Ok().json(Page { data, has_more }))

@@ -4,6 +4,7 @@
 
 mod authentication;
 mod outbound;
+mod platform_keys;
 mod rate_limits;
 mod request_limits;
 mod routing;

@@ -261,3 +261,51 @@ async fn users_create_saves_a_card_of_stripes_form_and_refuses_any_other() {
     assert!(!refused);
     assert_eq!(app.count("users WHERE email = 'token@example.com'"), 0);
 }
+
+#[tokio::test]
+async fn users_create_makes_a_platform_user_without_a_card() {
+    let app = spawn_app().await;
+    let (ok, out) = ridepay(
+        &app.database_url,
+        &[
+            "users",
+            "create",
+            "--role",
+            "platform",
+            "--email",
+            "ops@example.com",
+        ],
+    );
+    assert!(ok, "{out}");
+    let created: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(created["role"], "platform");
+    assert!(created["api_key"]
+        .as_str()
+        .unwrap()
+        .starts_with("ridepay_sk_"));
+    assert_eq!(app.count("users WHERE role = 'platform'"), 1);
+
+    let refused = |args: &[&str]| {
+        let output = crate::common::server_process::run(&app.database_url, args, &[]);
+        assert!(!output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let carded = [
+        "--email",
+        "carded@example.com",
+        "--stripe-customer",
+        "cus_x",
+    ];
+    let said = refused(&[&["users", "create", "--role", "platform"][..], &carded].concat());
+    assert!(said.contains("takes no card"), "{said}");
+    let said = refused(&[
+        "users",
+        "create",
+        "--role",
+        "driver",
+        "--email",
+        "d@example.com",
+    ]);
+    assert!(said.contains("rider or platform"), "{said}");
+    assert_eq!(app.count("users"), 2);
+}

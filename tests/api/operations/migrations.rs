@@ -10,7 +10,7 @@ use diesel_migrations::MigrationHarness;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::common::app::{on_database, spawn_server, TestApp};
+use crate::common::app::{spawn_server, TestApp, TestUser};
 use crate::common::database::sql;
 use crate::common::ids::Id;
 use crate::common::test_databases::{create_test_database, migrate_until};
@@ -65,7 +65,46 @@ fn database_at(last: &str) -> TestApp {
         conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
     }
     assert_eq!(newest(&mut conn), last);
-    on_database(url)
+    TestApp {
+        address: String::new(),
+        user: rider_as_made_then(&mut conn, "rider@example.com", Some("cus_test")),
+        database_url: url,
+        client: reqwest::Client::new(),
+    }
+}
+
+/// A rider as an old release made one: with the columns it had.
+fn rider_as_made_then(conn: &mut PgConnection, email: &str, customer: Option<&str>) -> TestUser {
+    #[derive(diesel::QueryableByName)]
+    struct Made {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+    let api_key = ridepay::users::ApiKey::generate();
+    let made: Made = diesel::sql_query(
+        "INSERT INTO users (email, api_key_hash, stripe_customer_id) VALUES ($1, $2, $3) \
+         RETURNING id",
+    )
+    .bind::<diesel::sql_types::Text, _>(email)
+    .bind::<diesel::sql_types::Bytea, _>(ridepay::users::hash_api_key(api_key.expose()))
+    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(customer)
+    .get_result(conn)
+    .unwrap();
+    TestUser {
+        id: made.id,
+        api_key: api_key.expose().to_owned(),
+    }
+}
+
+/// Reverts the newest migrations, down to the one whose version ends with
+/// `last`, that one included.
+fn revert_through(conn: &mut PgConnection, last: &str) {
+    while !conn
+        .revert_last_migration(ridepay::db::MIGRATIONS)
+        .unwrap()
+        .to_string()
+        .ends_with(last)
+    {}
 }
 
 /// The answer stored with the finished key, as the old release wrote it.
@@ -295,7 +334,7 @@ fn the_retirement_of_version_1_keys_waits_until_none_is_left() {
 fn keys_from_before_call_versions_are_of_version_1_and_users_get_public_ids() {
     let app = database_at(BEFORE_CALL_VERSIONS);
     let mut conn = app.db();
-    crate::common::app::create_user(&app.database_url, None);
+    rider_as_made_then(&mut conn, "second@example.com", None);
     sql(
         &mut conn,
         &format!(
@@ -352,10 +391,7 @@ async fn reverting_the_renderer_gives_every_event_staged_with_its_rows_a_body() 
     let mut conn = app.db();
     // Before public ids, a ride was shown under its integer key.
     let key = app.row_key(ride_id);
-    for migration in ["000033", "000032"] {
-        let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
-        assert!(reverted.to_string().ends_with(migration), "{reverted}");
-    }
+    revert_through(&mut conn, "000032");
 
     let events: Vec<Value> = diesel::sql_query(
         "SELECT convert_from(body, 'UTF8') AS body FROM webhook_events ORDER BY sequence",
@@ -410,8 +446,7 @@ async fn rows_made_before_public_ids_keep_their_integers_and_their_answers() {
     // The release before: no public ids, its answers stored under the
     // integers.
     let mut conn = app.db();
-    let reverted = conn.revert_last_migration(ridepay::db::MIGRATIONS).unwrap();
-    assert!(reverted.to_string().ends_with("000033"), "{reverted}");
+    revert_through(&mut conn, "000033");
     for (id, integer) in &integers {
         sql(
             &mut conn,
