@@ -30,7 +30,7 @@ pub trait PublicId: Sized + Copy {
     }
 }
 
-pub(super) fn encode(body: &[u8; BODY_BYTES]) -> String {
+fn encode(body: &[u8; BODY_BYTES]) -> String {
     let mut text = String::with_capacity(BODY_CHARS);
     let (mut bits, mut held) = (0u16, 0u32);
     for &byte in body {
@@ -47,7 +47,7 @@ pub(super) fn encode(body: &[u8; BODY_BYTES]) -> String {
 }
 
 /// The body `text` spells; None unless it is exactly what `encode` makes.
-pub(super) fn decode(text: &str) -> Option<[u8; BODY_BYTES]> {
+fn decode(text: &str) -> Option<[u8; BODY_BYTES]> {
     if text.len() != BODY_CHARS {
         return None;
     }
