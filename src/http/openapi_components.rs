@@ -21,12 +21,13 @@ pub struct ProblemDocument {
     /// The rejected fields of an invalid request.
     #[schema(nullable = false)]
     pub errors: Option<Vec<FieldError>>,
-    /// On `card-declined` and `payment-gateway-rejected`: the ride created.
-    #[schema(nullable = false)]
-    pub ride_id: Option<i64>,
+    /// On `card-declined` and `payment-gateway-rejected`: the ride created
+    /// (an integer in answers stored before public ids, replayed as stored).
+    #[schema(nullable = false, pattern = "^ride_[a-z2-7]{29}$")]
+    pub ride_id: Option<String>,
     /// On `payment-gateway-rejected` for a refund: the refund, `failed`.
-    #[schema(nullable = false)]
-    pub refund_id: Option<i64>,
+    #[schema(nullable = false, pattern = "^rfnd_[a-z2-7]{29}$")]
+    pub refund_id: Option<String>,
     /// On `card-declined`: the gateway's error code.
     #[schema(nullable = false)]
     pub code: Option<String>,
