@@ -70,15 +70,6 @@ impl<T: PublicId> PathId<T> {
     }
 }
 
-impl<T: PublicId + std::fmt::Display> std::fmt::Display for PathId<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathId::Public(id) => id.fmt(f),
-            PathId::Legacy(id) => id.fmt(f),
-        }
-    }
-}
-
 /// The rows of `$table` (a table with `public_id` and `legacy_id`) that
 /// the path id `$id` names, as a filter: one SQL text whichever it is.
 macro_rules! named {

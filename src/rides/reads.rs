@@ -1,5 +1,5 @@
 //! The rides as reads find them: one by its id, one of a user's, one with
-//! the caller's authentication, and a user's list, page by page.
+//! the caller's authentication, and the rides a caller sees, page by page.
 
 use diesel::prelude::*;
 

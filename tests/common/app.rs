@@ -309,6 +309,15 @@ impl TestApp {
             .await
     }
 
+    /// A destination of every event, registered under `key` at a loopback
+    /// port where nothing listens; its id.
+    pub async fn registered_destination(&self, key: &str) -> Id {
+        let body = json!({"url": "http://127.0.0.1:9/hook", "events": ["*"]});
+        let answer = self.post_webhook_endpoint(key, &body).await;
+        answer.assert_status(201);
+        Id::of(&answer.json()["id"])
+    }
+
     /// `POST /api/webhook_endpoints/{id}/roll_secret` as the test's user.
     pub async fn post_roll_secret(&self, endpoint_id: &Value, key: &str) -> Answer {
         let path = format!("/api/webhook_endpoints/{}/roll_secret", Id::of(endpoint_id));

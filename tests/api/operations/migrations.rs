@@ -430,14 +430,7 @@ async fn rows_made_before_public_ids_keep_their_integers_and_their_answers() {
         .await;
     refund.assert_status(201);
     let refund = Id::of(&refund.json()["id"]);
-    let destination = app
-        .post_webhook_endpoint(
-            "destination",
-            &json!({"url": "http://127.0.0.1:9/hook", "events": ["*"]}),
-        )
-        .await;
-    destination.assert_status(201);
-    let destination = Id::of(&destination.json()["id"]);
+    let destination = app.registered_destination("destination").await;
     let integers: Vec<(Id, i64)> = [held, paid, refund, destination]
         .into_iter()
         .map(|id| (id, app.row_key(id)))

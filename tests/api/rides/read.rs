@@ -103,8 +103,8 @@ async fn a_list_limit_outside_1_to_100_is_invalid() {
     }
 }
 
-/// Integer cursors page no more: named, not ignored, so a client paging
-/// the old way learns it at once.
+/// An integer cursor (`before_id`) is refused by name, not ignored: a
+/// client paging by integers learns it at once, on either list.
 #[tokio::test]
 async fn before_id_is_refused_by_name() {
     let app = spawn_app().await;
@@ -112,10 +112,17 @@ async fn before_id_is_refused_by_name() {
     let refused = app.get("/api/rides?before_id=2").await;
     refused.assert_problem(400, "invalid-request");
     assert_eq!(refused.json()["errors"][0]["field"], "before_id");
-    let path = format!(
+
+    let destination = app.registered_destination("destination").await;
+    let deliveries = format!("/api/webhook_endpoints/{destination}/deliveries");
+    app.get(&deliveries).await.assert_status(200);
+    let refused = app.get(&format!("{deliveries}?before_id=2")).await;
+    refused.assert_problem(400, "invalid-request");
+    assert_eq!(refused.json()["errors"][0]["field"], "before_id");
+    // The destination is looked for first: a 404 for one that is not theirs.
+    let nowhere = format!(
         "/api/webhook_endpoints/{}/deliveries?before_id=2",
         Id::nothing::<DestinationPublicId>()
     );
-    // The destination is looked for first: a 404 for one that is not theirs.
-    app.get(&path).await.assert_problem(404, "not-found");
+    app.get(&nowhere).await.assert_problem(404, "not-found");
 }
