@@ -1,0 +1,120 @@
+-- The ledger (docs/API.md "The ledger"): double-entry, in minor units,
+-- debits positive. Each transaction names the movement it records
+-- (`source`, unique: a movement reported twice is posted once) and
+-- carries the SHA-256 of its entries; per currency its entries sum to
+-- zero, checked at commit. Nothing in it is ever updated, deleted or
+-- truncated: a correction is a transaction that reverses.
+
+ALTER TABLE installation ADD COLUMN ledger_started_at TIMESTAMPTZ NOT NULL DEFAULT now();
+
+CREATE TABLE ledger_accounts (
+    id BIGSERIAL PRIMARY KEY,
+    -- `gateway:usd`, `platform:unassigned:usd`, `driver:<id>:payable:usd`.
+    code TEXT NOT NULL UNIQUE CHECK (code ~ '^[a-z0-9_]+(:[a-z0-9_]+)*$'),
+    kind TEXT NOT NULL
+        CHECK (kind IN ('asset', 'liability', 'revenue', 'expense', 'suspense', 'fx')),
+    currency TEXT NOT NULL CHECK (currency ~ '^[a-z]{3}$'),
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    CHECK (code LIKE '%:' || currency)
+);
+
+-- The installation's own accounts, made here for every ride currency: a
+-- posting finds them, never makes or updates them, so no ride waits on
+-- another's lock (their balances are sums of entries).
+INSERT INTO ledger_accounts (code, kind, currency)
+SELECT account.code || ':' || currency.code, account.kind, currency.code
+FROM (VALUES ('gateway', 'asset'), ('platform:unassigned', 'liability'),
+             ('platform:commission', 'revenue'), ('platform:fees', 'expense'),
+             ('platform:suspense', 'suspense'), ('fx', 'fx')) AS account (code, kind),
+     (VALUES ('usd'), ('eur'), ('gbp')) AS currency (code);
+
+CREATE TABLE ledger_transactions (
+    id BIGSERIAL PRIMARY KEY,
+    -- `ltx_...`: made by no request, so random.
+    public_id BYTEA NOT NULL UNIQUE DEFAULT ridepay_random_id()
+        CHECK (octet_length(public_id) = 18),
+    kind TEXT NOT NULL CHECK (kind IN ('opening', 'capture', 'fee', 'refund',
+        'refund_failed', 'release', 'reallocation', 'transfer', 'transfer_reversal')),
+    -- The movement: `<ch id>:capture`, `<txn id>:fee`, `<re id>:failed`, ...
+    source TEXT NOT NULL UNIQUE CHECK (char_length(source) BETWEEN 1 AND 300),
+    ride_id BIGINT REFERENCES rides (id),
+    reverses BIGINT UNIQUE REFERENCES ledger_transactions (id),
+    -- SHA-256 of `ridepay_ledger_canonical(id)`.
+    entries_hash BYTEA NOT NULL CHECK (octet_length(entries_hash) = 32),
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX ledger_transactions_ride ON ledger_transactions (ride_id)
+    WHERE ride_id IS NOT NULL;
+CREATE INDEX ledger_transactions_created_at ON ledger_transactions (created_at);
+
+CREATE TABLE ledger_entries (
+    transaction_id BIGINT NOT NULL REFERENCES ledger_transactions (id),
+    account_id BIGINT NOT NULL REFERENCES ledger_accounts (id),
+    amount_cents BIGINT NOT NULL CHECK (amount_cents <> 0),
+    PRIMARY KEY (transaction_id, account_id)
+);
+-- An account's balance: a sum read through this index.
+CREATE INDEX ledger_entries_account ON ledger_entries (account_id) INCLUDE (amount_cents);
+
+-- A transaction's entries as its hash covers them: one line per entry,
+-- `<account code> <amount>`, in the order of the codes.
+CREATE FUNCTION ridepay_ledger_canonical(transaction_id bigint) RETURNS text
+    LANGUAGE sql STABLE
+    RETURN (SELECT coalesce(string_agg(account.code || ' ' || entry.amount_cents, E'\n'
+                                       ORDER BY account.code COLLATE "C"), '')
+            FROM ledger_entries AS entry
+            JOIN ledger_accounts AS account ON account.id = entry.account_id
+            WHERE entry.transaction_id = ridepay_ledger_canonical.transaction_id);
+
+-- At commit: the transaction has entries, they balance in each currency,
+-- and its hash is theirs.
+CREATE FUNCTION ridepay_ledger_balanced() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+DECLARE
+    transaction_id bigint := CASE TG_TABLE_NAME
+        WHEN 'ledger_transactions' THEN NEW.id ELSE NEW.transaction_id END;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ledger_entries AS entry
+                   WHERE entry.transaction_id = ridepay_ledger_balanced.transaction_id) THEN
+        RAISE EXCEPTION 'ledger transaction % has no entries', transaction_id
+            USING ERRCODE = '23514';
+    END IF;
+    IF EXISTS (SELECT 1 FROM ledger_entries AS entry
+               JOIN ledger_accounts AS account ON account.id = entry.account_id
+               WHERE entry.transaction_id = ridepay_ledger_balanced.transaction_id
+               GROUP BY account.currency HAVING sum(entry.amount_cents) <> 0) THEN
+        RAISE EXCEPTION 'ledger transaction % does not balance', transaction_id
+            USING ERRCODE = '23514';
+    END IF;
+    IF (SELECT entries_hash FROM ledger_transactions WHERE id = transaction_id)
+       <> sha256(convert_to(ridepay_ledger_canonical(transaction_id), 'UTF8')) THEN
+        RAISE EXCEPTION 'ledger transaction %''s hash is not its entries''', transaction_id
+            USING ERRCODE = '23514';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER ledger_transactions_balanced AFTER INSERT ON ledger_transactions
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_balanced();
+CREATE CONSTRAINT TRIGGER ledger_entries_balanced AFTER INSERT ON ledger_entries
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_balanced();
+
+CREATE FUNCTION ridepay_ledger_append_only() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% on % refused: the ledger is append-only; post a transaction that reverses',
+        TG_OP, TG_TABLE_NAME USING ERRCODE = '42501';
+END
+$$;
+CREATE TRIGGER ledger_accounts_append_only BEFORE UPDATE OR DELETE ON ledger_accounts
+    FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_append_only();
+CREATE TRIGGER ledger_accounts_no_truncate BEFORE TRUNCATE ON ledger_accounts
+    FOR EACH STATEMENT EXECUTE FUNCTION ridepay_ledger_append_only();
+CREATE TRIGGER ledger_transactions_append_only BEFORE UPDATE OR DELETE ON ledger_transactions
+    FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_append_only();
+CREATE TRIGGER ledger_transactions_no_truncate BEFORE TRUNCATE ON ledger_transactions
+    FOR EACH STATEMENT EXECUTE FUNCTION ridepay_ledger_append_only();
+CREATE TRIGGER ledger_entries_append_only BEFORE UPDATE OR DELETE ON ledger_entries
+    FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_append_only();
+CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION ridepay_ledger_append_only();

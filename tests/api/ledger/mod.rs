@@ -1,0 +1,3 @@
+//! The ledger: its guards, held by the database itself.
+
+mod guards;
