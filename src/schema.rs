@@ -54,6 +54,38 @@ diesel::table! {
         installation_id -> Uuid,
         created_at -> Timestamptz,
         id_secret -> Bytea,
+        ledger_started_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    ledger_accounts (id) {
+        id -> Int8,
+        code -> Text,
+        kind -> Text,
+        currency -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    ledger_entries (transaction_id, account_id) {
+        transaction_id -> Int8,
+        account_id -> Int8,
+        amount_cents -> Int8,
+    }
+}
+
+diesel::table! {
+    ledger_transactions (id) {
+        id -> Int8,
+        public_id -> Bytea,
+        kind -> Text,
+        source -> Text,
+        ride_id -> Nullable<Int8>,
+        reverses -> Nullable<Int8>,
+        entries_hash -> Bytea,
+        created_at -> Timestamptz,
     }
 }
 
@@ -238,6 +270,9 @@ diesel::table! {
 
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
+diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
+diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
+diesel::joinable!(ledger_transactions -> rides (ride_id));
 diesel::joinable!(receipts -> rides (ride_id));
 diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
@@ -257,6 +292,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     idempotent_endpoints,
     installation,
+    ledger_accounts,
+    ledger_entries,
+    ledger_transactions,
     receipts,
     reconciliation,
     recovery_points,

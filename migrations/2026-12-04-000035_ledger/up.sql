@@ -68,36 +68,46 @@ CREATE FUNCTION ridepay_ledger_canonical(transaction_id bigint) RETURNS text
 
 -- At commit: the transaction has entries, they balance in each currency,
 -- and its hash is theirs.
-CREATE FUNCTION ridepay_ledger_balanced() RETURNS trigger
+CREATE FUNCTION ridepay_ledger_check(checked bigint) RETURNS void
     LANGUAGE plpgsql AS $$
-DECLARE
-    transaction_id bigint := CASE TG_TABLE_NAME
-        WHEN 'ledger_transactions' THEN NEW.id ELSE NEW.transaction_id END;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM ledger_entries AS entry
-                   WHERE entry.transaction_id = ridepay_ledger_balanced.transaction_id) THEN
-        RAISE EXCEPTION 'ledger transaction % has no entries', transaction_id
+    IF NOT EXISTS (SELECT 1 FROM ledger_entries WHERE transaction_id = checked) THEN
+        RAISE EXCEPTION 'ledger transaction % has no entries', checked
             USING ERRCODE = '23514';
     END IF;
     IF EXISTS (SELECT 1 FROM ledger_entries AS entry
                JOIN ledger_accounts AS account ON account.id = entry.account_id
-               WHERE entry.transaction_id = ridepay_ledger_balanced.transaction_id
+               WHERE entry.transaction_id = checked
                GROUP BY account.currency HAVING sum(entry.amount_cents) <> 0) THEN
-        RAISE EXCEPTION 'ledger transaction % does not balance', transaction_id
+        RAISE EXCEPTION 'ledger transaction % does not balance', checked
             USING ERRCODE = '23514';
     END IF;
-    IF (SELECT entries_hash FROM ledger_transactions WHERE id = transaction_id)
-       <> sha256(convert_to(ridepay_ledger_canonical(transaction_id), 'UTF8')) THEN
-        RAISE EXCEPTION 'ledger transaction %''s hash is not its entries''', transaction_id
+    IF (SELECT entries_hash FROM ledger_transactions WHERE id = checked)
+       <> sha256(convert_to(ridepay_ledger_canonical(checked), 'UTF8')) THEN
+        RAISE EXCEPTION 'the hash of ledger transaction % is not that of its entries', checked
             USING ERRCODE = '23514';
     END IF;
+END
+$$;
+CREATE FUNCTION ridepay_ledger_transaction_checked() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM ridepay_ledger_check(NEW.id);
+    RETURN NULL;
+END
+$$;
+CREATE FUNCTION ridepay_ledger_entry_checked() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM ridepay_ledger_check(NEW.transaction_id);
     RETURN NULL;
 END
 $$;
 CREATE CONSTRAINT TRIGGER ledger_transactions_balanced AFTER INSERT ON ledger_transactions
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_balanced();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    EXECUTE FUNCTION ridepay_ledger_transaction_checked();
 CREATE CONSTRAINT TRIGGER ledger_entries_balanced AFTER INSERT ON ledger_entries
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_balanced();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_entry_checked();
 
 CREATE FUNCTION ridepay_ledger_append_only() RETURNS trigger
     LANGUAGE plpgsql AS $$

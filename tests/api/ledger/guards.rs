@@ -49,11 +49,19 @@ fn refused_for(result: diesel::QueryResult<()>, why: &str) {
 async fn only_balanced_transactions_with_their_own_hash_commit() {
     let app = spawn_app().await;
     let mut conn = app.db();
-    post(&mut conn, "test:balanced", &[("gateway:usd", 1000), ("platform:unassigned:usd", -1000)])
-        .unwrap();
+    post(
+        &mut conn,
+        "test:balanced",
+        &[("gateway:usd", 1000), ("platform:unassigned:usd", -1000)],
+    )
+    .unwrap();
 
     refused_for(
-        post(&mut conn, "test:short", &[("gateway:usd", 1000), ("platform:unassigned:usd", -900)]),
+        post(
+            &mut conn,
+            "test:short",
+            &[("gateway:usd", 1000), ("platform:unassigned:usd", -900)],
+        ),
         "does not balance",
     );
     // Balanced in sum, not in each currency.
@@ -85,7 +93,11 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
     refused_for(forged, "hash");
     // A movement is posted once.
     refused_for(
-        post(&mut conn, "test:balanced", &[("gateway:usd", 1), ("platform:fees:usd", -1)]),
+        post(
+            &mut conn,
+            "test:balanced",
+            &[("gateway:usd", 1), ("platform:fees:usd", -1)],
+        ),
         "ledger_transactions_source_key",
     );
     assert_eq!(count(&mut conn, "ledger_transactions"), 1);
@@ -96,8 +108,12 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
 async fn nothing_posted_is_ever_updated_deleted_or_truncated() {
     let app = spawn_app().await;
     let mut conn = app.db();
-    post(&mut conn, "test:posted", &[("gateway:usd", 500), ("platform:unassigned:usd", -500)])
-        .unwrap();
+    post(
+        &mut conn,
+        "test:posted",
+        &[("gateway:usd", 500), ("platform:unassigned:usd", -500)],
+    )
+    .unwrap();
     for statement in [
         "UPDATE ledger_entries SET amount_cents = amount_cents * 2",
         "DELETE FROM ledger_entries",
@@ -114,5 +130,11 @@ async fn nothing_posted_is_ever_updated_deleted_or_truncated() {
         let err = refused.expect_err(statement).to_string();
         assert!(err.contains("append-only"), "{statement}: {err}");
     }
-    assert_eq!(count(&mut conn, "ledger_entries WHERE amount_cents IN (500, -500)"), 2);
+    assert_eq!(
+        count(
+            &mut conn,
+            "ledger_entries WHERE amount_cents IN (500, -500)"
+        ),
+        2
+    );
 }
