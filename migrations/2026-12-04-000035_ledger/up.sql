@@ -128,3 +128,33 @@ CREATE TRIGGER ledger_entries_append_only BEFORE UPDATE OR DELETE ON ledger_entr
     FOR EACH ROW EXECUTE FUNCTION ridepay_ledger_append_only();
 CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries
     FOR EACH STATEMENT EXECUTE FUNCTION ridepay_ledger_append_only();
+
+-- What the rides hold when the ledger starts, as opening transactions: a
+-- ride's captured amount into the gateway, owed to no driver yet, and what
+-- was refunded of it back out. No fees: the fee and gateway invariants
+-- count from `ledger_started_at`.
+WITH opened AS (
+    SELECT ride.id AS ride_id, ride.currency, movement.what,
+           CASE movement.what WHEN 'captured' THEN movement.amount ELSE -movement.amount END
+               AS into_gateway
+    FROM rides AS ride,
+         LATERAL (VALUES ('captured', ride.amount_captured_cents),
+                         ('refunded', ride.amount_refunded_cents)) AS movement (what, amount)
+    WHERE movement.amount > 0
+), transactions AS (
+    INSERT INTO ledger_transactions (kind, source, ride_id, entries_hash)
+    SELECT 'opening', 'opening:ride:' || ride_id || ':' || what, ride_id,
+           sha256(convert_to('gateway:' || currency || ' ' || into_gateway || E'\n'
+                             || 'platform:unassigned:' || currency || ' ' || -into_gateway,
+                             'UTF8'))
+    FROM opened
+    RETURNING id, source
+)
+INSERT INTO ledger_entries (transaction_id, account_id, amount_cents)
+SELECT transactions.id, account.id, entry.amount
+FROM opened
+JOIN transactions ON transactions.source = 'opening:ride:' || opened.ride_id || ':' || opened.what
+CROSS JOIN LATERAL (VALUES ('gateway:' || opened.currency, opened.into_gateway),
+                           ('platform:unassigned:' || opened.currency, -opened.into_gateway))
+    AS entry (code, amount)
+JOIN ledger_accounts AS account ON account.code = entry.code;
