@@ -22,6 +22,7 @@ pub mod gateway_events;
 pub mod http;
 pub mod http_client;
 pub mod idempotency;
+pub mod ledger;
 pub mod ids;
 pub mod pages;
 pub mod payments;

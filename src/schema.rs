@@ -13,6 +13,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    charges (id) {
+        id -> Text,
+        ride_id -> Int8,
+        payment_intent_id -> Text,
+        amount_cents -> Int8,
+        currency -> Text,
+        balance_transaction_id -> Nullable<Text>,
+        fee_cents -> Nullable<Int8>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     idempotency_keys (id) {
         id -> Int8,
         user_id -> Int8,
@@ -269,6 +282,7 @@ diesel::table! {
 }
 
 diesel::joinable!(audit_records -> users (user_id));
+diesel::joinable!(charges -> rides (ride_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
 diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
@@ -289,6 +303,7 @@ diesel::joinable!(webhook_events -> users (user_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
+    charges,
     idempotency_keys,
     idempotent_endpoints,
     installation,

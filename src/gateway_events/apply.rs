@@ -259,6 +259,7 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
         amount_capturable_max_cents: None,
         hold_expires_at: None,
         tip_cents: ride.tip_cents,
+        charge: None,
     };
     if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
         log::warn!("ride {ride_id} is disputed");

@@ -5,6 +5,7 @@
 pub mod cancel;
 pub mod complete;
 pub mod create;
+pub mod charges;
 mod lock;
 pub mod model;
 pub mod reads;

@@ -5,6 +5,7 @@
 use diesel::prelude::*;
 use serde_json::json;
 
+use super::charges::{CapturedCharge, ChargeRecord};
 use super::lock::release;
 use super::model::{Ride, RideStatus, Settlement};
 use crate::audit;
@@ -153,6 +154,7 @@ fn settled(
             RideStatus::Captured => ride.tip_cents,
             _ => 0,
         },
+        charge: CapturedCharge::of(intent),
     };
     let audit = audit::of_changed(
         ride.user_id,
@@ -180,6 +182,7 @@ pub fn finish_settled(
             .returning(Ride::as_returning()),
     )
     .with(audit)
+    .with(ChargeRecord::of(settlement.charge.as_ref()))
     .cached_as(finish_settled)
     .get_result(conn)
     .optional()?
@@ -212,13 +215,15 @@ fn settled_finishing(
 ) -> Finishing {
     let (settlement, audit) = settled(ride, status, intent);
     let response = wire::ride_actions::settled(&ride.settled(&settlement).json());
+    let charge = ChargeRecord::of(settlement.charge.as_ref());
     let change = recorded(
         settled_by_key!(ride, key)
             .filter(fenced())
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(audit);
+    .with(audit)
+    .with(charge);
     Finishing::new(change, response)
 }
 
@@ -243,6 +248,7 @@ pub fn expire(
                     amount_capturable_max_cents: None,
                     hold_expires_at: None,
                     tip_cents: 0,
+                    charge: None,
                 },
                 rides::updated_at.eq(diesel::dsl::now),
             ))

@@ -21,6 +21,7 @@ use crate::payments::{
     GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::public_ids::{PathId, RidePublicId};
+use crate::rides::charges::{CapturedCharge, ChargeRecord};
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::rides::settle;
@@ -267,6 +268,7 @@ fn write_tip(
             "payment_intent_id": intent.map(|intent| &intent.id),
         }),
     ))
+    .with(ChargeRecord::of(intent.and_then(CapturedCharge::of).as_ref()))
     .cached_as(write_tip)
     .get_result::<Ride>(conn)
     .optional()?

@@ -55,6 +55,7 @@ pub fn finish(
         amount_capturable_max_cents: None,
         hold_expires_at: None,
         tip_cents: 0,
+        charge: None,
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;

@@ -7,6 +7,7 @@
 pub mod answer;
 pub mod destination;
 pub mod event;
+pub mod ledger;
 mod field_error;
 pub mod problem;
 pub mod refund;

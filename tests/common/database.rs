@@ -23,3 +23,15 @@ pub fn count(conn: &mut PgConnection, from_where: &str) -> i64 {
 pub fn count_at(url: &str, from_where: &str) -> i64 {
     count(&mut PgConnection::establish(url).unwrap(), from_where)
 }
+
+/// Reverts the newest migrations, down to the one whose version ends with
+/// `last`, that one included.
+pub fn revert_through(conn: &mut PgConnection, last: &str) {
+    use diesel_migrations::MigrationHarness;
+    while !conn
+        .revert_last_migration(ridepay::db::MIGRATIONS)
+        .unwrap()
+        .to_string()
+        .ends_with(last)
+    {}
+}

@@ -91,6 +91,32 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
         .map(drop)
     });
     refused_for(forged, "hash");
+    // What the posting function checked as it posted is checked again at
+    // commit once an entry is added to it; it refuses what does not balance.
+    let added = conn.transaction(|conn| {
+        diesel::sql_query(
+            "SELECT ridepay_ledger_post('capture', 'test:checked', NULL, NULL, \
+             ARRAY['gateway:usd', 'platform:unassigned:usd'], ARRAY[100, -100]::bigint[])",
+        )
+        .execute(conn)?;
+        diesel::sql_query(
+            "INSERT INTO ledger_entries (transaction_id, account_id, amount_cents) \
+             SELECT t.id, a.id, 1 FROM ledger_transactions t, ledger_accounts a \
+             WHERE t.source = 'test:checked' AND a.code = 'fx:usd'",
+        )
+        .execute(conn)
+        .map(drop)
+    });
+    refused_for(added, "does not balance");
+    refused_for(
+        diesel::sql_query(
+            "SELECT ridepay_ledger_post('capture', 'test:unbalanced', NULL, NULL, \
+             ARRAY['gateway:usd', 'platform:unassigned:usd'], ARRAY[100, -99]::bigint[])",
+        )
+        .execute(&mut conn)
+        .map(drop),
+        "does not balance",
+    );
     // A movement is posted once.
     refused_for(
         post(
@@ -130,6 +156,15 @@ async fn nothing_posted_is_ever_updated_deleted_or_truncated() {
         let err = refused.expect_err(statement).to_string();
         assert!(err.contains("append-only"), "{statement}: {err}");
     }
+    // Nor is anything added to it.
+    let appended = diesel::sql_query(
+        "INSERT INTO ledger_entries (transaction_id, account_id, amount_cents) \
+         SELECT t.id, a.id, 1 FROM ledger_transactions t, ledger_accounts a \
+         WHERE t.source = 'test:posted' AND a.code = 'fx:usd'",
+    )
+    .execute(&mut conn);
+    let err = appended.expect_err("an entry added later").to_string();
+    assert!(err.contains("was posted earlier"), "{err}");
     assert_eq!(
         count(
             &mut conn,
@@ -137,4 +172,5 @@ async fn nothing_posted_is_ever_updated_deleted_or_truncated() {
         ),
         2
     );
+    assert_eq!(count(&mut conn, "ledger_entries"), 2);
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::common::app::{spawn_server, TestApp, TestUser};
-use crate::common::database::sql;
+use crate::common::database::{revert_through, sql};
 use crate::common::ids::Id;
 use crate::common::test_databases::{create_test_database, migrate_until};
 
@@ -94,17 +94,6 @@ fn rider_as_made_then(conn: &mut PgConnection, email: &str, customer: Option<&st
         id: made.id,
         api_key: api_key.expose().to_owned(),
     }
-}
-
-/// Reverts the newest migrations, down to the one whose version ends with
-/// `last`, that one included.
-fn revert_through(conn: &mut PgConnection, last: &str) {
-    while !conn
-        .revert_last_migration(ridepay::db::MIGRATIONS)
-        .unwrap()
-        .to_string()
-        .ends_with(last)
-    {}
 }
 
 /// The answer stored with the finished key, as the old release wrote it.
