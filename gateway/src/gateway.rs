@@ -120,8 +120,9 @@ pub trait PaymentGateway: Send + Sync {
     fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError>;
     fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError>;
     fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError>;
-    /// The PaymentIntent now, with whether its charge is disputed; `None`
-    /// when the gateway has no such intent.
+    /// The PaymentIntent now, with whether its charge is disputed and,
+    /// once captured, the charge's balance transaction; `None` when the
+    /// gateway has no such intent.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError>;
     /// Refunds (part of) what a payment captured. A refund beyond what
     /// remains is `Rejected`.

@@ -13,8 +13,8 @@ pub mod stripe_signature;
 
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest, IncrementIntent,
-    IntentStatus, NextAction, PaymentError, PaymentIntent,
+    BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,
+    IncrementIntent, IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
 pub use listing::{metadata_query, parse_metadata_query, IntentPage, ListIntents};
 

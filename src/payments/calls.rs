@@ -22,8 +22,8 @@ use crate::service_error::ServiceError;
 /// same key, and the gateway answers with what it already made. `g0` is the
 /// call's generation, the first; reconciliation moves a call whose answer
 /// the gateway lost for ever on to `g1`, and so on. The prefix carries the
-/// call version (`ridepay3-`): its holds ask for more than version 2's, so
-/// its calls are other calls.
+/// call version (`ridepay4-`): each version's calls send other parameters
+/// than the version before's, so they are other calls.
 pub fn gateway_key(calls: GatewayCalls, step: &str) -> String {
     format!(
         "ridepay{}-{step}-{}-g{}",
@@ -145,7 +145,7 @@ mod tests {
         let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
         let calls = GatewayCalls::first(request);
         let key = gateway_key(calls, "ride-charge");
-        assert_eq!(key, format!("ridepay3-ride-charge-{}-g0", "ab".repeat(32)));
+        assert_eq!(key, format!("ridepay4-ride-charge-{}-g0", "ab".repeat(32)));
         assert_eq!(key, gateway_key(calls, "ride-charge"));
         assert_ne!(key, gateway_key(calls, "refund"));
         let version_2 = GatewayCalls {
@@ -164,7 +164,7 @@ mod tests {
                 },
                 "ride-charge"
             ),
-            format!("ridepay3-ride-charge-{}-g1", "ab".repeat(32))
+            format!("ridepay4-ride-charge-{}-g1", "ab".repeat(32))
         );
         assert!(key.len() <= 255);
     }

@@ -11,8 +11,8 @@ pub use calls::{
     GENERATION, INSTALLATION, RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,
-    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
+    BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment,
+    PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

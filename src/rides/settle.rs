@@ -104,6 +104,7 @@ pub fn capture(
         idempotency_key: gateway_key(calls, purpose),
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
+        expand_balance_transaction: calls.asks_for_balance_transaction(),
     });
     hold_outcome(gateway, &intent_id, IntentStatus::Succeeded, answer)
 }

@@ -286,17 +286,20 @@ fn pay_tip(
     ride: &Ride,
     params: &TipParams,
 ) -> Result<PaymentIntent, GatewayError> {
+    let calls = lease.gateway_calls();
     gateway.create_intent(&CreateIntent {
-        idempotency_key: gateway_key(lease.gateway_calls(), TIP_KEY_PURPOSE),
+        idempotency_key: gateway_key(calls, TIP_KEY_PURPOSE),
         amount_cents: params.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: CaptureMethod::Automatic,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: call_metadata(installation_id, lease.gateway_calls()),
+        metadata: call_metadata(installation_id, calls),
         hold: HoldRequest::INCREMENTS_ONLY,
         off_session: true,
+        transfer_group: calls.transfer_group(),
+        expand_balance_transaction: calls.asks_for_balance_transaction(),
     })
 }
 

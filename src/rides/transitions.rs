@@ -126,6 +126,7 @@ mod tests {
             disputed: false,
             amount_capturable_max_cents: None,
             capture_before: None,
+            balance_transaction: None,
             replayed: false,
             metadata: BTreeMap::new(),
         }

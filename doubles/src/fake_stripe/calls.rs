@@ -9,7 +9,7 @@ use diesel::PgConnection;
 
 use super::http::{Request, Response};
 use super::state::{Reply, State};
-use super::wire::{self, api_error, invalid_request};
+use super::wire::{self, api_error, invalid_request, ExpandedCharge};
 use crate::intents;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 
@@ -150,11 +150,31 @@ impl Form {
             })
     }
 
-    /// Whether it asks for the charge itself (`expand[]=latest_charge`).
-    pub fn expands_latest_charge(&self) -> bool {
+    fn expands(&self, field: &str) -> bool {
         self.0
             .iter()
-            .any(|(name, value)| name == "expand[]" && value == "latest_charge")
+            .any(|(name, value)| name == "expand[]" && value == field)
+    }
+
+    /// Whether it asks for the charge itself: `expand[]=latest_charge`, or
+    /// a field of the charge, which expands the charge too.
+    pub fn expands_latest_charge(&self) -> bool {
+        self.expands("latest_charge") || self.expands_balance_transaction()
+    }
+
+    /// Whether it asks for the charge's balance transaction
+    /// (`expand[]=latest_charge.balance_transaction`).
+    pub fn expands_balance_transaction(&self) -> bool {
+        self.expands("latest_charge.balance_transaction")
+    }
+
+    /// The charge as the answer shows it when it is expanded, `refunded`
+    /// what its refunds gave back; `None` when it is not.
+    pub fn expanded_charge(&self, refunded: i64) -> Option<ExpandedCharge> {
+        self.expands_latest_charge().then(|| ExpandedCharge {
+            refunded,
+            balance_transaction: self.expands_balance_transaction(),
+        })
     }
 
     /// `metadata[name]=value` pairs.

@@ -185,11 +185,12 @@ impl PaymentGateway for StripeGateway {
         )
     }
 
-    /// The charge is expanded for whether it is disputed.
+    /// The charge is expanded for whether it is disputed, with its balance
+    /// transaction for the gateway's fee on what it captured.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
         self.get(
             &format!("{}/{id}", self.intents_url),
-            &[("expand[]", "latest_charge")],
+            &[("expand[]", intents::BALANCE_TRANSACTION)],
             intents::payment_intent,
         )
     }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::wire::ListObject;
 use ridepay_gateway::{
-    metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
-    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, PaymentError,
+    metadata_query, BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent,
+    GatewayError, IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, PaymentError,
     PaymentIntent,
 };
 
@@ -21,6 +21,10 @@ pub type Form = Vec<(String, String)>;
 pub fn pair(name: &str, value: impl ToString) -> (String, String) {
     (name.to_owned(), value.to_string())
 }
+
+/// The charge with its balance transaction: the gateway's fee, once the
+/// charge is captured. Expanding it expands the charge too.
+pub const BALANCE_TRANSACTION: &str = "latest_charge.balance_transaction";
 
 /// `POST /v1/payment_intents`: created and confirmed at once. A hold asks
 /// for incremental authorization where the card offers it (a parameter newer
@@ -43,8 +47,15 @@ pub fn create_form(request: &CreateIntent) -> Form {
     if request.off_session {
         form.push(pair("off_session", "true"));
     }
-    if request.capture_method == CaptureMethod::Manual {
-        let hold = request.hold;
+    form.extend(
+        request
+            .transfer_group
+            .iter()
+            .map(|group| pair("transfer_group", group)),
+    );
+    let held = request.capture_method == CaptureMethod::Manual;
+    let hold = request.hold;
+    if held {
         for (asked, feature) in [
             (hold.incremental, "request_incremental_authorization"),
             (hold.overcapture, "request_overcapture"),
@@ -57,10 +68,13 @@ pub fn create_form(request: &CreateIntent) -> Form {
                 ));
             }
         }
-        // The charge says what the card allowed: read it with the answer.
-        if !hold.is_increments_only() {
-            form.push(pair("expand[]", "latest_charge"));
-        }
+    }
+    // The charge says what the card allowed a hold, and the balance
+    // transaction what a capture cost: read them with the answer.
+    if request.expand_balance_transaction {
+        form.push(pair("expand[]", BALANCE_TRANSACTION));
+    } else if held && !hold.is_increments_only() {
+        form.push(pair("expand[]", "latest_charge"));
     }
     form.extend(metadata_fields(&request.metadata));
     form
@@ -68,7 +82,11 @@ pub fn create_form(request: &CreateIntent) -> Form {
 
 /// `POST /v1/payment_intents/{id}/capture`.
 pub fn capture_form(request: &CaptureIntent) -> Form {
-    vec![pair("amount_to_capture", request.amount_to_capture_cents)]
+    let mut form = vec![pair("amount_to_capture", request.amount_to_capture_cents)];
+    if request.expand_balance_transaction {
+        form.push(pair("expand[]", BALANCE_TRANSACTION));
+    }
+    form
 }
 
 /// `POST /v1/payment_intents/{id}/increment_authorization`: the new total.
@@ -126,6 +144,17 @@ struct RedirectObject {
     return_url: Option<String>,
 }
 
+/// A balance transaction, as far as ridepay reads it.
+#[derive(Debug, Deserialize)]
+struct BalanceTransactionObject {
+    id: String,
+    amount: i64,
+    fee: i64,
+    net: i64,
+    currency: String,
+    exchange_rate: Option<f64>,
+}
+
 #[derive(Debug, Deserialize)]
 struct ErrorObject {
     code: Option<String>,
@@ -169,7 +198,8 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
     };
     // With `expand[]=latest_charge`, the charge comes whole and says
     // whether it is disputed and what the card allows a hold; otherwise
-    // only its id.
+    // only its id. Its balance transaction comes whole only when that was
+    // expanded too, and once the charge is captured.
     let (latest_charge, charge) = match object.latest_charge {
         Some(Value::String(id)) => (Some(id), Value::Null),
         Some(charge @ Value::Object(_)) => (
@@ -177,6 +207,21 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
             charge,
         ),
         _ => (None, Value::Null),
+    };
+    let balance_transaction = match &charge["balance_transaction"] {
+        transaction @ Value::Object(_) => {
+            let read = BalanceTransactionObject::deserialize(transaction)
+                .map_err(|err| unreadable(format!("balance transaction: {err}")))?;
+            Some(BalanceTransaction {
+                id: read.id,
+                amount_cents: read.amount,
+                fee_cents: read.fee,
+                net_cents: read.net,
+                currency: read.currency,
+                exchange_rate: read.exchange_rate,
+            })
+        }
+        _ => None,
     };
     let disputed = charge["disputed"].as_bool() == Some(true);
     let card = &charge["payment_method_details"]["card"];
@@ -216,6 +261,7 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         metadata: object.metadata,
         amount_capturable_max_cents,
         capture_before,
+        balance_transaction,
         replayed: false,
     })
 }
