@@ -16,7 +16,6 @@ diesel::table! {
     charges (id) {
         id -> Text,
         ride_id -> Int8,
-        payment_intent_id -> Text,
         amount_cents -> Int8,
         currency -> Text,
         balance_transaction_id -> Nullable<Text>,

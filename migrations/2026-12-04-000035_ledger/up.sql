@@ -202,7 +202,6 @@ CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries
 CREATE TABLE charges (
     id TEXT PRIMARY KEY CHECK (char_length(id) BETWEEN 1 AND 255),
     ride_id BIGINT NOT NULL REFERENCES rides (id),
-    payment_intent_id TEXT NOT NULL,
     amount_cents BIGINT NOT NULL CHECK (amount_cents > 0),
     currency TEXT NOT NULL CHECK (currency ~ '^[a-z]{3}$'),
     balance_transaction_id TEXT,

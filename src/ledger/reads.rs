@@ -138,7 +138,8 @@ pub fn transactions_page(
             ledger_transactions::created_at,
         ))
         .limit(limit + 1);
-    let rows: Vec<TransactionRow> = from_cursor!(query, ledger_transactions::id, cursor).load(conn)?;
+    let rows: Vec<TransactionRow> =
+        from_cursor!(query, ledger_transactions::id, cursor).load(conn)?;
     let (rows, has_more) = cursor.page(rows, limit);
     Ok((with_entries(conn, rows)?, has_more))
 }

@@ -3,15 +3,12 @@
 //! sent; and what its answer means for the key that made it, the same for
 //! every endpoint with an external effect.
 
-use std::time::Duration;
-
-use diesel::prelude::*;
 use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
 use uuid::Uuid;
 
 use super::released;
 use crate::idempotency::GatewayCalls;
-use crate::service_error::ServiceError;
+use crate::service_error::{unavailable, ServiceError};
 
 /// The gateway idempotency key of the call named `step` (`ride-capture`) of
 /// a key whose calls are made as `calls` says: stable across retries, from
@@ -92,48 +89,6 @@ pub fn create_answer(
         answer => answer,
     })
 }
-
-/// A create's answer as a step records it: one given again may be of a
-/// payment reconciliation released since, which is then a rejection.
-pub fn unless_released(
-    conn: &mut PgConnection,
-    calls: GatewayCalls,
-    answer: Final<PaymentIntent>,
-) -> Result<Final<PaymentIntent>, ServiceError> {
-    match answer {
-        Final::Made(intent) if intent.replayed && released::of_calls(conn, calls)? => {
-            Ok(Final::Refused(GatewayError::Rejected {
-                message: format!(
-                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
-                    intent.id
-                ),
-            }))
-        }
-        answer => Ok(answer),
-    }
-}
-
-/// The 503 of a failure that a retry with the same key may cure.
-pub fn unavailable(failure: GatewayError) -> ServiceError {
-    let retry_after = match &failure {
-        GatewayError::Unavailable {
-            retry_after: Some(after),
-            ..
-        } => *after,
-        GatewayError::Misconfigured { reason } => {
-            log::error!("payment gateway needs an operator: {reason}");
-            Duration::from_secs(30)
-        }
-        _ => DEFAULT_RETRY_AFTER,
-    };
-    ServiceError::GatewayUnavailable {
-        reason: failure.to_string(),
-        retry_after,
-    }
-}
-
-/// How long a client should wait after a gateway failure that says nothing.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {

@@ -6,9 +6,10 @@ pub mod lookup;
 pub mod released;
 pub mod stripe;
 
+pub use crate::service_error::unavailable;
 pub use calls::{
-    call_metadata, create_answer, final_answer, gateway_key, unavailable, unless_released, Final,
-    GENERATION, INSTALLATION, RIDEPAY_KEY,
+    call_metadata, create_answer, final_answer, gateway_key, Final, GENERATION, INSTALLATION,
+    RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,

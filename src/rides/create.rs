@@ -248,7 +248,7 @@ impl Endpoint for RideEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let recorded = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
+        let recorded = match unpaid::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };

@@ -3,9 +3,9 @@
 //! endpoints that complete, cancel and tip a ride.
 
 pub mod cancel;
+pub mod charges;
 pub mod complete;
 pub mod create;
-pub mod charges;
 mod lock;
 pub mod model;
 pub mod reads;

@@ -8,7 +8,7 @@ use diesel::query_builder::QueryFragment;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::charges::{CapturedCharge, ChargeRecord};
+use super::charges::ChargeRecord;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, Recorded};
 use crate::idempotency::fenced;
@@ -227,10 +227,9 @@ pub struct Settlement {
     /// The tip a held ride's completion captures, kept by it; any other
     /// end of the hold drops it.
     pub tip_cents: i64,
-    /// The charge that captured the ride's money, if this settlement
-    /// captured it: recorded with the settlement (and so posted).
+    /// The charge it captured, if any: recorded (and posted) with it.
     #[diesel(skip_update)]
-    pub charge: Option<CapturedCharge>,
+    pub charge: ChargeRecord,
 }
 
 /// The ride `ride_id` while a settlement may apply to it: still in one of
@@ -260,7 +259,7 @@ pub fn settle(
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(ChargeRecord::of(settlement.charge.as_ref()))
+    .with(settlement.charge.clone())
     .cached_as(settle)
     .get_result(conn)
     .optional()
@@ -273,7 +272,7 @@ pub fn settle_finishing(
     from: &[RideStatus],
     settlement: Settlement,
 ) -> Recorded<'static, impl QueryFragment<Pg> + Send> {
-    let charge = ChargeRecord::of(settlement.charge.as_ref());
+    let charge = settlement.charge.clone();
     recorded(
         diesel::update(settleable!(ride_id, from).filter(fenced()))
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))

@@ -5,7 +5,7 @@
 use diesel::prelude::*;
 use serde_json::json;
 
-use super::charges::{CapturedCharge, ChargeRecord};
+use super::charges::ChargeRecord;
 use super::lock::release;
 use super::model::{Ride, RideStatus, Settlement};
 use crate::audit;
@@ -155,7 +155,7 @@ fn settled(
             RideStatus::Captured => ride.tip_cents,
             _ => 0,
         },
-        charge: CapturedCharge::of(intent),
+        charge: ChargeRecord::of(intent),
     };
     let audit = audit::of_changed(
         ride.user_id,
@@ -183,7 +183,7 @@ pub fn finish_settled(
             .returning(Ride::as_returning()),
     )
     .with(audit)
-    .with(ChargeRecord::of(settlement.charge.as_ref()))
+    .with(settlement.charge.clone())
     .cached_as(finish_settled)
     .get_result(conn)
     .optional()?
@@ -216,7 +216,7 @@ fn settled_finishing(
 ) -> Finishing {
     let (settlement, audit) = settled(ride, status, intent);
     let response = wire::ride_actions::settled(&ride.settled(&settlement).json());
-    let charge = ChargeRecord::of(settlement.charge.as_ref());
+    let charge = settlement.charge.clone();
     let change = recorded(
         settled_by_key!(ride, key)
             .filter(fenced())
@@ -249,7 +249,7 @@ pub fn expire(
                     amount_capturable_max_cents: None,
                     hold_expires_at: None,
                     tip_cents: 0,
-                    charge: None,
+                    charge: ChargeRecord::default(),
                 },
                 rides::updated_at.eq(diesel::dsl::now),
             ))

@@ -21,10 +21,11 @@ use crate::payments::{
     GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::public_ids::{PathId, RidePublicId};
-use crate::rides::charges::{CapturedCharge, ChargeRecord};
+use crate::rides::charges::ChargeRecord;
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::rides::settle;
+use crate::rides::unpaid;
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
@@ -158,7 +159,7 @@ impl Endpoint for TipEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let answer = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
+        let answer = match unpaid::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) if intent.status != IntentStatus::Succeeded => {
                 Final::Refused(GatewayError::Rejected {
                     message: format!(
@@ -268,7 +269,7 @@ fn write_tip(
             "payment_intent_id": intent.map(|intent| &intent.id),
         }),
     ))
-    .with(ChargeRecord::of(intent.and_then(CapturedCharge::of).as_ref()))
+    .with(intent.map(ChargeRecord::of).unwrap_or_default())
     .cached_as(write_tip)
     .get_result::<Ride>(conn)
     .optional()?

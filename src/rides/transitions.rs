@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::charges::CapturedCharge;
+use super::charges::ChargeRecord;
 use super::model::{RideStatus, Settlement};
 use crate::payments::{IntentStatus, NextAction, PaymentIntent};
 
@@ -74,7 +74,7 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
         // Only a ride captured by its own completion keeps a tip that waited
         // for it; this never applies to a ride already captured.
         tip_cents: 0,
-        charge: CapturedCharge::of(intent),
+        charge: ChargeRecord::of(intent),
     })
 }
 

@@ -26,7 +26,9 @@ pub struct AccountJson {
 pub struct TransactionJson {
     #[schema(value_type = String, pattern = "^ltx_[a-z2-7]{29}$", example = "ltx_4be32blpsnwrwonxasv47asov3zzw")]
     pub id: LedgerTransactionPublicId,
-    #[schema(pattern = "^(opening|capture|fee|refund|refund_failed|release|reallocation|transfer|transfer_reversal)$")]
+    #[schema(
+        pattern = "^(opening|capture|fee|refund|refund_failed|release|reallocation|transfer|transfer_reversal)$"
+    )]
     pub kind: String,
     /// The movement, unique: `<ch id>:capture`, `<txn id>:fee`,
     /// `<re id>:refund`, `<re id>:failed`, `opening:ride:...`.

@@ -7,8 +7,8 @@
 pub mod answer;
 pub mod destination;
 pub mod event;
-pub mod ledger;
 mod field_error;
+pub mod ledger;
 pub mod problem;
 pub mod refund;
 pub mod ride;

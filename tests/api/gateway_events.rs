@@ -322,7 +322,10 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
         .into_iter()
         .map(|(kind, _)| kind)
         .collect();
-    assert_eq!(kinds, ["capture", "fee", "refund", "refund_failed", "refund"]);
+    assert_eq!(
+        kinds,
+        ["capture", "fee", "refund", "refund_failed", "refund"]
+    );
     assert_eq!(
         app.count(
             "ledger_transactions failed JOIN ledger_transactions refund \

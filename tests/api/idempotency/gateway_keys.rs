@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::common::app::{ride_with, spawn_app, TestApp, RIDE};
 use crate::common::database::count;
-use crate::common::database::sql;
+use crate::common::database::{lose_rides, sql};
 use crate::common::gateway::RETURN_URL;
 use crate::common::keys::{expire_leases, leave_key_at, RideRequest};
 
@@ -26,7 +26,7 @@ fn lose_rows_of(app: &TestApp, key: &str) {
             "(SELECT r.id FROM rides r JOIN idempotency_keys k \
              ON k.id = r.idempotency_key_id WHERE k.key = '{key}')"
         );
-        sql(conn, &format!("DELETE FROM rides WHERE id = {lost}"));
+        lose_rides(conn, &format!("id = {lost}"));
         sql(
             conn,
             &format!(

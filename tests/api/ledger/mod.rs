@@ -46,23 +46,19 @@ pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
     ))
     .load(&mut app.db())
     .unwrap();
-    let mut postings: Vec<(i64, String, Vec<(String, i64)>)> = Vec::new();
+    let mut postings: Vec<(i64, Posting)> = Vec::new();
     for entry in entries {
         match postings.last_mut() {
-            Some((id, _, lines)) if *id == entry.transaction_id => {
+            Some((id, (_, lines))) if *id == entry.transaction_id => {
                 lines.push((entry.code, entry.amount_cents))
             }
             _ => postings.push((
                 entry.transaction_id,
-                entry.kind,
-                vec![(entry.code, entry.amount_cents)],
+                (entry.kind, vec![(entry.code, entry.amount_cents)]),
             )),
         }
     }
-    postings
-        .into_iter()
-        .map(|(_, kind, lines)| (kind, lines))
-        .collect()
+    postings.into_iter().map(|(_, posting)| posting).collect()
 }
 
 /// The doubles' fee on a charge of `amount_cents`: Stripe's standard card

@@ -32,7 +32,10 @@ async fn rides_holding_money_when_the_ledger_starts_get_opening_transactions() {
         1
     );
     assert_eq!(
-        count(&mut conn, "ledger_transactions WHERE kind = 'refund' AND source LIKE 're_%:refund'"),
+        count(
+            &mut conn,
+            "ledger_transactions WHERE kind = 'refund' AND source LIKE 're_%:refund'"
+        ),
         1
     );
     let balance = |code: &str| -> i64 {

@@ -12,7 +12,10 @@ async fn a_paid_ride_posts_its_capture_and_the_gateways_fee_once() {
     let app = spawn_app().await;
     let ride_id = app.paid_ride("paid").await;
     let posted = vec![
-        posting("capture", &[("gateway:usd", 2000), ("platform:unassigned:usd", -2000)]),
+        posting(
+            "capture",
+            &[("gateway:usd", 2000), ("platform:unassigned:usd", -2000)],
+        ),
         posting("fee", &[("gateway:usd", -88), ("platform:fees:usd", 88)]),
     ];
     assert_eq!(postings(&app, ride_id), posted);
@@ -37,8 +40,17 @@ async fn a_completion_a_cancellation_fee_and_a_tip_after_capture_each_post_their
     assert_eq!(
         postings(&app, completed),
         vec![
-            posting("capture", &[("gateway:usd", 1500), ("platform:unassigned:usd", -1500)]),
-            posting("fee", &[("gateway:usd", -fee_of(1500)), ("platform:fees:usd", fee_of(1500))]),
+            posting(
+                "capture",
+                &[("gateway:usd", 1500), ("platform:unassigned:usd", -1500)]
+            ),
+            posting(
+                "fee",
+                &[
+                    ("gateway:usd", -fee_of(1500)),
+                    ("platform:fees:usd", fee_of(1500))
+                ]
+            ),
         ]
     );
 
@@ -49,7 +61,10 @@ async fn a_completion_a_cancellation_fee_and_a_tip_after_capture_each_post_their
     assert_eq!(
         postings(&app, canceled),
         vec![
-            posting("capture", &[("gateway:usd", 500), ("platform:unassigned:usd", -500)]),
+            posting(
+                "capture",
+                &[("gateway:usd", 500), ("platform:unassigned:usd", -500)]
+            ),
             posting("fee", &[("gateway:usd", -45), ("platform:fees:usd", 45)]),
         ]
     );
@@ -59,9 +74,18 @@ async fn a_completion_a_cancellation_fee_and_a_tip_after_capture_each_post_their
     app.post_tip(tipped, "tip", r#"{"amount_cents": 300}"#)
         .await
         .assert_status(200);
-    let tip = vec![
-        posting("capture", &[("gateway:usd", 300), ("platform:unassigned:usd", -300)]),
-        posting("fee", &[("gateway:usd", -fee_of(300)), ("platform:fees:usd", fee_of(300))]),
+    let tip = [
+        posting(
+            "capture",
+            &[("gateway:usd", 300), ("platform:unassigned:usd", -300)],
+        ),
+        posting(
+            "fee",
+            &[
+                ("gateway:usd", -fee_of(300)),
+                ("platform:fees:usd", fee_of(300)),
+            ],
+        ),
     ];
     assert_eq!(postings(&app, tipped)[2..], tip[..]);
     assert_eq!(

@@ -81,7 +81,10 @@ async fn the_platform_reads_balances_and_transactions_and_a_rider_is_forbidden()
     let older = app
         .get_as(
             &platform.api_key,
-            &format!("/api/ledger/transactions?starting_after={}", data[0]["id"].as_str().unwrap()),
+            &format!(
+                "/api/ledger/transactions?starting_after={}",
+                data[0]["id"].as_str().unwrap()
+            ),
         )
         .await
         .json();
