@@ -16,7 +16,10 @@ pub use intent::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,
     IncrementIntent, IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
-pub use listing::{metadata_query, parse_metadata_query, IntentPage, ListIntents};
+pub use listing::{
+    metadata_query, parse_metadata_query, BalanceTransactionPage, IntentPage,
+    ListBalanceTransactions, ListIntents, ListedBalanceTransaction,
+};
 
 /// The Stripe API version every request of the Stripe client names and every
 /// answer of the fake Stripe claims: pinned, so that a change of the

@@ -12,8 +12,9 @@ pub use calls::{
     RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
-    HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment,
+    BalanceTransaction, BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod,
+    CreateIntent, GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus,
+    ListBalanceTransactions, ListIntents, ListedBalanceTransaction, NextAction, Payment,
     PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

@@ -222,39 +222,11 @@ pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
 /// and `limit`, newest first.
 pub fn list(state: &State, request: &Request) -> Response {
     let listed = Form::from_query(&request.query).and_then(|query| {
-        let created_gte = match query.param("created[gte]") {
-            Some(seconds) => seconds
-                .parse::<i64>()
-                .ok()
-                .and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0))
-                .ok_or_else(|| {
-                    invalid_request(
-                        400,
-                        "parameter_invalid_integer",
-                        format!("Invalid integer: {seconds}"),
-                    )
-                })?,
-            None => chrono::DateTime::UNIX_EPOCH,
-        };
-        let limit = match query.param("limit") {
-            Some(limit) => limit
-                .parse::<u8>()
-                .ok()
-                .filter(|limit| (1..=ListIntents::MAX_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    invalid_request(
-                        400,
-                        "parameter_invalid_integer",
-                        "limit must be an integer from 1 to 100.",
-                    )
-                })?,
-            None => 10,
-        };
         let list = ListIntents {
-            created_gte,
+            created_gte: query.created_gte()?.unwrap_or(chrono::DateTime::UNIX_EPOCH),
             customer: query.param("customer"),
             starting_after: query.param("starting_after"),
-            limit,
+            limit: query.limit()?,
         };
         let mut conn = connection(state)?;
         intents::list(&mut conn, &list, &state.intents).map_err(wire::refusal)

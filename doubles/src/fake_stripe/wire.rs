@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 
 use super::http::Response;
 use crate::balance_transactions;
-use ridepay_gateway::{BalanceTransaction, GatewayError, IntentPage, PaymentIntent, Refund};
+use ridepay_gateway::{
+    BalanceTransactionPage, GatewayError, IntentPage, ListedBalanceTransaction, PaymentIntent,
+    Refund,
+};
 
 /// A PaymentIntent: every required field of the schema, and the nullable
 /// ones ridepay's client reads.
@@ -91,10 +94,14 @@ pub fn intent_object(intent: &PaymentIntent, expanded: Option<ExpandedCharge>) -
 pub fn charge_object(id: &str, intent: &PaymentIntent, expanded: ExpandedCharge) -> Value {
     let captured = intent.amount_received_cents > 0;
     let refunded = expanded.refunded;
-    let created = intent.created.timestamp();
     let balance_transaction = balance_transactions::of_charge(intent).map(|transaction| {
         if expanded.balance_transaction {
-            balance_transaction_object(&transaction, id, created)
+            balance_transaction_object(&ListedBalanceTransaction {
+                kind: "charge".to_owned(),
+                source: Some(id.to_owned()),
+                created: intent.created,
+                transaction,
+            })
         } else {
             json!(transaction.id)
         }
@@ -121,13 +128,23 @@ pub fn charge_object(id: &str, intent: &PaymentIntent, expanded: ExpandedCharge)
     })
 }
 
-/// A charge's balance transaction: what it moved into the balance, and
-/// Stripe's fee, detailed.
-fn balance_transaction_object(
-    transaction: &BalanceTransaction,
-    charge: &str,
-    created: i64,
-) -> Value {
+/// A balance transaction: what it moved into or out of the balance, and
+/// Stripe's fee on it, detailed.
+fn balance_transaction_object(listed: &ListedBalanceTransaction) -> Value {
+    let transaction = &listed.transaction;
+    let fee_details: Vec<Value> = (transaction.fee_cents != 0)
+        .then(|| {
+            json!({
+                "amount": transaction.fee_cents,
+                "application": null,
+                "currency": transaction.currency,
+                "description": "Stripe processing fees",
+                "type": "stripe_fee",
+            })
+        })
+        .into_iter()
+        .collect();
+    let created = listed.created.timestamp();
     json!({
         "id": transaction.id,
         "object": "balance_transaction",
@@ -138,18 +155,23 @@ fn balance_transaction_object(
         "description": null,
         "exchange_rate": transaction.exchange_rate,
         "fee": transaction.fee_cents,
-        "fee_details": [{
-            "amount": transaction.fee_cents,
-            "application": null,
-            "currency": transaction.currency,
-            "description": "Stripe processing fees",
-            "type": "stripe_fee",
-        }],
+        "fee_details": fee_details,
         "net": transaction.net_cents,
-        "reporting_category": "charge",
-        "source": charge,
+        "reporting_category": listed.kind,
+        "source": listed.source,
         "status": "available",
-        "type": "charge",
+        "type": listed.kind,
+    })
+}
+
+/// A page of balance transactions, as `GET /v1/balance_transactions`
+/// answers.
+pub fn balance_transaction_list(page: &BalanceTransactionPage) -> Value {
+    json!({
+        "object": "list",
+        "data": page.transactions.iter().map(balance_transaction_object).collect::<Vec<_>>(),
+        "has_more": page.has_more,
+        "url": "/v1/balance_transactions",
     })
 }
 

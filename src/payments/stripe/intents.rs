@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::wire::ListObject;
 use ridepay_gateway::{
-    metadata_query, BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent,
-    GatewayError, IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, PaymentError,
+    metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, PaymentError,
     PaymentIntent,
 };
 
@@ -144,17 +144,6 @@ struct RedirectObject {
     return_url: Option<String>,
 }
 
-/// A balance transaction, as far as ridepay reads it.
-#[derive(Debug, Deserialize)]
-struct BalanceTransactionObject {
-    id: String,
-    amount: i64,
-    fee: i64,
-    net: i64,
-    currency: String,
-    exchange_rate: Option<f64>,
-}
-
 #[derive(Debug, Deserialize)]
 struct ErrorObject {
     code: Option<String>,
@@ -208,21 +197,8 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         ),
         _ => (None, Value::Null),
     };
-    let balance_transaction = match &charge["balance_transaction"] {
-        transaction @ Value::Object(_) => {
-            let read = BalanceTransactionObject::deserialize(transaction)
-                .map_err(|err| unreadable(format!("balance transaction: {err}")))?;
-            Some(BalanceTransaction {
-                id: read.id,
-                amount_cents: read.amount,
-                fee_cents: read.fee,
-                net_cents: read.net,
-                currency: read.currency,
-                exchange_rate: read.exchange_rate,
-            })
-        }
-        _ => None,
-    };
+    let balance_transaction = super::balance_transactions::of_charge(&charge)
+        .map_err(|why| unreadable(format!("balance transaction: {why}")))?;
     let disputed = charge["disputed"].as_bool() == Some(true);
     let card = &charge["payment_method_details"]["card"];
     let held = status == IntentStatus::RequiresCapture;

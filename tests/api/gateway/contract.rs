@@ -7,9 +7,9 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,
-    IncrementIntent, IntentStatus, ListIntents, Payment, PaymentGateway, PaymentIntent,
-    RefundRequest, RefundState, StripeGateway,
+    BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    HoldRequest, IncrementIntent, IntentStatus, ListBalanceTransactions, ListIntents, Payment,
+    PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -865,6 +865,62 @@ fn a_hold_brings_no_fee_until_its_capture_does(under_test: &impl GatewayUnderTes
     assert_eq!(plain.balance_transaction, None);
 }
 
+/// The balance's list: each captured charge's balance transaction (the
+/// one its capture brings) and each refund's that moved money (negative,
+/// no fee), newest first, page by page, from `created[gte]` on.
+fn the_balance_lists_each_capture_and_each_refund_newest_first(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let paid = paid(&*gateway, "paid", "pm_card_visa");
+    let held = hold(&*gateway, "hold", "pm_card_visa");
+    let captured = capture(&*gateway, "capture", &held.id, 1500).unwrap();
+    let refunded = gateway.refund(&refund("refund", &paid.id, 500)).unwrap();
+    let list =
+        |request: &ListBalanceTransactions| gateway.list_balance_transactions(request).unwrap();
+
+    let first = ListBalanceTransactions {
+        limit: 2,
+        ..ListBalanceTransactions::since(None)
+    };
+    let page = list(&first);
+    let next = list(&first.after(&page).expect("a page follows"));
+    let later = list(&ListBalanceTransactions::since(Some(
+        chrono::Utc::now() + chrono::Duration::hours(1),
+    )));
+
+    let listed: Vec<_> = page
+        .transactions
+        .iter()
+        .chain(&next.transactions)
+        .map(|listed| {
+            let transaction = &listed.transaction;
+            (
+                listed.kind.as_str(),
+                listed.source.clone(),
+                [
+                    transaction.amount_cents,
+                    transaction.fee_cents,
+                    transaction.net_cents,
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("refund", Some(refunded.id), [-500, 0, -500]),
+            ("charge", captured.latest_charge, [1500, 74, 1426]),
+            ("charge", paid.latest_charge.clone(), [2000, 88, 1912]),
+        ]
+    );
+    assert_eq!((page.has_more, next.has_more), (true, false));
+    let read = gateway.retrieve_intent(&paid.id).unwrap().unwrap();
+    assert_eq!(
+        Some(&next.transactions[0].transaction),
+        read.balance_transaction.as_ref()
+    );
+    assert_eq!(later, BalanceTransactionPage::default());
+}
+
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
         mod $kind {
@@ -912,6 +968,7 @@ macro_rules! every_scenario {
             off_session_payments_never_ask_the_rider,
             a_payment_captured_at_once_brings_its_fee_when_asked,
             a_hold_brings_no_fee_until_its_capture_does,
+            the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };
 }

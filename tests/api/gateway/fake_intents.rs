@@ -255,12 +255,22 @@ async fn the_fake_shows_a_charges_balance_transaction_as_expand_asks() {
             "{create}/{id}?expand[]=latest_charge.balance_transaction"
         ))
         .await;
+    let plain_id = plain.1["id"].as_str().unwrap().to_owned();
+    let refunded = fake
+        .post(
+            "/v1/refunds",
+            "refund",
+            &[("payment_intent", &plain_id), ("amount", "500")],
+        )
+        .await;
+    let balance = fake.get("/v1/balance_transactions?limit=100").await;
 
     for answer in [&paid, &by_id, &plain, &hold] {
         conforms("POST", create, answer);
     }
     conforms("POST", "/v1/payment_intents/{intent}/capture", &captured);
     conforms("GET", "/v1/payment_intents/{intent}", &retrieved);
+    conforms("GET", "/v1/balance_transactions", &balance);
     let charge = &paid.1["latest_charge"];
     let transaction = &charge["balance_transaction"];
     assert_eq!(
@@ -292,6 +302,25 @@ async fn the_fake_shows_a_charges_balance_transaction_as_expand_asks() {
         &retrieved.1["latest_charge"]["balance_transaction"],
         captured_transaction
     );
+    // The balance's list: the refund, then each captured charge, newest
+    // first, as their answers showed them.
+    let listed = balance.1["data"].as_array().unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|transaction| (transaction["type"].as_str().unwrap(), amounts(transaction)))
+            .collect::<Vec<_>>(),
+        [
+            ("refund", [-500, 0, -500]),
+            ("charge", [1500, 74, 1426]),
+            ("charge", [2000, 88, 1912]),
+            ("charge", [2000, 88, 1912]),
+            ("charge", [2000, 88, 1912]),
+        ]
+    );
+    assert_eq!(listed[0]["source"], refunded.1["id"]);
+    assert_eq!(&listed[1], captured_transaction);
+    assert_eq!(&listed[4], transaction);
 }
 
 /// Event bodies as a webhook endpoint receives them, over HTTP on loopback.

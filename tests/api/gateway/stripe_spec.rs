@@ -659,6 +659,21 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
         spec.check_query("GET", "/v1/payment_intents/search", &search),
         Vec::<String>::new()
     );
+    // The balance's list, page by page from `created[gte]`.
+    let balance = ridepay::payments::ListBalanceTransactions {
+        starting_after: Some("txn_1".to_owned()),
+        ..ridepay::payments::ListBalanceTransactions::since(Some(chrono::Utc::now()))
+    };
+    assert_eq!(
+        spec.check_query(
+            "GET",
+            "/v1/balance_transactions",
+            &owned(ridepay::payments::stripe::balance_transactions::list_query(
+                &balance
+            ))
+        ),
+        Vec::<String>::new()
+    );
     let expand = [(
         "expand[]".to_owned(),
         ridepay::payments::stripe::intents::BALANCE_TRANSACTION.to_owned(),
@@ -777,6 +792,39 @@ fn the_client_reads_stripes_2026_balance_transaction_in_an_expanded_charge() {
     assert_eq!(
         (by_id.balance_transaction, uncaptured.balance_transaction),
         (None, None)
+    );
+}
+
+/// Stripe's 2026 example balance transaction, in a page of the balance's
+/// list.
+#[test]
+fn the_client_reads_stripes_2026_balance_transaction_in_a_list() {
+    let list = json!({
+        "object": "list",
+        "data": [fixtures()["balance_transaction"]],
+        "has_more": true,
+        "url": "/v1/balance_transactions",
+    });
+
+    let page =
+        ridepay::payments::stripe::balance_transactions::page(&serde_json::to_vec(&list).unwrap())
+            .unwrap();
+
+    assert!(page.has_more);
+    let [listed] = &page.transactions[..] else {
+        panic!("{page:?}");
+    };
+    assert_eq!(
+        (
+            listed.kind.as_str(),
+            listed.source.as_deref(),
+            listed.created.timestamp()
+        ),
+        ("charge", Some("ch_1PgafuB7WZ01zgkWXYmPNZs8"), 1234567890)
+    );
+    assert_eq!(
+        (listed.transaction.id.as_str(), listed.transaction.net_cents),
+        ("txn_1PgaxNB7WZ01zgkWEV3TLf40", 100)
     );
 }
 

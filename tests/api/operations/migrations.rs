@@ -2,8 +2,9 @@
 //! through the Charges API (captured, refunded by their charge), keys in
 //! flight whose stored request names `payment_source`, keys of call
 //! version 1; the release that retires version 1 keys waits until none
-//! is left that it would answer differently; and events staged with their
-//! rows get a body when their renderer is reverted.
+//! is left that it would answer differently; events staged with their
+//! rows get a body when their renderer is reverted; and charges the
+//! doubles captured before they kept when are in the balance's list.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
@@ -516,4 +517,40 @@ async fn rows_made_before_public_ids_keep_their_integers_and_their_answers() {
         app.get(&format!("/api/rides/{held_int}")).await.json()["id"],
         public
     );
+}
+
+/// Charges the doubles captured before they kept when: the balance's list
+/// shows each as captured when its intent last changed, and a hold not at
+/// all.
+#[tokio::test]
+async fn charges_captured_before_the_balance_list_are_listed_and_holds_are_not() {
+    use ridepay::payments::{ListBalanceTransactions, PaymentGateway};
+    let app = crate::common::app::spawn_app().await;
+    app.held_ride("held", "pm_card_visa").await;
+    app.paid_ride("paid").await;
+    let mut conn = app.db();
+    revert_through(&mut conn, "000036");
+
+    ridepay::db::run_migrations(&mut conn).unwrap();
+
+    let gateway = ridepay_doubles::SimulatedGateway::new(
+        crate::common::settings::pool(&app.database_url),
+        ridepay::config::SimulatedGatewaySettings::default(),
+    );
+    let page = gateway
+        .list_balance_transactions(&ListBalanceTransactions::since(None))
+        .unwrap();
+    let listed: Vec<_> = page
+        .transactions
+        .iter()
+        .map(|listed| {
+            let transaction = &listed.transaction;
+            (
+                listed.kind.as_str(),
+                transaction.amount_cents,
+                transaction.fee_cents,
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("charge", 2000, 88)]);
 }
