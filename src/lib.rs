@@ -23,6 +23,7 @@ pub mod http;
 pub mod http_client;
 pub mod idempotency;
 pub mod ids;
+pub mod ledger;
 pub mod pages;
 pub mod payments;
 pub mod public_ids;

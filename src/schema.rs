@@ -13,6 +13,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    charges (id) {
+        id -> Text,
+        ride_id -> Int8,
+        amount_cents -> Int8,
+        currency -> Text,
+        balance_transaction_id -> Nullable<Text>,
+        fee_cents -> Nullable<Int8>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     idempotency_keys (id) {
         id -> Int8,
         user_id -> Int8,
@@ -54,6 +66,38 @@ diesel::table! {
         installation_id -> Uuid,
         created_at -> Timestamptz,
         id_secret -> Bytea,
+        ledger_started_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    ledger_accounts (id) {
+        id -> Int8,
+        code -> Text,
+        kind -> Text,
+        currency -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    ledger_entries (transaction_id, account_id) {
+        transaction_id -> Int8,
+        account_id -> Int8,
+        amount_cents -> Int8,
+    }
+}
+
+diesel::table! {
+    ledger_transactions (id) {
+        id -> Int8,
+        public_id -> Bytea,
+        kind -> Text,
+        source -> Text,
+        ride_id -> Nullable<Int8>,
+        reverses -> Nullable<Int8>,
+        entries_hash -> Bytea,
+        created_at -> Timestamptz,
     }
 }
 
@@ -237,7 +281,11 @@ diesel::table! {
 }
 
 diesel::joinable!(audit_records -> users (user_id));
+diesel::joinable!(charges -> rides (ride_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
+diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
+diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
+diesel::joinable!(ledger_transactions -> rides (ride_id));
 diesel::joinable!(receipts -> rides (ride_id));
 diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
@@ -254,9 +302,13 @@ diesel::joinable!(webhook_events -> users (user_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
+    charges,
     idempotency_keys,
     idempotent_endpoints,
     installation,
+    ledger_accounts,
+    ledger_entries,
+    ledger_transactions,
     receipts,
     reconciliation,
     recovery_points,

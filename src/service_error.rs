@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
+use ridepay_gateway::GatewayError;
+
 use crate::validation::FieldError;
 
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +141,28 @@ impl From<diesel::r2d2::PoolError> for ServiceError {
         ServiceError::DatabaseUnavailable(err.to_string())
     }
 }
+
+/// The 503 of a failure that a retry with the same key may cure.
+pub fn unavailable(failure: GatewayError) -> ServiceError {
+    let retry_after = match &failure {
+        GatewayError::Unavailable {
+            retry_after: Some(after),
+            ..
+        } => *after,
+        GatewayError::Misconfigured { reason } => {
+            log::error!("payment gateway needs an operator: {reason}");
+            Duration::from_secs(30)
+        }
+        _ => DEFAULT_RETRY_AFTER,
+    };
+    ServiceError::GatewayUnavailable {
+        reason: failure.to_string(),
+        retry_after,
+    }
+}
+
+/// How long a client should wait after a gateway failure that says nothing.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,8 @@
 //! `ridepay-gateway` only: the service reaches into them, never the reverse.
 
 pub mod authentication;
+pub mod balance;
+pub mod balance_transactions;
 pub mod events;
 pub mod fake_stripe;
 pub mod intents;

@@ -68,6 +68,7 @@ diesel::table! {
         disputed -> Bool,
         settles_at -> Nullable<Timestamptz>,
         overcapture_max_cents -> Nullable<Int8>,
+        captured_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -15,11 +15,12 @@ use diesel::PgConnection;
 
 use super::events::Double;
 use super::intents::{self, IntentSettings};
-use super::refunds;
+use super::{balance, refunds};
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, IntentPage,
-    ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    BalanceTransactionPage, CancelIntent, CaptureIntent, CreateIntent, GatewayError,
+    IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment, PaymentGateway,
+    PaymentIntent, Refund, RefundRequest,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -182,5 +183,12 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
     fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError> {
         let lag = self.faults.search_lag;
         intents::search(&mut *self.connection()?, metadata, lag, &self.intents)
+    }
+
+    fn list_balance_transactions(
+        &self,
+        request: &ListBalanceTransactions,
+    ) -> Result<BalanceTransactionPage, GatewayError> {
+        balance::list(&mut *self.connection()?, request, Double::Simulated)
     }
 }

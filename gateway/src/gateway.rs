@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
-use super::listing::{IntentPage, ListIntents};
+use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
 
 /// Why a gateway call did not do what was asked. The variants are what
 /// ridepay must do next, not how the gateway said it.
@@ -120,8 +120,9 @@ pub trait PaymentGateway: Send + Sync {
     fn capture_intent(&self, request: &CaptureIntent) -> Result<PaymentIntent, GatewayError>;
     fn increment_intent(&self, request: &IncrementIntent) -> Result<PaymentIntent, GatewayError>;
     fn cancel_intent(&self, request: &CancelIntent) -> Result<PaymentIntent, GatewayError>;
-    /// The PaymentIntent now, with whether its charge is disputed; `None`
-    /// when the gateway has no such intent.
+    /// The PaymentIntent now, with whether its charge is disputed and,
+    /// once captured, the charge's balance transaction; `None` when the
+    /// gateway has no such intent.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError>;
     /// Refunds (part of) what a payment captured. A refund beyond what
     /// remains is `Rejected`.
@@ -136,4 +137,11 @@ pub trait PaymentGateway: Send + Sync {
     /// Stripe's search finds them: quick, but a new one may be missing for
     /// a while (up to an hour in an incident), so it proves nothing absent.
     fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError>;
+    /// A page of the platform's balance transactions, newest first, as
+    /// Stripe lists them: each captured charge's (with the gateway's fee)
+    /// and each refund's that moved money, among any others.
+    fn list_balance_transactions(
+        &self,
+        request: &ListBalanceTransactions,
+    ) -> Result<BalanceTransactionPage, GatewayError>;
 }

@@ -56,6 +56,22 @@ pub struct PaymentError {
     pub message: Option<String>,
 }
 
+/// The balance transaction of a captured charge: what the gateway moved
+/// into the platform's balance, and its fee. `exchange_rate` is set when
+/// the gateway settled the charge in another currency, whose minor units
+/// `amount_cents`, `fee_cents` and `net_cents` then are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BalanceTransaction {
+    /// A `txn_` id.
+    pub id: String,
+    pub amount_cents: i64,
+    pub fee_cents: i64,
+    /// `amount_cents - fee_cents`: what the platform's balance gained.
+    pub net_cents: i64,
+    pub currency: String,
+    pub exchange_rate: Option<f64>,
+}
+
 /// A PaymentIntent as the gateway holds it now.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PaymentIntent {
@@ -91,6 +107,11 @@ pub struct PaymentIntent {
     /// after it was placed, up to 30 with an extended authorization.
     #[serde(default)]
     pub capture_before: Option<DateTime<Utc>>,
+    /// The latest charge's balance transaction, with the gateway's fee:
+    /// present when the call asked for it and the charge has been captured
+    /// (a charge not yet captured has none).
+    #[serde(default)]
+    pub balance_transaction: Option<BalanceTransaction>,
     /// Whether the gateway answered from what it saved under the call's
     /// key (Stripe's `Idempotent-Replayed: true`) rather than by acting
     /// now: the intent as it was then, which may have changed since.
@@ -119,9 +140,11 @@ impl PartialEq for PaymentIntent {
             && self.metadata == other.metadata
             && self.amount_capturable_max_cents == other.amount_capturable_max_cents
             && self.capture_before == other.capture_before
+            && self.balance_transaction == other.balance_transaction
     }
 }
 
+/// An exchange rate read from JSON is never NaN, so equality is total.
 impl Eq for PaymentIntent {}
 
 /// Creates and confirms a PaymentIntent, exactly once per
@@ -150,6 +173,17 @@ pub struct CreateIntent {
     /// call's parameters when false, as every call made before tips.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub off_session: bool,
+    /// Names the payment for the transfers made from it (Stripe's
+    /// `transfer_group`). Left out of the call's parameters when `None`,
+    /// as every call made before it was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_group: Option<String>,
+    /// Whether the answer brings the charge's balance transaction, once
+    /// captured (`expand[]=latest_charge.balance_transaction`). Left out of
+    /// the call's parameters when false, as every call made before it was
+    /// asked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub expand_balance_transaction: bool,
 }
 
 /// The card features a hold asks for, each `if_available`: raising it
@@ -188,6 +222,9 @@ pub struct CaptureIntent {
     pub idempotency_key: String,
     pub intent_id: String,
     pub amount_to_capture_cents: i64,
+    /// As `CreateIntent::expand_balance_transaction`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub expand_balance_transaction: bool,
 }
 
 /// Raises a hold to `amount_cents`, the new total.

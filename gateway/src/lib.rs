@@ -13,10 +13,13 @@ pub mod stripe_signature;
 
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest, IncrementIntent,
-    IntentStatus, NextAction, PaymentError, PaymentIntent,
+    BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,
+    IncrementIntent, IntentStatus, NextAction, PaymentError, PaymentIntent,
 };
-pub use listing::{metadata_query, parse_metadata_query, IntentPage, ListIntents};
+pub use listing::{
+    metadata_query, parse_metadata_query, BalanceTransactionPage, IntentPage,
+    ListBalanceTransactions, ListIntents, ListedBalanceTransaction,
+};
 
 /// The Stripe API version every request of the Stripe client names and every
 /// answer of the fake Stripe claims: pinned, so that a change of the

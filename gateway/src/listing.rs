@@ -1,9 +1,11 @@
 //! Listing and searching PaymentIntents: how reconciliation proves what the
-//! gateway made, and finds what no ride records.
+//! gateway made, and finds what no ride records; and listing the balance
+//! transactions, what the gateway moved in and out of the platform's
+//! balance.
 
 use chrono::{DateTime, Utc};
 
-use super::intent::PaymentIntent;
+use super::intent::{BalanceTransaction, PaymentIntent};
 
 /// `GET /v1/payment_intents`: those created at or after `created_gte`
 /// (Stripe's `created[gte]`, whole seconds), of `customer` if given, newest
@@ -43,6 +45,58 @@ impl ListIntents {
         let last = page.intents.last().filter(|_| page.has_more)?;
         Some(ListIntents {
             starting_after: Some(last.id.clone()),
+            ..self.clone()
+        })
+    }
+}
+
+/// `GET /v1/balance_transactions`: those created at or after `created_gte`
+/// (all, when `None`), newest first, the page after the balance transaction
+/// `starting_after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListBalanceTransactions {
+    pub created_gte: Option<DateTime<Utc>>,
+    pub starting_after: Option<String>,
+    /// At most 100, Stripe's limit.
+    pub limit: u8,
+}
+
+/// A movement of the platform's balance, as the gateway lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedBalanceTransaction {
+    /// Stripe's `type`: `charge` (a captured charge, less its fee),
+    /// `refund` (its amount and net negative, no fee), or one ridepay makes
+    /// none of (`payout`, `adjustment`, ...).
+    pub kind: String,
+    /// The id of what moved the money (`ch_`, `re_`), when there is one.
+    pub source: Option<String>,
+    /// Whole seconds, as Stripe's `created`.
+    pub created: DateTime<Utc>,
+    pub transaction: BalanceTransaction,
+}
+
+/// A page of balance transactions, and whether more follow it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BalanceTransactionPage {
+    pub transactions: Vec<ListedBalanceTransaction>,
+    pub has_more: bool,
+}
+
+impl ListBalanceTransactions {
+    /// The first page of those created since `created_gte`.
+    pub fn since(created_gte: Option<DateTime<Utc>>) -> ListBalanceTransactions {
+        ListBalanceTransactions {
+            created_gte,
+            starting_after: None,
+            limit: ListIntents::MAX_LIMIT,
+        }
+    }
+
+    /// The page after `page`, or `None` when it was the last.
+    pub fn after(&self, page: &BalanceTransactionPage) -> Option<ListBalanceTransactions> {
+        let last = page.transactions.last().filter(|_| page.has_more)?;
+        Some(ListBalanceTransactions {
+            starting_after: Some(last.transaction.id.clone()),
             ..self.clone()
         })
     }

@@ -242,3 +242,19 @@ pub fn interval(duration: Duration) -> diesel::pg::data_types::PgInterval {
         i64::try_from(duration.as_micros()).unwrap_or(i64::MAX),
     )
 }
+
+/// The SQL text of `changes`' CTEs, for debug builds' checks of what a
+/// statement says.
+#[cfg(debug_assertions)]
+pub fn ctes_text(changes: &dyn ChangeCtes) -> String {
+    struct Ctes<'a>(&'a dyn ChangeCtes);
+    impl diesel::query_builder::QueryFragment<Pg> for Ctes<'_> {
+        fn walk_ast<'b>(
+            &'b self,
+            out: diesel::query_builder::AstPass<'_, 'b, Pg>,
+        ) -> QueryResult<()> {
+            self.0.walk_ctes(out)
+        }
+    }
+    sql_text(&Ctes(changes))
+}

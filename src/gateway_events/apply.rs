@@ -18,6 +18,7 @@ use crate::payments::{
 use crate::public_ids::{PublicId, RefundPublicId};
 use crate::refunds::create::REASONS;
 use crate::refunds::model::{self as refunds, NewRefund, RefundStatus};
+use crate::rides::charges::ChargeRecord;
 use crate::rides::create::{self as create_ride, RecoveryPoint as RidePoint};
 use crate::rides::model::{self as rides, Ride, RideStatus};
 use crate::rides::transitions::{may_follow, settlement};
@@ -259,6 +260,7 @@ fn dispute(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<()> {
         amount_capturable_max_cents: None,
         hold_expires_at: None,
         tip_cents: ride.tip_cents,
+        charge: ChargeRecord::default(),
     };
     if rides::settle(conn, ride_id, may_follow(RideStatus::Disputed), &disputed)?.is_some() {
         log::warn!("ride {ride_id} is disputed");

@@ -11,6 +11,7 @@ pub mod body;
 pub mod gateway_events;
 pub mod health;
 pub mod idempotent;
+pub mod ledger;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_components;

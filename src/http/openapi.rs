@@ -43,13 +43,14 @@ impl Modify for BearerAuth {
     ),
     components(schemas(ProblemDocument, FieldError)),
     modifiers(&BearerAuth),
-    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "operations"))
+    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "ledger"), (name = "operations"))
 )]
 pub struct ApiDoc;
 
 /// The routes of every endpoint (from the registry) and the others.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document = ApiDoc::openapi();
+    document.merge(super::ledger::Api::openapi());
     for endpoint in super::routes::endpoints() {
         document.merge((endpoint.openapi)());
     }

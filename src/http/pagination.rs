@@ -12,6 +12,19 @@ use crate::validation::FieldError;
 const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 100;
 
+/// The page size `limit` asks for (default 20), or why it is refused.
+pub fn page_size(limit: Option<i64>) -> Result<i64, FieldError> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if (1..=MAX_LIMIT).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(FieldError::new(
+            "limit",
+            format!("must be between 1 and {MAX_LIMIT}"),
+        ))
+    }
+}
+
 /// A list's query.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -34,13 +47,10 @@ impl ListQuery {
     /// caller is known, so an unknown API key gets its 401 first.
     pub fn checked<T: PublicId>(&self) -> Result<(i64, Cursor<T>), ServiceError> {
         let mut errors = Vec::new();
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            errors.push(FieldError::new(
-                "limit",
-                format!("must be between 1 and {MAX_LIMIT}"),
-            ));
-        }
+        let limit = page_size(self.limit).unwrap_or_else(|error| {
+            errors.push(error);
+            DEFAULT_LIMIT
+        });
         if self.before_id.is_some() {
             errors.push(FieldError::new(
                 "before_id",

@@ -16,8 +16,8 @@ use super::body::BodyTimeout;
 use super::gateway_events::WebhookSettings;
 use super::rate_limit::{AddressLimiter, RateLimiter};
 use super::{
-    access_log, gateway_events, health, metrics, openapi, payment_return, rate_limit, request_id,
-    routes, routing,
+    access_log, gateway_events, health, ledger, metrics, openapi, payment_return, rate_limit,
+    request_id, routes, routing,
 };
 use crate::config::Settings;
 use crate::context::ServiceContext;
@@ -105,7 +105,8 @@ pub fn start(
                 .iter()
                 .fold(web::scope("/api"), |scope, endpoint| {
                     scope.configure(endpoint.routes)
-                }),
+                })
+                .configure(ledger::routes),
         )
         .default_service(web::to(routing::not_found))
     })

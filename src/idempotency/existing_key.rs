@@ -158,7 +158,7 @@ pub(super) fn fingerprint_matches(
 /// not be the same calls.
 pub(crate) fn gateway_calls(record: &KeyState) -> Result<GatewayCalls, ServiceError> {
     let from = match (record.call_version, &record.ridepay_key) {
-        (2 | 3, Some(hex_text)) => RidepayKey::parse(hex_text)
+        (2..=CURRENT_CALL_VERSION, Some(hex_text)) => RidepayKey::parse(hex_text)
             .ok_or_else(|| anyhow::anyhow!("key {} has an unreadable ridepay_key", record.id))?,
         (version, _) => {
             log::warn!(

@@ -53,23 +53,13 @@ impl Finishing {
     pub fn new(changes: impl ChangeCtes + 'static, response: StoredResponse) -> Self {
         #[cfg(debug_assertions)]
         assert!(
-            crate::db::sql_text(&Ctes(&changes)).contains(FENCED),
+            crate::db::ctes_text(&changes).contains(FENCED),
             "a finishing change must filter on idempotency::finishing::fenced()"
         );
         Finishing {
             changes: Box::new(changes),
             response,
         }
-    }
-}
-
-#[cfg(debug_assertions)]
-struct Ctes<'a>(&'a dyn ChangeCtes);
-
-#[cfg(debug_assertions)]
-impl QueryFragment<Pg> for Ctes<'_> {
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        self.0.walk_ctes(out)
     }
 }
 

@@ -6,6 +6,7 @@
 //! endpoint.
 
 pub mod awaiting;
+mod call_versions;
 mod claim;
 pub mod completer;
 pub mod endpoint;

@@ -14,7 +14,6 @@ use diesel::pg::Pg;
 use diesel::serialize::{self, IsNull, Output, ToSql};
 use diesel::sql_types::Jsonb;
 use diesel::AsExpression;
-use ridepay_gateway::HoldRequest;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -168,7 +167,7 @@ pub(super) fn digest(version: &str, method: &str, path: &str, canonical: &[u8]) 
 }
 
 /// The version new keys get.
-pub const CURRENT_CALL_VERSION: i16 = 3;
+pub const CURRENT_CALL_VERSION: i16 = 4;
 
 /// A hash of what the client sent, in this installation: the installation
 /// id, the user's random public id, the client's `Idempotency-Key` and the
@@ -226,10 +225,10 @@ impl std::fmt::Debug for RidepayKey {
 pub struct GatewayCalls {
     /// What the key's gateway keys and metadata are derived from.
     pub from: RidepayKey,
-    /// The key's `call_version`: 2's holds ask for increments only; 3's for
-    /// overcapture and an extended authorization too, under keys of their
-    /// own, so that a request of either version made again after a failover
-    /// lost its row never meets the other's call under its key.
+    /// The key's `call_version`, which fixes what its calls send
+    /// (`call_versions.rs`), each version's under keys of its own, so that
+    /// a request of one version made again after a failover lost its row
+    /// never meets another's call under its key.
     pub version: i16,
     /// 0 at first; one more each time reconciliation proved that a call
     /// answered by a failure the gateway saved under its key made nothing,
@@ -245,15 +244,6 @@ impl GatewayCalls {
             from,
             version: CURRENT_CALL_VERSION,
             generation: 0,
-        }
-    }
-
-    /// What the key's holds ask of the card.
-    pub fn hold_request(self) -> HoldRequest {
-        if self.version >= 3 {
-            HoldRequest::RIDE_HAILING
-        } else {
-            HoldRequest::INCREMENTS_ONLY
         }
     }
 }

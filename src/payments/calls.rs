@@ -3,15 +3,12 @@
 //! sent; and what its answer means for the key that made it, the same for
 //! every endpoint with an external effect.
 
-use std::time::Duration;
-
-use diesel::prelude::*;
 use ridepay_gateway::{GatewayError, PaymentGateway, PaymentIntent};
 use uuid::Uuid;
 
 use super::released;
 use crate::idempotency::GatewayCalls;
-use crate::service_error::ServiceError;
+use crate::service_error::{unavailable, ServiceError};
 
 /// The gateway idempotency key of the call named `step` (`ride-capture`) of
 /// a key whose calls are made as `calls` says: stable across retries, from
@@ -22,8 +19,8 @@ use crate::service_error::ServiceError;
 /// same key, and the gateway answers with what it already made. `g0` is the
 /// call's generation, the first; reconciliation moves a call whose answer
 /// the gateway lost for ever on to `g1`, and so on. The prefix carries the
-/// call version (`ridepay3-`): its holds ask for more than version 2's, so
-/// its calls are other calls.
+/// call version (`ridepay4-`): each version's calls send other parameters
+/// than the version before's, so they are other calls.
 pub fn gateway_key(calls: GatewayCalls, step: &str) -> String {
     format!(
         "ridepay{}-{step}-{}-g{}",
@@ -93,48 +90,6 @@ pub fn create_answer(
     })
 }
 
-/// A create's answer as a step records it: one given again may be of a
-/// payment reconciliation released since, which is then a rejection.
-pub fn unless_released(
-    conn: &mut PgConnection,
-    calls: GatewayCalls,
-    answer: Final<PaymentIntent>,
-) -> Result<Final<PaymentIntent>, ServiceError> {
-    match answer {
-        Final::Made(intent) if intent.replayed && released::of_calls(conn, calls)? => {
-            Ok(Final::Refused(GatewayError::Rejected {
-                message: format!(
-                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
-                    intent.id
-                ),
-            }))
-        }
-        answer => Ok(answer),
-    }
-}
-
-/// The 503 of a failure that a retry with the same key may cure.
-pub fn unavailable(failure: GatewayError) -> ServiceError {
-    let retry_after = match &failure {
-        GatewayError::Unavailable {
-            retry_after: Some(after),
-            ..
-        } => *after,
-        GatewayError::Misconfigured { reason } => {
-            log::error!("payment gateway needs an operator: {reason}");
-            Duration::from_secs(30)
-        }
-        _ => DEFAULT_RETRY_AFTER,
-    };
-    ServiceError::GatewayUnavailable {
-        reason: failure.to_string(),
-        retry_after,
-    }
-}
-
-/// How long a client should wait after a gateway failure that says nothing.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,7 +100,7 @@ mod tests {
         let request = RidepayKey::parse(&"ab".repeat(32)).unwrap();
         let calls = GatewayCalls::first(request);
         let key = gateway_key(calls, "ride-charge");
-        assert_eq!(key, format!("ridepay3-ride-charge-{}-g0", "ab".repeat(32)));
+        assert_eq!(key, format!("ridepay4-ride-charge-{}-g0", "ab".repeat(32)));
         assert_eq!(key, gateway_key(calls, "ride-charge"));
         assert_ne!(key, gateway_key(calls, "refund"));
         let version_2 = GatewayCalls {
@@ -164,7 +119,7 @@ mod tests {
                 },
                 "ride-charge"
             ),
-            format!("ridepay3-ride-charge-{}-g1", "ab".repeat(32))
+            format!("ridepay4-ride-charge-{}-g1", "ab".repeat(32))
         );
         assert!(key.len() <= 255);
     }

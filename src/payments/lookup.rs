@@ -8,8 +8,9 @@ use std::thread;
 
 use chrono::{DateTime, Utc};
 
-use super::calls::{unavailable, Final, GENERATION};
+use super::calls::{Final, GENERATION};
 use crate::idempotency::Found;
+use crate::service_error::unavailable;
 use crate::service_error::ServiceError;
 use ridepay_gateway::{
     GatewayError, IntentStatus, ListIntents, Payment, PaymentError, PaymentGateway, PaymentIntent,

@@ -6,13 +6,15 @@ pub mod lookup;
 pub mod released;
 pub mod stripe;
 
+pub use crate::service_error::unavailable;
 pub use calls::{
-    call_metadata, create_answer, final_answer, gateway_key, unavailable, unless_released, Final,
-    GENERATION, INSTALLATION, RIDEPAY_KEY,
+    call_metadata, create_answer, final_answer, gateway_key, Final, GENERATION, INSTALLATION,
+    RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest,
-    IncrementIntent, IntentPage, IntentStatus, ListIntents, NextAction, Payment, PaymentError,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
+    BalanceTransaction, BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod,
+    CreateIntent, GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus,
+    ListBalanceTransactions, ListIntents, ListedBalanceTransaction, NextAction, Payment,
+    PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

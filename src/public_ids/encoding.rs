@@ -162,6 +162,8 @@ public_id_type! {
     DestinationPublicId = "whep_";
     /// A delivery's id: `whdl_` and 29 characters.
     DeliveryPublicId = "whdl_";
+    /// A ledger transaction's id: `ltx_` and 29 characters.
+    LedgerTransactionPublicId = "ltx_";
 }
 
 #[cfg(test)]

@@ -248,7 +248,7 @@ impl Endpoint for RideEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let recorded = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
+        let recorded = match unpaid::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) => record_payment(conn, &ride, &intent)?,
             Final::Refused(failure) => Final::Refused(failure),
         };
@@ -338,17 +338,20 @@ pub fn pay(
     lease: &RideLease,
     ride: &Ride,
 ) -> Result<PaymentIntent, GatewayError> {
+    let calls = lease.gateway_calls();
     gateway.create_intent(&CreateIntent {
-        idempotency_key: gateway_key(lease.gateway_calls(), PAYMENT_KEY_PURPOSE),
+        idempotency_key: gateway_key(calls, PAYMENT_KEY_PURPOSE),
         amount_cents: ride.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: ride.capture_method,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: call_metadata(installation_id, lease.gateway_calls()),
-        hold: lease.gateway_calls().hold_request(),
+        metadata: call_metadata(installation_id, calls),
+        hold: calls.hold_request(),
         off_session: false,
+        transfer_group: calls.transfer_group(),
+        expand_balance_transaction: calls.asks_for_balance_transaction(),
     })
 }
 

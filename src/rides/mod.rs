@@ -3,6 +3,7 @@
 //! endpoints that complete, cancel and tip a ride.
 
 pub mod cancel;
+pub mod charges;
 pub mod complete;
 pub mod create;
 mod lock;

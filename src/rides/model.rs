@@ -8,6 +8,7 @@ use diesel::query_builder::QueryFragment;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::charges::ChargeRecord;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, Recorded};
 use crate::idempotency::fenced;
@@ -226,6 +227,9 @@ pub struct Settlement {
     /// The tip a held ride's completion captures, kept by it; any other
     /// end of the hold drops it.
     pub tip_cents: i64,
+    /// The charge it captured, if any: recorded (and posted) with it.
+    #[diesel(skip_update)]
+    pub charge: ChargeRecord,
 }
 
 /// The ride `ride_id` while a settlement may apply to it: still in one of
@@ -250,12 +254,15 @@ pub fn settle(
     from: &[RideStatus],
     settlement: &Settlement,
 ) -> QueryResult<Option<Ride>> {
-    diesel::update(settleable!(ride_id, from))
-        .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
-        .returning(Ride::as_returning())
-        .cached_as(settle)
-        .get_result(conn)
-        .optional()
+    recorded(
+        diesel::update(settleable!(ride_id, from))
+            .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
+            .returning(Ride::as_returning()),
+    )
+    .with(settlement.charge.clone())
+    .cached_as(settle)
+    .get_result(conn)
+    .optional()
 }
 
 /// `settle`'s change, for a key that finishes with it
@@ -265,9 +272,11 @@ pub fn settle_finishing(
     from: &[RideStatus],
     settlement: Settlement,
 ) -> Recorded<'static, impl QueryFragment<Pg> + Send> {
+    let charge = settlement.charge.clone();
     recorded(
         diesel::update(settleable!(ride_id, from).filter(fenced()))
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
+    .with(charge)
 }

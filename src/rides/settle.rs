@@ -5,6 +5,7 @@
 use diesel::prelude::*;
 use serde_json::json;
 
+use super::charges::ChargeRecord;
 use super::lock::release;
 use super::model::{Ride, RideStatus, Settlement};
 use crate::audit;
@@ -103,6 +104,7 @@ pub fn capture(
         idempotency_key: gateway_key(calls, purpose),
         intent_id: intent_id.clone(),
         amount_to_capture_cents: amount_cents,
+        expand_balance_transaction: calls.asks_for_balance_transaction(),
     });
     hold_outcome(gateway, &intent_id, IntentStatus::Succeeded, answer)
 }
@@ -153,6 +155,7 @@ fn settled(
             RideStatus::Captured => ride.tip_cents,
             _ => 0,
         },
+        charge: ChargeRecord::of(intent),
     };
     let audit = audit::of_changed(
         ride.user_id,
@@ -180,6 +183,7 @@ pub fn finish_settled(
             .returning(Ride::as_returning()),
     )
     .with(audit)
+    .with(settlement.charge.clone())
     .cached_as(finish_settled)
     .get_result(conn)
     .optional()?
@@ -212,13 +216,15 @@ fn settled_finishing(
 ) -> Finishing {
     let (settlement, audit) = settled(ride, status, intent);
     let response = wire::ride_actions::settled(&ride.settled(&settlement).json());
+    let charge = settlement.charge.clone();
     let change = recorded(
         settled_by_key!(ride, key)
             .filter(fenced())
             .set((settlement, rides::updated_at.eq(diesel::dsl::now)))
             .returning(Ride::as_returning()),
     )
-    .with(audit);
+    .with(audit)
+    .with(charge);
     Finishing::new(change, response)
 }
 
@@ -243,6 +249,7 @@ pub fn expire(
                     amount_capturable_max_cents: None,
                     hold_expires_at: None,
                     tip_cents: 0,
+                    charge: ChargeRecord::default(),
                 },
                 rides::updated_at.eq(diesel::dsl::now),
             ))

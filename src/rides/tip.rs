@@ -21,9 +21,11 @@ use crate::payments::{
     GatewayError, HoldRequest, IntentStatus, PaymentGateway, PaymentIntent,
 };
 use crate::public_ids::{PathId, RidePublicId};
+use crate::rides::charges::ChargeRecord;
 use crate::rides::lock::{self, TakeRide};
 use crate::rides::model::{Ride, RideStatus};
 use crate::rides::settle;
+use crate::rides::unpaid;
 use crate::schema::rides;
 use crate::service_error::{Refusal, ServiceError};
 use crate::validation::{parse_body, FieldError};
@@ -157,7 +159,7 @@ impl Endpoint for TipEndpoint {
         ride: Ride,
         answer: Final<PaymentIntent>,
     ) -> Result<TransitionOf<Self>, ServiceError> {
-        let answer = match payments::unless_released(conn, lease.gateway_calls(), answer)? {
+        let answer = match unpaid::unless_released(conn, lease.gateway_calls(), answer)? {
             Final::Made(intent) if intent.status != IntentStatus::Succeeded => {
                 Final::Refused(GatewayError::Rejected {
                     message: format!(
@@ -267,6 +269,7 @@ fn write_tip(
             "payment_intent_id": intent.map(|intent| &intent.id),
         }),
     ))
+    .with(intent.map(ChargeRecord::of).unwrap_or_default())
     .cached_as(write_tip)
     .get_result::<Ride>(conn)
     .optional()?
@@ -284,17 +287,20 @@ fn pay_tip(
     ride: &Ride,
     params: &TipParams,
 ) -> Result<PaymentIntent, GatewayError> {
+    let calls = lease.gateway_calls();
     gateway.create_intent(&CreateIntent {
-        idempotency_key: gateway_key(lease.gateway_calls(), TIP_KEY_PURPOSE),
+        idempotency_key: gateway_key(calls, TIP_KEY_PURPOSE),
         amount_cents: params.amount_cents,
         currency: ride.currency.clone(),
         customer: ride.customer.clone(),
         payment_method: ride.payment_method.clone(),
         capture_method: CaptureMethod::Automatic,
         return_url: ride.return_url.clone().unwrap_or_default(),
-        metadata: call_metadata(installation_id, lease.gateway_calls()),
+        metadata: call_metadata(installation_id, calls),
         hold: HoldRequest::INCREMENTS_ONLY,
         off_session: true,
+        transfer_group: calls.transfer_group(),
+        expand_balance_transaction: calls.asks_for_balance_transaction(),
     })
 }
 

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+use super::charges::ChargeRecord;
 use super::model::{RideStatus, Settlement};
 use crate::payments::{IntentStatus, NextAction, PaymentIntent};
 
@@ -73,6 +74,7 @@ pub fn settlement(current: RideStatus, intent: &PaymentIntent) -> Option<Settlem
         // Only a ride captured by its own completion keeps a tip that waited
         // for it; this never applies to a ride already captured.
         tip_cents: 0,
+        charge: ChargeRecord::of(intent),
     })
 }
 
@@ -124,6 +126,7 @@ mod tests {
             disputed: false,
             amount_capturable_max_cents: None,
             capture_before: None,
+            balance_transaction: None,
             replayed: false,
             metadata: BTreeMap::new(),
         }

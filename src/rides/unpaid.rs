@@ -1,11 +1,14 @@
 //! A new ride whose payment the gateway refused: declined by the card
 //! (402, the PaymentIntent it left behind recorded) or rejected (502). The
 //! ride keeps the refusal and the answer is stored, so retries get it too.
+//! A create answered again for a payment reconciliation has released since
+//! (a ride's or a tip's) counts as rejected.
 
 use diesel::PgConnection;
 
-use crate::idempotency::StoredResponse;
-use crate::payments::GatewayError;
+use crate::idempotency::{GatewayCalls, StoredResponse};
+use crate::payments::{released, Final, GatewayError, PaymentIntent};
+use crate::rides::charges::ChargeRecord;
 use crate::rides::model::{self, Ride, RideStatus};
 use crate::service_error::ServiceError;
 use crate::wire;
@@ -55,8 +58,29 @@ pub fn finish(
         amount_capturable_max_cents: None,
         hold_expires_at: None,
         tip_cents: 0,
+        charge: ChargeRecord::default(),
     };
     model::settle(conn, ride.id, &[RideStatus::Pending], &unpaid)?
         .ok_or(ServiceError::LeaseLost)?;
     Ok(wire::problem::stored(&problem))
+}
+
+/// A create's answer as a step records it: one given again may be of a
+/// payment reconciliation released since, which is then a rejection.
+pub fn unless_released(
+    conn: &mut PgConnection,
+    calls: GatewayCalls,
+    answer: Final<PaymentIntent>,
+) -> Result<Final<PaymentIntent>, ServiceError> {
+    match answer {
+        Final::Made(intent) if intent.replayed && released::of_calls(conn, calls)? => {
+            Ok(Final::Refused(GatewayError::Rejected {
+                message: format!(
+                    "PaymentIntent {} was released by reconciliation: no ride recorded it",
+                    intent.id
+                ),
+            }))
+        }
+        answer => Ok(answer),
+    }
 }

@@ -8,6 +8,7 @@ pub mod answer;
 pub mod destination;
 pub mod event;
 mod field_error;
+pub mod ledger;
 pub mod problem;
 pub mod refund;
 pub mod ride;

@@ -316,6 +316,24 @@ async fn a_refund_that_fails_after_succeeding_gives_its_amount_back() {
     app.post_refund(ride_id, "again", r#"{"amount_cents": 2000}"#)
         .await
         .assert_status(201);
+    // The ledger posted the refund when the gateway made it, reversed it
+    // when it failed, and posts the second refund as its own.
+    let kinds: Vec<String> = crate::ledger::postings(&app, ride_id)
+        .into_iter()
+        .map(|(kind, _)| kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["capture", "fee", "refund", "refund_failed", "refund"]
+    );
+    assert_eq!(
+        app.count(
+            "ledger_transactions failed JOIN ledger_transactions refund \
+             ON failed.reverses = refund.id AND refund.kind = 'refund' \
+             WHERE failed.kind = 'refund_failed'"
+        ),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

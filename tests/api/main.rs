@@ -11,6 +11,7 @@ mod gateway;
 mod gateway_events;
 mod guards;
 mod idempotency;
+mod ledger;
 mod operations;
 mod pages;
 mod public_ids;

@@ -109,6 +109,8 @@ pub fn intent_request(
         metadata: vec![("ride_id".to_owned(), "7".to_owned())],
         hold: ridepay::payments::HoldRequest::INCREMENTS_ONLY,
         off_session: false,
+        transfer_group: None,
+        expand_balance_transaction: false,
     }
 }
 
@@ -121,6 +123,7 @@ pub fn capture_request(key: &str, id: &str, cents: i64) -> ridepay::payments::Ca
         idempotency_key: key.to_owned(),
         intent_id: id.to_owned(),
         amount_to_capture_cents: cents,
+        expand_balance_transaction: false,
     }
 }
 

@@ -3,15 +3,17 @@
 
 use std::thread;
 
+use chrono::{DateTime, Utc};
 use rand::Rng;
 
 use diesel::PgConnection;
 
 use super::http::{Request, Response};
 use super::state::{Reply, State};
-use super::wire::{self, api_error, invalid_request};
+use super::wire::{self, api_error, invalid_request, ExpandedCharge};
 use crate::intents;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
+use ridepay_gateway::ListIntents;
 
 /// One write under Stripe's idempotency, with the fault knobs around it: a
 /// rate limit, Stripe's 409 for a key in flight, latency, a failure before
@@ -150,11 +152,68 @@ impl Form {
             })
     }
 
-    /// Whether it asks for the charge itself (`expand[]=latest_charge`).
-    pub fn expands_latest_charge(&self) -> bool {
+    fn expands(&self, field: &str) -> bool {
         self.0
             .iter()
-            .any(|(name, value)| name == "expand[]" && value == "latest_charge")
+            .any(|(name, value)| name == "expand[]" && value == field)
+    }
+
+    /// A list's `created[gte]`, in whole seconds.
+    pub fn created_gte(&self) -> Result<Option<DateTime<Utc>>, Response> {
+        self.param("created[gte]")
+            .map(|seconds| {
+                seconds
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(|seconds| DateTime::from_timestamp(seconds, 0))
+                    .ok_or_else(|| {
+                        invalid_request(
+                            400,
+                            "parameter_invalid_integer",
+                            format!("Invalid integer: {seconds}"),
+                        )
+                    })
+            })
+            .transpose()
+    }
+
+    /// A list's `limit`: 1 to 100, 10 when not given, as Stripe's.
+    pub fn limit(&self) -> Result<u8, Response> {
+        match self.param("limit") {
+            Some(limit) => limit
+                .parse::<u8>()
+                .ok()
+                .filter(|limit| (1..=ListIntents::MAX_LIMIT).contains(limit))
+                .ok_or_else(|| {
+                    invalid_request(
+                        400,
+                        "parameter_invalid_integer",
+                        "limit must be an integer from 1 to 100.",
+                    )
+                }),
+            None => Ok(10),
+        }
+    }
+
+    /// Whether it asks for the charge itself: `expand[]=latest_charge`, or
+    /// a field of the charge, which expands the charge too.
+    pub fn expands_latest_charge(&self) -> bool {
+        self.expands("latest_charge") || self.expands_balance_transaction()
+    }
+
+    /// Whether it asks for the charge's balance transaction
+    /// (`expand[]=latest_charge.balance_transaction`).
+    pub fn expands_balance_transaction(&self) -> bool {
+        self.expands("latest_charge.balance_transaction")
+    }
+
+    /// The charge as the answer shows it when it is expanded, `refunded`
+    /// what its refunds gave back; `None` when it is not.
+    pub fn expanded_charge(&self, refunded: i64) -> Option<ExpandedCharge> {
+        self.expands_latest_charge().then(|| ExpandedCharge {
+            refunded,
+            balance_transaction: self.expands_balance_transaction(),
+        })
     }
 
     /// `metadata[name]=value` pairs.

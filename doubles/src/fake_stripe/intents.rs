@@ -7,7 +7,7 @@ use serde_json::json;
 use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
 use super::state::{Reply, State};
-use super::wire::{self, intent_object, invalid_request};
+use super::wire::{self, intent_object, invalid_request, ExpandedCharge};
 use crate::{intents, refunds};
 use ridepay_gateway::{
     parse_metadata_query, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
@@ -21,18 +21,17 @@ fn answer(
     state: &State,
     result: Result<PaymentIntent, GatewayError>,
 ) -> Result<Response, Response> {
-    answer_expanded(conn, state, result, false)
+    answer_expanded(conn, state, result, None)
 }
 
-/// `answer`, its charge expanded when `expand` (`expand[]=latest_charge`;
-/// nothing refunded yet).
+/// `answer`, its charge shown as `expanded` says.
 fn answer_expanded(
     conn: &mut PgConnection,
     state: &State,
     result: Result<PaymentIntent, GatewayError>,
-    expand: bool,
+    expanded: Option<ExpandedCharge>,
 ) -> Result<Response, Response> {
-    let object = |intent: &PaymentIntent| intent_object(intent, expand.then_some(0));
+    let object = |intent: &PaymentIntent| intent_object(intent, expanded);
     match result {
         Ok(intent) if intent.replayed => {
             Ok(Response::json(200, &object(&intent)).with_header("Idempotent-Replayed", "true"))
@@ -72,7 +71,8 @@ fn capture_method(form: &Form) -> Result<CaptureMethod, Response> {
     }
 }
 
-/// `POST /v1/payment_intents`, with `confirm=true`.
+/// `POST /v1/payment_intents`, with `confirm=true`; its charge expanded
+/// when asked (nothing refunded yet).
 pub fn create(state: &State, request: &Request) -> Reply {
     let parse = |request: &Request, idempotency_key: String| {
         let form = Form::parse(request)?;
@@ -83,7 +83,7 @@ pub fn create(state: &State, request: &Request) -> Reply {
                 "This fake confirms on creation only: send confirm=true.",
             ));
         }
-        Ok(CreateIntent {
+        let create = CreateIntent {
             idempotency_key,
             amount_cents: Form::positive_amount(&form.required("amount")?)?,
             currency: form.required("currency")?,
@@ -94,12 +94,14 @@ pub fn create(state: &State, request: &Request) -> Reply {
             metadata: form.metadata(),
             hold: hold_request(&form),
             off_session: form.param("off_session").as_deref() == Some("true"),
-        })
+            transfer_group: form.param("transfer_group"),
+            expand_balance_transaction: form.expands_balance_transaction(),
+        };
+        Ok((create, form.expanded_charge(0)))
     };
-    let expand = Form::parse(request).is_ok_and(|form| form.expands_latest_charge());
-    with_faults(state, request, parse, |conn, create| {
+    with_faults(state, request, parse, |conn, (create, expanded)| {
         let result = intents::create(conn, &create, &state.intents);
-        answer_expanded(conn, state, result, expand)
+        answer_expanded(conn, state, result, expanded)
     })
 }
 
@@ -131,17 +133,19 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
             request,
             |request, idempotency_key| {
                 let form = Form::parse(request)?;
-                Ok(CaptureIntent {
+                let capture = CaptureIntent {
                     idempotency_key,
                     intent_id: id.clone(),
                     amount_to_capture_cents: Form::positive_amount(
                         &form.required("amount_to_capture")?,
                     )?,
-                })
+                    expand_balance_transaction: form.expands_balance_transaction(),
+                };
+                Ok((capture, form.expanded_charge(0)))
             },
-            |conn, capture| {
+            |conn, (capture, expanded)| {
                 let result = intents::capture(conn, &capture, &state.intents);
-                answer(conn, state, result)
+                answer_expanded(conn, state, result, expanded)
             },
         ),
         "increment_authorization" => with_faults(
@@ -188,21 +192,23 @@ pub fn act(state: &State, request: &Request, id: &str, action: &str) -> Reply {
 
 /// `GET /v1/payment_intents/{id}`, its charge expanded when asked.
 pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
-    let expand_charge = Form::from_query(query).is_ok_and(|form| form.expands_latest_charge());
+    let expand = Form::from_query(query)
+        .ok()
+        .filter(Form::expands_latest_charge);
     let found = connection(state).and_then(|mut conn| {
         let intent = intents::retrieve(&mut conn, id, &state.intents).map_err(wire::refusal)?;
-        let refunded = match &intent {
-            Some(intent) if expand_charge => {
+        let expanded = match (&intent, &expand) {
+            (Some(intent), Some(form)) => {
                 let payment = Payment::Intent(intent.id.clone());
                 let made = refunds::refunds_of(&mut conn, &payment).map_err(wire::refusal)?;
-                Some(wire::refunded(&made))
+                form.expanded_charge(wire::refunded(&made))
             }
             _ => None,
         };
-        Ok(intent.map(|intent| (intent, refunded)))
+        Ok(intent.map(|intent| (intent, expanded)))
     });
     match found {
-        Ok(Some((intent, refunded))) => Response::json(200, &intent_object(&intent, refunded)),
+        Ok(Some((intent, expanded))) => Response::json(200, &intent_object(&intent, expanded)),
         Ok(None) => invalid_request(
             404,
             "resource_missing",
@@ -216,39 +222,11 @@ pub fn retrieve(state: &State, id: &str, query: &str) -> Response {
 /// and `limit`, newest first.
 pub fn list(state: &State, request: &Request) -> Response {
     let listed = Form::from_query(&request.query).and_then(|query| {
-        let created_gte = match query.param("created[gte]") {
-            Some(seconds) => seconds
-                .parse::<i64>()
-                .ok()
-                .and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0))
-                .ok_or_else(|| {
-                    invalid_request(
-                        400,
-                        "parameter_invalid_integer",
-                        format!("Invalid integer: {seconds}"),
-                    )
-                })?,
-            None => chrono::DateTime::UNIX_EPOCH,
-        };
-        let limit = match query.param("limit") {
-            Some(limit) => limit
-                .parse::<u8>()
-                .ok()
-                .filter(|limit| (1..=ListIntents::MAX_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    invalid_request(
-                        400,
-                        "parameter_invalid_integer",
-                        "limit must be an integer from 1 to 100.",
-                    )
-                })?,
-            None => 10,
-        };
         let list = ListIntents {
-            created_gte,
+            created_gte: query.created_gte()?.unwrap_or(chrono::DateTime::UNIX_EPOCH),
             customer: query.param("customer"),
             starting_after: query.param("starting_after"),
-            limit,
+            limit: query.limit()?,
         };
         let mut conn = connection(state)?;
         intents::list(&mut conn, &list, &state.intents).map_err(wire::refusal)

@@ -1,9 +1,11 @@
-//! `ridepay fake-gateway`: the doubles' PaymentIntents and refunds served
-//! over Stripe's HTTP API on loopback, with fault knobs, its own
-//! authentication page and signed events, so the `stripe` client can be
-//! tested end to end without Stripe, and its webhooks with it.
+//! `ridepay fake-gateway`: the doubles' PaymentIntents, refunds and balance
+//! transactions served over Stripe's HTTP API on loopback, with fault
+//! knobs, its own authentication page and signed events, so the `stripe`
+//! client can be tested end to end without Stripe, and its webhooks with
+//! it.
 
 mod authentication_page;
+mod balance_transactions;
 mod calls;
 mod config;
 mod http;

@@ -1,5 +1,6 @@
 //! The listener: a thread per connection (a bounded number of them), one
-//! request each, routed to the PaymentIntents and Refunds APIs.
+//! request each, routed to the PaymentIntents, Refunds and Balance
+//! Transactions APIs.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,7 +14,7 @@ use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::{read_request, write_response, Request, Response};
 use super::state::{InFlight, Reply, State};
 use super::wire::{invalid_request, rate_limited};
-use super::{authentication_page, intents, refunds, webhooks};
+use super::{authentication_page, balance_transactions, intents, refunds, webhooks};
 use crate::events::Double;
 use crate::intents::IntentSettings;
 use crate::ledger::{ledger, run_migrations};
@@ -178,6 +179,9 @@ fn route(state: &State, request: &Request) -> Reply {
         ("GET", "/v1/payment_intents") => Reply::Answer(intents::list(state, request)),
         ("POST", "/v1/refunds") => refunds::create(state, request),
         ("GET", "/v1/refunds") => Reply::Answer(refunds::list(state, request)),
+        ("GET", "/v1/balance_transactions") => {
+            Reply::Answer(balance_transactions::list(state, request))
+        }
         (method, path) => Reply::Answer(invalid_request(
             404,
             "resource_missing",

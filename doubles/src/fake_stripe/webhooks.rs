@@ -114,7 +114,11 @@ fn refunded_charge(
         Some(id) => match intents::retrieve(conn, id, &state.intents)? {
             Some(intent) => {
                 let refunds = refunds::refunds_of(conn, &Payment::Intent(id.clone()))?;
-                wire::charge_object(charge, &intent, wire::refunded(&refunds))
+                let expanded = wire::ExpandedCharge {
+                    refunded: wire::refunded(&refunds),
+                    balance_transaction: false,
+                };
+                wire::charge_object(charge, &intent, expanded)
             }
             None => return Ok(None),
         },

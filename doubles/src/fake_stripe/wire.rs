@@ -7,7 +7,11 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::http::Response;
-use ridepay_gateway::{GatewayError, IntentPage, PaymentIntent, Refund};
+use crate::balance_transactions;
+use ridepay_gateway::{
+    BalanceTransactionPage, GatewayError, IntentPage, ListedBalanceTransaction, PaymentIntent,
+    Refund,
+};
 
 /// A PaymentIntent: every required field of the schema, and the nullable
 /// ones ridepay's client reads.
@@ -24,7 +28,8 @@ pub struct IntentObject {
     confirmation_method: &'static str,
     created: i64,
     currency: String,
-    /// An id, or with `expand[]=latest_charge` the charge itself.
+    /// An id, or with `expand[]=latest_charge` (or
+    /// `latest_charge.balance_transaction`) the charge itself.
     latest_charge: Option<Value>,
     last_payment_error: Option<Value>,
     livemode: bool,
@@ -34,11 +39,19 @@ pub struct IntentObject {
     status: &'static str,
 }
 
-/// The intent, its charge's id or (`refunded`: what its refunds gave back)
-/// the charge itself.
-pub fn intent_object(intent: &PaymentIntent, expanded: Option<i64>) -> IntentObject {
+/// A charge shown whole in its PaymentIntent (`expand[]=latest_charge`):
+/// what its refunds gave back, and whether its balance transaction is shown
+/// whole too (`expand[]=latest_charge.balance_transaction`) or by its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpandedCharge {
+    pub refunded: i64,
+    pub balance_transaction: bool,
+}
+
+/// The intent, its charge's id or (`expanded`) the charge itself.
+pub fn intent_object(intent: &PaymentIntent, expanded: Option<ExpandedCharge>) -> IntentObject {
     let latest_charge = intent.latest_charge.as_ref().map(|id| match expanded {
-        Some(refunded) => charge_object(id, intent, refunded),
+        Some(expanded) => charge_object(id, intent, expanded),
         None => json!(id),
     });
     IntentObject {
@@ -76,15 +89,30 @@ pub fn intent_object(intent: &PaymentIntent, expanded: Option<i64>) -> IntentObj
 }
 
 /// The charge of a PaymentIntent that took money, as `expand[]` shows it
-/// and `charge.refunded` carries it.
-pub fn charge_object(id: &str, intent: &PaymentIntent, refunded: i64) -> Value {
+/// and `charge.refunded` carries it: its balance transaction null until
+/// it is captured.
+pub fn charge_object(id: &str, intent: &PaymentIntent, expanded: ExpandedCharge) -> Value {
     let captured = intent.amount_received_cents > 0;
+    let refunded = expanded.refunded;
+    let balance_transaction = balance_transactions::of_charge(intent).map(|transaction| {
+        if expanded.balance_transaction {
+            balance_transaction_object(&ListedBalanceTransaction {
+                kind: "charge".to_owned(),
+                source: Some(id.to_owned()),
+                created: intent.created,
+                transaction,
+            })
+        } else {
+            json!(transaction.id)
+        }
+    });
     json!({
         "id": id,
         "object": "charge",
         "amount": intent.amount_cents,
         "amount_captured": intent.amount_received_cents,
         "amount_refunded": refunded,
+        "balance_transaction": balance_transaction,
         "billing_details": { "address": null, "email": null, "name": null, "phone": null },
         "captured": captured,
         "created": chrono::Utc::now().timestamp(),
@@ -97,6 +125,53 @@ pub fn charge_object(id: &str, intent: &PaymentIntent, refunded: i64) -> Value {
         "payment_method_details": { "type": "card", "card": card_details(intent) },
         "refunded": captured && refunded == intent.amount_received_cents,
         "status": "succeeded",
+    })
+}
+
+/// A balance transaction: what it moved into or out of the balance, and
+/// Stripe's fee on it, detailed.
+fn balance_transaction_object(listed: &ListedBalanceTransaction) -> Value {
+    let transaction = &listed.transaction;
+    let fee_details: Vec<Value> = (transaction.fee_cents != 0)
+        .then(|| {
+            json!({
+                "amount": transaction.fee_cents,
+                "application": null,
+                "currency": transaction.currency,
+                "description": "Stripe processing fees",
+                "type": "stripe_fee",
+            })
+        })
+        .into_iter()
+        .collect();
+    let created = listed.created.timestamp();
+    json!({
+        "id": transaction.id,
+        "object": "balance_transaction",
+        "amount": transaction.amount_cents,
+        "available_on": created,
+        "created": created,
+        "currency": transaction.currency,
+        "description": null,
+        "exchange_rate": transaction.exchange_rate,
+        "fee": transaction.fee_cents,
+        "fee_details": fee_details,
+        "net": transaction.net_cents,
+        "reporting_category": listed.kind,
+        "source": listed.source,
+        "status": "available",
+        "type": listed.kind,
+    })
+}
+
+/// A page of balance transactions, as `GET /v1/balance_transactions`
+/// answers.
+pub fn balance_transaction_list(page: &BalanceTransactionPage) -> Value {
+    json!({
+        "object": "list",
+        "data": page.transactions.iter().map(balance_transaction_object).collect::<Vec<_>>(),
+        "has_more": page.has_more,
+        "url": "/v1/balance_transactions",
     })
 }
 

@@ -101,9 +101,9 @@ pub(crate) fn create(
              amount_capturable_cents, amount_received_cents, currency, customer, payment_method, \
              capture_method, return_url, status, latest_charge, last_error_code, \
              last_error_decline_code, last_error_message, authorization_expires_at, settles_at, \
-             metadata, gateway, created_at, overcapture_max_cents) \
+             metadata, gateway, created_at, overcapture_max_cents, captured_at) \
              VALUES ($8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-                 $23, $24, $25, $26, $27, $28) \
+                 $23, $24, $25, $26, $27, $28, CASE WHEN $12 > 0 THEN now() END) \
              RETURNING id, gateway"
         ),
         &[intent.status],
@@ -152,7 +152,8 @@ pub(crate) fn change(
              amount_capturable_cents = $12, amount_received_cents = $13, latest_charge = $14, \
              last_error_code = $15, last_error_decline_code = $16, last_error_message = $17, \
              cancellation_reason = $18, increments = $19, authorization_expires_at = $20, \
-             settles_at = $21, overcapture_max_cents = $22, updated_at = now() \
+             settles_at = $21, overcapture_max_cents = $22, updated_at = now(), \
+             captured_at = COALESCE(captured_at, CASE WHEN $13 > 0 THEN now() END) \
              WHERE id = $8 AND updated_at = $9 \
              RETURNING id, gateway"
         ),

@@ -15,6 +15,7 @@ use super::kept_calls::{to_keep, Call};
 use super::one_statement;
 use super::settings::IntentSettings;
 use super::stored::{random_id, read, read_for_call, StoredIntent};
+use crate::balance_transactions::with_balance_transaction;
 use crate::return_url::valid_return_url;
 use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
@@ -107,7 +108,9 @@ pub fn create(
         });
         return call.answer_once(conn, unknown, |conn, answer| call.keep(conn, answer));
     };
-    let result = match made.intent(settings) {
+    let answer =
+        with_balance_transaction(made.intent(settings), request.expand_balance_transaction);
+    let result = match answer {
         PaymentIntent {
             last_payment_error: Some(error),
             id,
@@ -126,15 +129,19 @@ pub fn create(
 }
 
 /// A call on an existing PaymentIntent: its name and its key, as kept in
-/// `simulated_intent_calls`.
+/// `simulated_intent_calls`, and whether its answer brings the charge's
+/// balance transaction.
 trait IntentCall: Serialize {
     const OPERATION: &'static str;
     fn key(&self) -> &str;
     fn intent_id(&self) -> &str;
+    fn expands_balance_transaction(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! intent_call {
-    ($request:ty, $operation:literal) => {
+    ($request:ty, $operation:literal $(, $expands:ident)?) => {
         impl IntentCall for $request {
             const OPERATION: &'static str = $operation;
             fn key(&self) -> &str {
@@ -143,11 +150,16 @@ macro_rules! intent_call {
             fn intent_id(&self) -> &str {
                 &self.intent_id
             }
+            $(
+                fn expands_balance_transaction(&self) -> bool {
+                    self.$expands
+                }
+            )?
         }
     };
 }
 
-intent_call!(CaptureIntent, "capture");
+intent_call!(CaptureIntent, "capture", expand_balance_transaction);
 intent_call!(IncrementIntent, "increment_authorization");
 intent_call!(CancelIntent, "cancel");
 
@@ -175,7 +187,10 @@ fn on_intent<R: IntentCall>(
         let mut now = found.on_the_clock();
         let result = change(&now.intent).map(|changed| {
             now.becomes(changed);
-            now.intent.intent(settings)
+            with_balance_transaction(
+                now.intent.intent(settings),
+                request.expands_balance_transaction(),
+            )
         });
         let Some(answer) = to_keep(&result) else {
             return result;
@@ -279,11 +294,13 @@ pub fn cancel(
     })
 }
 
-/// The PaymentIntent now, a lapsed hold canceled first.
+/// The PaymentIntent now, a lapsed hold canceled first, with its charge's
+/// balance transaction once captured.
 pub fn retrieve(
     conn: &mut PgConnection,
     id: &str,
     settings: &IntentSettings,
 ) -> Result<Option<PaymentIntent>, GatewayError> {
-    Ok(read_and_change(conn, id, read, |_| ())?.map(|intent| intent.intent(settings)))
+    Ok(read_and_change(conn, id, read, |_| ())?
+        .map(|intent| with_balance_transaction(intent.intent(settings), true)))
 }

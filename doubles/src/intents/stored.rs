@@ -81,6 +81,7 @@ impl StoredIntent {
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
             amount_capturable_max_cents: self.overcapture_max_cents.filter(|_| held),
             capture_before: self.authorization_expires_at.filter(|_| held),
+            balance_transaction: None,
             replayed: false,
         }
     }

@@ -6,20 +6,22 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::outcome::{self, Answer};
-use super::{intents, refunds};
+use super::{balance_transactions, intents, refunds};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    CancelIntent, CaptureIntent, CreateIntent, GatewayError, IncrementIntent, IntentPage,
-    ListIntents, Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    BalanceTransactionPage, CancelIntent, CaptureIntent, CreateIntent, GatewayError,
+    IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment, PaymentGateway,
+    PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct StripeGateway {
     agent: ureq::Agent,
     refunds_url: String,
     intents_url: String,
+    balance_transactions_url: String,
     api_key: SecretString,
 }
 
@@ -47,6 +49,7 @@ impl StripeGateway {
             agent,
             refunds_url: format!("{base}/v1/refunds"),
             intents_url: format!("{base}/v1/payment_intents"),
+            balance_transactions_url: format!("{base}/v1/balance_transactions"),
             api_key,
         })
     }
@@ -185,11 +188,12 @@ impl PaymentGateway for StripeGateway {
         )
     }
 
-    /// The charge is expanded for whether it is disputed.
+    /// The charge is expanded for whether it is disputed, with its balance
+    /// transaction for the gateway's fee on what it captured.
     fn retrieve_intent(&self, id: &str) -> Result<Option<PaymentIntent>, GatewayError> {
         self.get(
             &format!("{}/{id}", self.intents_url),
-            &[("expand[]", "latest_charge")],
+            &[("expand[]", intents::BALANCE_TRANSACTION)],
             intents::payment_intent,
         )
     }
@@ -214,26 +218,41 @@ impl PaymentGateway for StripeGateway {
     }
 
     fn list_intents(&self, request: &ListIntents) -> Result<IntentPage, GatewayError> {
-        self.get_page(&self.intents_url, &intents::list_query(request))
+        let query = intents::list_query(request);
+        self.get_page(&self.intents_url, &query, intents::intent_page)
     }
 
     fn search_intents(&self, metadata: &[(&str, &str)]) -> Result<IntentPage, GatewayError> {
         let url = format!("{}/search", self.intents_url);
-        self.get_page(&url, &intents::search_query(metadata))
+        let query = intents::search_query(metadata);
+        self.get_page(&url, &query, intents::intent_page)
+    }
+
+    fn list_balance_transactions(
+        &self,
+        request: &ListBalanceTransactions,
+    ) -> Result<BalanceTransactionPage, GatewayError> {
+        let query = balance_transactions::list_query(request);
+        self.get_page(
+            &self.balance_transactions_url,
+            &query,
+            balance_transactions::page,
+        )
     }
 }
 
 impl StripeGateway {
-    /// A page of PaymentIntents. A 404 is no answer for a list: not Stripe
-    /// at `STRIPE_API_BASE`, or a starting point Stripe no longer has; it
-    /// proves nothing.
-    fn get_page(
+    /// A page of a list, read by `read`. A 404 is no answer for a list: not
+    /// Stripe at `STRIPE_API_BASE`, or a starting point Stripe no longer
+    /// has; it proves nothing.
+    fn get_page<T>(
         &self,
         url: &str,
         query: &[(&'static str, String)],
-    ) -> Result<IntentPage, GatewayError> {
+        read: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+    ) -> Result<T, GatewayError> {
         let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        self.get(url, &query, intents::intent_page)?
+        self.get(url, &query, read)?
             .ok_or_else(|| GatewayError::Unavailable {
                 reason: format!("Stripe answered 404 to GET {url}"),
                 retry_after: None,

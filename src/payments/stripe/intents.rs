@@ -22,6 +22,10 @@ pub fn pair(name: &str, value: impl ToString) -> (String, String) {
     (name.to_owned(), value.to_string())
 }
 
+/// The charge with its balance transaction: the gateway's fee, once the
+/// charge is captured. Expanding it expands the charge too.
+pub const BALANCE_TRANSACTION: &str = "latest_charge.balance_transaction";
+
 /// `POST /v1/payment_intents`: created and confirmed at once. A hold asks
 /// for incremental authorization where the card offers it (a parameter newer
 /// than the vendored specification).
@@ -43,8 +47,15 @@ pub fn create_form(request: &CreateIntent) -> Form {
     if request.off_session {
         form.push(pair("off_session", "true"));
     }
-    if request.capture_method == CaptureMethod::Manual {
-        let hold = request.hold;
+    form.extend(
+        request
+            .transfer_group
+            .iter()
+            .map(|group| pair("transfer_group", group)),
+    );
+    let held = request.capture_method == CaptureMethod::Manual;
+    let hold = request.hold;
+    if held {
         for (asked, feature) in [
             (hold.incremental, "request_incremental_authorization"),
             (hold.overcapture, "request_overcapture"),
@@ -57,10 +68,13 @@ pub fn create_form(request: &CreateIntent) -> Form {
                 ));
             }
         }
-        // The charge says what the card allowed: read it with the answer.
-        if !hold.is_increments_only() {
-            form.push(pair("expand[]", "latest_charge"));
-        }
+    }
+    // The charge says what the card allowed a hold, and the balance
+    // transaction what a capture cost: read them with the answer.
+    if request.expand_balance_transaction {
+        form.push(pair("expand[]", BALANCE_TRANSACTION));
+    } else if held && !hold.is_increments_only() {
+        form.push(pair("expand[]", "latest_charge"));
     }
     form.extend(metadata_fields(&request.metadata));
     form
@@ -68,7 +82,11 @@ pub fn create_form(request: &CreateIntent) -> Form {
 
 /// `POST /v1/payment_intents/{id}/capture`.
 pub fn capture_form(request: &CaptureIntent) -> Form {
-    vec![pair("amount_to_capture", request.amount_to_capture_cents)]
+    let mut form = vec![pair("amount_to_capture", request.amount_to_capture_cents)];
+    if request.expand_balance_transaction {
+        form.push(pair("expand[]", BALANCE_TRANSACTION));
+    }
+    form
 }
 
 /// `POST /v1/payment_intents/{id}/increment_authorization`: the new total.
@@ -169,7 +187,8 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
     };
     // With `expand[]=latest_charge`, the charge comes whole and says
     // whether it is disputed and what the card allows a hold; otherwise
-    // only its id.
+    // only its id. Its balance transaction comes whole only when that was
+    // expanded too, and once the charge is captured.
     let (latest_charge, charge) = match object.latest_charge {
         Some(Value::String(id)) => (Some(id), Value::Null),
         Some(charge @ Value::Object(_)) => (
@@ -178,6 +197,8 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         ),
         _ => (None, Value::Null),
     };
+    let balance_transaction = super::balance_transactions::of_charge(&charge)
+        .map_err(|why| unreadable(format!("balance transaction: {why}")))?;
     let disputed = charge["disputed"].as_bool() == Some(true);
     let card = &charge["payment_method_details"]["card"];
     let held = status == IntentStatus::RequiresCapture;
@@ -216,6 +237,7 @@ fn intent_of(object: IntentObject) -> Result<PaymentIntent, GatewayError> {
         metadata: object.metadata,
         amount_capturable_max_cents,
         capture_before,
+        balance_transaction,
         replayed: false,
     })
 }

@@ -1,5 +1,7 @@
-//! The `stripe` gateway: Stripe's HTTP API, PaymentIntents and refunds.
+//! The `stripe` gateway: Stripe's HTTP API, PaymentIntents, refunds and
+//! balance transactions.
 
+pub mod balance_transactions;
 mod client;
 pub mod intents;
 mod outcome;

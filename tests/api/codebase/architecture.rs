@@ -41,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "user_webhooks",
             "endpoints",
             "reconciliation",
+            "ledger",
         ],
     ),
     ("http", &["http"]),

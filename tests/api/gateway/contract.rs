@@ -7,9 +7,9 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    CancelIntent, CaptureMethod, CreateIntent, GatewayError, HoldRequest, IncrementIntent,
-    IntentStatus, ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest, RefundState,
-    StripeGateway,
+    BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
+    HoldRequest, IncrementIntent, IntentStatus, ListBalanceTransactions, ListIntents, Payment,
+    PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -367,7 +367,16 @@ fn a_hold_is_placed_then_captured_in_part(under_test: &impl GatewayUnderTest) {
         (IntentStatus::Succeeded, 1500, 0)
     );
     assert!(captured.latest_charge.is_some());
-    assert_eq!(gateway.retrieve_intent(&held.id).unwrap(), Some(captured));
+    // A read brings the balance transaction this capture did not ask for.
+    let now = gateway.retrieve_intent(&held.id).unwrap().unwrap();
+    assert!(now.balance_transaction.is_some());
+    assert_eq!(
+        PaymentIntent {
+            balance_transaction: None,
+            ..now
+        },
+        captured
+    );
     assert_eq!(gateway.retrieve_intent("pi_missing").unwrap(), None);
 }
 
@@ -757,6 +766,161 @@ fn off_session_payments_never_ask_the_rider(under_test: &impl GatewayUnderTest) 
     assert_eq!(cancelled.status, IntentStatus::Canceled);
 }
 
+/// A payment captured at once brings its charge's balance transaction when
+/// the call asks for it, with the gateway's fee: Stripe's card price, 2.9 %
+/// rounded half up and 30 minor units, in every currency. A replay and a
+/// read bring the same one; a call that does not ask (a key of call
+/// version 3) gets none, and a read of its PaymentIntent finds it.
+fn a_payment_captured_at_once_brings_its_fee_when_asked(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let pay = |key: &str, cents: i64, currency: &str, asked: bool| {
+        gateway
+            .create_intent(&CreateIntent {
+                amount_cents: cents,
+                currency: currency.to_owned(),
+                transfer_group: asked.then(|| format!("ridepay-{key}")),
+                expand_balance_transaction: asked,
+                ..intent_request(key, "pm_card_visa", CaptureMethod::Automatic)
+            })
+            .unwrap()
+    };
+
+    let paid = [(2000, "eur"), (1050, "usd"), (1500, "gbp")]
+        .map(|(cents, currency)| (pay(&format!("{cents}"), cents, currency, true), currency));
+    let again = pay("2000", 2000, "eur", true);
+    let unasked = pay("unasked", 2000, "eur", false);
+
+    let fees = paid.each_ref().map(|(intent, currency)| {
+        let transaction = intent.balance_transaction.clone().expect("captured");
+        assert!(transaction.id.starts_with("txn_"), "{transaction:?}");
+        assert_eq!(
+            (transaction.currency.as_str(), transaction.exchange_rate),
+            (*currency, None)
+        );
+        (
+            transaction.amount_cents,
+            transaction.fee_cents,
+            transaction.net_cents,
+        )
+    });
+    assert_eq!(fees, [(2000, 88, 1912), (1050, 60, 990), (1500, 74, 1426)]);
+    let first = &paid[0].0;
+    assert_eq!(again.balance_transaction, first.balance_transaction);
+    let read = |id: &str| gateway.retrieve_intent(id).unwrap().unwrap();
+    assert_eq!(
+        read(&first.id).balance_transaction,
+        first.balance_transaction
+    );
+    assert_eq!(unasked.balance_transaction, None);
+    assert_eq!(
+        read(&unasked.id).balance_transaction.map(|t| t.fee_cents),
+        Some(88)
+    );
+}
+
+/// A hold's charge is not captured: asking brings no balance transaction.
+/// Its capture, asking, brings one with the fee on what it captured, which
+/// a read then finds too; a capture that does not ask gets none.
+fn a_hold_brings_no_fee_until_its_capture_does(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let asking = |key: &str| {
+        gateway
+            .create_intent(&CreateIntent {
+                transfer_group: Some(format!("ridepay-{key}")),
+                expand_balance_transaction: true,
+                ..intent_request(key, "pm_card_visa", CaptureMethod::Manual)
+            })
+            .unwrap()
+    };
+    let held = asking("hold");
+    let unasked = asking("unasked");
+    let read = |id: &str| gateway.retrieve_intent(id).unwrap().unwrap();
+
+    assert_eq!(
+        (
+            held.status,
+            held.balance_transaction.clone(),
+            read(&held.id).balance_transaction
+        ),
+        (IntentStatus::RequiresCapture, None, None)
+    );
+    let captured = gateway
+        .capture_intent(&CaptureIntent {
+            expand_balance_transaction: true,
+            ..capture_request("capture", &held.id, 1500)
+        })
+        .unwrap();
+    let plain = capture(&*gateway, "plain", &unasked.id, 2000).unwrap();
+
+    let transaction = captured.balance_transaction.clone().expect("captured");
+    assert_eq!(
+        (
+            transaction.amount_cents,
+            transaction.fee_cents,
+            transaction.net_cents
+        ),
+        (1500, 74, 1426)
+    );
+    assert_eq!(read(&held.id).balance_transaction, Some(transaction));
+    assert_eq!(plain.balance_transaction, None);
+}
+
+/// The balance's list: each captured charge's balance transaction (the
+/// one its capture brings) and each refund's that moved money (negative,
+/// no fee), newest first, page by page, from `created[gte]` on.
+fn the_balance_lists_each_capture_and_each_refund_newest_first(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let paid = paid(&*gateway, "paid", "pm_card_visa");
+    let held = hold(&*gateway, "hold", "pm_card_visa");
+    let captured = capture(&*gateway, "capture", &held.id, 1500).unwrap();
+    let refunded = gateway.refund(&refund("refund", &paid.id, 500)).unwrap();
+    let list =
+        |request: &ListBalanceTransactions| gateway.list_balance_transactions(request).unwrap();
+
+    let first = ListBalanceTransactions {
+        limit: 2,
+        ..ListBalanceTransactions::since(None)
+    };
+    let page = list(&first);
+    let next = list(&first.after(&page).expect("a page follows"));
+    let later = list(&ListBalanceTransactions::since(Some(
+        chrono::Utc::now() + chrono::Duration::hours(1),
+    )));
+
+    let listed: Vec<_> = page
+        .transactions
+        .iter()
+        .chain(&next.transactions)
+        .map(|listed| {
+            let transaction = &listed.transaction;
+            (
+                listed.kind.as_str(),
+                listed.source.clone(),
+                [
+                    transaction.amount_cents,
+                    transaction.fee_cents,
+                    transaction.net_cents,
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("refund", Some(refunded.id), [-500, 0, -500]),
+            ("charge", captured.latest_charge, [1500, 74, 1426]),
+            ("charge", paid.latest_charge.clone(), [2000, 88, 1912]),
+        ]
+    );
+    assert_eq!((page.has_more, next.has_more), (true, false));
+    let read = gateway.retrieve_intent(&paid.id).unwrap().unwrap();
+    assert_eq!(
+        Some(&next.transactions[0].transaction),
+        read.balance_transaction.as_ref()
+    );
+    assert_eq!(later, BalanceTransactionPage::default());
+}
+
 macro_rules! gateway_contract {
     ($kind:ident, $under_test:ident: $($scenario:ident),+ $(,)?) => {
         mod $kind {
@@ -802,6 +966,9 @@ macro_rules! every_scenario {
             a_forgotten_key_acts_afresh,
             overcapture_and_extended_holds_are_as_their_test_cards_say,
             off_session_payments_never_ask_the_rider,
+            a_payment_captured_at_once_brings_its_fee_when_asked,
+            a_hold_brings_no_fee_until_its_capture_does,
+            the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };
 }

@@ -1,7 +1,7 @@
 //! The fake Stripe's PaymentIntents over HTTP, every answer checked against
 //! Stripe's specification (`stripe_spec`).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::gateway::{post_form, spawn_fake_gateway, FAKE_API_KEY};
 use crate::gateway::stripe_spec::spec;
@@ -208,6 +208,119 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
         (Some(2200), Some("succeeded"))
     );
     assert_eq!(canceled.1["cancellation_reason"], "requested_by_customer");
+}
+
+/// A charge's balance transaction as `expand[]` asks for it: whole with
+/// `latest_charge.balance_transaction` (which expands the charge too), by
+/// its id with `latest_charge`, null while the charge is a hold's; a
+/// payment that expands nothing (as call version 3 pays) shows its
+/// charge's id alone. Every answer is what the specification describes.
+#[tokio::test]
+async fn the_fake_shows_a_charges_balance_transaction_as_expand_asks() {
+    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let fake = Fake {
+        url: fake.url(),
+        client: reqwest::Client::new(),
+    };
+    let create = "/v1/payment_intents";
+    let whole = ("expand[]", "latest_charge.balance_transaction");
+    let asking = |capture_method, expand| {
+        let mut form = create_form("pm_card_visa", capture_method);
+        form.extend([expand, ("transfer_group", "ridepay-ab12")]);
+        form
+    };
+
+    let paid = fake.post(create, "paid", &asking("automatic", whole)).await;
+    let by_id = fake
+        .post(
+            create,
+            "by id",
+            &asking("automatic", ("expand[]", "latest_charge")),
+        )
+        .await;
+    let plain = fake
+        .post(create, "plain", &create_form("pm_card_visa", "automatic"))
+        .await;
+    let hold = fake.post(create, "hold", &asking("manual", whole)).await;
+    let id = hold.1["id"].as_str().unwrap().to_owned();
+    let captured = fake
+        .post(
+            &format!("{create}/{id}/capture"),
+            "capture",
+            &[("amount_to_capture", "1500"), whole],
+        )
+        .await;
+    let retrieved = fake
+        .get(&format!(
+            "{create}/{id}?expand[]=latest_charge.balance_transaction"
+        ))
+        .await;
+    let plain_id = plain.1["id"].as_str().unwrap().to_owned();
+    let refunded = fake
+        .post(
+            "/v1/refunds",
+            "refund",
+            &[("payment_intent", &plain_id), ("amount", "500")],
+        )
+        .await;
+    let balance = fake.get("/v1/balance_transactions?limit=100").await;
+
+    for answer in [&paid, &by_id, &plain, &hold] {
+        conforms("POST", create, answer);
+    }
+    conforms("POST", "/v1/payment_intents/{intent}/capture", &captured);
+    conforms("GET", "/v1/payment_intents/{intent}", &retrieved);
+    conforms("GET", "/v1/balance_transactions", &balance);
+    let charge = &paid.1["latest_charge"];
+    let transaction = &charge["balance_transaction"];
+    assert_eq!(
+        json!([
+            transaction["object"],
+            transaction["type"],
+            transaction["source"],
+            transaction["currency"],
+            transaction["exchange_rate"],
+        ]),
+        json!(["balance_transaction", "charge", charge["id"], "eur", null])
+    );
+    let amounts = |transaction: &Value| {
+        ["amount", "fee", "net"].map(|field| transaction[field].as_i64().unwrap())
+    };
+    assert_eq!(amounts(transaction), [2000, 88, 1912]);
+    assert_eq!(transaction["fee_details"][0]["amount"], 88);
+    assert_eq!(
+        by_id.1["latest_charge"]["balance_transaction"]
+            .as_str()
+            .map(|id| id.starts_with("txn_")),
+        Some(true)
+    );
+    assert!(plain.1["latest_charge"].is_string(), "{}", plain.1);
+    assert_eq!(hold.1["latest_charge"]["balance_transaction"], Value::Null);
+    let captured_transaction = &captured.1["latest_charge"]["balance_transaction"];
+    assert_eq!(amounts(captured_transaction), [1500, 74, 1426]);
+    assert_eq!(
+        &retrieved.1["latest_charge"]["balance_transaction"],
+        captured_transaction
+    );
+    // The balance's list: the refund, then each captured charge, newest
+    // first, as their answers showed them.
+    let listed = balance.1["data"].as_array().unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|transaction| (transaction["type"].as_str().unwrap(), amounts(transaction)))
+            .collect::<Vec<_>>(),
+        [
+            ("refund", [-500, 0, -500]),
+            ("charge", [1500, 74, 1426]),
+            ("charge", [2000, 88, 1912]),
+            ("charge", [2000, 88, 1912]),
+            ("charge", [2000, 88, 1912]),
+        ]
+    );
+    assert_eq!(listed[0]["source"], refunded.1["id"]);
+    assert_eq!(&listed[1], captured_transaction);
+    assert_eq!(&listed[4], transaction);
 }
 
 /// Event bodies as a webhook endpoint receives them, over HTTP on loopback.

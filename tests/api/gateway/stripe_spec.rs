@@ -530,6 +530,21 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
         ],
         hold: HoldRequest::RIDE_HAILING,
         off_session: false,
+        transfer_group: None,
+        expand_balance_transaction: false,
+    };
+    // Call version 4's: the PaymentIntent in a transfer group, its
+    // charge's balance transaction asked for.
+    let with_fee = |capture_method| CreateIntent {
+        transfer_group: Some("ridepay-ab12".to_owned()),
+        expand_balance_transaction: true,
+        ..create(capture_method)
+    };
+    let capture = |expand_balance_transaction| CaptureIntent {
+        idempotency_key: "k".to_owned(),
+        intent_id: "pi_1".to_owned(),
+        amount_to_capture_cents: 1500,
+        expand_balance_transaction,
     };
     let intent = "/v1/payment_intents/{intent}";
     let forms = [
@@ -550,13 +565,18 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
             }),
         ),
         (
-            format!("{intent}/capture"),
-            capture_form(&CaptureIntent {
-                idempotency_key: "k".to_owned(),
-                intent_id: "pi_1".to_owned(),
-                amount_to_capture_cents: 1500,
+            "/v1/payment_intents".to_owned(),
+            create_form(&with_fee(CaptureMethod::Manual)),
+        ),
+        (
+            "/v1/payment_intents".to_owned(),
+            create_form(&CreateIntent {
+                off_session: true,
+                ..with_fee(CaptureMethod::Automatic)
             }),
         ),
+        (format!("{intent}/capture"), capture_form(&capture(false))),
+        (format!("{intent}/capture"), capture_form(&capture(true))),
         (
             format!("{intent}/increment_authorization"),
             increment_form(&IncrementIntent {
@@ -639,7 +659,25 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
         spec.check_query("GET", "/v1/payment_intents/search", &search),
         Vec::<String>::new()
     );
-    let expand = [("expand[]".to_owned(), "latest_charge".to_owned())];
+    // The balance's list, page by page from `created[gte]`.
+    let balance = ridepay::payments::ListBalanceTransactions {
+        starting_after: Some("txn_1".to_owned()),
+        ..ridepay::payments::ListBalanceTransactions::since(Some(chrono::Utc::now()))
+    };
+    assert_eq!(
+        spec.check_query(
+            "GET",
+            "/v1/balance_transactions",
+            &owned(ridepay::payments::stripe::balance_transactions::list_query(
+                &balance
+            ))
+        ),
+        Vec::<String>::new()
+    );
+    let expand = [(
+        "expand[]".to_owned(),
+        ridepay::payments::stripe::intents::BALANCE_TRANSACTION.to_owned(),
+    )];
     assert_eq!(
         spec.check_query("GET", intent, &expand),
         Vec::<String>::new()
@@ -675,6 +713,119 @@ fn the_client_reads_stripes_2026_payment_intent_example() {
     );
     assert_eq!(intent.next_action.unwrap().kind, "type");
     assert_eq!(intent.last_payment_error.unwrap().code, None);
+}
+
+/// Call version 4 names the PaymentIntent's transfer group and asks for
+/// the charge's balance transaction, which expands the charge too (a hold
+/// reads its card's room from it); version 3 sends neither, as it did.
+#[test]
+fn only_a_call_that_asks_for_the_balance_transaction_expands_it_or_names_a_transfer_group() {
+    use ridepay::payments::stripe::intents::{capture_form, create_form, BALANCE_TRANSACTION};
+    use ridepay::payments::{CaptureIntent, CaptureMethod, CreateIntent, HoldRequest};
+    let hold = |transfer_group: Option<&str>, expand_balance_transaction| CreateIntent {
+        hold: HoldRequest::RIDE_HAILING,
+        transfer_group: transfer_group.map(str::to_owned),
+        expand_balance_transaction,
+        ..crate::common::gateway::intent_request("k", "pm_card_visa", CaptureMethod::Manual)
+    };
+    let named = |form: &[(String, String)], name: &str| -> Vec<String> {
+        form.iter()
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .collect()
+    };
+
+    let version_3 = create_form(&hold(None, false));
+    let version_4 = create_form(&hold(Some("ridepay-ab12"), true));
+    let paid_3 = create_form(&CreateIntent {
+        capture_method: CaptureMethod::Automatic,
+        ..hold(None, false)
+    });
+    let capture = |expand_balance_transaction| {
+        capture_form(&CaptureIntent {
+            expand_balance_transaction,
+            ..crate::common::gateway::capture_request("k", "pi_1", 1500)
+        })
+    };
+
+    assert_eq!(named(&version_3, "expand[]"), ["latest_charge"]);
+    assert_eq!(named(&version_3, "transfer_group"), Vec::<String>::new());
+    assert_eq!(named(&version_4, "expand[]"), [BALANCE_TRANSACTION]);
+    assert_eq!(named(&version_4, "transfer_group"), ["ridepay-ab12"]);
+    assert_eq!(named(&paid_3, "expand[]"), Vec::<String>::new());
+    assert_eq!(named(&capture(false), "expand[]"), Vec::<String>::new());
+    assert_eq!(named(&capture(true), "expand[]"), [BALANCE_TRANSACTION]);
+}
+
+/// Stripe's 2026 example charge, expanded in its PaymentIntent with its
+/// example balance transaction: what a capture's answer brings.
+#[test]
+fn the_client_reads_stripes_2026_balance_transaction_in_an_expanded_charge() {
+    let mut charge = fixtures()["charge"].clone();
+    charge["balance_transaction"] = fixtures()["balance_transaction"].clone();
+    let mut intent = fixtures()["payment_intent"].clone();
+    intent["status"] = json!("succeeded");
+    intent["latest_charge"] = charge;
+    let read = |intent: &Value| {
+        ridepay::payments::stripe::intents::payment_intent(&serde_json::to_vec(intent).unwrap())
+            .unwrap()
+    };
+
+    let expanded = read(&intent);
+    intent["latest_charge"]["balance_transaction"] = json!("txn_1PgaxNB7WZ01zgkWEV3TLf40");
+    let by_id = read(&intent);
+    intent["latest_charge"]["balance_transaction"] = Value::Null;
+    let uncaptured = read(&intent);
+
+    assert_eq!(
+        expanded.balance_transaction,
+        Some(ridepay::payments::BalanceTransaction {
+            id: "txn_1PgaxNB7WZ01zgkWEV3TLf40".to_owned(),
+            amount_cents: 100,
+            fee_cents: 0,
+            net_cents: 100,
+            currency: "usd".to_owned(),
+            exchange_rate: None,
+        })
+    );
+    assert_eq!(expanded.latest_charge, by_id.latest_charge);
+    assert_eq!(
+        (by_id.balance_transaction, uncaptured.balance_transaction),
+        (None, None)
+    );
+}
+
+/// Stripe's 2026 example balance transaction, in a page of the balance's
+/// list.
+#[test]
+fn the_client_reads_stripes_2026_balance_transaction_in_a_list() {
+    let list = json!({
+        "object": "list",
+        "data": [fixtures()["balance_transaction"]],
+        "has_more": true,
+        "url": "/v1/balance_transactions",
+    });
+
+    let page =
+        ridepay::payments::stripe::balance_transactions::page(&serde_json::to_vec(&list).unwrap())
+            .unwrap();
+
+    assert!(page.has_more);
+    let [listed] = &page.transactions[..] else {
+        panic!("{page:?}");
+    };
+    assert_eq!(
+        (
+            listed.kind.as_str(),
+            listed.source.as_deref(),
+            listed.created.timestamp()
+        ),
+        ("charge", Some("ch_1PgafuB7WZ01zgkWXYmPNZs8"), 1234567890)
+    );
+    assert_eq!(
+        (listed.transaction.id.as_str(), listed.transaction.net_cents),
+        ("txn_1PgaxNB7WZ01zgkWEV3TLf40", 100)
+    );
 }
 
 #[test]

@@ -2,17 +2,18 @@
 //! never from ids the database assigns: a key row lost at an asynchronous
 //! failover, and made again by the client's retry, meets the payment it
 //! already made, and a request that gets a lost row's id again makes its
-//! own. A key made before that rule (call version 1) is resent exactly as
-//! before, and a key of a version this release does not know is left alone.
+//! own. A key of an earlier call version is resent exactly as it was
+//! made, and a key of a version this release does not know is left alone.
 
 use diesel::{Connection, RunQueryDsl};
 use ridepay::payments::{self, CaptureMethod, CreateIntent, PaymentGateway};
 use ridepay::rides::create::RecoveryPoint;
 use ridepay_doubles::{SimulatedGateway, SimulatedGatewaySettings};
+use serde_json::json;
 
 use crate::common::app::{ride_with, spawn_app, TestApp, RIDE};
 use crate::common::database::count;
-use crate::common::database::sql;
+use crate::common::database::{lose_rides, sql};
 use crate::common::gateway::RETURN_URL;
 use crate::common::keys::{expire_leases, leave_key_at, RideRequest};
 
@@ -25,7 +26,7 @@ fn lose_rows_of(app: &TestApp, key: &str) {
             "(SELECT r.id FROM rides r JOIN idempotency_keys k \
              ON k.id = r.idempotency_key_id WHERE k.key = '{key}')"
         );
-        sql(conn, &format!("DELETE FROM rides WHERE id = {lost}"));
+        lose_rides(conn, &format!("id = {lost}"));
         sql(
             conn,
             &format!(
@@ -74,54 +75,121 @@ async fn a_retry_after_a_failover_lost_the_key_row_meets_the_payment_it_already_
 /// with the PaymentIntent it made.
 #[tokio::test]
 async fn a_key_of_call_version_2_is_resent_exactly_as_before() {
+    resent_exactly_as_made(2, payments::HoldRequest::INCREMENTS_ONLY).await;
+}
+
+/// A key in flight from before call version 4: the retry sends its
+/// `ridepay3-` call with neither a `transfer_group` nor the balance
+/// transaction asked for, and the gateway answers with the PaymentIntent it
+/// made, which brings no balance transaction.
+#[tokio::test]
+async fn a_key_of_call_version_3_is_resent_exactly_as_before() {
+    resent_exactly_as_made(3, payments::HoldRequest::RIDE_HAILING).await;
+}
+
+/// A key left at `ride_created` whose PaymentIntent a release of call
+/// `version` made (its holds asking `hold`): its retry is answered with
+/// that PaymentIntent, which the simulated gateway gives only to the very
+/// same call (other parameters under its key are refused).
+async fn resent_exactly_as_made(version: i16, hold: payments::HoldRequest) {
     let app = spawn_app().await;
-    leave_key_at(&app, "version 2", RecoveryPoint::RideCreated);
+    let key = format!("version {version}");
+    leave_key_at(&app, &key, RecoveryPoint::RideCreated);
     let mut conn = app.db();
     sql(
         &mut conn,
-        "UPDATE idempotency_keys SET call_version = 2 WHERE key = 'version 2'",
+        &format!("UPDATE idempotency_keys SET call_version = {version} WHERE key = '{key}'"),
     );
-    let request = RideRequest::new(&app, "version 2");
+    let request = RideRequest::new(&app, &key);
     let installation = ridepay::startup::Installation::load(&mut conn).unwrap().id;
-    let version_2 = made_earlier(
+    let earlier = made_earlier(
         &app,
-        request.payment_key_of_version(2),
-        vec![
-            ("ridepay_installation".to_owned(), installation.to_string()),
-            ("ridepay_key".to_owned(), request.ridepay_key().to_hex()),
-            ("ridepay_generation".to_owned(), "0".to_owned()),
-        ],
-    );
-
-    let retried = app.post_ride("version 2", RIDE).await;
-
-    assert_eq!(retried.status, 201, "{}", retried.body_text());
-    assert_eq!(retried.json()["payment_intent_id"], version_2.id.as_str());
-    assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
-}
-
-/// `RIDE`'s PaymentIntent as a key of an earlier call version made it,
-/// under `key` with `metadata`, its hold asking for increments only; and
-/// the key's lease expired, for its retry to take.
-fn made_earlier(
-    app: &TestApp,
-    key: String,
-    metadata: Vec<(String, String)>,
-) -> payments::PaymentIntent {
-    let pool = crate::common::settings::pool(&app.database_url);
-    let made = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
-        .create_intent(&CreateIntent {
-            idempotency_key: key,
+        CreateIntent {
+            idempotency_key: request.payment_key_of_version(version),
             amount_cents: 2000,
             currency: "usd".to_owned(),
             customer: None,
             payment_method: "pm_card_visa".to_owned(),
             capture_method: CaptureMethod::Automatic,
             return_url: RETURN_URL.to_owned(),
-            metadata,
-            hold: payments::HoldRequest::INCREMENTS_ONLY,
+            metadata: vec![
+                ("ridepay_installation".to_owned(), installation.to_string()),
+                ("ridepay_key".to_owned(), request.ridepay_key().to_hex()),
+                ("ridepay_generation".to_owned(), "0".to_owned()),
+            ],
+            hold,
             off_session: false,
+            transfer_group: None,
+            expand_balance_transaction: false,
+        },
+    );
+
+    let retried = app.post_ride(&key, RIDE).await;
+
+    assert_eq!(retried.status, 201, "{}", retried.body_text());
+    assert_eq!(retried.json()["payment_intent_id"], earlier.id.as_str());
+    assert_eq!(earlier.balance_transaction, None);
+    assert_eq!(count(&mut conn, "simulated_payment_intents"), 1);
+}
+
+/// A new key's calls are of the current call version: its PaymentIntent
+/// names the request's transfer group, and each call that can capture asks
+/// for the charge's balance transaction, which the hold's answer lacks
+/// (nothing captured yet) and the completion's capture brings, with the
+/// gateway's fee on what it captured.
+#[tokio::test]
+async fn a_new_keys_calls_name_its_transfer_group_and_its_capture_brings_the_fee() {
+    use diesel::prelude::*;
+    use ridepay_doubles::schema::simulated_intent_calls as calls;
+    let app = spawn_app().await;
+    let ride_id = app.held_ride("held", "pm_card_visa").await;
+    app.post_complete(ride_id, "done", r#"{"final_amount_cents": 1800}"#)
+        .await
+        .assert_status(200);
+
+    let mut conn = app.db();
+    let ridepay_key: String = ridepay::schema::idempotency_keys::table
+        .filter(ridepay::schema::idempotency_keys::key.eq("held"))
+        .select(ridepay::schema::idempotency_keys::ridepay_key.assume_not_null())
+        .first(&mut conn)
+        .unwrap();
+    let kept: Vec<(String, serde_json::Value, serde_json::Value)> = calls::table
+        .order(calls::created_at)
+        .select((calls::operation, calls::parameters, calls::answer))
+        .load(&mut conn)
+        .unwrap();
+    let [(create, held, hold_answer), (capture, completion, capture_answer)] = &kept[..] else {
+        panic!("{kept:#?}");
+    };
+    assert_eq!((create.as_str(), capture.as_str()), ("create", "capture"));
+    assert_eq!(held["transfer_group"], format!("ridepay-{ridepay_key}"));
+    assert_eq!(
+        (
+            &held["expand_balance_transaction"],
+            &completion["expand_balance_transaction"]
+        ),
+        (&json!(true), &json!(true))
+    );
+    assert_eq!(hold_answer["made"]["balance_transaction"], json!(null));
+    assert_eq!(
+        capture_answer["made"]["balance_transaction"],
+        json!({
+            "id": capture_answer["made"]["balance_transaction"]["id"],
+            "amount_cents": 1800,
+            "fee_cents": 82,
+            "net_cents": 1718,
+            "currency": "usd",
+            "exchange_rate": null,
         })
+    );
+}
+
+/// `RIDE`'s PaymentIntent as a key of an earlier call version made it; and
+/// the key's lease expired, for its retry to take.
+fn made_earlier(app: &TestApp, call: CreateIntent) -> payments::PaymentIntent {
+    let pool = crate::common::settings::pool(&app.database_url);
+    let made = SimulatedGateway::new(pool, SimulatedGatewaySettings::default())
+        .create_intent(&call)
         .unwrap();
     expire_leases(app);
     made
@@ -136,7 +204,10 @@ async fn a_key_of_a_call_version_this_release_does_not_know_is_left_alone() {
     let mut conn = app.db();
     sql(
         &mut conn,
-        "UPDATE idempotency_keys SET call_version = 4 WHERE key = 'from a newer release'",
+        &format!(
+            "UPDATE idempotency_keys SET call_version = {} WHERE key = 'from a newer release'",
+            ridepay::idempotency::CURRENT_CALL_VERSION + 1
+        ),
     );
     expire_leases(&app);
 

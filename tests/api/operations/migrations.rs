@@ -2,8 +2,9 @@
 //! through the Charges API (captured, refunded by their charge), keys in
 //! flight whose stored request names `payment_source`, keys of call
 //! version 1; the release that retires version 1 keys waits until none
-//! is left that it would answer differently; and events staged with their
-//! rows get a body when their renderer is reverted.
+//! is left that it would answer differently; events staged with their
+//! rows get a body when their renderer is reverted; and charges the
+//! doubles captured before they kept when are in the balance's list.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::common::app::{spawn_server, TestApp, TestUser};
-use crate::common::database::sql;
+use crate::common::database::{revert_through, sql};
 use crate::common::ids::Id;
 use crate::common::test_databases::{create_test_database, migrate_until};
 
@@ -94,17 +95,6 @@ fn rider_as_made_then(conn: &mut PgConnection, email: &str, customer: Option<&st
         id: made.id,
         api_key: api_key.expose().to_owned(),
     }
-}
-
-/// Reverts the newest migrations, down to the one whose version ends with
-/// `last`, that one included.
-fn revert_through(conn: &mut PgConnection, last: &str) {
-    while !conn
-        .revert_last_migration(ridepay::db::MIGRATIONS)
-        .unwrap()
-        .to_string()
-        .ends_with(last)
-    {}
 }
 
 /// The answer stored with the finished key, as the old release wrote it.
@@ -527,4 +517,40 @@ async fn rows_made_before_public_ids_keep_their_integers_and_their_answers() {
         app.get(&format!("/api/rides/{held_int}")).await.json()["id"],
         public
     );
+}
+
+/// Charges the doubles captured before they kept when: the balance's list
+/// shows each as captured when its intent last changed, and a hold not at
+/// all.
+#[tokio::test]
+async fn charges_captured_before_the_balance_list_are_listed_and_holds_are_not() {
+    use ridepay::payments::{ListBalanceTransactions, PaymentGateway};
+    let app = crate::common::app::spawn_app().await;
+    app.held_ride("held", "pm_card_visa").await;
+    app.paid_ride("paid").await;
+    let mut conn = app.db();
+    revert_through(&mut conn, "000036");
+
+    ridepay::db::run_migrations(&mut conn).unwrap();
+
+    let gateway = ridepay_doubles::SimulatedGateway::new(
+        crate::common::settings::pool(&app.database_url),
+        ridepay::config::SimulatedGatewaySettings::default(),
+    );
+    let page = gateway
+        .list_balance_transactions(&ListBalanceTransactions::since(None))
+        .unwrap();
+    let listed: Vec<_> = page
+        .transactions
+        .iter()
+        .map(|listed| {
+            let transaction = &listed.transaction;
+            (
+                listed.kind.as_str(),
+                transaction.amount_cents,
+                transaction.fee_cents,
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("charge", 2000, 88)]);
 }

@@ -14,7 +14,7 @@ use crate::common::app::{
     held_ride, ride_with, spawn_app_with, spawn_server, Answer, TestApp, RIDE,
 };
 use crate::common::database::count;
-use crate::common::database::sql;
+use crate::common::database::{lose_rides, sql};
 use crate::common::gateway::{
     ledger_count, reconcile, reconcile_with, spawn_fake_gateway, stripe_settings,
 };
@@ -164,10 +164,7 @@ async fn a_dry_run_reports_what_a_pass_would_do_and_changes_nothing() {
     saved_before_acting(&app, "dry").await;
     let paid = app.post_ride("lost ride", RIDE).await;
     assert_eq!(paid.status, 201);
-    sql(
-        &mut app.db(),
-        "DELETE FROM rides WHERE payment_intent_id IS NOT NULL",
-    );
+    lose_rides(&mut app.db(), "payment_intent_id IS NOT NULL");
     sql(
         &mut app.db(),
         "DELETE FROM idempotency_keys WHERE key = 'lost ride'",
@@ -248,7 +245,7 @@ async fn a_payment_whose_ride_was_lost_is_refunded_and_its_retry_ends_with_a_502
     let app = spawn_app_with(|_| {}).await;
     let first = app.post_ride("lost", RIDE).await;
     assert_eq!(first.status, 201);
-    sql(&mut app.db(), "DELETE FROM rides");
+    lose_rides(&mut app.db(), "true");
     sql(&mut app.db(), "DELETE FROM idempotency_keys");
 
     let summary = reconcile(&app);

@@ -181,11 +181,16 @@ async fn a_tip_after_capture_is_a_payment_of_its_own_off_session_on_the_saved_ca
             "pm_card_visa".to_owned()
         )]
     );
-    // Sent off session: the kept parameters of its create say so.
+    // Sent off session, in the tip request's transfer group, asking for
+    // the charge's balance transaction: the kept parameters of its create
+    // say so, and its kept answer brought the gateway's fee.
     assert_eq!(
         app.count(
-            "simulated_intent_calls WHERE operation = 'create' \
-             AND parameters->>'off_session' = 'true'"
+            "simulated_intent_calls c JOIN idempotency_keys k ON k.key = 'tip' \
+             WHERE c.operation = 'create' AND c.parameters->>'off_session' = 'true' \
+             AND c.parameters->>'expand_balance_transaction' = 'true' \
+             AND c.parameters->>'transfer_group' = 'ridepay-' || k.ridepay_key \
+             AND c.answer->'made'->'balance_transaction'->>'fee_cents' = '45'"
         ),
         1
     );

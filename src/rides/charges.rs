@@ -1,0 +1,50 @@
+//! The charge that captured a ride's money, recorded by the statement that
+//! records the capture; the database posts it, and its fee, to the ledger.
+
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, QueryFragment};
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::QueryResult;
+
+use crate::payments::PaymentIntent;
+
+/// The charge an answer shows captured, as a record of the changed ride
+/// (`db::recorded`); with none, it inserts nothing, in the same SQL text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChargeRecord {
+    id: Option<String>,
+    amount_cents: i64,
+    /// The balance transaction, if the answer carried one in the ride's currency.
+    balance_transaction_id: Option<String>,
+    fee_cents: Option<i64>,
+}
+
+impl ChargeRecord {
+    pub fn of(intent: &PaymentIntent) -> ChargeRecord {
+        let txn = intent.balance_transaction.as_ref();
+        let txn = txn.filter(|txn| txn.currency == intent.currency && txn.exchange_rate.is_none());
+        let captured = intent.amount_received_cents > 0;
+        ChargeRecord {
+            id: intent.latest_charge.clone().filter(|_| captured),
+            amount_cents: intent.amount_received_cents,
+            balance_transaction_id: txn.map(|txn| txn.id.clone()),
+            fee_cents: txn.map(|txn| txn.fee_cents),
+        }
+    }
+}
+
+impl QueryFragment<Pg> for ChargeRecord {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        out.push_sql("INSERT INTO charges (id, ride_id, amount_cents, currency, ");
+        out.push_sql("balance_transaction_id, fee_cents) SELECT * FROM (SELECT ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.id)?;
+        out.push_sql(" AS charge, id, ");
+        out.push_bind_param::<BigInt, _>(&self.amount_cents)?;
+        out.push_sql(", currency, ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.balance_transaction_id)?;
+        out.push_sql(", ");
+        out.push_bind_param::<Nullable<BigInt>, _>(&self.fee_cents)?;
+        out.push_sql(" FROM changed) AS captured WHERE charge IS NOT NULL ON CONFLICT DO NOTHING");
+        Ok(())
+    }
+}

@@ -1,0 +1,68 @@
+//! The ledger: what the database refuses of it, the opening transactions,
+//! what each of a ride's money movements posts, and the platform's reads.
+
+mod guards;
+mod opening;
+mod postings;
+mod reads;
+
+use diesel::sql_types::{BigInt, Text};
+use diesel::RunQueryDsl;
+
+use crate::common::app::TestApp;
+use crate::common::ids::Id;
+
+/// A transaction's kind and its entries (account code, amount), in the
+/// order of the codes.
+pub type Posting = (String, Vec<(String, i64)>);
+
+pub fn posting(kind: &str, entries: &[(&str, i64)]) -> Posting {
+    let entries = entries
+        .iter()
+        .map(|(code, amount)| (code.to_string(), *amount))
+        .collect();
+    (kind.to_owned(), entries)
+}
+
+/// The ride's ledger transactions, in the order they were posted.
+pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
+    #[derive(diesel::QueryableByName)]
+    struct Entry {
+        #[diesel(sql_type = BigInt)]
+        transaction_id: i64,
+        #[diesel(sql_type = Text)]
+        kind: String,
+        #[diesel(sql_type = Text)]
+        code: String,
+        #[diesel(sql_type = BigInt)]
+        amount_cents: i64,
+    }
+    let entries: Vec<Entry> = diesel::sql_query(format!(
+        "SELECT t.id AS transaction_id, t.kind, a.code, e.amount_cents \
+         FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id \
+         JOIN ledger_accounts a ON a.id = e.account_id \
+         WHERE t.ride_id = {} ORDER BY t.id, a.code COLLATE \"C\"",
+        ride_id.row_key()
+    ))
+    .load(&mut app.db())
+    .unwrap();
+    let mut postings: Vec<(i64, Posting)> = Vec::new();
+    for entry in entries {
+        match postings.last_mut() {
+            Some((id, (_, lines))) if *id == entry.transaction_id => {
+                lines.push((entry.code, entry.amount_cents))
+            }
+            _ => postings.push((
+                entry.transaction_id,
+                (entry.kind, vec![(entry.code, entry.amount_cents)]),
+            )),
+        }
+    }
+    postings.into_iter().map(|(_, posting)| posting).collect()
+}
+
+/// The doubles' fee on a charge of `amount_cents`: Stripe's standard card
+/// price, 2.9 % rounded half up, and 30.
+pub fn fee_of(amount_cents: i64) -> i64 {
+    (amount_cents * 29 + 500) / 1000 + 30
+}
