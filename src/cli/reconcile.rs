@@ -15,7 +15,7 @@ use crate::{db, endpoints, startup};
 pub struct ReconcileArgs {
     /// List the gateway's PaymentIntents created in this last span (`90m`,
     /// `6h`, `2d`), whatever the last pass covered.
-    #[arg(long, value_parser = parse_span)]
+    #[arg(long, value_parser = super::parse_span)]
     since: Option<Duration>,
     /// Look and count what a pass would do; change nothing.
     #[arg(long)]
@@ -51,37 +51,4 @@ pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     )?;
     println!("{}", serde_json::to_string(&summary)?);
     Ok(())
-}
-
-/// A span: a whole number and a unit, `s`, `m`, `h` or `d`.
-fn parse_span(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or("give a unit: s, m, h or d (e.g. 6h)")?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a span"))?;
-    let unit = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("unknown unit {unit:?}: give s, m, h or d")),
-    };
-    Ok(Duration::from_secs(number * unit))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spans_read_with_their_units() {
-        assert_eq!(parse_span("90m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_span("2d"), Ok(Duration::from_secs(172_800)));
-        for bad in ["", "6", "h", "6w", "-1h", "1.5h"] {
-            assert!(parse_span(bad).is_err(), "{bad}");
-        }
-    }
 }

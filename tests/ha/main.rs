@@ -547,6 +547,10 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         count_at(&database_url, "rides WHERE status = 'captured'") + released as i64,
         answers.len() as i64
     );
+    // What the new primary kept of the ledger agrees with itself and with
+    // the rides it kept.
+    let report = common::server_process::run_json(&database_url, &["ledger", "check"], &[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }
 
 /// `answer`'s key sent again until its answer is final.

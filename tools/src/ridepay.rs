@@ -108,6 +108,44 @@ impl Ridepay {
         serde_json::from_slice(&output.stdout).context("unexpected `ridepay users create` output")
     }
 
+    /// `ridepay ledger check` on the whole ledger: the violations it names,
+    /// as `invariant subject: detail`.
+    pub fn ledger_violations(&self) -> anyhow::Result<Vec<String>> {
+        let output = self
+            .command()
+            .args(["ledger", "check"])
+            .output()
+            .context("cannot run `ridepay ledger check`")?;
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).with_context(|| {
+                format!(
+                    "`ridepay ledger check` printed no report ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })?;
+        let violations: Vec<String> = report["violations"]
+            .as_array()
+            .context("a report without violations")?
+            .iter()
+            .map(|found| {
+                format!(
+                    "{} {}: {}",
+                    found["invariant"].as_str().unwrap_or_default(),
+                    found["subject"].as_str().unwrap_or_default(),
+                    found["detail"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        if violations.is_empty() != output.status.success() {
+            bail!(
+                "`ridepay ledger check` exited {} with {report}",
+                output.status
+            );
+        }
+        Ok(violations)
+    }
+
     /// `ridepay serve` on a free loopback port. Its stderr is counted into
     /// `logs` when given, else discarded.
     pub fn serve(

@@ -1,6 +1,7 @@
 //! The ledger: what the database refuses of it, the opening transactions,
 //! what each of a ride's money movements posts, and the platform's reads.
 
+mod check;
 mod guards;
 mod opening;
 mod postings;

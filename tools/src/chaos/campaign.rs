@@ -54,6 +54,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         })
         .collect();
     let logs = LogCounts::new(&SERVER_EVENTS);
+    let checker = ridepay.clone();
     let fleet = Arc::new(Fleet::start(ridepay, envs, logs.clone())?);
     let counters = Arc::new(Counters::default());
     eprintln!(
@@ -88,7 +89,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         std::thread::sleep(Duration::from_millis(500));
     }
     let settle = settle_began.elapsed();
-    let report = audit::audit(
+    let mut report = audit::audit(
         &mut conn,
         &mut gateway.ledger()?,
         user.user_id,
@@ -101,6 +102,9 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         },
     )?;
     fleet.stop_all();
+    for violation in checker.ledger_violations()? {
+        report.flag(CHECKS[25], violation);
+    }
 
     let summary = Summary {
         elapsed,

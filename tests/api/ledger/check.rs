@@ -1,0 +1,268 @@
+//! `ridepay ledger check` and `ridepay ledger balances` on a live database:
+//! clean after real rides, and failing, naming what it found, on a ledger
+//! changed behind its triggers' back, on a balanced transaction no movement
+//! explains, on a movement recorded and not posted, and on a posting that
+//! is not its movement's.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::app::{spawn_app, TestApp};
+use crate::common::database::sql;
+use crate::common::ids::Id;
+use crate::common::server_process::run;
+use crate::ledger::fee_of;
+
+/// `ridepay ledger check <args>`: whether it passed, and its report.
+fn check(app: &TestApp, args: &[&str]) -> (bool, Value) {
+    let output = run(
+        &app.database_url,
+        &[&["ledger", "check"], args].concat(),
+        &[],
+    );
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "{err}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.success(), report)
+}
+
+/// The violations a report names, as (invariant, subject), sorted.
+fn violations(report: &Value) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["invariant"].as_str().unwrap().to_owned(),
+                v["subject"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn named(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut named: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(invariant, subject)| (invariant.to_string(), subject.to_string()))
+        .collect();
+    named.sort();
+    named
+}
+
+/// A paid ride of 2,000, tipped 300 after its capture, then refunded 500:
+/// that ride, and its fare's charge. And a paid ride of 2,000.
+async fn rides_with_money(app: &TestApp) -> (Id, String) {
+    let ride = app.saved_card_ride("saved").await;
+    app.post_tip(ride, "tip", r#"{"amount_cents": 300}"#)
+        .await
+        .assert_status(200);
+    app.post_refund(ride, "refund", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+    app.paid_ride("paid").await;
+    let charge = text(
+        app,
+        &format!(
+            "SELECT id AS value FROM charges WHERE ride_id = {} ORDER BY created_at LIMIT 1",
+            ride.row_key()
+        ),
+    );
+    (ride, charge)
+}
+
+fn text(app: &TestApp, query: &str) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        value: String,
+    }
+    use diesel::RunQueryDsl;
+    diesel::sql_query(query)
+        .get_result::<Row>(&mut app.db())
+        .unwrap()
+        .value
+}
+
+#[tokio::test]
+async fn real_rides_check_clean_and_their_balances_add_up() {
+    let app = spawn_app().await;
+    rides_with_money(&app).await;
+
+    let (passed, report) = check(&app, &[]);
+    assert!(passed, "{report}");
+    assert_eq!(report, json!({"violations": [], "fees_pending": []}));
+    assert!(check(&app, &["--since", "1h"]).0);
+
+    let output = run(&app.database_url, &["ledger", "balances"], &[]);
+    assert!(output.status.success());
+    let balances: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let balance = |code: &str| {
+        balances["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|account| account["code"] == code)
+            .unwrap_or_else(|| panic!("{code} in {balances}"))["balance_cents"]
+            .as_i64()
+            .unwrap()
+    };
+    let fees = fee_of(2000) + fee_of(300) + fee_of(2000);
+    // Two fares and a tip captured, 500 refunded, the gateway's fees paid.
+    assert_eq!(balance("gateway:usd"), 2000 + 300 + 2000 - 500 - fees);
+    assert_eq!(
+        balance("platform:unassigned:usd"),
+        -(2000 + 300 + 2000 - 500)
+    );
+    assert_eq!(balance("platform:fees:usd"), fees);
+    assert_eq!(balance("gateway:eur"), 0);
+}
+
+/// A superuser turns a trigger off and changes an entry, balanced: the
+/// check names the trigger while it is off, and the changed transaction and
+/// its ride after it is on again.
+#[tokio::test]
+async fn an_entry_changed_with_the_triggers_off_fails_the_check() {
+    let app = spawn_app().await;
+    let (ride, charge) = rides_with_money(&app).await;
+    let ride = ride.to_string();
+    let mut conn = app.db();
+    sql(
+        &mut conn,
+        "ALTER TABLE ledger_entries DISABLE TRIGGER ledger_entries_append_only",
+    );
+    sql(
+        &mut conn,
+        &format!(
+            "UPDATE ledger_entries SET amount_cents = amount_cents + sign(amount_cents) * 100 \
+             WHERE transaction_id = (SELECT id FROM ledger_transactions \
+                                     WHERE source = '{charge}:capture')"
+        ),
+    );
+
+    let (passed, report) = check(&app, &[]);
+    assert!(!passed, "{report}");
+    let capture = format!("{charge}:capture");
+    assert_eq!(
+        violations(&report),
+        named(&[
+            ("hash_mismatch", &capture),
+            ("not_its_template", &capture),
+            ("ride_disagrees", &ride),
+            (
+                "trigger_disabled",
+                "ledger_entries.ledger_entries_append_only"
+            ),
+        ])
+    );
+
+    sql(
+        &mut conn,
+        "ALTER TABLE ledger_entries ENABLE TRIGGER ledger_entries_append_only",
+    );
+    let (passed, report) = check(&app, &[]);
+    assert!(!passed);
+    assert_eq!(
+        violations(&report),
+        named(&[
+            ("hash_mismatch", &capture),
+            ("not_its_template", &capture),
+            ("ride_disagrees", &ride),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_balanced_transaction_no_movement_explains_fails_the_check() {
+    let app = spawn_app().await;
+    sql(
+        &mut app.db(),
+        "SELECT ridepay_ledger_post('capture', 'ch_nobody:capture', NULL, NULL, \
+         ARRAY['gateway:usd', 'platform:commission:usd'], ARRAY[700, -700]::bigint[])",
+    );
+    let (_, charge) = rides_with_money(&app).await;
+    let metrics_file = std::env::temp_dir().join(format!("ridepay-ledger-{charge}.prom"));
+
+    let (passed, report) = check(&app, &["--metrics-file", metrics_file.to_str().unwrap()]);
+
+    assert!(!passed);
+    assert_eq!(
+        violations(&report),
+        named(&[("unexplained", "ch_nobody:capture")])
+    );
+    let written = std::fs::read_to_string(&metrics_file).unwrap();
+    assert!(
+        written.contains("ridepay_ledger_violations{invariant=\"unexplained\"} 1\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("ridepay_ledger_violations{invariant=\"unbalanced\"} 0\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("ridepay_ledger_fees_pending 0\n"),
+        "{written}"
+    );
+    assert!(!Path::new(&metrics_file.with_extension("prom.tmp")).exists());
+    std::fs::remove_file(&metrics_file).unwrap();
+}
+
+/// A charge recorded with its posting trigger off is not posted; posted by
+/// hand with another amount, it is not its capture's template.
+#[tokio::test]
+async fn a_movement_not_posted_or_posted_wrong_fails_the_check() {
+    let app = spawn_app().await;
+    let (_, charge) = rides_with_money(&app).await;
+    let mut conn = app.db();
+    sql(
+        &mut conn,
+        "ALTER TABLE charges DISABLE TRIGGER charges_post_to_ledger",
+    );
+    sql(
+        &mut conn,
+        &format!(
+            "INSERT INTO charges (id, ride_id, amount_cents, currency) \
+             SELECT 'ch_unposted', ride_id, 400, currency FROM charges WHERE id = '{charge}'"
+        ),
+    );
+    sql(
+        &mut conn,
+        "ALTER TABLE charges ENABLE TRIGGER charges_post_to_ledger",
+    );
+
+    let (passed, report) = check(&app, &[]);
+    assert!(!passed);
+    assert_eq!(
+        violations(&report),
+        named(&[("not_posted", "ch_unposted:capture")])
+    );
+    // A fee not yet known is pending, not a violation, for two
+    // reconciliation intervals.
+    assert_eq!(report["fees_pending"][0]["charge"], "ch_unposted");
+
+    sql(
+        &mut conn,
+        "SELECT ridepay_ledger_post('capture', 'ch_unposted:capture', ride_id, NULL, \
+         ARRAY['gateway:usd', 'platform:unassigned:usd'], ARRAY[40, -40]::bigint[]) \
+         FROM charges WHERE id = 'ch_unposted'",
+    );
+    let (passed, report) = check(&app, &[]);
+    assert!(!passed);
+    let found = violations(&report);
+    assert_eq!(
+        found[0],
+        (
+            "not_its_template".to_owned(),
+            "ch_unposted:capture".to_owned()
+        )
+    );
+    assert_eq!(found[1].0, "ride_disagrees");
+    assert_eq!(found.len(), 2, "{report}");
+}
