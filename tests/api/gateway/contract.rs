@@ -919,6 +919,20 @@ fn the_balance_lists_each_capture_and_each_refund_newest_first(under_test: &impl
         read.balance_transaction.as_ref()
     );
     assert_eq!(later, BalanceTransactionPage::default());
+    // One charge's, or one refund's, alone.
+    let of_source = |source: &str| {
+        let page = list(&ListBalanceTransactions::of_source(source));
+        let kinds: Vec<_> = page.transactions.iter().map(|l| l.kind.clone()).collect();
+        (kinds, page.transactions[0].transaction.amount_cents)
+    };
+    assert_eq!(
+        of_source(paid.latest_charge.as_deref().unwrap()),
+        (vec!["charge".to_owned()], 2000)
+    );
+    assert_eq!(
+        of_source(&listed[0].1.clone().unwrap()),
+        (vec!["refund".to_owned()], -500)
+    );
 }
 
 macro_rules! gateway_contract {

@@ -12,7 +12,7 @@ use crate::common::app::{spawn_app, TestApp};
 use crate::common::database::sql;
 use crate::common::ids::Id;
 use crate::common::server_process::run;
-use crate::ledger::fee_of;
+use crate::ledger::{fee_of, posting, postings};
 
 /// `ridepay ledger check <args>`: whether it passed, and its report.
 fn check(app: &TestApp, args: &[&str]) -> (bool, Value) {
@@ -265,4 +265,54 @@ async fn a_movement_not_posted_or_posted_wrong_fails_the_check() {
     );
     assert_eq!(found[1].0, "ride_disagrees");
     assert_eq!(found.len(), 2, "{report}");
+}
+
+/// A capture recorded without its charge's balance transaction (a call
+/// first sent before call version 4 and resent as it was): its fee is
+/// pending, not a violation, until a reconciliation pass reads it from the
+/// gateway's balance transactions and posts it, once.
+#[tokio::test]
+async fn a_fee_missing_from_a_capture_is_pending_until_reconciliation_posts_it() {
+    let app = spawn_app().await;
+    let ride = app.paid_ride("paid").await;
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut app.db(),
+        "BEGIN;
+         ALTER TABLE ledger_entries DISABLE TRIGGER ledger_entries_append_only;
+         ALTER TABLE ledger_transactions DISABLE TRIGGER ledger_transactions_append_only;
+         DELETE FROM ledger_entries WHERE transaction_id IN
+             (SELECT id FROM ledger_transactions WHERE kind = 'fee');
+         DELETE FROM ledger_transactions WHERE kind = 'fee';
+         ALTER TABLE ledger_entries ENABLE TRIGGER ledger_entries_append_only;
+         ALTER TABLE ledger_transactions ENABLE TRIGGER ledger_transactions_append_only;
+         UPDATE charges SET balance_transaction_id = NULL, fee_cents = NULL;
+         COMMIT;",
+    )
+    .unwrap();
+    let charge = text(&app, "SELECT id AS value FROM charges");
+
+    let (passed, report) = check(&app, &[]);
+    assert!(passed, "{report}");
+    assert_eq!(report["fees_pending"][0]["charge"], charge.as_str());
+    assert_eq!(report["fees_pending"][0]["ride_id"], ride.to_string());
+
+    let reconcile = || {
+        crate::common::server_process::run_json(
+            &app.database_url,
+            &["reconcile"],
+            &[("RECONCILE_SEARCH_LAG_SECS", "0")],
+        )
+    };
+    assert_eq!(reconcile()["fees_posted"], 1);
+    assert_eq!(
+        check(&app, &[]),
+        (true, json!({"violations": [], "fees_pending": []}))
+    );
+    let fee = fee_of(2000);
+    assert_eq!(
+        postings(&app, ride)[1],
+        posting("fee", &[("gateway:usd", -fee), ("platform:fees:usd", fee)])
+    );
+    assert_eq!(reconcile()["fees_posted"], 0);
+    assert_eq!(app.count("ledger_transactions WHERE kind = 'fee'"), 1);
 }
