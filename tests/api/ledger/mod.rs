@@ -67,3 +67,24 @@ pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
 pub fn fee_of(amount_cents: i64) -> i64 {
     (amount_cents * 29 + 500) / 1000 + 30
 }
+
+/// The ledger is exact: `ridepay ledger check` finds nothing (each
+/// transaction its movement's, every movement posted, each ride's postings
+/// its amounts) and every charge's capture and fee are posted once.
+pub fn assert_exact(app: &TestApp, context: &str) {
+    let report =
+        ridepay::ledger::check::check(&mut app.db(), None, std::time::Duration::from_secs(3600))
+            .unwrap();
+    assert!(
+        report.violations.is_empty() && report.fees_pending.is_empty(),
+        "{context}: {report:?}"
+    );
+    let charges = app.count("charges");
+    for kind in ["capture", "fee"] {
+        assert_eq!(
+            app.count(&format!("ledger_transactions WHERE kind = '{kind}'")),
+            charges,
+            "{context}: {kind}s"
+        );
+    }
+}
