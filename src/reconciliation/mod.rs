@@ -1,4 +1,4 @@
-//! Reconciliation with the gateway: ridepay's ledger and the gateway's made
+//! Reconciliation with the gateway: ridepay's records and the gateway's made
 //! to agree, and every disagreement repaired or named to an operator.
 //!
 //! A pass resolves the keys whose call was answered by a failure the

@@ -162,17 +162,17 @@ impl Ridepay {
     }
 
     /// `ridepay fake-gateway` on a free loopback port: Stripe's HTTP API,
-    /// keeping its ledger in `ledger_url`, with more of its flags in `args`.
+    /// keeping its records in `records_url`, with more of its flags in `args`.
     pub fn fake_gateway(
         &self,
-        ledger_url: &str,
+        records_url: &str,
         args: &[String],
         env: &[(String, String)],
     ) -> anyhow::Result<Announced> {
         let mut command = self.command();
         command
             .args(["fake-gateway", "--bind", "127.0.0.1:0", "--database-url"])
-            .arg(ledger_url)
+            .arg(records_url)
             .args(args)
             .envs(env.iter().cloned());
         spawn_counting(command, None)

@@ -16,7 +16,7 @@ use crate::common::app::{
 use crate::common::database::count;
 use crate::common::database::{lose_rides, sql};
 use crate::common::gateway::{
-    ledger_count, reconcile, reconcile_with, spawn_fake_gateway, stripe_settings,
+    reconcile, reconcile_with, records_count, spawn_fake_gateway, stripe_settings,
 };
 use crate::common::ids::Id;
 use crate::common::keys::RideRequest;
@@ -322,7 +322,7 @@ async fn a_refund_whose_answer_was_a_saved_500_is_not_made_twice() {
 /// without a ride.
 #[tokio::test]
 async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
-    let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 0.5);
+    let (fake, records) = spawn_fake_gateway(|faults| faults.saved_error_rate = 0.5);
     let stripe = |settings: &mut Settings| {
         settings.gateway.kind = GatewayKind::Stripe;
         settings.gateway.stripe = stripe_settings(&fake);
@@ -359,8 +359,8 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
         .collect();
     for id in &paid {
         assert_eq!(
-            ledger_count(
-                &ledger,
+            records_count(
+                &records,
                 &format!("WHERE id = '{id}' AND status = 'succeeded'")
             ),
             1
@@ -369,7 +369,7 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
     // Every PaymentIntent the gateway made is a recorded ride's, or was
     // released.
     assert_eq!(
-        ledger_count(&ledger, "WHERE status <> 'canceled'"),
+        records_count(&records, "WHERE status <> 'canceled'"),
         keys.len() as i64
     );
 }

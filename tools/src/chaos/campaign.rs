@@ -91,7 +91,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
     let settle = settle_began.elapsed();
     let mut report = audit::audit(
         &mut conn,
-        &mut gateway.ledger()?,
+        &mut gateway.records()?,
         user.user_id,
         started,
         &histories,
