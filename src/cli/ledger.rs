@@ -10,15 +10,17 @@ use clap::Subcommand;
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::ledger::{check, reads};
+use crate::ledger::{against_gateway, check, reads};
 
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
     /// Print every account with its balance (minor units, debits positive)
     /// as JSON.
     Balances,
-    /// Check the ledger's invariants and print what was found as JSON
-    /// (`violations`, `fees_pending`); exit non-zero on a violation.
+    /// Check the ledger's invariants, in the database and against the
+    /// gateway's balance transactions, and print what was found as JSON
+    /// (`violations`, `fees_pending`, `unposted`); exit non-zero on a
+    /// violation.
     Check {
         /// Check only what was posted or changed in this last span (`90m`,
         /// `6h`, `2d`).
@@ -32,9 +34,9 @@ pub enum LedgerCommand {
 }
 
 pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
-    let (mut conn, _database) = super::migrated_connection(settings)?;
     match command {
         LedgerCommand::Balances => {
+            let (mut conn, _database) = super::migrated_connection(settings)?;
             let accounts = reads::balances(&mut conn, None, None)?;
             println!("{}", json!({ "data": accounts }));
             Ok(())
@@ -43,10 +45,14 @@ pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
             since,
             metrics_file,
         } => {
+            let (context, _database) = super::service_context(settings)?;
+            let mut conn = context.pool.get()?;
+            let since = check::since(since);
             // A capture recorded without its fee gets it from the next
             // reconciliation pass: two intervals allow for one that missed.
             let fee_grace = settings.reconcile.interval * 2;
-            let report = check::check(&mut conn, since, fee_grace)?;
+            let mut report = check::check(&mut conn, since, fee_grace)?;
+            against_gateway::compare(&mut conn, context.gateway.as_ref(), since, &mut report)?;
             println!("{}", serde_json::to_string(&report)?);
             if let Some(path) = metrics_file {
                 let written = path.with_extension("prom.tmp");

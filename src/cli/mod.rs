@@ -20,9 +20,10 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::db;
+use crate::context::ServiceContext;
 use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 use crate::idempotency::reaper;
+use crate::{db, startup};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -208,6 +209,28 @@ fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnect
     }
     db::set_session_defaults(&mut conn, &settings.database)?;
     Ok((conn, database))
+}
+
+/// What the service's calls need, as `serve` builds it, for a subcommand
+/// that calls the gateway; and the database it is on (keep it alive while
+/// the context is used).
+fn service_context(settings: &Settings) -> anyhow::Result<(ServiceContext, Database)> {
+    let (mut conn, database) = migrated_connection(settings)?;
+    let installation = startup::Installation::load(&mut conn)?;
+    drop(conn);
+    let pool = db::build_pool(&database.url, &settings.database);
+    let public_base = settings
+        .server
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", settings.server.bind_addr));
+    let context = startup::service_context(
+        settings,
+        pool,
+        installation,
+        public_base.trim_end_matches('/'),
+    )?;
+    Ok((context, database))
 }
 
 /// A span: a whole number and a unit, `s`, `m`, `h` or `d`.

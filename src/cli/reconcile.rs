@@ -7,9 +7,9 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::config::Settings;
+use crate::endpoints;
 use crate::idempotency::completer::Resumable;
 use crate::reconciliation::{self, PassOptions};
-use crate::{db, endpoints, startup};
 
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
@@ -23,21 +23,8 @@ pub struct ReconcileArgs {
 }
 
 pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
-    let (mut conn, database) = super::migrated_connection(settings)?;
-    let installation = startup::Installation::load(&mut conn)?;
-    drop(conn);
-    let pool = db::build_pool(&database.url, &settings.database);
-    let public_base = settings
-        .server
-        .public_base_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", settings.server.bind_addr));
-    let context = Arc::new(startup::service_context(
-        settings,
-        pool,
-        installation,
-        public_base.trim_end_matches('/'),
-    )?);
+    let (context, _database) = super::service_context(settings)?;
+    let context = Arc::new(context);
     let resumable = endpoints::resumable(&context);
     let endpoints: Vec<&dyn Resumable> = resumable.iter().map(AsRef::as_ref).collect();
     let summary = reconciliation::run_pass(

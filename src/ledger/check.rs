@@ -7,6 +7,7 @@
 //! gateway has not told yet are listed apart, as pending, until they are
 //! overdue.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -21,6 +22,9 @@ use crate::public_ids::RidePublicId;
 pub struct Report {
     pub violations: Vec<Violation>,
     pub fees_pending: Vec<FeePending>,
+    /// The gateway's balance transactions ridepay posted nothing for, by
+    /// type (`payout`, `adjustment`, a `charge` no ride records, ...).
+    pub unposted: BTreeMap<String, u64>,
 }
 
 /// One broken invariant and what it is about: a transaction's `source`, a
@@ -51,7 +55,7 @@ fn as_text<S: serde::Serializer>(id: &RidePublicId, serializer: S) -> Result<S::
 
 /// The invariants every check names, so that a metrics file shows each
 /// one, found or not.
-pub const INVARIANTS: [&str; 7] = [
+pub const INVARIANTS: [&str; 9] = [
     "unbalanced",
     "hash_mismatch",
     "unexplained",
@@ -59,6 +63,8 @@ pub const INVARIANTS: [&str; 7] = [
     "not_posted",
     "ride_disagrees",
     "trigger_disabled",
+    "gateway_disagrees",
+    "not_at_gateway",
 ];
 
 /// The triggers that keep the ledger whole, as `table.trigger`: turned off,
@@ -79,17 +85,21 @@ const GUARDING_TRIGGERS: [&str; 13] = [
     "refunds.refunds_post_to_ledger",
 ];
 
-/// Checks what was posted or changed since `since` (the whole ledger
-/// without it). A capture whose fee is still unknown after `fee_grace` is a
-/// violation; before that it is pending.
+/// The start of the last `span`; without one, of everything.
+pub fn since(span: Option<Duration>) -> DateTime<Utc> {
+    span.map_or(DateTime::UNIX_EPOCH, |span| {
+        Utc::now() - chrono::Duration::from_std(span).unwrap_or(chrono::Duration::MAX)
+    })
+}
+
+/// Checks what was posted or changed since `since` in the database alone
+/// (`against_gateway` adds the gateway). A capture whose fee is still
+/// unknown after `fee_grace` is a violation; before that it is pending.
 pub fn check(
     conn: &mut PgConnection,
-    since: Option<Duration>,
+    since: DateTime<Utc>,
     fee_grace: Duration,
 ) -> QueryResult<Report> {
-    let since = since.map_or(DateTime::UNIX_EPOCH, |span| {
-        Utc::now() - chrono::Duration::from_std(span).unwrap_or(chrono::Duration::MAX)
-    });
     let mut report = Report::default();
     let violations = &mut report.violations;
     violations.extend(unbalanced(conn, since)?);

@@ -508,9 +508,11 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     // Passes until none leaves a release unconfirmed (the fake loses one
     // answer in ten; a release is sent again under its key).
     let mut released = 0;
+    let mut refunded = 0;
     let mut summary = serde_json::Value::Null;
     for _ in 0..10 {
         summary = reconcile(&database_url, &gateway);
+        refunded += summary["orphans_refunded"].as_u64().unwrap();
         released += summary["orphans_refunded"].as_u64().unwrap()
             + summary["orphans_cancelled"].as_u64().unwrap();
         if summary["unresolved"] == 0 {
@@ -547,10 +549,16 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         count_at(&database_url, "rides WHERE status = 'captured'") + released as i64,
         answers.len() as i64
     );
-    // What the new primary kept of the ledger agrees with itself and with
-    // the rides it kept.
-    let report = common::server_process::run_json(&database_url, &["ledger", "check"], &[]);
+    // What the new primary kept of the ledger agrees with itself, with the
+    // rides it kept and with the gateway; the payments it lost, and their
+    // releases, are the gateway's alone.
+    let report = run_against(&database_url, &gateway, &["ledger", "check"], &[]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+    assert_eq!(
+        report["unposted"]["refund"].as_u64().unwrap_or(0),
+        refunded,
+        "{report}"
+    );
 }
 
 /// `answer`'s key sent again until its answer is final.
@@ -624,16 +632,29 @@ fn kept(database_url: &str, answer: &Answered) -> bool {
 /// One reconciliation pass by `ridepay reconcile`, releasing at once what
 /// no ride records; its summary.
 fn reconcile(database_url: &str, gateway: &Gateway) -> serde_json::Value {
-    let base = gateway.fake.url();
-    common::server_process::run_json(
+    run_against(
         database_url,
+        gateway,
         &["reconcile"],
         &[
-            ("GATEWAY", "stripe"),
-            ("STRIPE_API_KEY", FAKE_API_KEY),
-            ("STRIPE_API_BASE", &base),
             ("RECONCILE_ORPHAN_GRACE_SECS", "0"),
             ("RECONCILE_SEARCH_LAG_SECS", "0"),
         ],
     )
+}
+
+/// `ridepay <args>` on the fake gateway, and what it printed.
+fn run_against(
+    database_url: &str,
+    gateway: &Gateway,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let base = gateway.fake.url();
+    let reaching = [
+        ("GATEWAY", "stripe"),
+        ("STRIPE_API_KEY", FAKE_API_KEY),
+        ("STRIPE_API_BASE", &base),
+    ];
+    common::server_process::run_json(database_url, args, &[&reaching[..], env].concat())
 }

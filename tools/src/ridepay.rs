@@ -108,12 +108,13 @@ impl Ridepay {
         serde_json::from_slice(&output.stdout).context("unexpected `ridepay users create` output")
     }
 
-    /// `ridepay ledger check` on the whole ledger: the violations it names,
-    /// as `invariant subject: detail`.
-    pub fn ledger_violations(&self) -> anyhow::Result<Vec<String>> {
+    /// `ridepay ledger check` on the whole ledger, reaching the gateway
+    /// with `env`: the violations it names, as `invariant subject: detail`.
+    pub fn ledger_violations(&self, env: &[(String, String)]) -> anyhow::Result<Vec<String>> {
         let output = self
             .command()
             .args(["ledger", "check"])
+            .envs(env.iter().cloned())
             .output()
             .context("cannot run `ridepay ledger check`")?;
         let report: serde_json::Value =

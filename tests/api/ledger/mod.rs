@@ -72,9 +72,12 @@ pub fn fee_of(amount_cents: i64) -> i64 {
 /// transaction its movement's, every movement posted, each ride's postings
 /// its amounts) and every charge's capture and fee are posted once.
 pub fn assert_exact(app: &TestApp, context: &str) {
-    let report =
-        ridepay::ledger::check::check(&mut app.db(), None, std::time::Duration::from_secs(3600))
-            .unwrap();
+    let report = ridepay::ledger::check::check(
+        &mut app.db(),
+        ridepay::ledger::check::since(None),
+        std::time::Duration::from_secs(3600),
+    )
+    .unwrap();
     assert!(
         report.violations.is_empty() && report.fees_pending.is_empty(),
         "{context}: {report:?}"

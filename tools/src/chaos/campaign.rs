@@ -102,7 +102,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         },
     )?;
     fleet.stop_all();
-    for violation in checker.ledger_violations()? {
+    for violation in checker.ledger_violations(&gateway.command_env())? {
         report.flag(CHECKS[25], violation);
     }
 

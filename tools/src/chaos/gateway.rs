@@ -113,6 +113,16 @@ impl Gateway {
         env
     }
 
+    /// The environment a one-off command (`ridepay ledger check`) reaches
+    /// the gateway with: the instances', less the simulated gateway's
+    /// faults (the fake's are its own, and spare reads).
+    pub fn command_env(&self) -> Vec<(String, String)> {
+        match self.double {
+            "simulated" => Vec::new(),
+            _ => self.env.clone(),
+        }
+    }
+
     /// A connection to the gateway's records, for the audit.
     pub fn records(&self) -> anyhow::Result<GatewayRecords> {
         Ok(GatewayRecords {
