@@ -117,9 +117,13 @@ fn posted_since(
          JOIN ledger_accounts AS a ON a.id = e.account_id AND a.kind = 'asset'
          CROSS JOIN LATERAL (
              SELECT CASE t.kind
-                 WHEN 'fee' THEN (SELECT c.id FROM charges AS c
-                                  WHERE c.ride_id = t.ride_id AND c.created_at >= $1
-                                    AND c.balance_transaction_id || ':fee' = t.source)
+                 WHEN 'fee' THEN coalesce(
+                     (SELECT c.id FROM charges AS c
+                      WHERE c.ride_id = t.ride_id AND c.created_at >= $1
+                        AND c.balance_transaction_id || ':fee' = t.source),
+                     (SELECT rp.charge_id FROM released_payments AS rp
+                      WHERE t.ride_id IS NULL
+                        AND rp.balance_transaction_id || ':fee' = t.source))
                  ELSE split_part(t.source, ':', 1) END AS id) AS object
          WHERE t.created_at >= $1 AND object.id IS NOT NULL
            AND t.kind IN ('capture', 'fee', 'refund', 'refund_failed')

@@ -69,7 +69,7 @@ pub const INVARIANTS: [&str; 9] = [
 
 /// The triggers that keep the ledger whole, as `table.trigger`: turned off,
 /// the ledger can be changed without a trace but this check's.
-const GUARDING_TRIGGERS: [&str; 13] = [
+const GUARDING_TRIGGERS: [&str; 14] = [
     "ledger_transactions.ledger_transactions_balanced",
     "ledger_entries.ledger_entries_join_new",
     "ledger_accounts.ledger_accounts_append_only",
@@ -83,6 +83,7 @@ const GUARDING_TRIGGERS: [&str; 13] = [
     "charges.charges_append_only",
     "refunds.refunds_post_new_to_ledger",
     "refunds.refunds_post_to_ledger",
+    "released_payments.released_payments_post_to_ledger",
 ];
 
 /// The start of the last `span`; without one, of everything.
@@ -166,8 +167,9 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 
 /// Each transaction against its hash and against the entries the movement
 /// its `source` names would post: a capture and a fee from the charge, a
-/// refund and its failure from the refund, an opening from the ride it
-/// opened (its amount is checked with the ride's).
+/// refund and its failure from the refund, those of a payment no ride
+/// records from its release, an opening from the ride it opened (its
+/// amount is checked with the ride's).
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {
@@ -226,6 +228,27 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              WHERE r.ride_id = t.ride_id AND r.status IN ('failed', 'canceled')
                AND t.source = r.gateway_refund_id || ':failed'
              UNION ALL
+             SELECT 'capture', NULL,
+                    ARRAY['gateway:' || rp.currency, 'platform:suspense:' || rp.currency],
+                    ARRAY[rp.captured_cents, -rp.captured_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL
+               AND t.source = rp.charge_id || ':capture'
+             UNION ALL
+             SELECT 'fee', NULL,
+                    ARRAY['platform:fees:' || rp.currency, 'gateway:' || rp.currency],
+                    ARRAY[rp.fee_cents, -rp.fee_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL AND rp.fee_cents > 0
+               AND t.source = rp.balance_transaction_id || ':fee'
+             UNION ALL
+             SELECT 'refund', NULL,
+                    ARRAY['gateway:' || rp.currency, 'platform:suspense:' || rp.currency],
+                    ARRAY[-rp.amount_cents, rp.amount_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL
+               AND t.source = rp.refund_id || ':refund'
+             UNION ALL
              SELECT 'opening', NULL,
                     ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
                     ARRAY[opened.amount, -opened.amount]
@@ -270,7 +293,8 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
 }
 
 /// Movements recorded since `since` with no transaction: a charge's
-/// capture or fee, a refund the gateway made, or its failure.
+/// capture or fee, a refund the gateway made, or its failure, and what a
+/// released payment moved.
 fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     let rows = diesel::sql_query(
         "SELECT 'not_posted' AS invariant, movement.source AS subject,
@@ -292,6 +316,14 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              WHERE r.updated_at >= $1 AND r.status IN ('failed', 'canceled')
                AND EXISTS (SELECT FROM ledger_transactions AS refunded
                            WHERE refunded.source = r.gateway_refund_id || ':refund')
+             UNION ALL
+             SELECT moved.source, 'what a released payment moved'
+             FROM released_payments AS rp
+             CROSS JOIN LATERAL (VALUES (rp.charge_id || ':capture'),
+                                        (rp.balance_transaction_id || ':fee'),
+                                        (rp.refund_id || ':refund')) AS moved (source)
+             WHERE rp.released_at >= $1 AND moved.source IS NOT NULL
+               AND (rp.fee_cents > 0 OR moved.source <> rp.balance_transaction_id || ':fee')
          ) AS movement
          WHERE NOT EXISTS (SELECT FROM ledger_transactions AS t WHERE t.source = movement.source)",
     )

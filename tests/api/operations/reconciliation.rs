@@ -266,6 +266,24 @@ async fn a_payment_whose_ride_was_lost_is_refunded_and_its_retry_ends_with_a_502
     let again = reconcile(&app);
     assert_eq!((again.orphans_refunded, again.orphans_cancelled), (0, 0));
     assert_eq!(count(&mut app.db(), "simulated_refunds"), 1);
+    // What the payment moved is posted with its release, against suspense:
+    // its capture, the gateway's fee, the refund that gave it back.
+    let fee = crate::ledger::fee_of(2000);
+    assert_eq!(
+        crate::ledger::postings_without_ride(&app),
+        [
+            crate::ledger::posting(
+                "capture",
+                &[("gateway:usd", 2000), ("platform:suspense:usd", -2000)]
+            ),
+            crate::ledger::posting("fee", &[("gateway:usd", -fee), ("platform:fees:usd", fee)]),
+            crate::ledger::posting(
+                "refund",
+                &[("gateway:usd", -2000), ("platform:suspense:usd", 2000)]
+            ),
+        ]
+    );
+    crate::ledger::assert_exact(&app, "after the release");
 }
 
 /// Refunds through a gateway that saves a 500 for every refund call (half
