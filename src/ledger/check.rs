@@ -136,6 +136,19 @@ struct Found {
     detail: String,
 }
 
+/// The violations `query` (an `invariant`, a `subject` and a `detail` per
+/// row, `$1` the start of the span) finds.
+fn found_since(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+    query: &str,
+) -> QueryResult<Vec<Violation>> {
+    let rows = diesel::sql_query(query)
+        .bind::<Timestamptz, _>(since)
+        .load(conn)?;
+    Ok(found(rows))
+}
+
 fn found(rows: Vec<Found>) -> Vec<Violation> {
     rows.into_iter()
         .map(|row| Violation {
@@ -150,7 +163,9 @@ fn found(rows: Vec<Found>) -> Vec<Violation> {
 }
 
 fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
-    let rows = diesel::sql_query(
+    found_since(
+        conn,
+        since,
         "SELECT 'unbalanced' AS invariant, t.source AS subject,
                 'its ' || a.currency || ' entries sum to ' || sum(e.amount_cents) AS detail
          FROM ledger_transactions AS t
@@ -160,9 +175,6 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
          GROUP BY t.id, a.currency
          HAVING sum(e.amount_cents) <> 0",
     )
-    .bind::<Timestamptz, _>(since)
-    .load(conn)?;
-    Ok(found(rows))
 }
 
 /// Each transaction against its hash and against the entries the movement
@@ -296,7 +308,9 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
 /// capture or fee, a refund the gateway made, or its failure, and what a
 /// released payment moved.
 fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
-    let rows = diesel::sql_query(
+    found_since(
+        conn,
+        since,
         "SELECT 'not_posted' AS invariant, movement.source AS subject,
                 movement.what || ' is recorded but not posted' AS detail
          FROM (
@@ -327,9 +341,6 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
          ) AS movement
          WHERE NOT EXISTS (SELECT FROM ledger_transactions AS t WHERE t.source = movement.source)",
     )
-    .bind::<Timestamptz, _>(since)
-    .load(conn)?;
-    Ok(found(rows))
 }
 
 /// Each ride changed since `since`: what its transactions left owed out of
