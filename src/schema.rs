@@ -157,6 +157,11 @@ diesel::table! {
         currency -> Text,
         released_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
+        charge_id -> Nullable<Text>,
+        captured_cents -> Nullable<Int8>,
+        balance_transaction_id -> Nullable<Text>,
+        fee_cents -> Nullable<Int8>,
+        refund_id -> Nullable<Text>,
     }
 }
 

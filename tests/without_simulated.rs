@@ -20,7 +20,7 @@ const STRIPE_KEY: &str = "sk_test_without_simulated";
 const RIDE: &str = r#"{"origin_lat": 37.77, "origin_lon": -122.42, "target_lat": 37.80, "target_lon": -122.27, "amount_cents": 2000, "payment_method": "pm_card_visa"}"#;
 
 /// A throwaway cluster, stopped and deleted when the test process ends, and
-/// two fresh databases on it: the service's and the fake Stripe's ledger.
+/// two fresh databases on it: the service's and the fake Stripe's records.
 fn databases() -> (String, String) {
     let dir = std::env::temp_dir().join(format!(
         "ridepay-test-stripe-only-{}",
@@ -29,21 +29,21 @@ fn databases() -> (String, String) {
     let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the test PostgreSQL");
     cluster.stop_when_process_exits(&dir).unwrap();
     let mut admin = connect_with_retry(&cluster.superuser_url("postgres")).unwrap();
-    let [service, ledger] = ["service", "ledger"].map(|name| {
+    let [service, records] = ["service", "records"].map(|name| {
         diesel::sql_query(format!("CREATE DATABASE {name}"))
             .execute(&mut admin)
             .unwrap();
         cluster.superuser_url(name)
     });
-    (service, ledger)
+    (service, records)
 }
 
 #[tokio::test]
 async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists() {
-    let (service, ledger) = databases();
+    let (service, records) = databases();
     let fake = FakeGateway::start(FakeGatewayConfig {
         bind: "127.0.0.1:0".to_owned(),
-        database_url: ledger.clone(),
+        database_url: records.clone(),
         faults: Default::default(),
         api_key: Some(STRIPE_KEY.to_owned()),
         webhook: None,
@@ -109,7 +109,7 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
     assert_eq!(bank_page.status(), 404);
     // One PaymentIntent at the fake; no simulated table in the service's
     // database.
-    assert_eq!(count_at(&ledger, "simulated_payment_intents"), 1);
+    assert_eq!(count_at(&records, "simulated_payment_intents"), 1);
     assert_eq!(
         count_at(&service, "pg_tables WHERE tablename LIKE 'simulated%'"),
         0

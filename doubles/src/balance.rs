@@ -56,8 +56,14 @@ pub fn list(
         None => None,
     };
     let since = request.created_gte.unwrap_or(DateTime::UNIX_EPOCH);
-    let mut made = charges(conn, since, after, limit, double).map_err(storage)?;
-    made.extend(refunds(conn, since, after, limit, double).map_err(storage)?);
+    let page = Page {
+        since,
+        after,
+        source: request.source.as_deref(),
+        limit,
+    };
+    let mut made = charges(conn, &page, double).map_err(storage)?;
+    made.extend(refunds(conn, &page, double).map_err(storage)?);
     made.sort_by(|a, b| b.order().cmp(&a.order()));
     let has_more = made.len() > usize::from(limit);
     made.truncate(usize::from(limit));
@@ -97,20 +103,26 @@ fn made_at(
     made.map_err(storage)?.ok_or_else(missing)
 }
 
-/// The captured charges' balance transactions since `since`, after
-/// `after` (when it was made, and its id), newest first: a page and one.
-fn charges(
-    conn: &mut PgConnection,
+/// Which balance transactions a page holds: those made since `since`,
+/// after `after` (when it was made, and its id), of `source` when it is
+/// given; `limit` of them, newest first.
+struct Page<'a> {
     since: DateTime<Utc>,
-    after: Option<(DateTime<Utc>, &str)>,
+    after: Option<(DateTime<Utc>, &'a str)>,
+    source: Option<&'a str>,
     limit: u8,
-    double: Double,
-) -> QueryResult<Vec<Made>> {
+}
+
+/// The captured charges' balance transactions on `page`, and one more.
+fn charges(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<Vec<Made>> {
     let mut query = intents::table
         .filter(intents::gateway.eq(double))
-        .filter(intents::captured_at.ge(since))
+        .filter(intents::captured_at.ge(page.since))
         .into_boxed();
-    if let Some((at, id)) = after {
+    if let Some(charge) = page.source {
+        query = query.filter(intents::latest_charge.eq(charge));
+    }
+    if let Some((at, id)) = page.after {
         // Ordered as their balance transactions' ids are.
         let charge = format!("ch_{}", id.strip_prefix("txn_").unwrap_or(id));
         query = query.filter(
@@ -122,7 +134,7 @@ fn charges(
     // A captured intent has its charge (`captured_at` is set with it).
     let rows: Vec<(String, i64, String, DateTime<Utc>)> = query
         .order((intents::captured_at.desc(), intents::latest_charge.desc()))
-        .limit(i64::from(limit) + 1)
+        .limit(i64::from(page.limit) + 1)
         .select((
             intents::latest_charge.assume_not_null(),
             intents::amount_received_cents,
@@ -139,21 +151,18 @@ fn charges(
         .collect())
 }
 
-/// The balance transactions of the refunds that moved money since
-/// `since`, after `after`, newest first: a page and one.
-fn refunds(
-    conn: &mut PgConnection,
-    since: DateTime<Utc>,
-    after: Option<(DateTime<Utc>, &str)>,
-    limit: u8,
-    double: Double,
-) -> QueryResult<Vec<Made>> {
+/// The balance transactions of the refunds that moved money on `page`,
+/// and one more.
+fn refunds(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<Vec<Made>> {
     let mut query = refunds::table
         .filter(refunds::gateway.eq(double))
         .filter(refunds::status.eq_any([RefundState::Pending, RefundState::Succeeded]))
-        .filter(refunds::created_at.ge(since))
+        .filter(refunds::created_at.ge(page.since))
         .into_boxed();
-    if let Some((at, id)) = after {
+    if let Some(refund) = page.source {
+        query = query.filter(refunds::id.eq(refund));
+    }
+    if let Some((at, id)) = page.after {
         let refund = id.strip_prefix("txn_").unwrap_or(id).to_owned();
         query = query.filter(
             refunds::created_at
@@ -163,7 +172,7 @@ fn refunds(
     }
     let rows: Vec<(String, i64, String, DateTime<Utc>)> = query
         .order((refunds::created_at.desc(), refunds::id.desc()))
-        .limit(i64::from(limit) + 1)
+        .limit(i64::from(page.limit) + 1)
         .select((
             refunds::id,
             refunds::amount_cents,

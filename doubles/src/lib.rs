@@ -12,13 +12,13 @@ pub mod balance_transactions;
 pub mod events;
 pub mod fake_stripe;
 pub mod intents;
-mod ledger;
+mod records;
 pub mod refunds;
 mod return_url;
 pub mod schema;
 mod settings;
 pub mod simulated;
 
-pub use ledger::{ledger, run_migrations, Ledger, MIGRATIONS};
+pub use records::{records_pool, run_migrations, RecordsPool, MIGRATIONS};
 pub use settings::SimulatedGatewaySettings;
 pub use simulated::{SimulatedGateway, RATE_LIMIT_RETRY_AFTER};

@@ -119,6 +119,17 @@ pub struct PaymentIntent {
     pub replayed: bool,
 }
 
+impl PaymentIntent {
+    /// The latest charge's balance transaction when it settled in the
+    /// intent's own currency: the one whose fee the ledger posts (one
+    /// settled in another currency is left to an operator).
+    pub fn settled_in_own_currency(&self) -> Option<&BalanceTransaction> {
+        self.balance_transaction
+            .as_ref()
+            .filter(|txn| txn.currency == self.currency && txn.exchange_rate.is_none())
+    }
+}
+
 /// The same intent whether or not the gateway answered it again from what
 /// it saved: `replayed` says how it came, not what it is.
 impl PartialEq for PaymentIntent {

@@ -56,6 +56,8 @@ impl ListIntents {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListBalanceTransactions {
     pub created_gte: Option<DateTime<Utc>>,
+    /// Only those of this charge or refund (`ch_`, `re_`).
+    pub source: Option<String>,
     pub starting_after: Option<String>,
     /// At most 100, Stripe's limit.
     pub limit: u8,
@@ -87,8 +89,17 @@ impl ListBalanceTransactions {
     pub fn since(created_gte: Option<DateTime<Utc>>) -> ListBalanceTransactions {
         ListBalanceTransactions {
             created_gte,
+            source: None,
             starting_after: None,
             limit: ListIntents::MAX_LIMIT,
+        }
+    }
+
+    /// Those of the charge or refund `source`.
+    pub fn of_source(source: &str) -> ListBalanceTransactions {
+        ListBalanceTransactions {
+            source: Some(source.to_owned()),
+            ..ListBalanceTransactions::since(None)
         }
     }
 

@@ -13,7 +13,7 @@ pub struct FakeGatewayArgs {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:12111")]
     bind: String,
-    /// PostgreSQL holding the ledger (migrated on start). Default: the
+    /// PostgreSQL holding its records (migrated on start). Default: the
     /// embedded cluster of RIDEPAY_DATA_DIR, whose `simulated_*` tables it
     /// then shares with `GATEWAY=simulated`.
     #[arg(long)]

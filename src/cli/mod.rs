@@ -1,25 +1,29 @@
 //! The command line: `ridepay [serve]`, `migrate`, `reap`, `users`, `keys`,
 //! `reconcile`,
-//! `fake-gateway`, `db`. Every subcommand run in the same folder as `serve`
+//! `ledger`, `fake-gateway`, `db`. Every subcommand run in the same folder as `serve`
 //! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
 //! and stops the embedded cluster again if it was the one that started it.
 
 #[cfg(feature = "simulated")]
 mod fake_gateway;
 mod keys;
+mod ledger;
 mod reconcile;
 mod serve;
 #[cfg(feature = "simulated")]
 mod signals;
 mod users;
 
+use std::time::Duration;
+
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::db;
+use crate::context::ServiceContext;
 use crate::embedded_postgres::{connect_with_retry, EmbeddedPostgres, StopMode};
 use crate::idempotency::reaper;
+use crate::{db, startup};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,6 +68,9 @@ enum Command {
     /// summary as JSON: keys whose call's answer the gateway lost resolved,
     /// payments no ride records released.
     Reconcile(reconcile::ReconcileArgs),
+    /// Read the ledger's balances, or check its invariants.
+    #[command(subcommand)]
+    Ledger(ledger::LedgerCommand),
     /// Serve a Stripe-compatible fake of the PaymentIntents and Refunds APIs,
     /// backed by the simulated gateway's tables, with its own authentication
     /// page, fault knobs and optional signed webhooks. Prints the address it
@@ -145,6 +152,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             keys::run(&mut migrated_connection(&settings)?.0, &settings, command)
         }
         Command::Reconcile(args) => reconcile::run(&settings, &args),
+        Command::Ledger(command) => ledger::run(&settings, command),
         #[cfg(feature = "simulated")]
         Command::FakeGateway(args) => fake_gateway::run(&settings, &args),
         Command::Db(command) => db_command(&settings, command),
@@ -201,4 +209,59 @@ fn migrated_connection(settings: &Settings) -> anyhow::Result<(diesel::PgConnect
     }
     db::set_session_defaults(&mut conn, &settings.database)?;
     Ok((conn, database))
+}
+
+/// What the service's calls need, as `serve` builds it, for a subcommand
+/// that calls the gateway; and the database it is on (keep it alive while
+/// the context is used).
+fn service_context(settings: &Settings) -> anyhow::Result<(ServiceContext, Database)> {
+    let (mut conn, database) = migrated_connection(settings)?;
+    let installation = startup::Installation::load(&mut conn)?;
+    drop(conn);
+    let pool = db::build_pool(&database.url, &settings.database);
+    let public_base = settings
+        .server
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", settings.server.bind_addr));
+    let context = startup::service_context(
+        settings,
+        pool,
+        installation,
+        public_base.trim_end_matches('/'),
+    )?;
+    Ok((context, database))
+}
+
+/// A span: a whole number and a unit, `s`, `m`, `h` or `d`.
+fn parse_span(text: &str) -> Result<Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or("give a unit: s, m, h or d (e.g. 6h)")?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a span"))?;
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("unknown unit {unit:?}: give s, m, h or d")),
+    };
+    Ok(Duration::from_secs(number * unit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_read_with_their_units() {
+        assert_eq!(parse_span("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_span("2d"), Ok(Duration::from_secs(172_800)));
+        for bad in ["", "6", "h", "6w", "-1h", "1.5h"] {
+            assert!(parse_span(bad).is_err(), "{bad}");
+        }
+    }
 }

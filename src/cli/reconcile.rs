@@ -7,15 +7,15 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::config::Settings;
+use crate::endpoints;
 use crate::idempotency::completer::Resumable;
 use crate::reconciliation::{self, PassOptions};
-use crate::{db, endpoints, startup};
 
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// List the gateway's PaymentIntents created in this last span (`90m`,
     /// `6h`, `2d`), whatever the last pass covered.
-    #[arg(long, value_parser = parse_span)]
+    #[arg(long, value_parser = super::parse_span)]
     since: Option<Duration>,
     /// Look and count what a pass would do; change nothing.
     #[arg(long)]
@@ -23,21 +23,8 @@ pub struct ReconcileArgs {
 }
 
 pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
-    let (mut conn, database) = super::migrated_connection(settings)?;
-    let installation = startup::Installation::load(&mut conn)?;
-    drop(conn);
-    let pool = db::build_pool(&database.url, &settings.database);
-    let public_base = settings
-        .server
-        .public_base_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", settings.server.bind_addr));
-    let context = Arc::new(startup::service_context(
-        settings,
-        pool,
-        installation,
-        public_base.trim_end_matches('/'),
-    )?);
+    let (context, _database) = super::service_context(settings)?;
+    let context = Arc::new(context);
     let resumable = endpoints::resumable(&context);
     let endpoints: Vec<&dyn Resumable> = resumable.iter().map(AsRef::as_ref).collect();
     let summary = reconciliation::run_pass(
@@ -51,37 +38,4 @@ pub fn run(settings: &Settings, args: &ReconcileArgs) -> anyhow::Result<()> {
     )?;
     println!("{}", serde_json::to_string(&summary)?);
     Ok(())
-}
-
-/// A span: a whole number and a unit, `s`, `m`, `h` or `d`.
-fn parse_span(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or("give a unit: s, m, h or d (e.g. 6h)")?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a span"))?;
-    let unit = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("unknown unit {unit:?}: give s, m, h or d")),
-    };
-    Ok(Duration::from_secs(number * unit))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spans_read_with_their_units() {
-        assert_eq!(parse_span("90m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_span("2d"), Ok(Duration::from_secs(172_800)));
-        for bad in ["", "6", "h", "6w", "-1h", "1.5h"] {
-            assert!(parse_span(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -35,6 +35,20 @@ pub fn accounts_page(
     after: Option<String>,
 ) -> Result<(Vec<AccountJson>, bool), ServiceError> {
     platform_only(user)?;
+    let mut accounts = balances(conn, after, Some(limit + 1))?;
+    let has_more = accounts.len() as i64 > limit;
+    accounts.truncate(limit as usize);
+    Ok((accounts, has_more))
+}
+
+/// Accounts with their balances (sums of their entries, read through the
+/// entries' account index) in the order of their codes, after the code
+/// `after`, at most `limit` of them.
+pub fn balances(
+    conn: &mut PgConnection,
+    after: Option<String>,
+    limit: Option<i64>,
+) -> QueryResult<Vec<AccountJson>> {
     let mut query = ledger_accounts::table
         .left_join(ledger_entries::table)
         .group_by(ledger_accounts::id)
@@ -45,15 +59,15 @@ pub fn accounts_page(
             sql::<BigInt>("coalesce(sum(ledger_entries.amount_cents), 0)::bigint"),
         ))
         .order(ledger_accounts::code.asc())
-        .limit(limit + 1)
         .into_boxed();
     if let Some(after) = after {
         query = query.filter(ledger_accounts::code.gt(after));
     }
-    let mut rows: Vec<(String, String, String, i64)> = query.load(conn)?;
-    let has_more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    let accounts = rows
+    if let Some(limit) = limit {
+        query = query.limit(limit);
+    }
+    let rows: Vec<(String, String, String, i64)> = query.load(conn)?;
+    Ok(rows
         .into_iter()
         .map(|(code, kind, currency, balance_cents)| AccountJson {
             code,
@@ -61,8 +75,7 @@ pub fn accounts_page(
             currency,
             balance_cents,
         })
-        .collect();
-    Ok((accounts, has_more))
+        .collect())
 }
 
 /// Which transactions a list shows: a ride's, an account's, or all.

@@ -66,10 +66,44 @@ pub fn unconfirmed(conn: &mut PgConnection) -> QueryResult<Vec<Release>> {
         .load(conn)
 }
 
-/// Records that the gateway released it.
-pub fn confirmed(conn: &mut PgConnection, ridepay_key: &str) -> QueryResult<()> {
+/// What a refunded payment moved, as the gateway tells it after the
+/// release: its charge and what it captured, the gateway's fee on it, and
+/// the refund that gave it back. Recorded with the release, which posts
+/// them to the ledger against `platform:suspense`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, AsChangeset)]
+#[diesel(table_name = released_payments)]
+pub struct Moved {
+    pub charge_id: Option<String>,
+    pub captured_cents: Option<i64>,
+    pub balance_transaction_id: Option<String>,
+    pub fee_cents: Option<i64>,
+    pub refund_id: Option<String>,
+}
+
+impl Moved {
+    /// What `intent`, as read after its release, moved, and the release's
+    /// refund.
+    pub fn of(intent: &PaymentIntent, refund_id: String) -> Moved {
+        let captured = intent.amount_received_cents > 0;
+        let txn = intent.settled_in_own_currency();
+        Moved {
+            charge_id: intent.latest_charge.clone().filter(|_| captured),
+            captured_cents: Some(intent.amount_received_cents).filter(|_| captured),
+            balance_transaction_id: txn.map(|txn| txn.id.clone()),
+            fee_cents: txn.map(|txn| txn.fee_cents),
+            refund_id: Some(refund_id),
+        }
+    }
+}
+
+/// Records that the gateway released it, with what it moved (nothing, for
+/// a hold cancelled).
+pub fn confirmed(conn: &mut PgConnection, ridepay_key: &str, moved: &Moved) -> QueryResult<()> {
     diesel::update(released_payments::table.find(ridepay_key))
-        .set(released_payments::released_at.eq(crate::db::database_now().nullable()))
+        .set((
+            released_payments::released_at.eq(crate::db::database_now().nullable()),
+            moved,
+        ))
         .execute(conn)?;
     Ok(())
 }

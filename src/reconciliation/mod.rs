@@ -1,15 +1,17 @@
-//! Reconciliation with the gateway: ridepay's ledger and the gateway's made
+//! Reconciliation with the gateway: ridepay's records and the gateway's made
 //! to agree, and every disagreement repaired or named to an operator.
 //!
 //! A pass resolves the keys whose call was answered by a failure the
 //! gateway saved under its key (`idempotency::awaiting`: found in the
 //! gateway's lists and recorded, or proven absent and sent again under the
 //! next generation's key, or past the deadline ended with a stored 502),
-//! then lists the gateway's PaymentIntents since where the last pass left
-//! off and releases the orphans among them (`orphans`). One pass runs at a
+//! then reads the fees of captures recorded without them (`fees`), lists
+//! the gateway's PaymentIntents since where the last pass left off and
+//! releases the orphans among them (`orphans`). One pass runs at a
 //! time across instances (`pass_lease`); `ridepay reconcile` runs one, and
 //! the worker one every `RECONCILE_INTERVAL_SECS` on every instance.
 
+mod fees;
 mod orphans;
 mod pass_lease;
 mod summary;
@@ -110,6 +112,7 @@ fn pass(
     if lease.is_some() {
         orphans::finish_unconfirmed(context, summary)?;
     }
+    fees::post_missing(context, options.dry_run, summary)?;
     let now = crate::db::now(&mut *context.pool.get()?)?;
     let window_start = now - crate::db::span(settings.window);
     let since = match options.since {

@@ -16,7 +16,7 @@ use crate::context::ServiceContext;
 use crate::gateway_events::apply::apply_intent;
 use crate::idempotency::{RidepayKey, FINISHED};
 use crate::payments::lookup::patiently;
-use crate::payments::released::{self, Release};
+use crate::payments::released::{self, Moved, Release};
 use crate::payments::{
     CancelIntent, GatewayError, IntentStatus, ListIntents, Payment, PaymentIntent, RefundRequest,
     RefundState, INSTALLATION, RIDEPAY_KEY,
@@ -212,7 +212,7 @@ fn release_at_gateway(
                 intent_id: release.payment_intent_id.clone(),
                 cancellation_reason: "abandoned".to_owned(),
             })
-            .map(|_| ()),
+            .map(|_| Moved::default()),
         _ => gateway
             .refund(&RefundRequest {
                 idempotency_key: key(REFUND_PURPOSE),
@@ -228,13 +228,21 @@ fn release_at_gateway(
                 RefundState::Failed | RefundState::Canceled => Err(GatewayError::Rejected {
                     message: format!("refund {} {}", refund.id, refund.status),
                 }),
-                _ => Ok(()),
+                // What the payment moved, read as it is now, is posted with
+                // the release.
+                _ => Ok(match gateway.retrieve_intent(&release.payment_intent_id)? {
+                    Some(intent) => Moved::of(&intent, refund.id),
+                    None => Moved {
+                        refund_id: Some(refund.id),
+                        ..Moved::default()
+                    },
+                }),
             }),
     };
     match answer {
-        Ok(()) => {
+        Ok(moved) => {
             let mut conn = context.pool.get()?;
-            released::confirmed(&mut conn, &release.ridepay_key)?;
+            released::confirmed(&mut conn, &release.ridepay_key, &moved)?;
             log::warn!(
                 "reconciliation released PaymentIntent {} ({} {} {}): no ride records it",
                 release.payment_intent_id,

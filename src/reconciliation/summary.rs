@@ -17,6 +17,9 @@ pub struct Summary {
     pub refused: usize,
     pub orphans_cancelled: usize,
     pub orphans_refunded: usize,
+    /// Captures recorded without their fee whose fee the gateway's balance
+    /// transactions gave: posted.
+    pub fees_posted: usize,
     /// What reconciliation cannot repair: an operator looks (the log says
     /// which).
     pub needs_attention: usize,
@@ -45,6 +48,7 @@ impl Summary {
             ("refused", self.refused),
             ("orphan_cancelled", self.orphans_cancelled),
             ("orphan_refunded", self.orphans_refunded),
+            ("fee_posted", self.fees_posted),
             ("needs_attention", self.needs_attention),
             ("unresolved", self.unresolved),
         ] {

@@ -21,8 +21,7 @@ pub struct ChargeRecord {
 
 impl ChargeRecord {
     pub fn of(intent: &PaymentIntent) -> ChargeRecord {
-        let txn = intent.balance_transaction.as_ref();
-        let txn = txn.filter(|txn| txn.currency == intent.currency && txn.exchange_rate.is_none());
+        let txn = intent.settled_in_own_currency();
         let captured = intent.amount_received_cents > 0;
         ChargeRecord {
             id: intent.latest_charge.clone().filter(|_| captured),

@@ -1,5 +1,5 @@
 //! The gateway's side: Stripe events signed as Stripe signs them, the fake
-//! Stripe on its own ledger, gateway requests built as ridepay builds them,
+//! Stripe on its own records, gateway requests built as ridepay builds them,
 //! and reconciliation run on demand.
 use std::time::Duration;
 
@@ -48,12 +48,12 @@ pub async fn post_form(
         .expect("the fake Stripe answers")
 }
 
-/// A fake Stripe on loopback, keeping its ledger in `ledger_url` (a database
+/// A fake Stripe on loopback, keeping its records in `records_url` (a database
 /// of its own, as an external system's).
-pub fn start_fake_gateway(ledger_url: &str, faults: SimulatedGatewaySettings) -> FakeGateway {
+pub fn start_fake_gateway(records_url: &str, faults: SimulatedGatewaySettings) -> FakeGateway {
     FakeGateway::start(FakeGatewayConfig {
         bind: "127.0.0.1:0".to_owned(),
-        database_url: ledger_url.to_owned(),
+        database_url: records_url.to_owned(),
         faults,
         api_key: Some(FAKE_API_KEY.to_owned()),
         webhook: None,
@@ -73,23 +73,23 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
     }
 }
 
-/// The PaymentIntents a gateway's ledger holds (`WHERE ...` optional).
-pub fn ledger_count(ledger_url: &str, filter: &str) -> i64 {
+/// The PaymentIntents a gateway's records hold (`WHERE ...` optional).
+pub fn records_count(records_url: &str, filter: &str) -> i64 {
     count(
-        &mut PgConnection::establish(ledger_url).unwrap(),
+        &mut PgConnection::establish(records_url).unwrap(),
         &format!("simulated_payment_intents {filter}"),
     )
 }
 
-/// A fake gateway on a ledger database of its own, with the faults set by
-/// `configure`; returns it and the ledger's URL.
+/// A fake gateway on a records database of its own, with the faults set by
+/// `configure`; returns it and its records' URL.
 pub fn spawn_fake_gateway(
     configure: impl FnOnce(&mut SimulatedGatewaySettings),
 ) -> (FakeGateway, String) {
-    let ledger = create_test_database();
+    let records = create_test_database();
     let mut faults = SimulatedGatewaySettings::default();
     configure(&mut faults);
-    (start_fake_gateway(&ledger, faults), ledger)
+    (start_fake_gateway(&records, faults), records)
 }
 
 /// A PaymentIntent of 20 EUR for ride 7 under `key`.

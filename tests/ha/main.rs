@@ -1,6 +1,6 @@
 //! Beyond one database server: ridepay on PostgreSQL replicated under
 //! Patroni, with retrying clients, the Stripe client against
-//! `ridepay fake-gateway` (its ledger in a PostgreSQL of its own: a
+//! `ridepay fake-gateway` (its records in a PostgreSQL of its own: a
 //! gateway's records do not fail over with ridepay's), and the primary
 //! crashed mid-run. This binary runs after the main suite; it needs
 //! Debian's `patroni` and `etcd-server` (under `CI=true` a missing one
@@ -29,28 +29,28 @@ use patroni::{Cluster, Tools};
 
 const FAKE_API_KEY: &str = "sk_test_ridepay_ha";
 
-/// `ridepay fake-gateway` on a ledger in a PostgreSQL of its own, losing
-/// one response in ten after acting.
+/// `ridepay fake-gateway` keeping its records in a PostgreSQL of its own,
+/// losing one response in ten after acting.
 struct Gateway {
     fake: FakeGateway,
-    ledger_url: String,
+    records_url: String,
 }
 
 fn gateway() -> Gateway {
     let dir = std::env::temp_dir().join(format!(
-        "ridepay-test-ha-ledger-{}",
+        "ridepay-test-ha-gateway-{}",
         uuid::Uuid::new_v4().simple()
     ));
-    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the ledger's PostgreSQL");
+    let cluster = EmbeddedPostgres::ensure_running(&dir).expect("start the gateway's PostgreSQL");
     cluster.stop_when_process_exits(&dir).unwrap();
     let mut admin = PgConnection::establish(&cluster.superuser_url("postgres")).unwrap();
-    diesel::sql_query("CREATE DATABASE ledger")
+    diesel::sql_query("CREATE DATABASE records")
         .execute(&mut admin)
         .unwrap();
-    let ledger_url = cluster.superuser_url("ledger");
+    let records_url = cluster.superuser_url("records");
     let fake = FakeGateway::start(FakeGatewayConfig {
         bind: "127.0.0.1:0".to_owned(),
-        database_url: ledger_url.clone(),
+        database_url: records_url.clone(),
         faults: SimulatedGatewaySettings {
             lost_response_rate: 0.1,
             ..SimulatedGatewaySettings::default()
@@ -60,7 +60,7 @@ fn gateway() -> Gateway {
         limits: ConnectionLimits::default(),
     })
     .expect("start the fake gateway");
-    Gateway { fake, ledger_url }
+    Gateway { fake, records_url }
 }
 
 /// ridepay on `database_url`, paying through the Stripe client at
@@ -117,7 +117,7 @@ async fn assert_every_key_paid_once(
     address: &str,
     api_key: &str,
     database_url: &str,
-    ledger_url: &str,
+    records_url: &str,
 ) {
     let client = reqwest::Client::new();
     for answer in answers {
@@ -151,14 +151,14 @@ async fn assert_every_key_paid_once(
     assert_eq!(count_at(database_url, "rides"), keys);
     assert_eq!(
         count_at(
-            ledger_url,
+            records_url,
             "(SELECT DISTINCT metadata->>\'ridepay_key\' FROM simulated_payment_intents) AS keys"
         ),
         keys,
         "one request per key"
     );
     assert_eq!(
-        count_at(ledger_url, "simulated_payment_intents"),
+        count_at(records_url, "simulated_payment_intents"),
         keys,
         "one PaymentIntent per key"
     );
@@ -289,7 +289,7 @@ impl Deployment {
             &self.server.address,
             &self.api_key,
             &self.database_url,
-            &self.gateway.ledger_url,
+            &self.gateway.records_url,
         )
         .await;
     }
@@ -482,7 +482,7 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         assert_names_its_ride_or_nothing(&client, &server.address, &api_key, answer).await;
     }
     let intents = "simulated_payment_intents";
-    let lost = count_at(&gateway.ledger_url, intents) - count_at(&database_url, "rides");
+    let lost = count_at(&gateway.records_url, intents) - count_at(&database_url, "rides");
     // Half the clients send their keys again at once, as a client whose
     // answer was lost would: the payment each was first answered with, never
     // a second one. The other half come back only after reconciliation has
@@ -508,9 +508,11 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     // Passes until none leaves a release unconfirmed (the fake loses one
     // answer in ten; a release is sent again under its key).
     let mut released = 0;
+    let mut refunded = 0;
     let mut summary = serde_json::Value::Null;
     for _ in 0..10 {
         summary = reconcile(&database_url, &gateway);
+        refunded += summary["orphans_refunded"].as_u64().unwrap();
         released += summary["orphans_refunded"].as_u64().unwrap()
             + summary["orphans_cancelled"].as_u64().unwrap();
         if summary["unresolved"] == 0 {
@@ -538,7 +540,7 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
         }
     }
     assert_eq!(
-        count_at(&gateway.ledger_url, intents),
+        count_at(&gateway.records_url, intents),
         answers.len() as i64,
         "one PaymentIntent per key"
     );
@@ -546,6 +548,27 @@ async fn an_asynchronous_failover_that_loses_commits_never_pays_a_key_twice() {
     assert_eq!(
         count_at(&database_url, "rides WHERE status = 'captured'") + released as i64,
         answers.len() as i64
+    );
+    // What the new primary kept of the ledger agrees with itself, with the
+    // rides it kept and with the gateway: the payments it lost are posted
+    // with their releases, against suspense, which they leave at zero.
+    let report = run_against(&database_url, &gateway, &["ledger", "check"], &[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+    assert_eq!(report["unposted"], serde_json::json!({}), "{report}");
+    assert_eq!(
+        count_at(
+            &database_url,
+            "ledger_transactions WHERE ride_id IS NULL AND kind = 'refund'"
+        ),
+        refunded as i64
+    );
+    assert_eq!(
+        count_at(
+            &database_url,
+            "(SELECT FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id \
+              WHERE a.kind = 'suspense' GROUP BY a.id HAVING sum(e.amount_cents) <> 0) AS owed"
+        ),
+        0
     );
 }
 
@@ -620,16 +643,29 @@ fn kept(database_url: &str, answer: &Answered) -> bool {
 /// One reconciliation pass by `ridepay reconcile`, releasing at once what
 /// no ride records; its summary.
 fn reconcile(database_url: &str, gateway: &Gateway) -> serde_json::Value {
-    let base = gateway.fake.url();
-    common::server_process::run_json(
+    run_against(
         database_url,
+        gateway,
         &["reconcile"],
         &[
-            ("GATEWAY", "stripe"),
-            ("STRIPE_API_KEY", FAKE_API_KEY),
-            ("STRIPE_API_BASE", &base),
             ("RECONCILE_ORPHAN_GRACE_SECS", "0"),
             ("RECONCILE_SEARCH_LAG_SECS", "0"),
         ],
     )
+}
+
+/// `ridepay <args>` on the fake gateway, and what it printed.
+fn run_against(
+    database_url: &str,
+    gateway: &Gateway,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let base = gateway.fake.url();
+    let reaching = [
+        ("GATEWAY", "stripe"),
+        ("STRIPE_API_KEY", FAKE_API_KEY),
+        ("STRIPE_API_BASE", &base),
+    ];
+    common::server_process::run_json(database_url, args, &[&reaching[..], env].concat())
 }

@@ -38,7 +38,7 @@ impl Database {
     }
 
     /// A new database on the same server, for a system that keeps its
-    /// records apart from ridepay's (the fake gateway's ledger). With
+    /// records apart from ridepay's (the fake gateway's). With
     /// `DATABASE_URL`, its role needs CREATEDB.
     pub fn create_beside(&self, purpose: &str) -> anyhow::Result<BesideDatabase> {
         let name = format!("ridepay_{purpose}_{}", uuid::Uuid::new_v4().simple());

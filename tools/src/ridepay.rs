@@ -108,6 +108,45 @@ impl Ridepay {
         serde_json::from_slice(&output.stdout).context("unexpected `ridepay users create` output")
     }
 
+    /// `ridepay ledger check` on the whole ledger, reaching the gateway
+    /// with `env`: the violations it names, as `invariant subject: detail`.
+    pub fn ledger_violations(&self, env: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+        let output = self
+            .command()
+            .args(["ledger", "check"])
+            .envs(env.iter().cloned())
+            .output()
+            .context("cannot run `ridepay ledger check`")?;
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).with_context(|| {
+                format!(
+                    "`ridepay ledger check` printed no report ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })?;
+        let violations: Vec<String> = report["violations"]
+            .as_array()
+            .context("a report without violations")?
+            .iter()
+            .map(|found| {
+                format!(
+                    "{} {}: {}",
+                    found["invariant"].as_str().unwrap_or_default(),
+                    found["subject"].as_str().unwrap_or_default(),
+                    found["detail"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        if violations.is_empty() != output.status.success() {
+            bail!(
+                "`ridepay ledger check` exited {} with {report}",
+                output.status
+            );
+        }
+        Ok(violations)
+    }
+
     /// `ridepay serve` on a free loopback port. Its stderr is counted into
     /// `logs` when given, else discarded.
     pub fn serve(
@@ -124,17 +163,17 @@ impl Ridepay {
     }
 
     /// `ridepay fake-gateway` on a free loopback port: Stripe's HTTP API,
-    /// keeping its ledger in `ledger_url`, with more of its flags in `args`.
+    /// keeping its records in `records_url`, with more of its flags in `args`.
     pub fn fake_gateway(
         &self,
-        ledger_url: &str,
+        records_url: &str,
         args: &[String],
         env: &[(String, String)],
     ) -> anyhow::Result<Announced> {
         let mut command = self.command();
         command
             .args(["fake-gateway", "--bind", "127.0.0.1:0", "--database-url"])
-            .arg(ledger_url)
+            .arg(records_url)
             .args(args)
             .envs(env.iter().cloned());
         spawn_counting(command, None)

@@ -1,4 +1,4 @@
--- The simulated payment gateway's own ledger. It stands in for an external
+-- The simulated payment gateway's own records. It stands in for an external
 -- system: written only by the gateway, in its own transactions.
 CREATE TABLE simulated_charges (
     id TEXT PRIMARY KEY,

@@ -1,5 +1,5 @@
 //! The balance's list, `GET /v1/balance_transactions`: `created[gte]`,
-//! `starting_after` and `limit`, newest first.
+//! `source`, `starting_after` and `limit`, newest first.
 
 use super::calls::{connection, Form};
 use super::http::{Request, Response};
@@ -12,6 +12,7 @@ pub fn list(state: &State, request: &Request) -> Response {
     let listed = Form::from_query(&request.query).and_then(|query| {
         let list = ListBalanceTransactions {
             created_gte: query.created_gte()?,
+            source: query.param("source"),
             starting_after: query.param("starting_after"),
             limit: query.limit()?,
         };

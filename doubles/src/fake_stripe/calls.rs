@@ -29,7 +29,7 @@ pub fn with_faults<T>(
     if rng.gen_bool(faults.rate_limit_rate) {
         return Reply::Answer(wire::rate_limited());
     }
-    // Stripe acts without a key too; the ledger wants one.
+    // Stripe acts without a key too; its records want one.
     let key = request
         .header("idempotency-key")
         .map(str::to_owned)
@@ -93,7 +93,7 @@ pub fn connection(
     state
         .pool
         .get()
-        .map_err(|err| api_error(format!("Ledger unavailable: {err}")))
+        .map_err(|err| api_error(format!("Records unavailable: {err}")))
 }
 
 /// A form-encoded body, as Stripe reads it.

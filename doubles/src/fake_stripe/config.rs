@@ -1,4 +1,4 @@
-//! How a fake Stripe is started: where it listens, its ledger, its faults,
+//! How a fake Stripe is started: where it listens, its records, its faults,
 //! its key, where its events go, and its limits.
 
 use crate::settings::SimulatedGatewaySettings;

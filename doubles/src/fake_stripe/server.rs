@@ -17,7 +17,7 @@ use super::wire::{invalid_request, rate_limited};
 use super::{authentication_page, balance_transactions, intents, refunds, webhooks};
 use crate::events::Double;
 use crate::intents::IntentSettings;
-use crate::ledger::{ledger, run_migrations};
+use crate::records::{records_pool, run_migrations};
 
 /// A running fake gateway, serving on a background thread.
 pub struct FakeGateway {
@@ -26,14 +26,14 @@ pub struct FakeGateway {
 }
 
 impl FakeGateway {
-    /// Migrates the ledger's database, binds `config.bind` (port 0 picks a
+    /// Migrates its records database, binds `config.bind` (port 0 picks a
     /// free port) and serves until the process ends.
     pub fn start(config: FakeGatewayConfig) -> anyhow::Result<FakeGateway> {
-        let pool = ledger(&config.database_url);
+        let pool = records_pool(&config.database_url);
         run_migrations(
             &mut *pool
                 .get()
-                .context("cannot connect to the ledger's database")?,
+                .context("cannot connect to the records database")?,
         )
         .map_err(anyhow::Error::msg)?;
         let listener = TcpListener::bind(&config.bind)

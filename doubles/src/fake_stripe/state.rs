@@ -1,5 +1,5 @@
 //! What every connection of a fake Stripe shares: its configuration and
-//! ledger, the keys in flight, where its events go;
+//! records, the keys in flight, where its events go;
 //! and what a handler does with its connection.
 
 use std::collections::HashSet;
@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::Response;
 use crate::intents::IntentSettings;
-use crate::ledger::Ledger;
+use crate::records::RecordsPool;
 
 /// What a handler does with the connection.
 pub enum Reply {
@@ -19,7 +19,7 @@ pub enum Reply {
 
 pub struct State {
     pub config: FakeGatewayConfig,
-    pub pool: Ledger,
+    pub pool: RecordsPool,
     /// Its PaymentIntents' authentication page is its own.
     pub intents: IntentSettings,
     pub in_flight: InFlight,

@@ -67,7 +67,8 @@ pub(super) fn of_charge(charge: &Value) -> Result<Option<BalanceTransaction>, St
 }
 
 /// The query of `GET /v1/balance_transactions`: `created[gte]` in whole
-/// seconds (rounded down, so nothing made in the second is missed).
+/// seconds (rounded down, so nothing made in the second is missed), and
+/// `source`.
 pub fn list_query(request: &ListBalanceTransactions) -> Vec<(&'static str, String)> {
     let mut query = vec![("limit", request.limit.to_string())];
     query.extend(
@@ -75,6 +76,7 @@ pub fn list_query(request: &ListBalanceTransactions) -> Vec<(&'static str, Strin
             .created_gte
             .map(|since| ("created[gte]", since.timestamp().to_string())),
     );
+    query.extend(request.source.iter().map(|id| ("source", id.clone())));
     query.extend(
         request
             .starting_after

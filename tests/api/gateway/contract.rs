@@ -21,49 +21,49 @@ use crate::common::test_databases::create_test_database;
 
 type Gateway = dyn PaymentGateway;
 
-/// Gateways over one ledger, each with its own faults.
+/// Gateways over one records database, each with its own faults.
 trait GatewayUnderTest {
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway>;
-    fn ledger_url(&self) -> &str;
+    fn records_url(&self) -> &str;
 
     fn healthy(&self) -> Box<Gateway> {
         self.gateway(SimulatedGatewaySettings::default())
     }
 
-    fn ledger(&self) -> PgConnection {
-        PgConnection::establish(self.ledger_url()).unwrap()
+    fn records(&self) -> PgConnection {
+        PgConnection::establish(self.records_url()).unwrap()
     }
 }
 
 struct Simulated {
-    ledger_url: String,
+    records_url: String,
 }
 
 impl GatewayUnderTest for Simulated {
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
-        let pool = crate::common::settings::pool(&self.ledger_url);
+        let pool = crate::common::settings::pool(&self.records_url);
         Box::new(SimulatedGateway::new(pool, faults))
     }
 
-    fn ledger_url(&self) -> &str {
-        &self.ledger_url
+    fn records_url(&self) -> &str {
+        &self.records_url
     }
 }
 
-/// A fake gateway per set of faults, all on the same ledger, as several
-/// Stripe servers behind one API would be.
+/// A fake gateway per set of faults, all on the same records database, as
+/// several Stripe servers behind one API would be.
 struct StripeOverHttp {
-    ledger_url: String,
+    records_url: String,
 }
 
 impl GatewayUnderTest for StripeOverHttp {
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
-        let fake = start_fake_gateway(&self.ledger_url, faults);
+        let fake = start_fake_gateway(&self.records_url, faults);
         Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap())
     }
 
-    fn ledger_url(&self) -> &str {
-        &self.ledger_url
+    fn records_url(&self) -> &str {
+        &self.records_url
     }
 }
 
@@ -110,7 +110,7 @@ fn refund(key: &str, intent: &str, amount: i64) -> RefundRequest {
 }
 
 fn refunds(under_test: &impl GatewayUnderTest) -> i64 {
-    count(&mut under_test.ledger(), "simulated_refunds")
+    count(&mut under_test.records(), "simulated_refunds")
 }
 
 fn partial_refunds_add_up_and_never_exceed_what_was_paid(under_test: &impl GatewayUnderTest) {
@@ -261,7 +261,7 @@ fn refunds_of_charges_made_before_payment_intents_are_made_on_the_charge(
         "INSERT INTO simulated_charges (id, idempotency_key, amount_cents, currency, source, status) \
          VALUES ('ch_legacy', 'legacy-key', 2000, 'usd', 'tok_visa', 'succeeded')",
     )
-    .execute(&mut under_test.ledger())
+    .execute(&mut under_test.records())
     .unwrap();
     let gateway = under_test.healthy();
     let legacy = Payment::Charge("ch_legacy".to_owned());
@@ -288,7 +288,7 @@ fn a_disputed_payment_says_so(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let intent = paid(&*gateway, "paid", "pm_card_visa");
     assert!(!intent.disputed);
-    assert!(intents::open_dispute(&mut under_test.ledger(), &intent.id).unwrap());
+    assert!(intents::open_dispute(&mut under_test.records(), &intent.id).unwrap());
     assert!(
         gateway
             .retrieve_intent(&intent.id)
@@ -301,7 +301,7 @@ fn a_disputed_payment_says_so(under_test: &impl GatewayUnderTest) {
 fn a_hold_lapses_and_is_canceled_automatically(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let held = hold(&*gateway, "held", "pm_card_visa");
-    intents::lapse_now(&mut under_test.ledger(), &held.id).unwrap();
+    intents::lapse_now(&mut under_test.records(), &held.id).unwrap();
 
     let lapsed = gateway.retrieve_intent(&held.id).unwrap().unwrap();
     let late = capture(&*gateway, "late", &held.id, 2000);
@@ -429,7 +429,7 @@ fn an_unknown_payment_method_is_rejected_and_holds_nothing(under_test: &impl Gat
 
 fn intents_held(under_test: &impl GatewayUnderTest) -> i64 {
     count(
-        &mut PgConnection::establish(under_test.ledger_url()).unwrap(),
+        &mut PgConnection::establish(under_test.records_url()).unwrap(),
         "simulated_payment_intents",
     )
 }
@@ -919,6 +919,20 @@ fn the_balance_lists_each_capture_and_each_refund_newest_first(under_test: &impl
         read.balance_transaction.as_ref()
     );
     assert_eq!(later, BalanceTransactionPage::default());
+    // One charge's, or one refund's, alone.
+    let of_source = |source: &str| {
+        let page = list(&ListBalanceTransactions::of_source(source));
+        let kinds: Vec<_> = page.transactions.iter().map(|l| l.kind.clone()).collect();
+        (kinds, page.transactions[0].transaction.amount_cents)
+    };
+    assert_eq!(
+        of_source(paid.latest_charge.as_deref().unwrap()),
+        (vec!["charge".to_owned()], 2000)
+    );
+    assert_eq!(
+        of_source(&listed[0].1.clone().unwrap()),
+        (vec!["refund".to_owned()], -500)
+    );
 }
 
 macro_rules! gateway_contract {
@@ -929,7 +943,7 @@ macro_rules! gateway_contract {
                 #[test]
                 fn $scenario() {
                     super::$scenario(&$under_test {
-                        ledger_url: create_test_database(),
+                        records_url: create_test_database(),
                     });
                 }
             )+

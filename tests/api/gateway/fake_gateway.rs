@@ -35,7 +35,7 @@ async fn get(client: &Client, url: &str) -> Answer {
 
 #[tokio::test]
 async fn a_keyed_payment_is_replayed_and_refused_with_other_parameters() {
-    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let (fake, _records) = spawn_fake_gateway(|_| {});
     let (client, base) = (Client::new(), fake.url());
 
     let first = pay(&client, &base, "key-1", "2000").await;
@@ -70,7 +70,7 @@ async fn a_keyed_payment_is_replayed_and_refused_with_other_parameters() {
 
 #[tokio::test]
 async fn a_payments_refunds_are_listed_newest_first_and_its_charge_expanded_on_request() {
-    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let (fake, _records) = spawn_fake_gateway(|_| {});
     let (client, base) = (Client::new(), fake.url());
     let intent = pay(&client, &base, "paid", "3000").await.json();
     let id = intent["id"].as_str().unwrap();

@@ -74,7 +74,7 @@ fn create_form<'a>(payment_method: &'a str, capture_method: &'a str) -> Vec<(&'a
 
 #[tokio::test]
 async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_describes() {
-    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let (fake, _records) = spawn_fake_gateway(|_| {});
     let fake = Fake {
         url: fake.url(),
         client: reqwest::Client::new(),
@@ -217,7 +217,7 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
 /// charge's id alone. Every answer is what the specification describes.
 #[tokio::test]
 async fn the_fake_shows_a_charges_balance_transaction_as_expand_asks() {
-    let (fake, _ledger) = spawn_fake_gateway(|_| {});
+    let (fake, _records) = spawn_fake_gateway(|_| {});
     let fake = Fake {
         url: fake.url(),
         client: reqwest::Client::new(),
@@ -358,7 +358,7 @@ fn receive_events() -> (String, std::sync::mpsc::Receiver<Value>) {
 
 #[tokio::test]
 async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_describes() {
-    let (gateway, ledger) = spawn_fake_gateway(|_| {});
+    let (gateway, records) = spawn_fake_gateway(|_| {});
     let (url, received) = receive_events();
     gateway.send_webhooks_to(ridepay_doubles::fake_stripe::WebhookTarget {
         url,
@@ -394,7 +394,7 @@ async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_desc
         .await;
     let listed = fake.get(&format!("/v1/refunds?payment_intent={id}")).await;
     ridepay_doubles::intents::open_dispute(
-        &mut diesel::Connection::establish(&ledger).unwrap(),
+        &mut diesel::Connection::establish(&records).unwrap(),
         &id,
     )
     .unwrap();

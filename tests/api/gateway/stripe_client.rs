@@ -12,7 +12,7 @@ use ridepay::payments::{
 };
 
 use crate::common::gateway::{
-    intent_request, ledger_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY,
+    intent_request, records_count, spawn_fake_gateway, stripe_settings, FAKE_API_KEY,
 };
 
 fn request(key: &str) -> CreateIntent {
@@ -28,7 +28,7 @@ fn pay_once(settings: &StripeSettings, key: &str) -> Result<PaymentIntent, Gatew
 
 #[test]
 fn a_rate_limit_is_unavailable_with_the_retry_after_of_the_answer() {
-    let (fake, ledger) = spawn_fake_gateway(|faults| faults.rate_limit_rate = 1.0);
+    let (fake, records) = spawn_fake_gateway(|faults| faults.rate_limit_rate = 1.0);
     let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
 
     let limited = client.create_intent(&request("limited")).unwrap_err();
@@ -40,12 +40,12 @@ fn a_rate_limit_is_unavailable_with_the_retry_after_of_the_answer() {
         ),
         "{limited:?}"
     );
-    assert_eq!(ledger_count(&ledger, ""), 0);
+    assert_eq!(records_count(&records, ""), 0);
 }
 
 #[test]
 fn a_key_in_use_by_a_slower_request_is_unavailable_and_pays_once() {
-    let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(1500));
+    let (slow, records) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(1500));
     let client = StripeGateway::new(&stripe_settings(&slow)).unwrap();
 
     let (first, second) = thread::scope(|scope| {
@@ -60,12 +60,12 @@ fn a_key_in_use_by_a_slower_request_is_unavailable_and_pays_once() {
         matches!(&second, Err(GatewayError::Unavailable { reason, retry_after: Some(_) }) if reason.contains("409")),
         "{second:?}"
     );
-    assert_eq!(ledger_count(&ledger, ""), 1);
+    assert_eq!(records_count(&records, ""), 1);
 }
 
 #[test]
 fn a_refused_api_key_is_misconfigured_and_never_shown() {
-    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let (fake, records) = spawn_fake_gateway(|_| {});
     let mut settings = stripe_settings(&fake);
     settings.api_key = Some("sk_test_WrongKey999".to_owned().into());
     let client = StripeGateway::new(&settings).unwrap();
@@ -81,12 +81,12 @@ fn a_refused_api_key_is_misconfigured_and_never_shown() {
         !shown.contains("WrongKey999") && !shown.contains(FAKE_API_KEY),
         "{shown}"
     );
-    assert_eq!(ledger_count(&ledger, ""), 0);
+    assert_eq!(records_count(&records, ""), 0);
 }
 
 #[test]
 fn a_timeout_shorter_than_the_gateway_is_unknown_and_a_retry_gets_the_payment_made() {
-    let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
+    let (slow, records) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
     let mut impatient = stripe_settings(&slow);
     impatient.timeout = Duration::from_millis(200);
 
@@ -106,10 +106,10 @@ fn a_timeout_shorter_than_the_gateway_is_unknown_and_a_retry_gets_the_payment_ma
         }
     };
     assert_eq!(
-        ledger_count(&ledger, &format!("WHERE id = '{}'", paid.id)),
+        records_count(&records, &format!("WHERE id = '{}'", paid.id)),
         1
     );
-    assert_eq!(ledger_count(&ledger, ""), 1);
+    assert_eq!(records_count(&records, ""), 1);
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn a_closed_port_is_unavailable() {
 
 #[test]
 fn a_500_stripe_saved_under_the_key_is_known_as_such_and_each_failure_names_its_request() {
-    let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 1.0);
+    let (fake, records) = spawn_fake_gateway(|faults| faults.saved_error_rate = 1.0);
     let client = StripeGateway::new(&stripe_settings(&fake)).unwrap();
     let hold = intent_request("saved", "pm_card_visa", CaptureMethod::Manual);
 
@@ -154,5 +154,5 @@ fn a_500_stripe_saved_under_the_key_is_known_as_such_and_each_failure_names_its_
         "{retried:?}"
     );
     // Before or after acting, the fake chose; never twice.
-    assert!(ledger_count(&ledger, "") <= 1);
+    assert!(records_count(&records, "") <= 1);
 }

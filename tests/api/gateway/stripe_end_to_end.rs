@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::common::app::{ride_with, spawn_app_with, spawn_server, Answer, TestApp};
 use crate::common::database::count;
-use crate::common::gateway::{ledger_count, spawn_fake_gateway, stripe_settings, WEBHOOK_SECRET};
+use crate::common::gateway::{records_count, spawn_fake_gateway, stripe_settings, WEBHOOK_SECRET};
 use crate::common::ids::Id;
 use crate::common::wait::eventually;
 
@@ -38,7 +38,7 @@ async fn post_until_final(app: &TestApp, address: &str, key: &str, body: &str) -
 
 #[tokio::test]
 async fn retried_rides_through_a_failing_and_lossy_stripe_are_paid_exactly_once() {
-    let (fake, ledger) = spawn_fake_gateway(|faults| {
+    let (fake, records) = spawn_fake_gateway(|faults| {
         faults.fail_rate = 0.3;
         faults.lost_response_rate = 0.3;
     });
@@ -68,8 +68,8 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_paid_exactly_once(
         assert_eq!(ride["amount_cents"], *amount);
         let intent = ride["payment_intent_id"].as_str().unwrap();
         assert_eq!(
-            ledger_count(
-                &ledger,
+            records_count(
+                &records,
                 &format!(
                     "WHERE id = '{intent}' AND amount_received_cents = {amount} AND status = 'succeeded'"
                 )
@@ -81,9 +81,9 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_paid_exactly_once(
 
     // One ride and one PaymentIntent (the decline's left unpaid) per key.
     assert_eq!(app.count("rides"), 10);
-    assert_eq!(ledger_count(&ledger, ""), 10);
+    assert_eq!(records_count(&records, ""), 10);
     assert_eq!(
-        ledger_count(&ledger, "WHERE status = 'requires_payment_method'"),
+        records_count(&records, "WHERE status = 'requires_payment_method'"),
         1
     );
     assert_eq!(app.count("rides WHERE status = 'captured'"), 9);
@@ -91,7 +91,7 @@ async fn retried_rides_through_a_failing_and_lossy_stripe_are_paid_exactly_once(
 
 #[tokio::test]
 async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
-    let (slow, ledger) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
+    let (slow, records) = spawn_fake_gateway(|faults| faults.latency = Duration::from_millis(800));
     let app = spawn_app_with(|settings| {
         use_stripe(settings, &slow);
         settings.gateway.stripe.timeout = Duration::from_millis(200);
@@ -110,8 +110,11 @@ async fn a_stripe_timeout_is_a_503_and_the_retry_pays_no_second_time() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(ledger_count(&ledger, ""), 1);
-    assert_eq!(ledger_count(&ledger, &format!("WHERE id = '{intent}'")), 1);
+    assert_eq!(records_count(&records, ""), 1);
+    assert_eq!(
+        records_count(&records, &format!("WHERE id = '{intent}'")),
+        1
+    );
     assert_eq!(app.count("rides"), 1);
 }
 
@@ -133,7 +136,7 @@ async fn stripe_with_webhooks(fake: &FakeGateway) -> TestApp {
 #[tokio::test]
 async fn the_fakes_webhook_settles_a_lost_payment_and_the_completer_finishes_it_without_paying_again(
 ) {
-    let (fake, ledger) = spawn_fake_gateway(|faults| faults.lost_response_rate = 1.0);
+    let (fake, records) = spawn_fake_gateway(|faults| faults.lost_response_rate = 1.0);
     let app = stripe_with_webhooks(&fake).await;
     let body = ride_with(json!({}));
 
@@ -160,7 +163,7 @@ async fn the_fakes_webhook_settles_a_lost_payment_and_the_completer_finishes_it_
     })
     .await;
     assert!(finished, "{}", app.key_state("lost"));
-    assert_eq!(ledger_count(&ledger, ""), 1);
+    assert_eq!(records_count(&records, ""), 1);
     let replay = app.post_ride("lost", &body).await;
     assert_eq!(replay.status, 201);
     assert_eq!(replay.json()["status"], "captured");
@@ -169,7 +172,7 @@ async fn the_fakes_webhook_settles_a_lost_payment_and_the_completer_finishes_it_
 #[tokio::test]
 async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_learnt_from_webhooks(
 ) {
-    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let (fake, records) = spawn_fake_gateway(|_| {});
     let app = stripe_with_webhooks(&fake).await;
     let ride = app.post_ride("ride", &ride_with(json!({}))).await.json();
     let ride_id = Id::of(&ride["id"]);
@@ -205,7 +208,7 @@ async fn refunds_through_stripe_are_counted_once_and_refunds_made_elsewhere_are_
     );
     assert_eq!(
         count(
-            &mut diesel::PgConnection::establish(&ledger).unwrap(),
+            &mut diesel::PgConnection::establish(&records).unwrap(),
             "simulated_refunds"
         ),
         2

@@ -1,7 +1,7 @@
 //! Real process kills: the built binary aborts at each crash point
 //! (`RIDEPAY_CRASH_AT`), is restarted, and the key ends with exactly one ride,
-//! one charge, and the same answer on every replay, whether the client retries
-//! or the completer finishes it alone.
+//! one charge, the same answer on every replay and the ledger exact, whether
+//! the client retries or the completer finishes it alone.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::common::ids::Id;
 use crate::common::keys::assert_takeover_fenced;
 use crate::common::server_process::ServerProcess;
 use crate::common::wait::eventually;
+use crate::ledger::assert_exact;
 
 const KEY: &str = "crash-me";
 
@@ -59,6 +60,7 @@ async fn a_client_retry_finishes_after_a_crash_at(point: &str) {
     answer.assert_status(201);
     assert_eq!(app.counts(), (1, 1, 1), "{point}");
     assert_replays(&app, &restarted.address, &answer).await;
+    assert_exact(&app, point);
 }
 
 async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
@@ -82,6 +84,7 @@ async fn the_completer_alone_finishes_after_a_crash_at(point: &str) {
     assert_eq!(answer.status, 201);
     assert_eq!(app.counts(), (1, 1, 1), "{point}");
     assert_replays(&app, &restarted.address, &answer).await;
+    assert_exact(&app, point);
 }
 
 /// A test per crash point, finished by a client retry and by the completer
@@ -253,6 +256,7 @@ mod refunds {
             assert_eq!(replay.header("location"), answer.header("location"));
             assert_eq!(replay.header("idempotent-replayed"), Some("true"));
         }
+        assert_exact(app, point);
     }
 
     async fn a_client_retry_finishes_after_a_crash_at(point: &str, refunding: &Refunding) {
@@ -414,6 +418,7 @@ mod lifecycle {
             assert_eq!(replay.body, answer.body);
             assert_eq!(replay.header("idempotent-replayed"), Some("true"));
         }
+        assert_exact(app, point);
     }
 
     async fn a_client_retry_finishes_after_a_crash_at(point: &str, action: &Action) {

@@ -1,6 +1,7 @@
 //! The ledger: what the database refuses of it, the opening transactions,
 //! what each of a ride's money movements posts, and the platform's reads.
 
+mod check;
 mod guards;
 mod opening;
 mod postings;
@@ -26,6 +27,16 @@ pub fn posting(kind: &str, entries: &[(&str, i64)]) -> Posting {
 
 /// The ride's ledger transactions, in the order they were posted.
 pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
+    postings_where(app, &format!("t.ride_id = {}", ride_id.row_key()))
+}
+
+/// The transactions no ride names (a released payment's), in the order
+/// they were posted.
+pub fn postings_without_ride(app: &TestApp) -> Vec<Posting> {
+    postings_where(app, "t.ride_id IS NULL")
+}
+
+fn postings_where(app: &TestApp, condition: &str) -> Vec<Posting> {
     #[derive(diesel::QueryableByName)]
     struct Entry {
         #[diesel(sql_type = BigInt)]
@@ -41,8 +52,7 @@ pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
         "SELECT t.id AS transaction_id, t.kind, a.code, e.amount_cents \
          FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id \
          JOIN ledger_accounts a ON a.id = e.account_id \
-         WHERE t.ride_id = {} ORDER BY t.id, a.code COLLATE \"C\"",
-        ride_id.row_key()
+         WHERE {condition} ORDER BY t.id, a.code COLLATE \"C\""
     ))
     .load(&mut app.db())
     .unwrap();
@@ -65,4 +75,31 @@ pub fn postings(app: &TestApp, ride_id: Id) -> Vec<Posting> {
 /// price, 2.9 % rounded half up, and 30.
 pub fn fee_of(amount_cents: i64) -> i64 {
     (amount_cents * 29 + 500) / 1000 + 30
+}
+
+/// The ledger is exact: `ridepay ledger check` finds nothing in the
+/// database (each transaction its movement's, every movement posted, each
+/// ride's postings its amounts) and every ride's charge has its capture and
+/// fee posted once.
+pub fn assert_exact(app: &TestApp, context: &str) {
+    let report = ridepay::ledger::check::check(
+        &mut app.db(),
+        ridepay::ledger::check::since(None),
+        std::time::Duration::from_secs(3600),
+    )
+    .unwrap();
+    assert!(
+        report.violations.is_empty() && report.fees_pending.is_empty(),
+        "{context}: {report:?}"
+    );
+    let charges = app.count("charges");
+    for kind in ["capture", "fee"] {
+        assert_eq!(
+            app.count(&format!(
+                "ledger_transactions WHERE kind = '{kind}' AND ride_id IS NOT NULL"
+            )),
+            charges,
+            "{context}: {kind}s"
+        );
+    }
 }

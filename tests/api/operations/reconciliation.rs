@@ -16,7 +16,7 @@ use crate::common::app::{
 use crate::common::database::count;
 use crate::common::database::{lose_rides, sql};
 use crate::common::gateway::{
-    ledger_count, reconcile, reconcile_with, spawn_fake_gateway, stripe_settings,
+    reconcile, reconcile_with, records_count, spawn_fake_gateway, stripe_settings,
 };
 use crate::common::ids::Id;
 use crate::common::keys::RideRequest;
@@ -266,6 +266,24 @@ async fn a_payment_whose_ride_was_lost_is_refunded_and_its_retry_ends_with_a_502
     let again = reconcile(&app);
     assert_eq!((again.orphans_refunded, again.orphans_cancelled), (0, 0));
     assert_eq!(count(&mut app.db(), "simulated_refunds"), 1);
+    // What the payment moved is posted with its release, against suspense:
+    // its capture, the gateway's fee, the refund that gave it back.
+    let fee = crate::ledger::fee_of(2000);
+    assert_eq!(
+        crate::ledger::postings_without_ride(&app),
+        [
+            crate::ledger::posting(
+                "capture",
+                &[("gateway:usd", 2000), ("platform:suspense:usd", -2000)]
+            ),
+            crate::ledger::posting("fee", &[("gateway:usd", -fee), ("platform:fees:usd", fee)]),
+            crate::ledger::posting(
+                "refund",
+                &[("gateway:usd", -2000), ("platform:suspense:usd", 2000)]
+            ),
+        ]
+    );
+    crate::ledger::assert_exact(&app, "after the release");
 }
 
 /// Refunds through a gateway that saves a 500 for every refund call (half
@@ -322,7 +340,7 @@ async fn a_refund_whose_answer_was_a_saved_500_is_not_made_twice() {
 /// without a ride.
 #[tokio::test]
 async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
-    let (fake, ledger) = spawn_fake_gateway(|faults| faults.saved_error_rate = 0.5);
+    let (fake, records) = spawn_fake_gateway(|faults| faults.saved_error_rate = 0.5);
     let stripe = |settings: &mut Settings| {
         settings.gateway.kind = GatewayKind::Stripe;
         settings.gateway.stripe = stripe_settings(&fake);
@@ -359,8 +377,8 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
         .collect();
     for id in &paid {
         assert_eq!(
-            ledger_count(
-                &ledger,
+            records_count(
+                &records,
                 &format!("WHERE id = '{id}' AND status = 'succeeded'")
             ),
             1
@@ -369,7 +387,7 @@ async fn saved_500s_through_stripe_end_with_one_payment_per_key() {
     // Every PaymentIntent the gateway made is a recorded ride's, or was
     // released.
     assert_eq!(
-        ledger_count(&ledger, "WHERE status <> 'canceled'"),
+        records_count(&records, "WHERE status <> 'canceled'"),
         keys.len() as i64
     );
 }

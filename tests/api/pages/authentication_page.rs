@@ -20,7 +20,7 @@ struct PageUnderTest {
     gateway: Box<dyn PaymentGateway>,
     page: String,
     /// The database holding its PaymentIntents.
-    ledger: String,
+    records: String,
     _fake: Option<ridepay_doubles::fake_stripe::FakeGateway>,
 }
 
@@ -33,17 +33,17 @@ fn simulated(app: &TestApp) -> PageUnderTest {
                 .with_authentication_page(page.clone()),
         ),
         page,
-        ledger: app.database_url.clone(),
+        records: app.database_url.clone(),
         _fake: None,
     }
 }
 
 fn fake() -> PageUnderTest {
-    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let (fake, records) = spawn_fake_gateway(|_| {});
     PageUnderTest {
         gateway: Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap()),
         page: format!("{}/fake/authenticate", fake.url()),
-        ledger,
+        records,
         _fake: Some(fake),
     }
 }
@@ -254,7 +254,7 @@ async fn a_return_url_that_is_not_plain_http_is_refused_and_none_reaches_a_heade
         diesel::sql_query("UPDATE simulated_payment_intents SET return_url = $1 WHERE id = $2")
             .bind::<diesel::sql_types::Text, _>(injected)
             .bind::<diesel::sql_types::Text, _>(&intent.id)
-            .execute(&mut diesel::PgConnection::establish(&under_test.ledger).unwrap())
+            .execute(&mut diesel::PgConnection::establish(&under_test.records).unwrap())
             .unwrap();
 
         let answered = answer(&under_test, &intent, "complete").await;

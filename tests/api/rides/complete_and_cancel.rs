@@ -319,7 +319,7 @@ async fn two_completions_at_once_capture_once() {
 async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_expired() {
     use crate::common::app::spawn_app_with;
     use crate::common::gateway::{spawn_fake_gateway, stripe_settings};
-    let (fake, ledger) = spawn_fake_gateway(|_| {});
+    let (fake, records) = spawn_fake_gateway(|_| {});
     let app = spawn_app_with(|s| {
         s.gateway.kind = ridepay::config::GatewayKind::Stripe;
         s.gateway.stripe = stripe_settings(&fake);
@@ -327,7 +327,7 @@ async fn a_hold_found_lapsed_when_acting_on_it_is_a_stored_answer_and_the_ride_e
     .await;
     let completed = app.held_ride("to-complete", "pm_card_visa").await;
     let cancelled = app.held_ride("to-cancel", "pm_card_visa").await;
-    let mut gateway = diesel::Connection::establish(&ledger).unwrap();
+    let mut gateway = diesel::Connection::establish(&records).unwrap();
     for ride_id in [completed, cancelled] {
         intents::lapse_now(&mut gateway, &intent_of(&app.ride(ride_id).await)).unwrap();
     }

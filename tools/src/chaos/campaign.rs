@@ -54,6 +54,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         })
         .collect();
     let logs = LogCounts::new(&SERVER_EVENTS);
+    let checker = ridepay.clone();
     let fleet = Arc::new(Fleet::start(ridepay, envs, logs.clone())?);
     let counters = Arc::new(Counters::default());
     eprintln!(
@@ -88,9 +89,9 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         std::thread::sleep(Duration::from_millis(500));
     }
     let settle = settle_began.elapsed();
-    let report = audit::audit(
+    let mut report = audit::audit(
         &mut conn,
-        &mut gateway.ledger()?,
+        &mut gateway.records()?,
         user.user_id,
         started,
         &histories,
@@ -101,6 +102,9 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         },
     )?;
     fleet.stop_all();
+    for violation in checker.ledger_violations(&gateway.command_env())? {
+        report.flag(CHECKS[25], violation);
+    }
 
     let summary = Summary {
         elapsed,

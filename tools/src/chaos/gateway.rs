@@ -1,6 +1,6 @@
 //! The gateway the instances pay through, with the campaign's faults: each
 //! instance's own simulated gateway, or ridepay's Stripe client against
-//! `ridepay fake-gateway`, which keeps its ledger in a database of its own on
+//! `ridepay fake-gateway`, which keeps its records in a database of its own on
 //! the campaign's server and sends its signed webhooks to one instance.
 
 use std::net::{Ipv4Addr, TcpListener};
@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use rand::Rng;
 use ridepay::embedded_postgres::connect_with_retry;
 
-use super::audit::Ledger;
+use super::audit::GatewayRecords;
 use super::options::{GatewayChoice, Options};
 use crate::database::{BesideDatabase, Database};
 use crate::process::Announced;
@@ -34,12 +34,12 @@ pub struct Gateway {
     /// What the webhook instance is given besides: its fixed address.
     webhook_instance_env: Vec<(String, String)>,
     /// The database holding the gateway's records.
-    ledger_url: String,
+    records_url: String,
     /// The name its records carry (`simulated_payment_intents.gateway`).
     double: &'static str,
-    // Dropped in this order: the fake stops before its ledger is dropped.
+    // Dropped in this order: the fake stops before its database is dropped.
     _fake: Option<Announced>,
-    _ledger: Option<BesideDatabase>,
+    _records: Option<BesideDatabase>,
 }
 
 impl Gateway {
@@ -65,13 +65,13 @@ impl Gateway {
             return Ok(Gateway {
                 env: faults,
                 webhook_instance_env: Vec::new(),
-                ledger_url: database.url.clone(),
+                records_url: database.url.clone(),
                 double: "simulated",
                 _fake: None,
-                _ledger: None,
+                _records: None,
             });
         }
-        let ledger = database.create_beside("chaos_ledger")?;
+        let records = database.create_beside("chaos_gateway")?;
         let webhook_address = format!("127.0.0.1:{}", fixed_port()?);
         let mut fake_env = faults;
         fake_env.extend([
@@ -79,7 +79,7 @@ impl Gateway {
             var("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET),
         ]);
         let fake = ridepay.fake_gateway(
-            &ledger.url,
+            &records.url,
             &[
                 "--webhook-url".to_owned(),
                 format!("http://{webhook_address}/webhooks/stripe"),
@@ -97,10 +97,10 @@ impl Gateway {
                 var("STRIPE_CONNECT_TIMEOUT_MS", 300),
             ],
             webhook_instance_env: vec![var("BIND_ADDR", webhook_address)],
-            ledger_url: ledger.url.clone(),
+            records_url: records.url.clone(),
             double: "fake",
             _fake: Some(fake),
-            _ledger: Some(ledger),
+            _records: Some(records),
         })
     }
 
@@ -113,10 +113,20 @@ impl Gateway {
         env
     }
 
+    /// The environment a one-off command (`ridepay ledger check`) reaches
+    /// the gateway with: the instances', less the simulated gateway's
+    /// faults (the fake's are its own, and spare reads).
+    pub fn command_env(&self) -> Vec<(String, String)> {
+        match self.double {
+            "simulated" => Vec::new(),
+            _ => self.env.clone(),
+        }
+    }
+
     /// A connection to the gateway's records, for the audit.
-    pub fn ledger(&self) -> anyhow::Result<Ledger> {
-        Ok(Ledger {
-            conn: connect_with_retry(&self.ledger_url)?,
+    pub fn records(&self) -> anyhow::Result<GatewayRecords> {
+        Ok(GatewayRecords {
+            conn: connect_with_retry(&self.records_url)?,
             gateway: self.double,
         })
     }

@@ -1,6 +1,6 @@
 //! The chaos campaign: two ridepay instances killed and restarted at random
 //! under retrying clients, a webhook receiver that fails now and then, then
-//! an audit of the database, the gateway's ledger and the webhooks taken
+//! an audit of the database, the gateway's records and the webhooks taken
 //! against what the clients saw.
 
 pub mod audit;

@@ -10,7 +10,7 @@ pub enum GatewayChoice {
     /// The in-process simulated gateway of each instance.
     Simulated,
     /// ridepay's Stripe client (`GATEWAY=stripe`) against `ridepay
-    /// fake-gateway`, which keeps its ledger in a database of its own and
+    /// fake-gateway`, which keeps its records in a database of its own and
     /// sends signed webhooks.
     Stripe,
 }

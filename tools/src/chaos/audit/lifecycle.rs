@@ -10,7 +10,7 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel::{PgConnection, RunQueryDsl};
 
 use super::records::{
-    ActionCount, Index, IntentTotal, KeyRow, Ledger, Records, RideRow, RideTotal, SUCCEEDED,
+    ActionCount, GatewayRecords, Index, IntentTotal, KeyRow, Records, RideRow, RideTotal, SUCCEEDED,
 };
 use super::report::{AuditReport, CHECKS};
 use crate::chaos::history::{KeyHistory, Request};
@@ -40,7 +40,7 @@ const UNDONE_REFUNDS: &str = "('failed', 'canceled')";
 /// Every capture call the gateway kept (refused ones too: ridepay should
 /// never ask twice), per PaymentIntent of the campaign.
 pub(super) fn capture_calls(
-    ledger: &mut Ledger,
+    gateway_records: &mut GatewayRecords,
     started: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Vec<IntentTotal>> {
     Ok(diesel::sql_query(
@@ -51,13 +51,13 @@ pub(super) fn capture_calls(
          WHERE c.operation = 'capture' AND i.gateway = $1 AND i.created_at >= $2 \
          GROUP BY i.id",
     )
-    .bind::<Text, _>(ledger.gateway)
+    .bind::<Text, _>(gateway_records.gateway)
     .bind::<Timestamptz, _>(started)
-    .load(&mut ledger.conn)?)
+    .load(&mut gateway_records.conn)?)
 }
 
 pub(super) fn gateway_refunds(
-    ledger: &mut Ledger,
+    gateway_records: &mut GatewayRecords,
     started: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Vec<IntentTotal>> {
     Ok(diesel::sql_query(format!(
@@ -66,9 +66,9 @@ pub(super) fn gateway_refunds(
          WHERE gateway = $1 AND created_at >= $2 AND payment_intent IS NOT NULL \
          AND status NOT IN {UNDONE_REFUNDS} GROUP BY payment_intent"
     ))
-    .bind::<Text, _>(ledger.gateway)
+    .bind::<Text, _>(gateway_records.gateway)
     .bind::<Timestamptz, _>(started)
-    .load(&mut ledger.conn)?)
+    .load(&mut gateway_records.conn)?)
 }
 
 pub(super) fn refunds(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<Vec<RideTotal>> {

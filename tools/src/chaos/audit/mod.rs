@@ -17,7 +17,7 @@ use super::history::KeyHistory;
 use super::receiver::Taken;
 
 use checks::{check_histories, check_intents, check_rides, count_status};
-pub use records::{pending_deliveries, unfinished_keys, Ledger};
+pub use records::{pending_deliveries, unfinished_keys, GatewayRecords};
 use records::{Count, Records, DECLINED, SUCCEEDED};
 pub use report::{AuditReport, CHECKS};
 
@@ -34,7 +34,7 @@ pub struct Deliveries {
 /// `started`.
 pub fn audit(
     conn: &mut PgConnection,
-    ledger: &mut Ledger,
+    gateway_records: &mut GatewayRecords,
     user_id: i64,
     started: chrono::DateTime<chrono::Utc>,
     histories: &[KeyHistory],
@@ -61,11 +61,11 @@ pub fn audit(
              FROM simulated_payment_intents \
              WHERE gateway = $1 AND created_at >= date_trunc('second', $2)",
         )
-        .bind::<Text, _>(ledger.gateway)
+        .bind::<Text, _>(gateway_records.gateway)
         .bind::<Timestamptz, _>(started)
-        .load(&mut ledger.conn)?,
-        captures: lifecycle::capture_calls(ledger, started)?,
-        gateway_refunds: lifecycle::gateway_refunds(ledger, started)?,
+        .load(&mut gateway_records.conn)?,
+        captures: lifecycle::capture_calls(gateway_records, started)?,
+        gateway_refunds: lifecycle::gateway_refunds(gateway_records, started)?,
         refunds: lifecycle::refunds(conn, user_id)?,
         ride_records: lifecycle::ride_records(conn, user_id)?,
         released: diesel::sql_query(
@@ -101,7 +101,7 @@ pub fn audit(
              WHERE answer = '\"saved_failure\"' AND created_at >= $1",
         )
         .bind::<Timestamptz, _>(started)
-        .get_result::<Count>(&mut ledger.conn)?
+        .get_result::<Count>(&mut gateway_records.conn)?
         .count,
         generations_reissued: diesel::sql_query(
             "SELECT coalesce(sum(call_generation), 0)::bigint AS count FROM idempotency_keys \

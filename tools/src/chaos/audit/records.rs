@@ -116,7 +116,7 @@ pub(crate) struct Count {
 /// The names of the checks, in the order the summary lists them.
 /// The gateway's own records: the database it keeps them in, and the name
 /// its rows carry (`simulated` or `fake`).
-pub struct Ledger {
+pub struct GatewayRecords {
     pub conn: PgConnection,
     pub gateway: &'static str,
 }

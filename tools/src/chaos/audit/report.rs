@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 25] = [
+pub const CHECKS: [&str; 26] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -28,6 +28,7 @@ pub const CHECKS: [&str; 25] = [
     "rides whose last delivered event is not how they ended",
     "deliveries to another user's destination",
     "receipts not delivered, unverified, or other events sent as receipts",
+    "violations `ridepay ledger check` finds",
 ];
 
 #[derive(Debug, Default)]

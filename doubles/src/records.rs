@@ -1,5 +1,5 @@
 //! Where the doubles keep their records: their tables' migrations, and the
-//! fake Stripe's own pool on its ledger database.
+//! fake Stripe's own pool on its records database.
 
 use std::time::Duration;
 
@@ -12,10 +12,10 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// A pool on a database of the doubles' own.
-pub type Ledger = Pool<ConnectionManager<PgConnection>>;
+pub type RecordsPool = Pool<ConnectionManager<PgConnection>>;
 
 /// Applies the doubles' pending migrations (and nothing of the service's):
-/// for a ledger database of their own.
+/// for a records database of their own.
 pub fn run_migrations(conn: &mut PgConnection) -> Result<(), String> {
     conn.run_pending_migrations(MIGRATIONS)
         .map(drop)
@@ -23,7 +23,7 @@ pub fn run_migrations(conn: &mut PgConnection) -> Result<(), String> {
 }
 
 /// A pool that connects on first use.
-pub fn ledger(database_url: &str) -> Ledger {
+pub fn records_pool(database_url: &str) -> RecordsPool {
     Pool::builder()
         .max_size(10)
         .min_idle(Some(0))

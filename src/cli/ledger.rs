@@ -1,0 +1,69 @@
+//! `ridepay ledger balances | check`: the ledger's accounts, and its
+//! invariants checked (for cron: non-zero exit on a violation, metrics for a
+//! textfile collector).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::config::Settings;
+use crate::ledger::{against_gateway, check, reads};
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Print every account with its balance (minor units, debits positive)
+    /// as JSON.
+    Balances,
+    /// Check the ledger's invariants, in the database and against the
+    /// gateway's balance transactions, and print what was found as JSON
+    /// (`violations`, `fees_pending`, `unposted`); exit non-zero on a
+    /// violation.
+    Check {
+        /// Check only what was posted or changed in this last span (`90m`,
+        /// `6h`, `2d`).
+        #[arg(long, value_parser = super::parse_span)]
+        since: Option<Duration>,
+        /// Also write the findings as Prometheus text to this file (written
+        /// whole, then renamed into place), for a textfile collector.
+        #[arg(long)]
+        metrics_file: Option<PathBuf>,
+    },
+}
+
+pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
+    match command {
+        LedgerCommand::Balances => {
+            let (mut conn, _database) = super::migrated_connection(settings)?;
+            let accounts = reads::balances(&mut conn, None, None)?;
+            println!("{}", json!({ "data": accounts }));
+            Ok(())
+        }
+        LedgerCommand::Check {
+            since,
+            metrics_file,
+        } => {
+            let (context, _database) = super::service_context(settings)?;
+            let mut conn = context.pool.get()?;
+            let since = check::since(since);
+            // A capture recorded without its fee gets it from the next
+            // reconciliation pass: two intervals allow for one that missed.
+            let fee_grace = settings.reconcile.interval * 2;
+            let mut report = check::check(&mut conn, since, fee_grace)?;
+            against_gateway::compare(&mut conn, context.gateway.as_ref(), since, &mut report)?;
+            println!("{}", serde_json::to_string(&report)?);
+            if let Some(path) = metrics_file {
+                let written = path.with_extension("prom.tmp");
+                std::fs::write(&written, check::metrics(&report))
+                    .and_then(|()| std::fs::rename(&written, &path))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            match report.violations.len() {
+                0 => Ok(()),
+                found => anyhow::bail!("the ledger check found {found} violation(s)"),
+            }
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! `ridepay ledger check`: the ledger's invariants read on a live database
+//! (docs/OPERATIONS.md, "Checking the ledger"). Each transaction balances in each
+//! currency, hashes to what its entries are, and is the template of the
+//! movement its `source` names; every movement ridepay recorded is posted;
+//! each ride's postings come to what the ride says it keeps; the triggers
+//! that enforce all of it are there and enabled. Captures whose fee the
+//! gateway has not told yet are listed apart, as pending, until they are
+//! overdue.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Bytea, Nullable, Text, Timestamptz};
+use serde::Serialize;
+
+use crate::public_ids::RidePublicId;
+
+/// What the check found. `violations` make it fail.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub violations: Vec<Violation>,
+    pub fees_pending: Vec<FeePending>,
+    /// The gateway's balance transactions ridepay posted nothing for, by
+    /// type (`payout`, `adjustment`, a `charge` no ride records, ...).
+    pub unposted: BTreeMap<String, u64>,
+}
+
+/// One broken invariant and what it is about: a transaction's `source`, a
+/// movement's, a ride's id, or a trigger's `table.name`.
+#[derive(Debug, Serialize)]
+pub struct Violation {
+    pub invariant: &'static str,
+    pub subject: String,
+    pub detail: String,
+}
+
+/// A capture whose balance transaction, and so its fee, ridepay has not
+/// read yet.
+#[derive(Debug, Serialize, QueryableByName)]
+pub struct FeePending {
+    #[diesel(sql_type = Text)]
+    pub charge: String,
+    #[diesel(sql_type = Bytea)]
+    #[serde(serialize_with = "as_text")]
+    pub ride_id: RidePublicId,
+    #[diesel(sql_type = Timestamptz)]
+    pub captured_at: DateTime<Utc>,
+}
+
+fn as_text<S: serde::Serializer>(id: &RidePublicId, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(id)
+}
+
+/// The invariants every check names, so that a metrics file shows each
+/// one, found or not.
+pub const INVARIANTS: [&str; 9] = [
+    "unbalanced",
+    "hash_mismatch",
+    "unexplained",
+    "not_its_template",
+    "not_posted",
+    "ride_disagrees",
+    "trigger_disabled",
+    "gateway_disagrees",
+    "not_at_gateway",
+];
+
+/// The triggers that keep the ledger whole, as `table.trigger`: turned off,
+/// the ledger can be changed without a trace but this check's.
+const GUARDING_TRIGGERS: [&str; 14] = [
+    "ledger_transactions.ledger_transactions_balanced",
+    "ledger_entries.ledger_entries_join_new",
+    "ledger_accounts.ledger_accounts_append_only",
+    "ledger_accounts.ledger_accounts_no_truncate",
+    "ledger_transactions.ledger_transactions_append_only",
+    "ledger_transactions.ledger_transactions_no_truncate",
+    "ledger_entries.ledger_entries_append_only",
+    "ledger_entries.ledger_entries_no_truncate",
+    "charges.charges_post_to_ledger",
+    "charges.charges_post_fee_to_ledger",
+    "charges.charges_append_only",
+    "refunds.refunds_post_new_to_ledger",
+    "refunds.refunds_post_to_ledger",
+    "released_payments.released_payments_post_to_ledger",
+];
+
+/// The start of the last `span`; without one, of everything.
+pub fn since(span: Option<Duration>) -> DateTime<Utc> {
+    span.map_or(DateTime::UNIX_EPOCH, |span| {
+        Utc::now() - chrono::Duration::from_std(span).unwrap_or(chrono::Duration::MAX)
+    })
+}
+
+/// Checks what was posted or changed since `since` in the database alone
+/// (`against_gateway` adds the gateway). A capture whose fee is still
+/// unknown after `fee_grace` is a violation; before that it is pending.
+pub fn check(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+    fee_grace: Duration,
+) -> QueryResult<Report> {
+    let mut report = Report::default();
+    let violations = &mut report.violations;
+    violations.extend(unbalanced(conn, since)?);
+    violations.extend(against_templates(conn, since)?);
+    violations.extend(not_posted(conn, since)?);
+    violations.extend(rides_disagreeing(conn, since)?);
+    violations.extend(triggers_off(conn)?);
+    let overdue = Utc::now() - chrono::Duration::from_std(fee_grace).unwrap_or_default();
+    for pending in fees_pending(conn, since)? {
+        if pending.captured_at < overdue {
+            report.violations.push(Violation {
+                invariant: "not_posted",
+                subject: format!("{}:fee", pending.charge),
+                detail: format!(
+                    "the fee of the charge of ride {}, captured at {}, is still unknown",
+                    pending.ride_id, pending.captured_at
+                ),
+            });
+        } else {
+            report.fees_pending.push(pending);
+        }
+    }
+    Ok(report)
+}
+
+#[derive(QueryableByName)]
+struct Found {
+    #[diesel(sql_type = Text)]
+    invariant: String,
+    #[diesel(sql_type = Text)]
+    subject: String,
+    #[diesel(sql_type = Text)]
+    detail: String,
+}
+
+/// The violations `query` (an `invariant`, a `subject` and a `detail` per
+/// row, `$1` the start of the span) finds.
+fn found_since(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+    query: &str,
+) -> QueryResult<Vec<Violation>> {
+    let rows = diesel::sql_query(query)
+        .bind::<Timestamptz, _>(since)
+        .load(conn)?;
+    Ok(found(rows))
+}
+
+fn found(rows: Vec<Found>) -> Vec<Violation> {
+    rows.into_iter()
+        .map(|row| Violation {
+            invariant: INVARIANTS
+                .into_iter()
+                .find(|name| *name == row.invariant)
+                .expect("the queries name only the invariants listed"),
+            subject: row.subject,
+            detail: row.detail,
+        })
+        .collect()
+}
+
+fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
+    found_since(
+        conn,
+        since,
+        "SELECT 'unbalanced' AS invariant, t.source AS subject,
+                'its ' || a.currency || ' entries sum to ' || sum(e.amount_cents) AS detail
+         FROM ledger_transactions AS t
+         JOIN ledger_entries AS e ON e.transaction_id = t.id
+         JOIN ledger_accounts AS a ON a.id = e.account_id
+         WHERE t.created_at >= $1
+         GROUP BY t.id, a.currency
+         HAVING sum(e.amount_cents) <> 0",
+    )
+}
+
+/// Each transaction against its hash and against the entries the movement
+/// its `source` names would post: a capture and a fee from the charge, a
+/// refund and its failure from the refund, those of a payment no ride
+/// records from its release, an opening from the ride it opened (its
+/// amount is checked with the ride's).
+fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
+    #[derive(QueryableByName)]
+    struct Checked {
+        #[diesel(sql_type = Text)]
+        source: String,
+        #[diesel(sql_type = Text)]
+        kind: String,
+        #[diesel(sql_type = Bool)]
+        hash_matches: bool,
+        #[diesel(sql_type = Nullable<Text>)]
+        expected_kind: Option<String>,
+        #[diesel(sql_type = Bool)]
+        matches_template: bool,
+    }
+    let rows: Vec<Checked> = diesel::sql_query(
+        "SELECT t.source, t.kind,
+                t.entries_hash = sha256(convert_to(actual.canonical, 'UTF8')) AS hash_matches,
+                expected.kind AS expected_kind,
+                coalesce(expected.kind = t.kind
+                         AND actual.canonical
+                             = ridepay_ledger_canonical(expected.codes, expected.amounts)
+                         AND t.reverses IS NOT DISTINCT FROM expected.reverses, false)
+                    AS matches_template
+         FROM ledger_transactions AS t
+         CROSS JOIN LATERAL (
+             SELECT ridepay_ledger_canonical(array_agg(a.code), array_agg(e.amount_cents))
+                 AS canonical
+             FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+             WHERE e.transaction_id = t.id) AS actual
+         LEFT JOIN LATERAL (
+             SELECT 'capture' AS kind, NULL::bigint AS reverses,
+                    ARRAY['gateway:' || c.currency, 'platform:unassigned:' || c.currency] AS codes,
+                    ARRAY[c.amount_cents, -c.amount_cents] AS amounts
+             FROM charges AS c
+             WHERE c.ride_id = t.ride_id AND t.source = c.id || ':capture'
+             UNION ALL
+             SELECT 'fee', NULL,
+                    ARRAY['platform:fees:' || c.currency, 'gateway:' || c.currency],
+                    ARRAY[c.fee_cents, -c.fee_cents]
+             FROM charges AS c
+             WHERE c.ride_id = t.ride_id AND c.fee_cents > 0
+               AND t.source = c.balance_transaction_id || ':fee'
+             UNION ALL
+             SELECT 'refund', NULL,
+                    ARRAY['gateway:' || r.currency, 'platform:unassigned:' || r.currency],
+                    ARRAY[-r.amount_cents, r.amount_cents]
+             FROM refunds AS r
+             WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+             UNION ALL
+             SELECT 'refund_failed',
+                    (SELECT refunded.id FROM ledger_transactions AS refunded
+                     WHERE refunded.source = r.gateway_refund_id || ':refund'),
+                    ARRAY['gateway:' || r.currency, 'platform:unassigned:' || r.currency],
+                    ARRAY[r.amount_cents, -r.amount_cents]
+             FROM refunds AS r
+             WHERE r.ride_id = t.ride_id AND r.status IN ('failed', 'canceled')
+               AND t.source = r.gateway_refund_id || ':failed'
+             UNION ALL
+             SELECT 'capture', NULL,
+                    ARRAY['gateway:' || rp.currency, 'platform:suspense:' || rp.currency],
+                    ARRAY[rp.captured_cents, -rp.captured_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL
+               AND t.source = rp.charge_id || ':capture'
+             UNION ALL
+             SELECT 'fee', NULL,
+                    ARRAY['platform:fees:' || rp.currency, 'gateway:' || rp.currency],
+                    ARRAY[rp.fee_cents, -rp.fee_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL AND rp.fee_cents > 0
+               AND t.source = rp.balance_transaction_id || ':fee'
+             UNION ALL
+             SELECT 'refund', NULL,
+                    ARRAY['gateway:' || rp.currency, 'platform:suspense:' || rp.currency],
+                    ARRAY[-rp.amount_cents, rp.amount_cents]
+             FROM released_payments AS rp
+             WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL
+               AND t.source = rp.refund_id || ':refund'
+             UNION ALL
+             SELECT 'opening', NULL,
+                    ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
+                    ARRAY[opened.amount, -opened.amount]
+             FROM rides AS ride
+             JOIN installation ON t.created_at = installation.ledger_started_at
+             CROSS JOIN LATERAL (
+                 SELECT e.amount_cents AS amount
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = t.id AND a.code = 'gateway:' || ride.currency) AS opened
+             WHERE ride.id = t.ride_id
+               AND ((t.source = 'opening:ride:' || ride.id || ':captured' AND opened.amount > 0)
+                    OR t.source = 'opening:ride:' || ride.id || ':refunded')
+         ) AS expected ON true
+         WHERE t.created_at >= $1",
+    )
+    .bind::<Timestamptz, _>(since)
+    .load(conn)?;
+    let mut violations = Vec::new();
+    for row in rows {
+        if !row.hash_matches {
+            violations.push(Violation {
+                invariant: "hash_mismatch",
+                subject: row.source.clone(),
+                detail: "its entries are not those it was posted with".to_owned(),
+            });
+        }
+        match row.expected_kind {
+            None => violations.push(Violation {
+                invariant: "unexplained",
+                subject: row.source,
+                detail: format!("no movement ridepay recorded is this {}", row.kind),
+            }),
+            Some(expected) if !row.matches_template => violations.push(Violation {
+                invariant: "not_its_template",
+                subject: row.source,
+                detail: format!("this {} is not the {expected} its movement posts", row.kind),
+            }),
+            Some(_) => {}
+        }
+    }
+    Ok(violations)
+}
+
+/// Movements recorded since `since` with no transaction: a charge's
+/// capture or fee, a refund the gateway made, or its failure, and what a
+/// released payment moved.
+fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
+    found_since(
+        conn,
+        since,
+        "SELECT 'not_posted' AS invariant, movement.source AS subject,
+                movement.what || ' is recorded but not posted' AS detail
+         FROM (
+             SELECT c.id || ':capture' AS source, 'the capture' AS what
+             FROM charges AS c WHERE c.created_at >= $1
+             UNION ALL
+             SELECT c.balance_transaction_id || ':fee', 'the gateway''s fee'
+             FROM charges AS c WHERE c.created_at >= $1 AND c.fee_cents > 0
+             UNION ALL
+             SELECT r.gateway_refund_id || ':refund', 'the refund'
+             FROM refunds AS r
+             WHERE r.updated_at >= $1 AND r.status IN ('pending', 'succeeded')
+               AND r.gateway_refund_id IS NOT NULL
+             UNION ALL
+             SELECT r.gateway_refund_id || ':failed', 'the failure of a posted refund'
+             FROM refunds AS r
+             WHERE r.updated_at >= $1 AND r.status IN ('failed', 'canceled')
+               AND EXISTS (SELECT FROM ledger_transactions AS refunded
+                           WHERE refunded.source = r.gateway_refund_id || ':refund')
+             UNION ALL
+             SELECT moved.source, 'what a released payment moved'
+             FROM released_payments AS rp
+             CROSS JOIN LATERAL (VALUES (rp.charge_id || ':capture'),
+                                        (rp.balance_transaction_id || ':fee'),
+                                        (rp.refund_id || ':refund')) AS moved (source)
+             WHERE rp.released_at >= $1 AND moved.source IS NOT NULL
+               AND (rp.fee_cents > 0 OR moved.source <> rp.balance_transaction_id || ':fee')
+         ) AS movement
+         WHERE NOT EXISTS (SELECT FROM ledger_transactions AS t WHERE t.source = movement.source)",
+    )
+}
+
+/// Each ride changed since `since`: what its transactions left owed out of
+/// its captures (captured, less refunded) is what the ride keeps: captured
+/// less refunded, less the refunds the gateway has made and not yet
+/// settled.
+fn rides_disagreeing(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
+    #[derive(QueryableByName)]
+    struct Disagreeing {
+        #[diesel(sql_type = Bytea)]
+        ride: RidePublicId,
+        #[diesel(sql_type = BigInt)]
+        kept: i64,
+        #[diesel(sql_type = BigInt)]
+        posted: i64,
+    }
+    let rows: Vec<Disagreeing> = diesel::sql_query(
+        "SELECT ride.public_id AS ride,
+                (ride.amount_captured_cents - ride.amount_refunded_cents - unsettled.amount)::bigint
+                    AS kept,
+                (-posted.amount)::bigint AS posted
+         FROM rides AS ride
+         CROSS JOIN LATERAL (
+             SELECT coalesce(sum(r.amount_cents), 0) AS amount FROM refunds AS r
+             WHERE r.ride_id = ride.id AND r.status = 'pending'
+               AND r.gateway_refund_id IS NOT NULL) AS unsettled
+         CROSS JOIN LATERAL (
+             SELECT coalesce(sum(e.amount_cents), 0) AS amount
+             FROM ledger_transactions AS t
+             JOIN ledger_entries AS e ON e.transaction_id = t.id
+             JOIN ledger_accounts AS a ON a.id = e.account_id
+             WHERE t.ride_id = ride.id AND a.code = 'platform:unassigned:' || ride.currency)
+             AS posted
+         WHERE ride.updated_at >= $1
+           AND ride.amount_captured_cents - ride.amount_refunded_cents - unsettled.amount
+               <> -posted.amount",
+    )
+    .bind::<Timestamptz, _>(since)
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Violation {
+            invariant: "ride_disagrees",
+            subject: row.ride.to_string(),
+            detail: format!(
+                "the ride keeps {} of what it captured, its postings {}",
+                row.kept, row.posted
+            ),
+        })
+        .collect())
+}
+
+fn triggers_off(conn: &mut PgConnection) -> QueryResult<Vec<Violation>> {
+    let rows = diesel::sql_query(
+        "SELECT 'trigger_disabled' AS invariant, guarding.name AS subject,
+                CASE WHEN tg.oid IS NULL THEN 'the trigger is missing'
+                     ELSE 'the trigger is disabled' END AS detail
+         FROM unnest($1::text[]) AS guarding (name)
+         LEFT JOIN (pg_trigger AS tg JOIN pg_class AS c ON c.oid = tg.tgrelid)
+             ON c.relname || '.' || tg.tgname = guarding.name
+            AND c.relnamespace = current_schema()::regnamespace
+         WHERE tg.oid IS NULL OR tg.tgenabled = 'D'",
+    )
+    .bind::<Array<Text>, _>(&GUARDING_TRIGGERS[..])
+    .load(conn)?;
+    Ok(found(rows))
+}
+
+fn fees_pending(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<FeePending>> {
+    diesel::sql_query(
+        "SELECT c.id AS charge, ride.public_id AS ride_id, c.created_at AS captured_at
+         FROM charges AS c JOIN rides AS ride ON ride.id = c.ride_id
+         WHERE c.fee_cents IS NULL AND c.created_at >= $1
+         ORDER BY c.created_at",
+    )
+    .bind::<Timestamptz, _>(since)
+    .load(conn)
+}
+
+/// The report as Prometheus text for a node exporter's textfile collector:
+/// violations per invariant (every invariant, zero included), fees
+/// pending, and when the check ran.
+pub fn metrics(report: &Report) -> String {
+    let mut text = String::from(
+        "# HELP ridepay_ledger_violations Violations of the ledger's invariants the last check found.\n\
+         # TYPE ridepay_ledger_violations gauge\n",
+    );
+    for invariant in INVARIANTS {
+        let count = report
+            .violations
+            .iter()
+            .filter(|violation| violation.invariant == invariant)
+            .count();
+        text.push_str(&format!(
+            "ridepay_ledger_violations{{invariant=\"{invariant}\"}} {count}\n"
+        ));
+    }
+    text.push_str(&format!(
+        "# HELP ridepay_ledger_fees_pending Captures whose gateway fee is not known yet.\n\
+         # TYPE ridepay_ledger_fees_pending gauge\n\
+         ridepay_ledger_fees_pending {}\n\
+         # HELP ridepay_ledger_check_timestamp_seconds When the last check finished.\n\
+         # TYPE ridepay_ledger_check_timestamp_seconds gauge\n\
+         ridepay_ledger_check_timestamp_seconds {}\n",
+        report.fees_pending.len(),
+        Utc::now().timestamp()
+    ));
+    text
+}
