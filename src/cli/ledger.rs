@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
+use diesel::RunQueryDsl;
 use serde_json::json;
 
 use crate::config::Settings;
 use crate::ledger::{against_gateway, check, reads};
+use crate::service_error::ServiceError;
 
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
@@ -51,8 +53,23 @@ pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
             // A capture recorded without its fee gets it from the next
             // reconciliation pass: two intervals allow for one that missed.
             let fee_grace = settings.reconcile.interval * 2;
-            let mut report = check::check(&mut conn, since, fee_grace)?;
-            against_gateway::compare(&mut conn, context.gateway.as_ref(), since, &mut report)?;
+            // One snapshot for every read, taken before the gateway is
+            // listed; a check reads the whole span, not a request's few
+            // rows, so it is not held to a request's limits.
+            let report = conn
+                .build_transaction()
+                .repeatable_read()
+                .read_only()
+                .run(|conn| {
+                    diesel::sql_query(
+                        "SELECT set_config('statement_timeout', '0', true), \
+                         set_config('idle_in_transaction_session_timeout', '0', true)",
+                    )
+                    .execute(conn)?;
+                    let mut report = check::check(conn, since, fee_grace)?;
+                    against_gateway::compare(conn, context.gateway.as_ref(), since, &mut report)?;
+                    Ok::<_, ServiceError>(report)
+                })?;
             println!("{}", serde_json::to_string(&report)?);
             if let Some(path) = metrics_file {
                 let written = path.with_extension("prom.tmp");

@@ -500,6 +500,16 @@ async fn a_tip_part_refused_after_the_fare_part_succeeded_is_a_stored_502_that_c
         ),
         (Some("refunded"), Some(2500))
     );
+    // Posted as ridepay's own refunds are, once.
+    let postings = crate::ledger::postings(&app, ride_id);
+    assert_eq!(
+        postings.last(),
+        Some(&crate::ledger::posting(
+            "refund",
+            &[("gateway:usd", -500), ("platform:unassigned:usd", 500)]
+        ))
+    );
+    crate::ledger::assert_exact(&app, "a refund made outside ridepay");
 }
 
 #[tokio::test]
