@@ -15,6 +15,7 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use super::check::{Report, Violation};
 use crate::payments::lookup::patiently;
 use crate::payments::{ListBalanceTransactions, PaymentGateway};
+use crate::schema::installation;
 use crate::service_error::ServiceError;
 
 /// The gateway's clock may run behind the database's: its list starts
@@ -30,6 +31,12 @@ pub fn compare(
     since: DateTime<Utc>,
     report: &mut Report,
 ) -> Result<(), ServiceError> {
+    // What came before the ledger is in its openings, not posted object by
+    // object.
+    let started: DateTime<Utc> = installation::table
+        .select(installation::ledger_started_at)
+        .first(conn)?;
+    let since = since.max(started);
     // The ledger is read first: whatever it holds, the gateway had made
     // before it, so the list read after it has it.
     let mut posted = posted_since(conn, since)?;
