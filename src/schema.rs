@@ -102,6 +102,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    opening_fees (balance_transaction_id) {
+        balance_transaction_id -> Text,
+        charge_id -> Text,
+        ride_id -> Int8,
+        fee_cents -> Int8,
+        currency -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     receipts (id) {
         id -> Int8,
         ride_id -> Int8,
@@ -291,6 +302,7 @@ diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
 diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
 diesel::joinable!(ledger_transactions -> rides (ride_id));
+diesel::joinable!(opening_fees -> rides (ride_id));
 diesel::joinable!(receipts -> rides (ride_id));
 diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
@@ -314,6 +326,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     ledger_accounts,
     ledger_entries,
     ledger_transactions,
+    opening_fees,
     receipts,
     reconciliation,
     recovery_points,

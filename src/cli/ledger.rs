@@ -1,6 +1,7 @@
-//! `ridepay ledger balances | check`: the ledger's accounts, and its
-//! invariants checked (for cron: non-zero exit on a violation, metrics for a
-//! textfile collector).
+//! `ridepay ledger balances | check | backfill-fees`: the ledger's
+//! accounts, its invariants checked (for cron: non-zero exit on a
+//! violation, metrics for a textfile collector), and the fees of what was
+//! captured before it started.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use diesel::RunQueryDsl;
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::ledger::{against_gateway, check, reads};
+use crate::ledger::{against_gateway, check, opening_fees, reads};
 use crate::service_error::ServiceError;
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +34,11 @@ pub enum LedgerCommand {
         #[arg(long)]
         metrics_file: Option<PathBuf>,
     },
+    /// Post the gateway's fees on the charges captured before the ledger
+    /// started (their captures are in its opening), read from their
+    /// balance transactions; each once, however often it runs. Prints
+    /// `{"rides", "fees_posted", "skipped"}`.
+    BackfillFees,
 }
 
 pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
@@ -41,6 +47,12 @@ pub fn run(settings: &Settings, command: LedgerCommand) -> anyhow::Result<()> {
             let (mut conn, _database) = super::migrated_connection(settings)?;
             let accounts = reads::balances(&mut conn, None, None)?;
             println!("{}", json!({ "data": accounts }));
+            Ok(())
+        }
+        LedgerCommand::BackfillFees => {
+            let (context, _database) = super::service_context(settings)?;
+            let done = opening_fees::backfill(&context)?;
+            println!("{}", serde_json::to_string(&done)?);
             Ok(())
         }
         LedgerCommand::Check {

@@ -15,11 +15,20 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use super::check::{Report, Violation};
 use crate::payments::lookup::patiently;
 use crate::payments::{ListBalanceTransactions, PaymentGateway};
+use crate::schema::installation;
 use crate::service_error::ServiceError;
 
 /// The gateway's clock may run behind the database's: its list starts
 /// this much before the ledger's span.
 const CLOCK_MARGIN: chrono::Duration = chrono::Duration::minutes(5);
+
+/// What the gateway's balance moved for one charge or refund: the type of
+/// its first balance transaction listed, and their sums.
+struct Moved {
+    kind: String,
+    net_cents: i64,
+    amount_cents: i64,
+}
 
 /// Compares the postings made since `since` (from the ledger's start at
 /// the earliest) with the gateway's balance transactions, adding what it
@@ -30,6 +39,12 @@ pub fn compare(
     since: DateTime<Utc>,
     report: &mut Report,
 ) -> Result<(), ServiceError> {
+    // What came before the ledger is in its openings, not posted object by
+    // object.
+    let started: DateTime<Utc> = installation::table
+        .select(installation::ledger_started_at)
+        .first(conn)?;
+    let since = since.max(started);
     // The ledger is read first: whatever it holds, the gateway had made
     // before it, so the list read after it has it.
     let mut posted = posted_since(conn, since)?;
@@ -38,7 +53,7 @@ pub fn compare(
         .iter()
         .map(|pending| pending.charge.as_str())
         .collect();
-    let mut moved: HashMap<String, (String, i64, i64)> = HashMap::new();
+    let mut moved: HashMap<String, Moved> = HashMap::new();
     let mut request = ListBalanceTransactions::since(Some(since - CLOCK_MARGIN));
     loop {
         let page = patiently(|| gateway.list_balance_transactions(&request))?;
@@ -50,27 +65,29 @@ pub fn compare(
                     continue;
                 }
             };
-            let entry = moved
-                .entry(object.clone())
-                .or_insert_with(|| (listed.kind.clone(), 0, 0));
-            entry.1 += listed.transaction.net_cents;
-            entry.2 += listed.transaction.amount_cents;
+            let entry = moved.entry(object.clone()).or_insert_with(|| Moved {
+                kind: listed.kind.clone(),
+                net_cents: 0,
+                amount_cents: 0,
+            });
+            entry.net_cents += listed.transaction.net_cents;
+            entry.amount_cents += listed.transaction.amount_cents;
         }
         match request.after(&page) {
             Some(next) => request = next,
             None => break,
         }
     }
-    for (object, (kind, net, amount)) in moved {
+    for (object, moved) in moved {
         let Some(ledger) = posted.remove(&object) else {
-            *report.unposted.entry(kind).or_default() += 1;
+            *report.unposted.entry(moved.kind).or_default() += 1;
             continue;
         };
         // A charge whose fee is not known yet has its capture posted alone.
         let expected = if fee_pending.contains(object.as_str()) {
-            amount
+            moved.amount_cents
         } else {
-            net
+            moved.net_cents
         };
         if ledger != expected {
             report.violations.push(Violation {

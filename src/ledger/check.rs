@@ -69,7 +69,7 @@ pub const INVARIANTS: [&str; 9] = [
 
 /// The triggers that keep the ledger whole, as `table.trigger`: turned off,
 /// the ledger can be changed without a trace but this check's.
-const GUARDING_TRIGGERS: [&str; 14] = [
+const GUARDING_TRIGGERS: [&str; 16] = [
     "ledger_transactions.ledger_transactions_balanced",
     "ledger_entries.ledger_entries_join_new",
     "ledger_accounts.ledger_accounts_append_only",
@@ -84,6 +84,8 @@ const GUARDING_TRIGGERS: [&str; 14] = [
     "refunds.refunds_post_new_to_ledger",
     "refunds.refunds_post_to_ledger",
     "released_payments.released_payments_post_to_ledger",
+    "opening_fees.opening_fees_post_to_ledger",
+    "opening_fees.opening_fees_append_only",
 ];
 
 /// The start of the last `span`; without one, of everything.
@@ -178,8 +180,9 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 }
 
 /// Each transaction against its hash and against the entries the movement
-/// its `source` names would post: a capture and a fee from the charge, a
-/// refund and its failure from the refund, those of a payment no ride
+/// its `source` names would post: a capture and a fee from the charge (or
+/// the fee of one before the ledger), a refund and its failure from the
+/// refund, those of a payment no ride
 /// records from its release, an opening from the ride it opened (its
 /// amount is checked with the ride's).
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
@@ -239,6 +242,12 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              FROM refunds AS r
              WHERE r.ride_id = t.ride_id AND r.status IN ('failed', 'canceled')
                AND t.source = r.gateway_refund_id || ':failed'
+             UNION ALL
+             SELECT 'fee', NULL,
+                    ARRAY['platform:fees:' || f.currency, 'gateway:' || f.currency],
+                    ARRAY[f.fee_cents, -f.fee_cents]
+             FROM opening_fees AS f
+             WHERE f.ride_id = t.ride_id AND t.source = f.balance_transaction_id || ':fee'
              UNION ALL
              SELECT 'capture', NULL,
                     ARRAY['gateway:' || rp.currency, 'platform:suspense:' || rp.currency],
@@ -330,6 +339,9 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              WHERE r.updated_at >= $1 AND r.status IN ('failed', 'canceled')
                AND EXISTS (SELECT FROM ledger_transactions AS refunded
                            WHERE refunded.source = r.gateway_refund_id || ':refund')
+             UNION ALL
+             SELECT f.balance_transaction_id || ':fee', 'the fee of a charge before the ledger'
+             FROM opening_fees AS f WHERE f.created_at >= $1
              UNION ALL
              SELECT moved.source, 'what a released payment moved'
              FROM released_payments AS rp

@@ -1,11 +1,14 @@
 //! What the rides hold when the ledger starts is posted as opening
 //! transactions: captured into the gateway, refunds back out, nothing for
-//! a hold.
+//! a hold; their fees, when backfilled.
 
 use diesel::RunQueryDsl;
+use serde_json::json;
 
 use crate::common::app::spawn_app;
 use crate::common::database::{count, revert_through};
+use crate::common::server_process::run_json;
+use crate::ledger::{assert_exact, fee_of, posting, postings};
 
 #[tokio::test]
 async fn rides_holding_money_when_the_ledger_starts_get_opening_transactions() {
@@ -48,4 +51,38 @@ async fn rides_holding_money_when_the_ledger_starts_get_opening_transactions() {
     };
     assert_eq!(balance("gateway:usd"), captured - 500);
     assert_eq!(balance("platform:unassigned:usd"), -(captured - 500));
+}
+
+/// The fees of what was captured before the ledger are not in its opening:
+/// `ridepay ledger backfill-fees` reads them from the charges' balance
+/// transactions and posts each once, however often it runs.
+#[tokio::test]
+async fn the_fees_of_charges_before_the_ledger_are_backfilled_once() {
+    let app = spawn_app().await;
+    let paid = app.paid_ride("paid").await;
+    app.held_ride("held", "pm_card_visa").await;
+    let mut conn = app.db();
+    revert_through(&mut conn, "000035");
+    ridepay::db::run_migrations(&mut conn).unwrap();
+    assert_eq!(
+        count(&mut conn, "ledger_transactions WHERE kind = 'fee'"),
+        0
+    );
+
+    let backfill = || run_json(&app.database_url, &["ledger", "backfill-fees"], &[]);
+    let first = backfill();
+    let again = backfill();
+
+    assert_eq!(
+        (&first["rides"], &first["fees_posted"]),
+        (&json!(1), &json!(1)),
+        "{first}"
+    );
+    assert_eq!(again["fees_posted"], 0, "{again}");
+    let fee = fee_of(2000);
+    assert_eq!(
+        postings(&app, paid)[1],
+        posting("fee", &[("gateway:usd", -fee), ("platform:fees:usd", fee)])
+    );
+    assert_exact(&app, "after the backfill");
 }
