@@ -68,7 +68,8 @@ enum Command {
     /// summary as JSON: keys whose call's answer the gateway lost resolved,
     /// payments no ride records released.
     Reconcile(reconcile::ReconcileArgs),
-    /// Read the ledger's balances, or check its invariants.
+    /// Read the ledger's balances, check its invariants, or post the fees
+    /// of what was captured before it.
     #[command(subcommand)]
     Ledger(ledger::LedgerCommand),
     /// Serve a Stripe-compatible fake of the PaymentIntents and Refunds APIs,
