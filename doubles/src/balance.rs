@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
-use crate::balance_transactions::of_captured;
+use crate::balance_transactions::{of_captured, refund_transaction_id, transaction_source};
 use crate::events::Double;
 use crate::intents::storage;
 use crate::schema::{simulated_payment_intents as intents, simulated_refunds as refunds};
@@ -83,7 +83,7 @@ fn made_at(
     let missing = || GatewayError::Rejected {
         message: format!("resource_missing: No such balance transaction: '{id}'"),
     };
-    let source = id.strip_prefix("txn_").ok_or_else(missing)?;
+    let source = transaction_source(id).ok_or_else(missing)?;
     let made = if source.starts_with("re_") {
         refunds::table
             .filter(refunds::gateway.eq(double))
@@ -124,7 +124,7 @@ fn charges(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
     }
     if let Some((at, id)) = page.after {
         // Ordered as their balance transactions' ids are.
-        let charge = format!("ch_{}", id.strip_prefix("txn_").unwrap_or(id));
+        let charge = format!("ch_{}", transaction_source(id).unwrap_or(id));
         query = query.filter(
             intents::captured_at.lt(at).or(intents::captured_at
                 .eq(at)
@@ -163,7 +163,7 @@ fn refunds(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
         query = query.filter(refunds::id.eq(refund));
     }
     if let Some((at, id)) = page.after {
-        let refund = id.strip_prefix("txn_").unwrap_or(id).to_owned();
+        let refund = transaction_source(id).unwrap_or(id).to_owned();
         query = query.filter(
             refunds::created_at
                 .lt(at)
@@ -184,7 +184,7 @@ fn refunds(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
         .into_iter()
         .map(|(refund, amount, currency, at)| {
             let transaction = BalanceTransaction {
-                id: format!("txn_{refund}"),
+                id: refund_transaction_id(&refund),
                 amount_cents: -amount,
                 fee_cents: 0,
                 net_cents: -amount,

@@ -12,9 +12,21 @@ pub fn card_fee(captured_cents: i64) -> i64 {
 
 /// The id of a charge's balance transaction: the charge's, retagged
 /// (`ch_` to `txn_`), so that every answer about the charge names the same
-/// one. A refund's is `txn_` and the refund's id, so the two never meet.
+/// one. A refund's is `txn_` and the refund's id
+/// ([`refund_transaction_id`]), so the two never meet.
 fn charge_transaction_id(charge: &str) -> String {
     format!("txn_{}", charge.strip_prefix("ch_").unwrap_or(charge))
+}
+
+/// The id of a refund's balance transaction.
+pub fn refund_transaction_id(refund: &str) -> String {
+    format!("txn_{refund}")
+}
+
+/// What follows `txn_` in a balance transaction's id: a refund's id
+/// (`re_...`), or a charge's without its `ch_`.
+pub fn transaction_source(id: &str) -> Option<&str> {
+    id.strip_prefix("txn_")
 }
 
 /// A captured charge's balance transaction.

@@ -70,18 +70,21 @@ pub(super) fn of_charge(charge: &Value) -> Result<Option<BalanceTransaction>, St
 /// seconds (rounded down, so nothing made in the second is missed), and
 /// `source`.
 pub fn list_query(request: &ListBalanceTransactions) -> Vec<(&'static str, String)> {
+    let optional = [
+        (
+            "created[gte]",
+            request
+                .created_gte
+                .map(|since| since.timestamp().to_string()),
+        ),
+        ("source", request.source.clone()),
+        ("starting_after", request.starting_after.clone()),
+    ];
     let mut query = vec![("limit", request.limit.to_string())];
     query.extend(
-        request
-            .created_gte
-            .map(|since| ("created[gte]", since.timestamp().to_string())),
-    );
-    query.extend(request.source.iter().map(|id| ("source", id.clone())));
-    query.extend(
-        request
-            .starting_after
-            .iter()
-            .map(|id| ("starting_after", id.clone())),
+        optional
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?))),
     );
     query
 }
