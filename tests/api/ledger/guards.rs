@@ -129,7 +129,10 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
         .map(drop)
     };
     two_currencies("test:fx", [-100, 120, -120, 100]).unwrap();
-    refused_for(two_currencies("test:fx_short", [-120, 120, -100, 100]), "does not balance");
+    refused_for(
+        two_currencies("test:fx_short", [-120, 120, -100, 100]),
+        "does not balance",
+    );
     let canonical = "fx:eur 100\nfx:usd -120\ngateway:usd 120\nplatform:unassigned:eur -100";
     assert_eq!(
         count(
