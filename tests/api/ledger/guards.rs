@@ -117,6 +117,33 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
         .map(drop),
         "does not balance",
     );
+    // Entries in two currencies, named out of their codes' order: the
+    // posting function balances each currency and hashes them in order.
+    let mut two_currencies = |source: &str, amounts: [i64; 4]| {
+        diesel::sql_query(format!(
+            "SELECT ridepay_ledger_post('capture', '{source}', NULL, NULL, \
+             ARRAY['platform:unassigned:eur', 'gateway:usd', 'fx:usd', 'fx:eur'], \
+             ARRAY{amounts:?}::bigint[])"
+        ))
+        .execute(&mut conn)
+        .map(drop)
+    };
+    two_currencies("test:fx", [-100, 120, -120, 100]).unwrap();
+    refused_for(
+        two_currencies("test:fx_short", [-120, 120, -100, 100]),
+        "does not balance",
+    );
+    let canonical = "fx:eur 100\nfx:usd -120\ngateway:usd 120\nplatform:unassigned:eur -100";
+    assert_eq!(
+        count(
+            &mut conn,
+            &format!(
+                "ledger_transactions WHERE source = 'test:fx' \
+                 AND entries_hash = sha256(convert_to(E'{canonical}', 'UTF8'))"
+            )
+        ),
+        1
+    );
     // A movement is posted once.
     refused_for(
         post(
@@ -126,8 +153,8 @@ async fn only_balanced_transactions_with_their_own_hash_commit() {
         ),
         "ledger_transactions_source_key",
     );
-    assert_eq!(count(&mut conn, "ledger_transactions"), 1);
-    assert_eq!(count(&mut conn, "ledger_entries"), 2);
+    assert_eq!(count(&mut conn, "ledger_transactions"), 2);
+    assert_eq!(count(&mut conn, "ledger_entries"), 6);
 }
 
 #[tokio::test]
