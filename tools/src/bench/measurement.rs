@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Bool, Double, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 
 use super::load::LoadResult;
@@ -46,15 +46,60 @@ fn reset_statements(conn: &mut PgConnection) -> diesel::QueryResult<()> {
     .map(drop)
 }
 
-/// Statements run in this database since the reset, the reset and this
+/// Statements sent to this database since the reset (top-level ones: a
+/// trigger's are part of the statement that fired it), the reset and this
 /// reading left out (the bench's only statements between the two).
 fn statements_since_reset(conn: &mut PgConnection) -> anyhow::Result<i64> {
     Ok(diesel::sql_query(format!(
         "SELECT COALESCE(sum(calls), 0)::bigint AS calls FROM pg_stat_statements \
-         WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%'"
+         WHERE dbid = {THIS_DATABASE} AND toplevel AND query NOT LIKE '%pg_stat_statements%'"
     ))
     .get_result::<Calls>(conn)?
     .calls)
+}
+
+/// One statement's share of a run, as `pg_stat_statements` timed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementTime {
+    /// Its text, whitespace folded, cut to 90 characters.
+    pub query: String,
+    /// Run inside another (by a trigger or a function); timed only where
+    /// `pg_stat_statements.track` is `all` (`bench --nested-statements`).
+    pub nested: bool,
+    pub calls: i64,
+    pub time: Duration,
+}
+
+#[derive(QueryableByName)]
+struct StatementRow {
+    #[diesel(sql_type = Text)]
+    query: String,
+    #[diesel(sql_type = Bool)]
+    nested: bool,
+    #[diesel(sql_type = BigInt)]
+    calls: i64,
+    #[diesel(sql_type = Double)]
+    milliseconds: f64,
+}
+
+/// Each statement's calls and time in this database since the reset.
+fn statement_times(conn: &mut PgConnection) -> anyhow::Result<Vec<StatementTime>> {
+    let rows: Vec<StatementRow> = diesel::sql_query(format!(
+        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query, \
+                NOT toplevel AS nested, calls, total_exec_time AS milliseconds \
+         FROM pg_stat_statements \
+         WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%'"
+    ))
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| StatementTime {
+            query: row.query,
+            nested: row.nested,
+            calls: row.calls,
+            time: Duration::from_secs_f64(row.milliseconds.max(0.0) / 1000.0),
+        })
+        .collect())
 }
 
 /// The next transaction id to be assigned. Read from a snapshot rather than
@@ -79,11 +124,13 @@ pub struct Probe {
 }
 
 /// What the probe saw over the run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct Usage {
     pub xids: i64,
     /// None where PostgreSQL does not count them.
     pub statements: Option<i64>,
+    /// Empty where PostgreSQL does not count them.
+    pub statement_times: Vec<StatementTime>,
     pub server_cpu: Option<Duration>,
     pub client_cpu: Option<Duration>,
     /// PostgreSQL's postmaster and backends; only for runs whose sessions
@@ -128,14 +175,15 @@ impl Probe {
         let delta = |before: Option<Duration>, after: Option<Duration>| {
             Some(after?.saturating_sub(before?))
         };
-        let statements = if self.count_statements {
-            Some(statements_since_reset(conn)?)
+        let (statements, statement_times) = if self.count_statements {
+            (Some(statements_since_reset(conn)?), statement_times(conn)?)
         } else {
-            None
+            (None, Vec::new())
         };
         Ok(Usage {
             xids: next_xid(conn)? - self.xid,
             statements,
+            statement_times,
             server_cpu: delta(self.server_cpu, server.and_then(Announced::cpu_time)),
             client_cpu: delta(self.client_cpu, own_cpu_time()),
             database_cpu: delta(self.database_cpu, self.postmaster.and_then(tree_cpu_time)),
@@ -145,11 +193,25 @@ impl Probe {
 }
 
 impl Usage {
-    /// Two runs' usage as one: counts and CPU times add up, the peak RSS is
-    /// the higher.
+    /// Two runs' usage as one: counts and times add up (a statement's by
+    /// its text), the peak RSS is the higher.
     fn add(self, other: Usage) -> Usage {
         let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
+        let mut statement_times = self.statement_times;
+        for time in other.statement_times {
+            match statement_times
+                .iter_mut()
+                .find(|seen| seen.query == time.query && seen.nested == time.nested)
+            {
+                Some(seen) => {
+                    seen.calls += time.calls;
+                    seen.time += time.time;
+                }
+                None => statement_times.push(time),
+            }
+        }
         Usage {
+            statement_times,
             xids: self.xids + other.xids,
             statements: self.statements.zip(other.statements).map(|(a, b)| a + b),
             server_cpu: sum(self.server_cpu, other.server_cpu),
@@ -174,7 +236,7 @@ impl Rounds {
         self.throughputs
             .push(throughput(load.requests, load.elapsed));
         self.load.add(load);
-        self.usage = Some(match self.usage {
+        self.usage = Some(match self.usage.take() {
             Some(before) => before.add(usage),
             None => usage,
         });
@@ -266,6 +328,7 @@ mod tests {
             client_cpu: Some(Duration::from_millis(cpu_ms)),
             database_cpu: None,
             peak_rss_kib: Some(rss),
+            statement_times: Vec::new(),
         }
     }
 

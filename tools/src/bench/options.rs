@@ -43,4 +43,11 @@ pub struct Options {
     /// report compares PostgreSQL's CPU per request of the two.
     #[arg(long)]
     pub baseline_bin: Option<PathBuf>,
+    /// Time the statements triggers and functions run too
+    /// (`pg_stat_statements.track = all`, on the bench's own PostgreSQL
+    /// only), so that "Where PostgreSQL's time goes" lists them. Timing
+    /// them costs PostgreSQL CPU of its own: compare CPU figures between
+    /// runs made the same way.
+    #[arg(long)]
+    pub nested_statements: bool,
 }

@@ -1,12 +1,17 @@
 //! The results as tables, ratios and targets, for the terminal and for
 //! `results.md`.
 
+use std::time::Duration;
+
 use super::baseline::{before, COMPARED};
 use super::load::Scenario;
 use super::measurement::Measurement;
 use super::pgbench::{ATOMIC_PHASES, NEW_KEY_SQL, ONE_INSERT};
 use crate::latency::ms;
 use crate::table::Table;
+
+/// Statements listed in "Where PostgreSQL's time goes", the costliest first.
+const STATEMENTS_LISTED: usize = 12;
 
 pub struct Results {
     pub measurements: Vec<Measurement>,
@@ -222,6 +227,42 @@ impl Results {
         table
     }
 
+    /// Where PostgreSQL's time per request of `name` at `connections`
+    /// goes: its costliest statements (a nested one's time is also its
+    /// caller's), then all top-level ones together.
+    pub fn statement_table(&self, name: &str, connections: usize) -> Option<Table> {
+        let m = self.find(name, connections)?;
+        if m.usage.statement_times.is_empty() {
+            return None;
+        }
+        let requests = m.requests.max(1) as f64;
+        let per_request = |calls: i64, time: Duration| {
+            vec![
+                format!("{:.2}", calls as f64 / requests),
+                format!("{:.0}", time.as_secs_f64() * 1e6 / requests),
+            ]
+        };
+        let mut times = m.usage.statement_times.clone();
+        times.sort_by_key(|time| std::cmp::Reverse(time.time));
+        let mut table = Table::new(&["statement", "nested", "calls/req", "µs/req"]);
+        for time in times.iter().take(STATEMENTS_LISTED) {
+            let mut cells = vec![
+                time.query.replace('|', "\\|"),
+                if time.nested { "yes" } else { "" }.to_owned(),
+            ];
+            cells.extend(per_request(time.calls, time.time));
+            table.row(cells);
+        }
+        let top_level = times.iter().filter(|time| !time.nested);
+        let mut cells = vec!["all top-level statements".to_owned(), String::new()];
+        cells.extend(per_request(
+            top_level.clone().map(|time| time.calls).sum(),
+            top_level.map(|time| time.time).sum(),
+        ));
+        table.row(cells);
+        Some(table)
+    }
+
     fn script_statements(&self, name: &str) -> Option<f64> {
         self.script_statements
             .iter()
@@ -392,7 +433,7 @@ mod tests {
 
     use super::*;
     use crate::bench::load::LoadResult;
-    use crate::bench::measurement::{Rounds, Usage};
+    use crate::bench::measurement::{Rounds, StatementTime, Usage};
 
     /// One round of `per_second` requests, each sending `statements`.
     fn row(
@@ -409,15 +450,58 @@ mod tests {
                 ..LoadResult::default()
             },
             Usage {
-                xids: 0,
                 statements: Some(statements * per_second as i64),
-                server_cpu: None,
-                client_cpu: None,
-                database_cpu: None,
-                peak_rss_kib: None,
+                ..Usage::default()
             },
         );
         rounds.into_measurement(name, connections, false)
+    }
+
+    #[test]
+    fn statement_times_add_up_over_rounds_costliest_first() {
+        let time = |query: &str, nested, calls, micros| StatementTime {
+            query: query.to_owned(),
+            nested,
+            calls,
+            time: Duration::from_micros(micros),
+        };
+        let mut rounds = Rounds::default();
+        for _ in 0..2 {
+            rounds.add(
+                LoadResult {
+                    requests: 10,
+                    elapsed: Duration::from_secs(1),
+                    ..LoadResult::default()
+                },
+                Usage {
+                    statement_times: vec![
+                        time("INSERT a", false, 10, 1000),
+                        time("SELECT b", false, 10, 3000),
+                        time("INSERT c", true, 20, 2000),
+                    ],
+                    ..Usage::default()
+                },
+            );
+        }
+        let results = Results {
+            measurements: vec![rounds.into_measurement("new-key POST", 8, false)],
+            connections: vec![8],
+            script_statements: Vec::new(),
+        };
+        let table = results
+            .statement_table("new-key POST", 8)
+            .expect("its statements were timed")
+            .to_markdown();
+        assert_eq!(
+            table.lines().skip(2).collect::<Vec<_>>(),
+            [
+                "| SELECT b |  | 1.00 | 300 |",
+                "| INSERT c | yes | 2.00 | 200 |",
+                "| INSERT a |  | 1.00 | 100 |",
+                "| all top-level statements |  | 2.00 | 400 |",
+            ]
+        );
+        assert!(results.statement_table("new-key POST", 32).is_none());
     }
 
     fn verdict<'a>(verdicts: &'a [Verdict], target: &str) -> &'a Verdict {

@@ -16,6 +16,7 @@ use super::pgbench::{self, Pgbench, Script, ATOMIC_PHASES, NEW_KEY_SQL, ONE_INSE
 use super::plot;
 use super::report::Results;
 use super::served::Served;
+use crate::database::Database;
 use crate::ridepay::ApiUser;
 use crate::stage::Stage;
 
@@ -114,6 +115,9 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .and_then(|cluster| cluster.postmaster_pid())
         .and_then(|pid| u32::try_from(pid).ok());
     let count_statements = counts_statements(&mut conn);
+    if options.nested_statements {
+        time_nested_statements(&mut conn, &database)?;
+    }
     let script_statements = if count_statements {
         script_statements(&mut conn, &pgbench)?
     } else {
@@ -225,6 +229,21 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         write_up(&results, &machine, &options),
     )?;
     eprintln!("wrote {}", options.output.display());
+    Ok(())
+}
+
+/// Every statement timed from now on, those triggers and functions run
+/// included, by the bench's own PostgreSQL (which is deleted after the run).
+fn time_nested_statements(conn: &mut PgConnection, database: &Database) -> anyhow::Result<()> {
+    if database.cluster().is_none() {
+        anyhow::bail!(
+            "--nested-statements changes a server setting: it needs the bench's own \
+             PostgreSQL (unset DATABASE_URL)"
+        );
+    }
+    // Apart: ALTER SYSTEM cannot run in the transaction a batch makes.
+    conn.batch_execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")?;
+    conn.batch_execute("SELECT pg_reload_conf()")?;
     Ok(())
 }
 
@@ -386,6 +405,7 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
         out.push_str("\n## Against the release before\n\n");
         out.push_str(&results.release_table().to_markdown());
     }
+    write_statement_times(&mut out, results, options);
     out.push_str("\n## Ratios to the fixed baselines\n\n");
     out.push_str(&results.fixed_ratio_table().to_markdown());
     out.push_str("\n## Ratios to the server's own SQL and to GET\n\n");
@@ -402,6 +422,35 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
     }
     out.push_str("\n![throughput](throughput.png)\n\n![p99 latency](latency.png)\n");
     out
+}
+
+/// Where PostgreSQL's time per new ride goes, at each connection count, in
+/// this release and the release before.
+fn write_statement_times(out: &mut String, results: &Results, options: &Options) {
+    let names = [Scenario::NewKey.name(), baseline::before(Scenario::NewKey)];
+    let mut tables = Vec::new();
+    for &connections in &options.connections {
+        for name in names {
+            if let Some(table) = results.statement_table(name, connections) {
+                tables.push((name, connections, table));
+            }
+        }
+    }
+    if tables.is_empty() {
+        return;
+    }
+    out.push_str("\n## Where PostgreSQL's time goes\n\n");
+    out.push_str(if options.nested_statements {
+        "Execution time per request by statement, with the statements triggers and \
+         functions run (`nested`: their time is also in the statement that ran them).\n"
+    } else {
+        "Execution time per request by top-level statement (`--nested-statements` \
+         lists what triggers and functions run inside them).\n"
+    });
+    for (name, connections, table) in tables {
+        let _ = writeln!(out, "\n### {name}, {connections} connections\n");
+        out.push_str(&table.to_markdown());
+    }
 }
 
 #[cfg(test)]
