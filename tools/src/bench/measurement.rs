@@ -61,6 +61,9 @@ fn statements_since_reset(conn: &mut PgConnection) -> anyhow::Result<i64> {
 /// One statement's share of a run, as `pg_stat_statements` timed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatementTime {
+    /// `pg_stat_statements`' id of its normalized text: the same statement
+    /// may be stored with its constants in one run and without in another.
+    pub id: i64,
     /// Its text, whitespace folded, cut to 90 characters.
     pub query: String,
     /// Run inside another (by a trigger or a function); timed only where
@@ -72,6 +75,8 @@ pub struct StatementTime {
 
 #[derive(QueryableByName)]
 struct StatementRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
     #[diesel(sql_type = Text)]
     query: String,
     #[diesel(sql_type = Bool)]
@@ -85,15 +90,18 @@ struct StatementRow {
 /// Each statement's calls and time in this database since the reset.
 fn statement_times(conn: &mut PgConnection) -> anyhow::Result<Vec<StatementTime>> {
     let rows: Vec<StatementRow> = diesel::sql_query(format!(
-        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query, \
-                NOT toplevel AS nested, calls, total_exec_time AS milliseconds \
+        "SELECT queryid AS id, min(left(regexp_replace(query, '\\s+', ' ', 'g'), 90)) AS query, \
+                NOT toplevel AS nested, sum(calls)::bigint AS calls, \
+                sum(total_exec_time) AS milliseconds \
          FROM pg_stat_statements \
-         WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%'"
+         WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%' \
+         GROUP BY queryid, toplevel"
     ))
     .load(conn)?;
     Ok(rows
         .into_iter()
         .map(|row| StatementTime {
+            id: row.id,
             query: row.query,
             nested: row.nested,
             calls: row.calls,
@@ -194,14 +202,14 @@ impl Probe {
 
 impl Usage {
     /// Two runs' usage as one: counts and times add up (a statement's by
-    /// its text), the peak RSS is the higher.
+    /// its id), the peak RSS is the higher.
     fn add(self, other: Usage) -> Usage {
         let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
         let mut statement_times = self.statement_times;
         for time in other.statement_times {
             match statement_times
                 .iter_mut()
-                .find(|seen| seen.query == time.query && seen.nested == time.nested)
+                .find(|seen| seen.id == time.id && seen.nested == time.nested)
             {
                 Some(seen) => {
                     seen.calls += time.calls;

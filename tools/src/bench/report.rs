@@ -459,14 +459,17 @@ mod tests {
 
     #[test]
     fn statement_times_add_up_over_rounds_costliest_first() {
-        let time = |query: &str, nested, calls, micros| StatementTime {
+        let time = |id, query: &str, nested, calls, micros| StatementTime {
+            id,
             query: query.to_owned(),
             nested,
             calls,
             time: Duration::from_micros(micros),
         };
         let mut rounds = Rounds::default();
-        for _ in 0..2 {
+        // The same statement, stored with its constants in one round and
+        // without in the other, is one row.
+        for select in ["SELECT b", "SELECT $1"] {
             rounds.add(
                 LoadResult {
                     requests: 10,
@@ -475,9 +478,9 @@ mod tests {
                 },
                 Usage {
                     statement_times: vec![
-                        time("INSERT a", false, 10, 1000),
-                        time("SELECT b", false, 10, 3000),
-                        time("INSERT c", true, 20, 2000),
+                        time(1, "INSERT a", false, 10, 1000),
+                        time(2, select, false, 10, 3000),
+                        time(3, "INSERT c", true, 20, 2000),
                     ],
                     ..Usage::default()
                 },
