@@ -120,6 +120,14 @@ pub struct PaymentIntent {
 }
 
 impl PaymentIntent {
+    /// The latest charge, once it has captured money: the one the ledger
+    /// posts.
+    pub fn captured_charge(&self) -> Option<&str> {
+        self.latest_charge
+            .as_deref()
+            .filter(|_| self.amount_received_cents > 0)
+    }
+
     /// The latest charge's balance transaction when it settled in the
     /// intent's own currency: the one whose fee the ledger posts (one
     /// settled in another currency is left to an operator).

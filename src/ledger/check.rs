@@ -182,9 +182,8 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// Each transaction against its hash and against the entries the movement
 /// its `source` names would post: a capture and a fee from the charge (or
 /// the fee of one before the ledger), a refund and its failure from the
-/// refund, those of a payment no ride
-/// records from its release, an opening from the ride it opened (its
-/// amount is checked with the ride's).
+/// refund, those of a payment no ride records from its release, an opening
+/// from the ride it opened (its amount is checked with the ride's).
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {

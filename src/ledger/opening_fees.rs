@@ -81,11 +81,11 @@ fn post_fee(
     ride_id: i64,
     intent: &PaymentIntent,
 ) -> Result<bool, ServiceError> {
-    let (Some(charge), Some(txn)) = (&intent.latest_charge, intent.settled_in_own_currency())
+    let (Some(charge), Some(txn)) = (intent.captured_charge(), intent.settled_in_own_currency())
     else {
         return Ok(false);
     };
-    if intent.amount_received_cents == 0 || txn.fee_cents == 0 {
+    if txn.fee_cents == 0 {
         return Ok(false);
     }
     let mut conn = context.pool.get()?;

@@ -84,11 +84,11 @@ impl Moved {
     /// What `intent`, as read after its release, moved, and the release's
     /// refund.
     pub fn of(intent: &PaymentIntent, refund_id: String) -> Moved {
-        let captured = intent.amount_received_cents > 0;
+        let charge = intent.captured_charge();
         let txn = intent.settled_in_own_currency();
         Moved {
-            charge_id: intent.latest_charge.clone().filter(|_| captured),
-            captured_cents: Some(intent.amount_received_cents).filter(|_| captured),
+            charge_id: charge.map(str::to_owned),
+            captured_cents: charge.map(|_| intent.amount_received_cents),
             balance_transaction_id: txn.map(|txn| txn.id.clone()),
             fee_cents: txn.map(|txn| txn.fee_cents),
             refund_id: Some(refund_id),

@@ -22,9 +22,8 @@ pub struct ChargeRecord {
 impl ChargeRecord {
     pub fn of(intent: &PaymentIntent) -> ChargeRecord {
         let txn = intent.settled_in_own_currency();
-        let captured = intent.amount_received_cents > 0;
         ChargeRecord {
-            id: intent.latest_charge.clone().filter(|_| captured),
+            id: intent.captured_charge().map(str::to_owned),
             amount_cents: intent.amount_received_cents,
             balance_transaction_id: txn.map(|txn| txn.id.clone()),
             fee_cents: txn.map(|txn| txn.fee_cents),
