@@ -21,6 +21,8 @@ diesel::table! {
         balance_transaction_id -> Nullable<Text>,
         fee_cents -> Nullable<Int8>,
         created_at -> Timestamptz,
+        settled_currency -> Nullable<Text>,
+        settled_cents -> Nullable<Int8>,
     }
 }
 

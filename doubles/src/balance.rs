@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 
-use crate::balance_transactions::{of_captured, refund_transaction_id, transaction_source};
+use crate::balance_transactions::{of_captured, of_refund, transaction_source};
 use crate::events::Double;
 use crate::intents::storage;
 use crate::schema::{simulated_payment_intents as intents, simulated_refunds as refunds};
@@ -103,6 +103,19 @@ fn made_at(
     made.map_err(storage)?.ok_or_else(missing)
 }
 
+/// A captured charge or a refund, as its balance transaction is made of
+/// it: the amount it moved, in its currency, when, and the payment method
+/// that paid it (none for a refund of a charge made before
+/// PaymentIntents).
+#[derive(Queryable)]
+struct Moving {
+    id: String,
+    cents: i64,
+    currency: String,
+    payment_method: Option<String>,
+    at: DateTime<Utc>,
+}
+
 /// Which balance transactions a page holds: those made since `since`,
 /// after `after` (when it was made, and its id), of `source` when it is
 /// given; `limit` of them, newest first.
@@ -132,21 +145,24 @@ fn charges(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
         );
     }
     // A captured intent has its charge (`captured_at` is set with it).
-    let rows: Vec<(String, i64, String, DateTime<Utc>)> = query
+    let rows: Vec<Moving> = query
         .order((intents::captured_at.desc(), intents::latest_charge.desc()))
         .limit(i64::from(page.limit) + 1)
         .select((
             intents::latest_charge.assume_not_null(),
             intents::amount_received_cents,
             intents::currency,
+            intents::payment_method.nullable(),
             intents::captured_at.assume_not_null(),
         ))
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .map(|(charge, captured, currency, at)| {
-            let transaction = of_captured(&charge, captured, &currency);
-            Made::new("charge", charge, at, transaction)
+        .map(|charge| {
+            let payment_method = charge.payment_method.unwrap_or_default();
+            let transaction =
+                of_captured(&charge.id, charge.cents, &charge.currency, &payment_method);
+            Made::new("charge", charge.id, charge.at, transaction)
         })
         .collect())
 }
@@ -155,6 +171,7 @@ fn charges(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
 /// and one more.
 fn refunds(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<Vec<Made>> {
     let mut query = refunds::table
+        .left_join(intents::table)
         .filter(refunds::gateway.eq(double))
         .filter(refunds::status.eq_any([RefundState::Pending, RefundState::Succeeded]))
         .filter(refunds::created_at.ge(page.since))
@@ -170,28 +187,27 @@ fn refunds(conn: &mut PgConnection, page: &Page, double: Double) -> QueryResult<
                 .or(refunds::created_at.eq(at).and(refunds::id.lt(refund))),
         );
     }
-    let rows: Vec<(String, i64, String, DateTime<Utc>)> = query
+    let rows: Vec<Moving> = query
         .order((refunds::created_at.desc(), refunds::id.desc()))
         .limit(i64::from(page.limit) + 1)
         .select((
             refunds::id,
             refunds::amount_cents,
             refunds::currency,
+            intents::payment_method.nullable(),
             refunds::created_at,
         ))
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .map(|(refund, amount, currency, at)| {
-            let transaction = BalanceTransaction {
-                id: refund_transaction_id(&refund),
-                amount_cents: -amount,
-                fee_cents: 0,
-                net_cents: -amount,
-                currency,
-                exchange_rate: None,
-            };
-            Made::new("refund", refund, at, transaction)
+        .map(|refund| {
+            let transaction = of_refund(
+                &refund.id,
+                refund.cents,
+                &refund.currency,
+                refund.payment_method.as_deref(),
+            );
+            Made::new("refund", refund.id, refund.at, transaction)
         })
         .collect())
 }

@@ -129,8 +129,9 @@ impl PaymentIntent {
     }
 
     /// The latest charge's balance transaction when it settled in the
-    /// intent's own currency: the one whose fee the ledger posts (one
-    /// settled in another currency is left to an operator).
+    /// intent's own currency: the one whose fee the ledger posts as the
+    /// capture is recorded (one settled in another currency is recorded
+    /// by reconciliation, which posts its conversion with the fee).
     pub fn settled_in_own_currency(&self) -> Option<&BalanceTransaction> {
         self.balance_transaction
             .as_ref()

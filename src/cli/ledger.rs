@@ -22,7 +22,7 @@ pub enum LedgerCommand {
     Balances,
     /// Check the ledger's invariants, in the database and against the
     /// gateway's balance transactions, and print what was found as JSON
-    /// (`violations`, `fees_pending`, `unposted`); exit non-zero on a
+    /// (`violations`, `needs_attention`, `fees_pending`, `unposted`); exit non-zero on a
     /// violation.
     Check {
         /// Check only what was posted or changed in this last span (`90m`,

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text, Timestamptz};
 
-use super::check::{Report, Violation};
+use super::check::{NeedsAttention, Report, Violation};
 use crate::payments::lookup::patiently;
 use crate::payments::{ListBalanceTransactions, PaymentGateway};
 use crate::schema::installation;
@@ -23,11 +23,13 @@ use crate::service_error::ServiceError;
 const CLOCK_MARGIN: chrono::Duration = chrono::Duration::minutes(5);
 
 /// What the gateway's balance moved for one charge or refund: the type of
-/// its first balance transaction listed, and their sums.
+/// its first balance transaction listed, their sums, and whether the
+/// gateway converted it into another currency.
 struct Moved {
     kind: String,
     net_cents: i64,
     amount_cents: i64,
+    converted: bool,
 }
 
 /// Compares the postings made since `since` (from the ledger's start at
@@ -69,9 +71,11 @@ pub fn compare(
                 kind: listed.kind.clone(),
                 net_cents: 0,
                 amount_cents: 0,
+                converted: false,
             });
             entry.net_cents += listed.transaction.net_cents;
             entry.amount_cents += listed.transaction.amount_cents;
+            entry.converted |= listed.transaction.exchange_rate.is_some();
         }
         match request.after(&page) {
             Some(next) => request = next,
@@ -89,7 +93,18 @@ pub fn compare(
         } else {
             moved.net_cents
         };
-        if ledger != expected {
+        if ledger != expected && moved.converted {
+            // The ledger posts a refund, and a capture whose balance
+            // transaction it has not read, in the ride's currency.
+            report.needs_attention.push(NeedsAttention {
+                reason: "converted_by_the_gateway",
+                subject: object,
+                detail: format!(
+                    "the gateway's balance moved {expected} in the currency it settled in, \
+                     the ledger's gateway account {ledger} in the ride's"
+                ),
+            });
+        } else if ledger != expected {
             report.violations.push(Violation {
                 invariant: "gateway_disagrees",
                 subject: object,
@@ -113,8 +128,8 @@ pub fn compare(
 
 /// What the ledger posted to `gateway:*` since `since` (not before its
 /// start: the openings hold what came before), by the gateway object it
-/// was for: a charge (`ch_`: its capture and its fee) or a refund (`re_`,
-/// with its failure).
+/// was for: a charge (`ch_`: its capture, its conversion and its fee) or a
+/// refund (`re_`, with its failure).
 fn posted_since(
     conn: &mut PgConnection,
     since: DateTime<Utc>,
@@ -143,7 +158,7 @@ fn posted_since(
                         AND rp.balance_transaction_id || ':fee' = t.source))
                  ELSE split_part(t.source, ':', 1) END AS id) AS object
          WHERE t.created_at >= $1 AND object.id IS NOT NULL
-           AND t.kind IN ('capture', 'fee', 'refund', 'refund_failed')
+           AND t.kind IN ('capture', 'fx', 'fee', 'refund', 'refund_failed')
          GROUP BY object.id",
     )
     .bind::<Timestamptz, _>(since)

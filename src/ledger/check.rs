@@ -21,6 +21,10 @@ use crate::public_ids::RidePublicId;
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub violations: Vec<Violation>,
+    /// Money the ledger posted as well as it can but an operator should
+    /// look at: a charge the gateway settled in another currency than the
+    /// ride's, and what the gateway moved for it in that currency.
+    pub needs_attention: Vec<NeedsAttention>,
     pub fees_pending: Vec<FeePending>,
     /// The gateway's balance transactions ridepay posted nothing for, by
     /// type (`payout`, `adjustment`, a `charge` no ride records, ...).
@@ -32,6 +36,16 @@ pub struct Report {
 #[derive(Debug, Serialize)]
 pub struct Violation {
     pub invariant: &'static str,
+    pub subject: String,
+    pub detail: String,
+}
+
+/// What needs an operator, and why: `settled_in_another_currency` (a
+/// charge, named by its id) or `converted_by_the_gateway` (a charge or a
+/// refund the gateway moved in another currency than the ledger posted).
+#[derive(Debug, Serialize)]
+pub struct NeedsAttention {
+    pub reason: &'static str,
     pub subject: String,
     pub detail: String,
 }
@@ -110,6 +124,7 @@ pub fn check(
     violations.extend(not_posted(conn, since)?);
     violations.extend(rides_disagreeing(conn, since)?);
     violations.extend(triggers_off(conn)?);
+    report.needs_attention = settled_converted(conn, since)?;
     let overdue = Utc::now() - chrono::Duration::from_std(fee_grace).unwrap_or_default();
     for pending in fees_pending(conn, since)? {
         if pending.captured_at < overdue {
@@ -180,7 +195,8 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 }
 
 /// Each transaction against its hash and against the entries the movement
-/// its `source` names would post: a capture and a fee from the charge (or
+/// its `source` names would post: a capture, its conversion and a fee from
+/// the charge (or
 /// the fee of one before the ledger), a refund and its failure from the
 /// refund, those of a payment no ride records from its release, an opening
 /// from the ride it opened (its amount is checked with the ride's).
@@ -220,10 +236,20 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              FROM charges AS c
              WHERE c.ride_id = t.ride_id AND t.source = c.id || ':capture'
              UNION ALL
+             SELECT 'fx', NULL,
+                    ARRAY['fx:' || c.currency, 'gateway:' || c.currency,
+                          'gateway:' || c.settled_currency, 'fx:' || c.settled_currency],
+                    ARRAY[c.amount_cents, -c.amount_cents, c.settled_cents, -c.settled_cents]
+             FROM charges AS c
+             WHERE c.ride_id = t.ride_id AND c.settled_currency IS NOT NULL
+               AND t.source = c.id || ':fx'
+             UNION ALL
              SELECT 'fee', NULL,
-                    ARRAY['platform:fees:' || c.currency, 'gateway:' || c.currency],
+                    ARRAY['platform:fees:' || settled.currency, 'gateway:' || settled.currency],
                     ARRAY[c.fee_cents, -c.fee_cents]
              FROM charges AS c
+             CROSS JOIN LATERAL (VALUES (coalesce(c.settled_currency, c.currency)))
+                 AS settled (currency)
              WHERE c.ride_id = t.ride_id AND c.fee_cents > 0
                AND t.source = c.balance_transaction_id || ':fee'
              UNION ALL
@@ -328,6 +354,9 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              SELECT c.balance_transaction_id || ':fee', 'the gateway''s fee'
              FROM charges AS c WHERE c.created_at >= $1 AND c.fee_cents > 0
              UNION ALL
+             SELECT c.id || ':fx', 'the conversion of a charge settled in another currency'
+             FROM charges AS c WHERE c.created_at >= $1 AND c.settled_currency IS NOT NULL
+             UNION ALL
              SELECT r.gateway_refund_id || ':refund', 'the refund'
              FROM refunds AS r
              WHERE r.updated_at >= $1 AND r.status IN ('pending', 'succeeded')
@@ -420,6 +449,50 @@ fn triggers_off(conn: &mut PgConnection) -> QueryResult<Vec<Violation>> {
     Ok(found(rows))
 }
 
+/// The charges since `since` the gateway settled in another currency than
+/// their ride's.
+fn settled_converted(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+) -> QueryResult<Vec<NeedsAttention>> {
+    #[derive(QueryableByName)]
+    struct Converted {
+        #[diesel(sql_type = Text)]
+        charge: String,
+        #[diesel(sql_type = Bytea)]
+        ride: RidePublicId,
+        #[diesel(sql_type = BigInt)]
+        amount_cents: i64,
+        #[diesel(sql_type = Text)]
+        currency: String,
+        #[diesel(sql_type = BigInt)]
+        settled_cents: i64,
+        #[diesel(sql_type = Text)]
+        settled_currency: String,
+    }
+    let rows: Vec<Converted> = diesel::sql_query(
+        "SELECT c.id AS charge, ride.public_id AS ride, c.amount_cents, c.currency,
+                c.settled_cents, c.settled_currency
+         FROM charges AS c JOIN rides AS ride ON ride.id = c.ride_id
+         WHERE c.settled_currency IS NOT NULL AND c.created_at >= $1
+         ORDER BY c.created_at",
+    )
+    .bind::<Timestamptz, _>(since)
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| NeedsAttention {
+            reason: "settled_in_another_currency",
+            subject: row.charge,
+            detail: format!(
+                "ride {} captured {} {} and the gateway settled {} {}: its refunds and the \
+                 driver's pay are in the ride's currency",
+                row.ride, row.amount_cents, row.currency, row.settled_cents, row.settled_currency
+            ),
+        })
+        .collect())
+}
+
 fn fees_pending(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<FeePending>> {
     diesel::sql_query(
         "SELECT c.id AS charge, ride.public_id AS ride_id, c.created_at AS captured_at
@@ -432,8 +505,8 @@ fn fees_pending(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Ve
 }
 
 /// The report as Prometheus text for a node exporter's textfile collector:
-/// violations per invariant (every invariant, zero included), fees
-/// pending, and when the check ran.
+/// violations per invariant (every invariant, zero included), what needs
+/// attention, fees pending, and when the check ran.
 pub fn metrics(report: &Report) -> String {
     let mut text = String::from(
         "# HELP ridepay_ledger_violations Violations of the ledger's invariants the last check found.\n\
@@ -450,12 +523,16 @@ pub fn metrics(report: &Report) -> String {
         ));
     }
     text.push_str(&format!(
-        "# HELP ridepay_ledger_fees_pending Captures whose gateway fee is not known yet.\n\
+        "# HELP ridepay_ledger_needs_attention Movements an operator should look at.\n\
+         # TYPE ridepay_ledger_needs_attention gauge\n\
+         ridepay_ledger_needs_attention {}\n\
+         # HELP ridepay_ledger_fees_pending Captures whose gateway fee is not known yet.\n\
          # TYPE ridepay_ledger_fees_pending gauge\n\
          ridepay_ledger_fees_pending {}\n\
          # HELP ridepay_ledger_check_timestamp_seconds When the last check finished.\n\
          # TYPE ridepay_ledger_check_timestamp_seconds gauge\n\
          ridepay_ledger_check_timestamp_seconds {}\n",
+        report.needs_attention.len(),
         report.fees_pending.len(),
         Utc::now().timestamp()
     ));

@@ -1,8 +1,9 @@
 //! Fees the ledger is missing: a capture recorded without its charge's
 //! balance transaction (its call first sent before call version 4 and
 //! resent as it was, so it did not ask for one) gets it from the gateway's
-//! list of balance transactions; the database posts the fee as the charge
-//! records it.
+//! list of balance transactions, and so does one settled in another
+//! currency than the ride's; the database posts the fee (and the
+//! conversion) as the charge records it.
 
 use diesel::prelude::*;
 
@@ -45,16 +46,11 @@ pub(super) fn post_missing(
             summary.unresolved += 1;
             continue;
         };
+        // The answer that recorded a capture records only a balance
+        // transaction in the ride's currency (`ChargeRecord::of`); one in
+        // another is recorded here, which posts its conversion too.
         let txn = found.transaction;
-        if txn.currency != currency || txn.exchange_rate.is_some() {
-            log::error!(
-                "charge {charge} settled in {} from {currency} ({}): its fee is not posted",
-                txn.currency,
-                txn.id
-            );
-            summary.needs_attention += 1;
-            continue;
-        }
+        let converted = txn.currency != currency;
         if !dry_run {
             diesel::update(
                 charges::table
@@ -64,6 +60,8 @@ pub(super) fn post_missing(
             .set((
                 charges::balance_transaction_id.eq(&txn.id),
                 charges::fee_cents.eq(txn.fee_cents),
+                charges::settled_currency.eq(converted.then_some(&txn.currency)),
+                charges::settled_cents.eq(converted.then_some(txn.amount_cents)),
             ))
             .execute(&mut *context.pool.get()?)?;
         }

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    BalanceTransactionPage, GatewayError, IntentPage, ListedBalanceTransaction, PaymentIntent,
-    Refund,
+    BalanceTransactionPage, GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction,
+    PaymentIntent, Refund,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -94,18 +94,21 @@ pub fn intent_object(intent: &PaymentIntent, expanded: Option<ExpandedCharge>) -
 pub fn charge_object(id: &str, intent: &PaymentIntent, expanded: ExpandedCharge) -> Value {
     let captured = intent.amount_received_cents > 0;
     let refunded = expanded.refunded;
-    let balance_transaction = balance_transactions::of_charge(intent).map(|transaction| {
-        if expanded.balance_transaction {
+    // A call that asks for the balance transaction has it on the intent.
+    let balance_transaction = match &intent.balance_transaction {
+        Some(transaction) if expanded.balance_transaction => {
             balance_transaction_object(&ListedBalanceTransaction {
                 kind: "charge".to_owned(),
                 source: Some(id.to_owned()),
                 created: intent.created,
-                transaction,
+                transaction: transaction.clone(),
             })
-        } else {
-            json!(transaction.id)
         }
-    });
+        _ if captured && intent.status == IntentStatus::Succeeded => {
+            json!(balance_transactions::charge_transaction_id(id))
+        }
+        _ => Value::Null,
+    };
     json!({
         "id": id,
         "object": "charge",

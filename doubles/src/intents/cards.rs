@@ -46,6 +46,11 @@ pub const TEST_PAYMENT_METHODS: &[(&str, &str)] = &[
         "pm_card_ridepay_pendingRefundFails",
         "ridepay's: pays; a refund is pending, then fails",
     ),
+    (
+        "pm_card_ridepay_settlesConverted",
+        "ridepay's: pays; its charge and refunds settle in another currency \
+         (usd in eur at 0.9, eur in usd at 1.1, gbp in usd at 1.25)",
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -108,8 +108,11 @@ pub fn create(
         });
         return call.answer_once(conn, unknown, |conn, answer| call.keep(conn, answer));
     };
-    let answer =
-        with_balance_transaction(made.intent(settings), request.expand_balance_transaction);
+    let answer = with_balance_transaction(
+        made.intent(settings),
+        &made.payment_method,
+        request.expand_balance_transaction,
+    );
     let result = match answer {
         PaymentIntent {
             last_payment_error: Some(error),
@@ -189,6 +192,7 @@ fn on_intent<R: IntentCall>(
             now.becomes(changed);
             with_balance_transaction(
                 now.intent.intent(settings),
+                &now.intent.payment_method,
                 request.expands_balance_transaction(),
             )
         });
@@ -301,6 +305,7 @@ pub fn retrieve(
     id: &str,
     settings: &IntentSettings,
 ) -> Result<Option<PaymentIntent>, GatewayError> {
-    Ok(read_and_change(conn, id, read, |_| ())?
-        .map(|intent| with_balance_transaction(intent.intent(settings), true)))
+    Ok(read_and_change(conn, id, read, |_| ())?.map(|intent| {
+        with_balance_transaction(intent.intent(settings), &intent.payment_method, true)
+    }))
 }

@@ -818,6 +818,72 @@ fn a_payment_captured_at_once_brings_its_fee_when_asked(under_test: &impl Gatewa
     );
 }
 
+/// The card that settles converted: a usd charge's balance transaction is
+/// in eur at 0.9 and a eur charge's in usd at 1.1, the fee on the settled
+/// amount, as the answer that asks, a read and the balance's list show it;
+/// a refund of one is listed in the settled currency too.
+fn a_charge_settled_in_another_currency_says_so(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let pay = |key: &str, currency: &str| {
+        gateway
+            .create_intent(&CreateIntent {
+                currency: currency.to_owned(),
+                expand_balance_transaction: true,
+                ..intent_request(
+                    key,
+                    "pm_card_ridepay_settlesConverted",
+                    CaptureMethod::Automatic,
+                )
+            })
+            .unwrap()
+    };
+    let settled = |intent: &PaymentIntent| {
+        let transaction = intent.balance_transaction.clone().expect("captured");
+        (
+            transaction.currency,
+            transaction.exchange_rate,
+            [
+                transaction.amount_cents,
+                transaction.fee_cents,
+                transaction.net_cents,
+            ],
+        )
+    };
+    let dollars = pay("usd", "usd");
+    let euros = pay("eur", "eur");
+    assert_eq!(
+        settled(&dollars),
+        ("eur".to_owned(), Some(0.9), [1800, 82, 1718])
+    );
+    assert_eq!(
+        settled(&euros),
+        ("usd".to_owned(), Some(1.1), [2200, 94, 2106])
+    );
+    let read = gateway.retrieve_intent(&euros.id).unwrap().unwrap();
+    assert_eq!(read.balance_transaction, euros.balance_transaction);
+
+    let refunded = gateway.refund(&refund("refund", &euros.id, 500)).unwrap();
+    let listed = |source: &str| {
+        let page = gateway
+            .list_balance_transactions(&ListBalanceTransactions::of_source(source))
+            .unwrap();
+        page.transactions[0].transaction.clone()
+    };
+    assert_eq!(
+        Some(listed(euros.latest_charge.as_deref().unwrap())),
+        euros.balance_transaction
+    );
+    let refund_transaction = listed(&refunded.id);
+    assert_eq!(
+        (
+            refund_transaction.currency.as_str(),
+            refund_transaction.amount_cents,
+            refund_transaction.exchange_rate
+        ),
+        ("usd", -550, Some(1.1))
+    );
+}
+
 /// A hold's charge is not captured: asking brings no balance transaction.
 /// Its capture, asking, brings one with the fee on what it captured, which
 /// a read then finds too; a capture that does not ask gets none.
@@ -982,6 +1048,7 @@ macro_rules! every_scenario {
             off_session_payments_never_ask_the_rider,
             a_payment_captured_at_once_brings_its_fee_when_asked,
             a_hold_brings_no_fee_until_its_capture_does,
+            a_charge_settled_in_another_currency_says_so,
             the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };

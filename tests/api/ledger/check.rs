@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::app::{spawn_app, TestApp};
+use crate::common::app::{ride_with, spawn_app, TestApp};
 use crate::common::database::{lose_rides, sql};
 use crate::common::ids::Id;
 use crate::common::server_process::run;
@@ -33,19 +33,55 @@ fn check(app: &TestApp, args: &[&str]) -> (bool, Value) {
 
 /// The violations a report names, as (invariant, subject), sorted.
 fn violations(report: &Value) -> Vec<(String, String)> {
-    let mut found: Vec<(String, String)> = report["violations"]
+    listed(report, "violations", "invariant")
+}
+
+/// What a report's `needs_attention` names, as (reason, subject), sorted.
+fn needing_attention(report: &Value) -> Vec<(String, String)> {
+    listed(report, "needs_attention", "reason")
+}
+
+/// The items of a report's `list`, as (their `what`, their subject), sorted.
+fn listed(report: &Value, list: &str, what: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = report[list]
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| {
+        .map(|item| {
             (
-                v["invariant"].as_str().unwrap().to_owned(),
-                v["subject"].as_str().unwrap().to_owned(),
+                item[what].as_str().unwrap().to_owned(),
+                item["subject"].as_str().unwrap().to_owned(),
             )
         })
         .collect();
     found.sort();
     found
+}
+
+/// `ridepay ledger balances`: the balance of each account, by its code.
+fn balances(app: &TestApp) -> impl Fn(&str) -> i64 {
+    let output = run(&app.database_url, &["ledger", "balances"], &[]);
+    assert!(output.status.success());
+    let balances: Value = serde_json::from_slice(&output.stdout).unwrap();
+    move |code: &str| {
+        balances["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|account| account["code"] == code)
+            .unwrap_or_else(|| panic!("{code} in {balances}"))["balance_cents"]
+            .as_i64()
+            .unwrap()
+    }
+}
+
+/// One reconciliation pass (`ridepay reconcile`), and its summary.
+fn reconcile(app: &TestApp) -> Value {
+    crate::common::server_process::run_json(
+        &app.database_url,
+        &["reconcile"],
+        &[("RECONCILE_SEARCH_LAG_SECS", "0")],
+    )
 }
 
 fn named(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -100,23 +136,11 @@ async fn real_rides_check_clean_and_their_balances_add_up() {
     assert!(passed, "{report}");
     assert_eq!(
         report,
-        json!({"violations": [], "fees_pending": [], "unposted": {}})
+        json!({"violations": [], "needs_attention": [], "fees_pending": [], "unposted": {}})
     );
     assert!(check(&app, &["--since", "1h"]).0);
 
-    let output = run(&app.database_url, &["ledger", "balances"], &[]);
-    assert!(output.status.success());
-    let balances: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let balance = |code: &str| {
-        balances["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|account| account["code"] == code)
-            .unwrap_or_else(|| panic!("{code} in {balances}"))["balance_cents"]
-            .as_i64()
-            .unwrap()
-    };
+    let balance = balances(&app);
     let fees = fee_of(2000) + fee_of(300) + fee_of(2000);
     // Two fares and a tip captured, 500 refunded, the gateway's fees paid.
     assert_eq!(balance("gateway:usd"), 2000 + 300 + 2000 - 500 - fees);
@@ -309,19 +333,12 @@ async fn a_fee_missing_from_a_capture_is_pending_until_reconciliation_posts_it()
     assert_eq!(report["fees_pending"][0]["charge"], charge.as_str());
     assert_eq!(report["fees_pending"][0]["ride_id"], ride.to_string());
 
-    let reconcile = || {
-        crate::common::server_process::run_json(
-            &app.database_url,
-            &["reconcile"],
-            &[("RECONCILE_SEARCH_LAG_SECS", "0")],
-        )
-    };
-    assert_eq!(reconcile()["fees_posted"], 1);
+    assert_eq!(reconcile(&app)["fees_posted"], 1);
     assert_eq!(
         check(&app, &[]),
         (
             true,
-            json!({"violations": [], "fees_pending": [], "unposted": {}})
+            json!({"violations": [], "needs_attention": [], "fees_pending": [], "unposted": {}})
         )
     );
     let fee = fee_of(2000);
@@ -329,6 +346,158 @@ async fn a_fee_missing_from_a_capture_is_pending_until_reconciliation_posts_it()
         postings(&app, ride)[1],
         posting("fee", &[("gateway:usd", -fee), ("platform:fees:usd", fee)])
     );
-    assert_eq!(reconcile()["fees_posted"], 0);
+    assert_eq!(reconcile(&app)["fees_posted"], 0);
     assert_eq!(app.count("ledger_transactions WHERE kind = 'fee'"), 1);
+}
+
+/// The card whose charges and refunds the doubles settle in another
+/// currency: usd in eur at 0.9, eur in usd at 1.1.
+const CONVERTED: &str = "pm_card_ridepay_settlesConverted";
+
+/// A paid ride of 2,000 in `currency` on the card that settles converted,
+/// and its charge.
+async fn converted_ride(app: &TestApp, key: &str, currency: &str) -> (Id, String) {
+    let answer = app
+        .post_ride(
+            key,
+            &ride_with(json!({ "payment_method": CONVERTED, "currency": currency })),
+        )
+        .await;
+    answer.assert_status(201);
+    let ride = Id::of(&answer.json()["id"]);
+    let charge = text(
+        app,
+        &format!(
+            "SELECT id AS value FROM charges WHERE ride_id = {}",
+            ride.row_key()
+        ),
+    );
+    (ride, charge)
+}
+
+/// A charge the gateway settles in another currency, both ways: the
+/// request posts its capture in the ride's currency, the check says the
+/// gateway moved it in another, and reconciliation records the balance
+/// transaction, which posts the conversion and the fee, once. A refund is
+/// posted in the ride's currency; the check lists it too, and passes.
+#[tokio::test]
+async fn a_charge_settled_in_another_currency_is_converted_and_needs_attention() {
+    let app = spawn_app().await;
+    let (dollars, dollars_charge) = converted_ride(&app, "usd", "usd").await;
+    let (euros, euros_charge) = converted_ride(&app, "eur", "eur").await;
+    let (passed, report) = check(&app, &[]);
+    assert!(passed, "{report}");
+    assert_eq!(report["fees_pending"].as_array().unwrap().len(), 2);
+    let attention = |reason: &str, subjects: &[&str]| {
+        let mut named: Vec<(String, String)> = subjects
+            .iter()
+            .map(|subject| (reason.to_owned(), subject.to_string()))
+            .collect();
+        named.sort();
+        named
+    };
+    assert_eq!(
+        needing_attention(&report),
+        attention(
+            "converted_by_the_gateway",
+            &[&dollars_charge, &euros_charge]
+        )
+    );
+
+    assert_eq!(reconcile(&app)["fees_posted"], 2);
+    assert_eq!(reconcile(&app)["fees_posted"], 0);
+    // 2,000 usd settled as 1,800 eur, the fee charged on those.
+    assert_eq!(
+        postings(&app, dollars),
+        vec![
+            posting(
+                "capture",
+                &[("gateway:usd", 2000), ("platform:unassigned:usd", -2000)]
+            ),
+            posting(
+                "fx",
+                &[
+                    ("fx:eur", -1800),
+                    ("fx:usd", 2000),
+                    ("gateway:eur", 1800),
+                    ("gateway:usd", -2000)
+                ]
+            ),
+            posting(
+                "fee",
+                &[
+                    ("gateway:eur", -fee_of(1800)),
+                    ("platform:fees:eur", fee_of(1800))
+                ]
+            ),
+        ]
+    );
+    // 2,000 eur settled as 2,200 usd.
+    assert_eq!(
+        postings(&app, euros)[1..],
+        [
+            posting(
+                "fx",
+                &[
+                    ("fx:eur", 2000),
+                    ("fx:usd", -2200),
+                    ("gateway:eur", -2000),
+                    ("gateway:usd", 2200)
+                ]
+            ),
+            posting(
+                "fee",
+                &[
+                    ("gateway:usd", -fee_of(2200)),
+                    ("platform:fees:usd", fee_of(2200))
+                ]
+            ),
+        ]
+    );
+
+    // The gateway takes the refund in the currency it settled in (550 usd).
+    app.post_refund(euros, "refund", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+    let refund = text(&app, "SELECT gateway_refund_id AS value FROM refunds");
+    let (passed, report) = check(&app, &[]);
+    assert!(passed, "{report}");
+    assert_eq!(violations(&report), named(&[]), "{report}");
+    assert_eq!(report["fees_pending"], json!([]));
+    let mut expected = attention(
+        "settled_in_another_currency",
+        &[&dollars_charge, &euros_charge],
+    );
+    expected.extend(attention("converted_by_the_gateway", &[&refund]));
+    expected.sort();
+    assert_eq!(needing_attention(&report), expected);
+
+    // The gateway accounts took the settled amounts less their fees; the
+    // refund is posted in the ride's currency, which `needs_attention`
+    // names.
+    let balance = balances(&app);
+    assert_eq!(balance("gateway:eur"), 1800 - fee_of(1800) - 500);
+    assert_eq!(balance("gateway:usd"), 2200 - fee_of(2200));
+    assert_eq!(balance("fx:usd"), 2000 - 2200);
+
+    // A currency no ride is in gets its accounts with its first conversion.
+    use diesel::RunQueryDsl;
+    diesel::sql_query(format!(
+        "INSERT INTO charges (id, ride_id, amount_cents, currency, balance_transaction_id, \
+         fee_cents, settled_currency, settled_cents) \
+         VALUES ('ch_cad', {}, 1000, 'usd', 'txn_cad', 70, 'cad', 1370)",
+        dollars.row_key()
+    ))
+    .execute(&mut app.db())
+    .unwrap();
+    assert_eq!(
+        app.count("ledger_accounts WHERE currency = 'cad'"),
+        3,
+        "gateway, fx and fees"
+    );
+    assert_eq!(
+        app.count("ledger_transactions WHERE source LIKE '%cad%'"),
+        3,
+        "capture, conversion and fee"
+    );
 }
