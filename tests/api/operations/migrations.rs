@@ -373,6 +373,7 @@ async fn reverting_the_renderer_gives_every_event_staged_with_its_rows_a_body() 
         body: String,
     }
     let app = crate::common::app::spawn_app().await;
+    app.registered_destination("destination").await;
     let ride_id = app.paid_ride("paid").await;
     app.post_refund(ride_id, "part", r#"{"amount_cents": 500}"#)
         .await

@@ -49,6 +49,7 @@ async fn until_status(app: &TestApp, ride_id: Id, status: &str) -> Value {
 #[tokio::test]
 async fn completing_captures_the_final_fare_and_releases_the_rest_of_the_hold() {
     let app = spawn_app().await;
+    app.registered_destination("destination").await;
     let ride_id = app.held_ride("ride", "pm_card_visa").await;
 
     let answer = app

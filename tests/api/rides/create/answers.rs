@@ -6,6 +6,7 @@ use crate::common::ids::Id;
 #[tokio::test]
 async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
     let app = spawn_app().await;
+    app.registered_destination("destination").await;
 
     let answer = app.post_ride("first", RIDE).await;
 
@@ -72,11 +73,12 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
             "tip_cents",
         ]
     );
-    assert_eq!(app.counts(), (1, 1, 1));
+    // The ride's key, and the destination's.
+    assert_eq!(app.counts(), (1, 1, 2));
     assert_eq!(app.key_state("first")["recovery_point"], "finished");
     assert_eq!(app.key_state("first")["locked"], false);
     assert_eq!(app.count("audit_records WHERE action = 'ride.created'"), 1);
-    // Its event (and receipt) staged with it.
+    // Its event staged with it, for the destination.
     assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 1);
     let created_at = ride["created_at"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(created_at).is_ok() && created_at.ends_with('Z'));

@@ -6,6 +6,7 @@ use crate::common::ids::Id;
 #[tokio::test]
 async fn a_declined_card_is_a_stored_402_and_the_ride_is_payment_declined() {
     let app = spawn_app().await;
+    app.registered_destination("destination").await;
     let body = ride_with(json!({ "payment_method": "pm_card_visa_chargeDeclined" }));
 
     let answer = app.post_ride("declined", &body).await;
