@@ -1,11 +1,12 @@
 //! Stand-ins for the payment gateway, in a crate apart from the service
 //! (which uses them only with its default `simulated` feature, and in its
 //! tests): the simulated gateway `cargo run` pays through, the fake Stripe
-//! server of `ridepay fake-gateway`, and the PaymentIntents, refunds and
-//! events both keep, in tables of their own (`simulated_*`, with migrations
+//! server of `ridepay fake-gateway`, and the PaymentIntents, refunds,
+//! connected accounts and events both keep, in tables of their own (`simulated_*`, with migrations
 //! of their own), committed like an external system's. They depend on
 //! `ridepay-gateway` only: the service reaches into them, never the reverse.
 
+pub mod accounts;
 pub mod authentication;
 pub mod balance;
 pub mod balance_transactions;

@@ -1,6 +1,19 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    simulated_accounts (id) {
+        id -> Text,
+        gateway -> Text,
+        email -> Nullable<Text>,
+        country -> Text,
+        transfers -> Text,
+        details_submitted -> Bool,
+        metadata -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     simulated_charges (id) {
         id -> Text,
         idempotency_key -> Text,
@@ -93,6 +106,7 @@ diesel::table! {
 diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    simulated_accounts,
     simulated_charges,
     simulated_events,
     simulated_intent_calls,

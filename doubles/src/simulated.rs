@@ -15,12 +15,12 @@ use diesel::PgConnection;
 
 use super::events::Double;
 use super::intents::{self, IntentSettings};
-use super::{balance, refunds};
+use super::{accounts, balance, refunds};
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    BalanceTransactionPage, CancelIntent, CaptureIntent, CreateIntent, GatewayError,
-    IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment, PaymentGateway,
-    PaymentIntent, Refund, RefundRequest,
+    Account, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount, CreateIntent,
+    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -190,5 +190,17 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
         request: &ListBalanceTransactions,
     ) -> Result<BalanceTransactionPage, GatewayError> {
         balance::list(&mut *self.connection()?, request, Double::Simulated)
+    }
+
+    fn create_account(&self, request: &CreateAccount) -> Result<Account, GatewayError> {
+        self.with_faults(&request.idempotency_key, |conn| {
+            let account = accounts::create(conn, request, Double::Simulated)?;
+            let id = account.id.clone();
+            Ok((account, id))
+        })
+    }
+
+    fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError> {
+        accounts::retrieve(&mut *self.connection()?, id, Double::Simulated)
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::account::{Account, CreateAccount};
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
 
@@ -144,4 +145,9 @@ pub trait PaymentGateway: Send + Sync {
         &self,
         request: &ListBalanceTransactions,
     ) -> Result<BalanceTransactionPage, GatewayError>;
+    /// Makes a driver's connected account (`POST /v1/accounts`).
+    fn create_account(&self, request: &CreateAccount) -> Result<Account, GatewayError>;
+    /// The account as the gateway holds it now; `None` if it holds none by
+    /// that id.
+    fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError>;
 }

@@ -5,12 +5,14 @@
 //! client and a fake Stripe must agree on (the API version, webhook
 //! signatures, the page a payer's browser sees).
 
+mod account;
 mod gateway;
 pub mod html;
 mod intent;
 mod listing;
 pub mod stripe_signature;
 
+pub use account::{Account, CapabilityStatus, CreateAccount};
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,

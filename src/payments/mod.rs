@@ -12,9 +12,10 @@ pub use calls::{
     RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    BalanceTransaction, BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod,
-    CreateIntent, GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus,
-    ListBalanceTransactions, ListIntents, ListedBalanceTransaction, NextAction, Payment,
-    PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
+    Account, BalanceTransaction, BalanceTransactionPage, CancelIntent, CapabilityStatus,
+    CaptureIntent, CaptureMethod, CreateAccount, CreateIntent, GatewayError, HoldRequest,
+    IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions, ListIntents,
+    ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent,
+    Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

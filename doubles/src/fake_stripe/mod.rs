@@ -4,6 +4,7 @@
 //! client can be tested end to end without Stripe, and its webhooks with
 //! it.
 
+mod accounts;
 mod authentication_page;
 mod balance_transactions;
 mod calls;

@@ -14,7 +14,7 @@ use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::{read_request, write_response, Request, Response};
 use super::state::{InFlight, Reply, State};
 use super::wire::{invalid_request, rate_limited};
-use super::{authentication_page, balance_transactions, intents, refunds, webhooks};
+use super::{accounts, authentication_page, balance_transactions, intents, refunds, webhooks};
 use crate::events::Double;
 use crate::intents::IntentSettings;
 use crate::records::{records_pool, run_migrations};
@@ -174,7 +174,13 @@ fn route(state: &State, request: &Request) -> Reply {
             )),
         };
     }
+    if let Some(id) = request.path.strip_prefix("/v1/accounts/") {
+        if request.method == "GET" && !id.contains('/') {
+            return Reply::Answer(accounts::retrieve(state, id));
+        }
+    }
     match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/v1/accounts") => accounts::create(state, request),
         ("POST", "/v1/payment_intents") => intents::create(state, request),
         ("GET", "/v1/payment_intents") => Reply::Answer(intents::list(state, request)),
         ("POST", "/v1/refunds") => refunds::create(state, request),

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    BalanceTransactionPage, GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction,
-    PaymentIntent, Refund,
+    Account, BalanceTransactionPage, CapabilityStatus, GatewayError, IntentPage, IntentStatus,
+    ListedBalanceTransaction, PaymentIntent, Refund,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -215,6 +215,26 @@ pub fn refund_object(refund: &Refund) -> Value {
         "payment_intent": refund.payment_intent,
         "reason": refund.reason,
         "status": refund.status.as_str(),
+    })
+}
+
+/// A connected account: what ridepay reads of it, and what an Express
+/// account always shows (its type, its capabilities, whether it may take
+/// payments and be paid out).
+pub fn account_object(account: &Account) -> Value {
+    let transfers = account.transfers.map(CapabilityStatus::as_str);
+    json!({
+        "id": account.id,
+        "object": "account",
+        "type": "express",
+        "capabilities": { "transfers": transfers },
+        "charges_enabled": false,
+        "country": account.country,
+        "created": account.created.timestamp(),
+        "details_submitted": account.details_submitted,
+        "email": account.email,
+        "metadata": account.metadata,
+        "payouts_enabled": account.can_be_paid(),
     })
 }
 

@@ -6,21 +6,22 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::outcome::{self, Answer};
-use super::{balance_transactions, intents, refunds};
+use super::{accounts, balance_transactions, intents, refunds};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    BalanceTransactionPage, CancelIntent, CaptureIntent, CreateIntent, GatewayError,
-    IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment, PaymentGateway,
-    PaymentIntent, Refund, RefundRequest,
+    Account, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount, CreateIntent,
+    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest,
 };
 
 pub struct StripeGateway {
     agent: ureq::Agent,
     refunds_url: String,
     intents_url: String,
+    accounts_url: String,
     balance_transactions_url: String,
     api_key: SecretString,
 }
@@ -49,6 +50,7 @@ impl StripeGateway {
             agent,
             refunds_url: format!("{base}/v1/refunds"),
             intents_url: format!("{base}/v1/payment_intents"),
+            accounts_url: format!("{base}/v1/accounts"),
             balance_transactions_url: format!("{base}/v1/balance_transactions"),
             api_key,
         })
@@ -237,6 +239,23 @@ impl PaymentGateway for StripeGateway {
             &self.balance_transactions_url,
             &query,
             balance_transactions::page,
+        )
+    }
+
+    fn create_account(&self, request: &CreateAccount) -> Result<Account, GatewayError> {
+        self.post(
+            &self.accounts_url,
+            &request.idempotency_key,
+            accounts::create_form(request),
+            |body, _replayed| accounts::account(body),
+        )
+    }
+
+    fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError> {
+        self.get(
+            &format!("{}/{id}", self.accounts_url),
+            &[],
+            accounts::account,
         )
     }
 }

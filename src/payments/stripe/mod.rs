@@ -1,6 +1,7 @@
 //! The `stripe` gateway: Stripe's HTTP API, PaymentIntents, refunds and
 //! balance transactions.
 
+pub mod accounts;
 pub mod balance_transactions;
 mod client;
 pub mod intents;

@@ -7,9 +7,10 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    BalanceTransactionPage, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError,
-    HoldRequest, IncrementIntent, IntentStatus, ListBalanceTransactions, ListIntents, Payment,
-    PaymentGateway, PaymentIntent, RefundRequest, RefundState, StripeGateway,
+    BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
+    CreateAccount, CreateIntent, GatewayError, HoldRequest, IncrementIntent, IntentStatus,
+    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest,
+    RefundState, StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -884,6 +885,46 @@ fn a_charge_settled_in_another_currency_says_so(under_test: &impl GatewayUnderTe
     );
 }
 
+/// A driver's connected account: made Express with the `transfers`
+/// capability requested, `inactive` until its owner is onboarded; the same
+/// key gives the same account and other parameters under it are refused; a
+/// read finds it and no other; a country accounts cannot be made in is
+/// refused, making nothing.
+fn a_connected_account_is_made_once_and_read(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let request = |key: &str, email: &str, country: &str| CreateAccount {
+        idempotency_key: key.to_owned(),
+        email: email.to_owned(),
+        country: country.to_owned(),
+        metadata: vec![("ridepay_driver".to_owned(), "drv_1".to_owned())],
+    };
+    let made = gateway
+        .create_account(&request("driver", "driver@example.com", "US"))
+        .unwrap();
+    assert!(made.id.starts_with("acct_"), "{made:?}");
+    assert_eq!(
+        (made.transfers, made.details_submitted, made.can_be_paid()),
+        (Some(CapabilityStatus::Inactive), false, false)
+    );
+    assert_eq!(made.email.as_deref(), Some("driver@example.com"));
+    assert_eq!(made.metadata["ridepay_driver"], "drv_1");
+    let again = gateway
+        .create_account(&request("driver", "driver@example.com", "US"))
+        .unwrap();
+    assert_eq!(again, made);
+    assert!(matches!(
+        gateway.create_account(&request("driver", "other@example.com", "US")),
+        Err(GatewayError::Misconfigured { .. })
+    ));
+    assert_eq!(gateway.retrieve_account(&made.id).unwrap(), Some(made));
+    assert_eq!(gateway.retrieve_account("acct_none").unwrap(), None);
+    assert!(matches!(
+        gateway.create_account(&request("abroad", "driver@example.com", "ZZ")),
+        Err(GatewayError::Rejected { .. })
+    ));
+    assert_eq!(count(&mut under_test.records(), "simulated_accounts"), 1);
+}
+
 /// A hold's charge is not captured: asking brings no balance transaction.
 /// Its capture, asking, brings one with the fee on what it captured, which
 /// a read then finds too; a capture that does not ask gets none.
@@ -1049,6 +1090,7 @@ macro_rules! every_scenario {
             a_payment_captured_at_once_brings_its_fee_when_asked,
             a_hold_brings_no_fee_until_its_capture_does,
             a_charge_settled_in_another_currency_says_so,
+            a_connected_account_is_made_once_and_read,
             the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };

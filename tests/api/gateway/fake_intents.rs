@@ -464,3 +464,34 @@ async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_desc
     }
     assert_eq!(events[5]["data"]["object"]["amount_refunded"], 500);
 }
+
+#[tokio::test]
+async fn the_fakes_connected_accounts_are_what_stripes_specification_describes() {
+    let (fake, _records) = spawn_fake_gateway(|_| {});
+    let fake = Fake {
+        url: fake.url(),
+        client: reqwest::Client::new(),
+    };
+    let form = [
+        ("type", "express"),
+        ("country", "US"),
+        ("email", "driver@example.com"),
+        ("capabilities[transfers][requested]", "true"),
+        ("metadata[ridepay_driver]", "drv_1"),
+    ];
+    let made = fake.post("/v1/accounts", "driver", &form).await;
+    conforms("POST", "/v1/accounts", &made);
+    assert_eq!(made.1["capabilities"]["transfers"], "inactive");
+    let id = made.1["id"].as_str().unwrap();
+    let read = fake.get(&format!("/v1/accounts/{id}")).await;
+    conforms("GET", "/v1/accounts/{account}", &read);
+    assert_eq!(read, made);
+    let missing = fake.get("/v1/accounts/acct_none").await;
+    conforms("GET", "/v1/accounts/{account}", &missing);
+    assert_eq!(missing.0, 404);
+    let standard = fake
+        .post("/v1/accounts", "standard", &[("type", "standard")])
+        .await;
+    conforms("POST", "/v1/accounts", &standard);
+    assert_eq!(standard.0, 400);
+}

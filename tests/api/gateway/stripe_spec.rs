@@ -703,6 +703,29 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
 }
 
 #[test]
+fn the_client_makes_accounts_as_the_specification_takes_them_and_reads_stripes_example() {
+    use ridepay::payments::stripe::accounts::{account, create_form};
+    let form = create_form(&ridepay::payments::CreateAccount {
+        idempotency_key: "k".to_owned(),
+        email: "driver@example.com".to_owned(),
+        country: "US".to_owned(),
+        metadata: vec![("ridepay_driver".to_owned(), "drv_1".to_owned())],
+    });
+    assert_eq!(
+        spec().check_form("POST", "/v1/accounts", &form, &[]),
+        Vec::<String>::new(),
+        "{form:?}"
+    );
+    let example = account(&serde_json::to_vec(&fixtures()["account"]).unwrap()).unwrap();
+    assert_eq!(example.id, "acct_1PgafTB7WZ01zgkW");
+    assert_eq!(
+        example.transfers,
+        Some(ridepay::payments::CapabilityStatus::Active)
+    );
+    assert!(example.can_be_paid() && !example.details_submitted);
+}
+
+#[test]
 fn the_client_reads_stripes_2026_payment_intent_example() {
     let body = serde_json::to_vec(&fixtures()["payment_intent"]).unwrap();
     let intent = ridepay::payments::stripe::intents::payment_intent(&body).unwrap();

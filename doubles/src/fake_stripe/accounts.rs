@@ -1,0 +1,56 @@
+//! Connected accounts: `POST /v1/accounts` (Express, the `transfers`
+//! capability requested), with Stripe's idempotency and the fault knobs,
+//! and `GET /v1/accounts/{id}`.
+
+use super::calls::{connection, with_faults, Form};
+use super::http::{Request, Response};
+use super::state::{Reply, State};
+use super::wire::{self, invalid_request};
+use crate::accounts;
+use crate::events::Double;
+use ridepay_gateway::CreateAccount;
+
+/// `POST /v1/accounts`.
+pub fn create(state: &State, request: &Request) -> Reply {
+    with_faults(state, request, account_request, |conn, account| {
+        accounts::create(conn, &account, Double::Fake)
+            .map(|made| Response::json(200, &wire::account_object(&made)))
+            .map_err(wire::refusal)
+    })
+}
+
+fn account_request(request: &Request, idempotency_key: String) -> Result<CreateAccount, Response> {
+    let form = Form::parse(request)?;
+    if form.param("type").as_deref() != Some("express") {
+        return Err(invalid_request(
+            400,
+            "parameter_invalid_string",
+            "This fake makes Express accounts only: send type=express.",
+        ));
+    }
+    if form.param("capabilities[transfers][requested]").as_deref() != Some("true") {
+        return Err(invalid_request(
+            400,
+            "parameter_missing",
+            "Request the transfers capability: capabilities[transfers][requested]=true.",
+        ));
+    }
+    Ok(CreateAccount {
+        idempotency_key,
+        email: form.required("email")?,
+        country: form.required("country")?,
+        metadata: form.metadata(),
+    })
+}
+
+/// `GET /v1/accounts/{id}`.
+pub fn retrieve(state: &State, id: &str) -> Response {
+    let found = connection(state).and_then(|mut conn| {
+        accounts::retrieve(&mut conn, id, Double::Fake).map_err(wire::refusal)
+    });
+    match found {
+        Ok(Some(account)) => Response::json(200, &wire::account_object(&account)),
+        Ok(None) => invalid_request(404, "resource_missing", format!("No such account: '{id}'")),
+        Err(refusal) => refusal,
+    }
+}

@@ -1,0 +1,71 @@
+//! Connected accounts (Stripe Connect, Express): a driver's account at the
+//! gateway, which transfers pay once its owner is onboarded.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Where an account's `transfers` capability stands: `active` once its
+/// owner has told the gateway enough to be paid; `pending` while the
+/// gateway checks what they told; `inactive` before, or when the gateway
+/// wants more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapabilityStatus {
+    Active,
+    Inactive,
+    Pending,
+}
+
+impl CapabilityStatus {
+    pub fn parse(text: &str) -> Option<CapabilityStatus> {
+        match text {
+            "active" => Some(CapabilityStatus::Active),
+            "inactive" => Some(CapabilityStatus::Inactive),
+            "pending" => Some(CapabilityStatus::Pending),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapabilityStatus::Active => "active",
+            CapabilityStatus::Inactive => "inactive",
+            CapabilityStatus::Pending => "pending",
+        }
+    }
+}
+
+/// `POST /v1/accounts`: an Express account in `country`, with the
+/// `transfers` capability requested.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreateAccount {
+    pub idempotency_key: String,
+    pub email: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country: String,
+    pub metadata: Vec<(String, String)>,
+}
+
+/// A connected account as the gateway holds it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// An `acct_` id.
+    pub id: String,
+    pub created: DateTime<Utc>,
+    pub email: Option<String>,
+    pub country: String,
+    /// The `transfers` capability; `None` when it was never requested.
+    pub transfers: Option<CapabilityStatus>,
+    /// Whether its owner finished onboarding.
+    pub details_submitted: bool,
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Account {
+    /// Whether a transfer to it can be made now.
+    pub fn can_be_paid(&self) -> bool {
+        self.transfers == Some(CapabilityStatus::Active)
+    }
+}

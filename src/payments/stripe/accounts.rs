@@ -1,0 +1,68 @@
+//! Connected accounts over Stripe's HTTP API: a driver's Express account
+//! made with the `transfers` capability requested (`POST /v1/accounts`),
+//! and read again to learn whether it can be paid.
+
+use std::collections::BTreeMap;
+
+use chrono::DateTime;
+use serde::Deserialize;
+
+use super::intents::{metadata_fields, pair, Form};
+use super::outcome::unreadable;
+use ridepay_gateway::{Account, CapabilityStatus, CreateAccount, GatewayError};
+
+/// `POST /v1/accounts`.
+pub fn create_form(request: &CreateAccount) -> Form {
+    let mut form = vec![
+        pair("type", "express"),
+        pair("country", &request.country),
+        pair("email", &request.email),
+        pair("capabilities[transfers][requested]", true),
+    ];
+    form.extend(metadata_fields(&request.metadata));
+    form
+}
+
+/// An account, as far as ridepay reads it.
+#[derive(Debug, Deserialize)]
+struct AccountObject {
+    id: String,
+    created: Option<i64>,
+    email: Option<String>,
+    country: Option<String>,
+    #[serde(default)]
+    capabilities: Capabilities,
+    #[serde(default)]
+    details_submitted: bool,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Capabilities {
+    transfers: Option<String>,
+}
+
+/// An account Stripe made or holds.
+pub fn account(body: &[u8]) -> Result<Account, GatewayError> {
+    let object: AccountObject =
+        serde_json::from_slice(body).map_err(|err| unreadable("account", err))?;
+    let transfers = match object.capabilities.transfers.as_deref() {
+        None => None,
+        Some(status) => Some(
+            CapabilityStatus::parse(status)
+                .ok_or_else(|| unreadable("account", format!("transfers {status:?}")))?,
+        ),
+    };
+    let created = object.created.unwrap_or_default();
+    Ok(Account {
+        created: DateTime::from_timestamp(created, 0)
+            .ok_or_else(|| unreadable("account", format!("created {created}")))?,
+        id: object.id,
+        email: object.email,
+        country: object.country.unwrap_or_default(),
+        transfers,
+        details_submitted: object.details_submitted,
+        metadata: object.metadata,
+    })
+}
