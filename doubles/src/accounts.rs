@@ -1,15 +1,19 @@
 //! Connected accounts, as Stripe Connect holds them: made with the
 //! `transfers` capability requested and `inactive` until their owner is
-//! onboarded; idempotent under the caller's key, as every POST is.
+//! onboarded through a link to the double's onboarding page; idempotent
+//! under the caller's key, as every POST is.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde_json::Value;
 
 use crate::events::Double;
-use crate::intents::{random_id, storage, Call, Replayable};
-use crate::schema::simulated_accounts;
-use ridepay_gateway::{Account, CapabilityStatus, CreateAccount, GatewayError};
+use crate::intents::{random_id, storage, transaction, Call, Replayable};
+use crate::return_url::valid_return_url;
+use crate::schema::{simulated_account_links, simulated_accounts};
+use ridepay_gateway::{
+    Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink, GatewayError,
+};
 
 /// The countries the doubles make accounts in: Stripe's Express countries
 /// that ridepay's currencies are paid in.
@@ -43,6 +47,12 @@ impl StoredAccount {
 }
 
 impl Replayable for Account {
+    fn replayed(self) -> Self {
+        self
+    }
+}
+
+impl Replayable for AccountLink {
     fn replayed(self) -> Self {
         self
     }
@@ -110,4 +120,147 @@ pub fn retrieve(
         .optional()
         .map(|found| found.map(|account| account.account()))
         .map_err(storage)
+}
+
+/// How long an onboarding link lasts, as Stripe's do: a few minutes.
+pub const LINK_LASTS: chrono::Duration = chrono::Duration::minutes(5);
+
+/// `POST /v1/account_links` (`type=account_onboarding`): a link to the
+/// double's onboarding page (`page`), for an account of its own.
+pub fn create_link(
+    conn: &mut PgConnection,
+    request: &CreateAccountLink,
+    double: Double,
+    page: &str,
+) -> Result<AccountLink, GatewayError> {
+    let call = Call::new("create_account_link", &request.idempotency_key, request);
+    if let Some(kept) = call.kept(conn).map_err(storage)? {
+        return call.replay(kept);
+    }
+    let refused = if retrieve(conn, &request.account, double)?.is_none() {
+        Some(format!(
+            "resource_missing: No such account: '{}'",
+            request.account
+        ))
+    } else if [&request.refresh_url, &request.return_url]
+        .iter()
+        .any(|url| valid_return_url(url).is_none())
+    {
+        Some("url_invalid: refresh_url and return_url must be http or https URLs".to_owned())
+    } else {
+        None
+    };
+    if let Some(message) = refused {
+        let refused = Err(GatewayError::Rejected { message });
+        return call.answer_once(conn, refused, |conn, answer| call.keep(conn, answer));
+    }
+    let id = random_id("link_sim_");
+    let expires_at =
+        DateTime::from_timestamp((Utc::now() + LINK_LASTS).timestamp(), 0).unwrap_or_default();
+    let link = AccountLink {
+        url: format!("{page}?link={id}"),
+        expires_at,
+    };
+    call.answer_once(conn, Ok(link), |conn, answer| {
+        conn.transaction(|conn| {
+            let kept = call.keep(conn, answer)?;
+            if kept {
+                diesel::insert_into(simulated_account_links::table)
+                    .values((
+                        simulated_account_links::id.eq(&id),
+                        simulated_account_links::account.eq(&request.account),
+                        simulated_account_links::refresh_url.eq(&request.refresh_url),
+                        simulated_account_links::return_url.eq(&request.return_url),
+                        simulated_account_links::expires_at.eq(expires_at),
+                    ))
+                    .execute(conn)?;
+            }
+            Ok(kept)
+        })
+    })
+}
+
+/// An onboarding link as its page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Onboarding {
+    pub email: Option<String>,
+    pub refresh_url: String,
+    pub return_url: String,
+    /// Used, or expired: the page sends the owner to `refresh_url`.
+    pub spent: bool,
+}
+
+/// What the owner says on the page: done, or leaving before the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Onboarded {
+    Complete,
+    Incomplete,
+}
+
+/// The link `id` of an account of `double`, as its page shows it.
+pub fn onboarding(
+    conn: &mut PgConnection,
+    id: &str,
+    double: Double,
+) -> Result<Option<Onboarding>, GatewayError> {
+    let found: Option<(Option<String>, String, String, bool)> = simulated_account_links::table
+        .inner_join(simulated_accounts::table)
+        .filter(simulated_account_links::id.eq(id))
+        .filter(simulated_accounts::gateway.eq(double))
+        .select((
+            simulated_accounts::email,
+            simulated_account_links::refresh_url,
+            simulated_account_links::return_url,
+            simulated_account_links::used_at
+                .is_not_null()
+                .or(simulated_account_links::expires_at.lt(diesel::dsl::now)),
+        ))
+        .first(conn)
+        .optional()
+        .map_err(storage)?;
+    Ok(
+        found.map(|(email, refresh_url, return_url, spent)| Onboarding {
+            email,
+            refresh_url,
+            return_url,
+            spent,
+        }),
+    )
+}
+
+/// The owner's answer on the page of link `id`: the link used up, and,
+/// when they finished, the account's `transfers` capability active. What
+/// the link was, before; `None` for no such link.
+pub fn onboard(
+    conn: &mut PgConnection,
+    id: &str,
+    double: Double,
+    answer: Onboarded,
+) -> Result<Option<Onboarding>, GatewayError> {
+    transaction(conn, |conn| {
+        let Some(link) = onboarding(conn, id, double)? else {
+            return Ok(None);
+        };
+        let used = diesel::update(
+            simulated_account_links::table
+                .filter(simulated_account_links::id.eq(id))
+                .filter(simulated_account_links::used_at.is_null())
+                .filter(simulated_account_links::expires_at.ge(diesel::dsl::now)),
+        )
+        .set(simulated_account_links::used_at.eq(diesel::dsl::now))
+        .returning(simulated_account_links::account)
+        .get_result::<String>(conn)
+        .optional()
+        .map_err(storage)?;
+        if let (Some(account), Onboarded::Complete) = (used, answer) {
+            diesel::update(simulated_accounts::table.find(account))
+                .set((
+                    simulated_accounts::transfers.eq(CapabilityStatus::Active.as_str()),
+                    simulated_accounts::details_submitted.eq(true),
+                ))
+                .execute(conn)
+                .map_err(storage)?;
+        }
+        Ok(Some(link))
+    })
 }

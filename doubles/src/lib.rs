@@ -13,6 +13,7 @@ pub mod balance_transactions;
 pub mod events;
 pub mod fake_stripe;
 pub mod intents;
+pub mod onboarding;
 mod records;
 pub mod refunds;
 mod return_url;

@@ -1,6 +1,17 @@
 // @generated automatically by Diesel CLI.
 
 diesel::table! {
+    simulated_account_links (id) {
+        id -> Text,
+        account -> Text,
+        refresh_url -> Text,
+        return_url -> Text,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     simulated_accounts (id) {
         id -> Text,
         gateway -> Text,
@@ -103,9 +114,11 @@ diesel::table! {
     }
 }
 
+diesel::joinable!(simulated_account_links -> simulated_accounts (account));
 diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
 
 diesel::allow_tables_to_appear_in_same_query!(
+    simulated_account_links,
     simulated_accounts,
     simulated_charges,
     simulated_events,

@@ -18,9 +18,10 @@ use super::intents::{self, IntentSettings};
 use super::{accounts, balance, refunds};
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    Account, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount, CreateIntent,
-    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    Account, AccountLink, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount,
+    CreateAccountLink, CreateIntent, GatewayError, IncrementIntent, IntentPage,
+    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund,
+    RefundRequest,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -29,6 +30,8 @@ pub struct SimulatedGateway<M: ManageConnection<Connection = PgConnection>> {
     pool: Pool<M>,
     faults: SimulatedGatewaySettings,
     intents: IntentSettings,
+    /// The onboarding page its account links send a driver to.
+    onboarding_page: String,
     /// Called while a call is in flight, after its latency and before its
     /// effect: where a crash test stops the process.
     in_flight: fn(),
@@ -40,9 +43,13 @@ pub const RATE_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Where `cargo run` serves the simulated authentication page by default.
 const DEFAULT_AUTHENTICATION_PAGE: &str = "http://127.0.0.1:8080/simulated-gateway/authenticate";
 
+/// Where `cargo run` serves the simulated onboarding page by default.
+const DEFAULT_ONBOARDING_PAGE: &str = "http://127.0.0.1:8080/simulated-gateway/onboard";
+
 impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
-    /// Its authentication page is taken to be at ridepay's default address;
-    /// the server names its own with `with_authentication_page`.
+    /// Its authentication and onboarding pages are taken to be at ridepay's
+    /// default address; the server names its own with
+    /// `with_authentication_page` and `with_onboarding_page`.
     pub fn new(pool: Pool<M>, faults: SimulatedGatewaySettings) -> Self {
         let intents = IntentSettings {
             double: Double::Simulated,
@@ -54,6 +61,7 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
             pool,
             faults,
             intents,
+            onboarding_page: DEFAULT_ONBOARDING_PAGE.to_owned(),
             in_flight: || {},
         }
     }
@@ -61,6 +69,12 @@ impl<M: ManageConnection<Connection = PgConnection>> SimulatedGateway<M> {
     /// The page a `requires_action` sends the rider to.
     pub fn with_authentication_page(mut self, url: String) -> Self {
         self.intents.authentication_page = url;
+        self
+    }
+
+    /// The page its account links send a driver to.
+    pub fn with_onboarding_page(mut self, url: String) -> Self {
+        self.onboarding_page = url;
         self
     }
 
@@ -202,5 +216,17 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
 
     fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError> {
         accounts::retrieve(&mut *self.connection()?, id, Double::Simulated)
+    }
+
+    fn create_account_link(
+        &self,
+        request: &CreateAccountLink,
+    ) -> Result<AccountLink, GatewayError> {
+        self.with_faults(&request.idempotency_key, |conn| {
+            let page = &self.onboarding_page;
+            let link = accounts::create_link(conn, request, Double::Simulated, page)?;
+            let url = link.url.clone();
+            Ok((link, url))
+        })
     }
 }

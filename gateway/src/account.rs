@@ -1,5 +1,6 @@
 //! Connected accounts (Stripe Connect, Express): a driver's account at the
-//! gateway, which transfers pay once its owner is onboarded.
+//! gateway, which transfers pay once its owner is onboarded, and the links
+//! that onboard them.
 
 use std::collections::BTreeMap;
 
@@ -68,4 +69,23 @@ impl Account {
     pub fn can_be_paid(&self) -> bool {
         self.transfers == Some(CapabilityStatus::Active)
     }
+}
+
+/// `POST /v1/account_links` (`type=account_onboarding`): a link, good for
+/// one visit and a few minutes, where the account's owner tells the
+/// gateway what it needs; it sends them to `return_url` when they leave it,
+/// and to `refresh_url` when it has expired or was used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreateAccountLink {
+    pub idempotency_key: String,
+    pub account: String,
+    pub refresh_url: String,
+    pub return_url: String,
+}
+
+/// An onboarding link: a credential for one visit, never to be stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountLink {
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::account::{Account, CreateAccount};
+use super::account::{Account, AccountLink, CreateAccount, CreateAccountLink};
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
 
@@ -150,4 +150,7 @@ pub trait PaymentGateway: Send + Sync {
     /// The account as the gateway holds it now; `None` if it holds none by
     /// that id.
     fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError>;
+    /// A link that onboards the account's owner (`POST /v1/account_links`).
+    fn create_account_link(&self, request: &CreateAccountLink)
+        -> Result<AccountLink, GatewayError>;
 }

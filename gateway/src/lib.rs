@@ -12,7 +12,7 @@ mod intent;
 mod listing;
 pub mod stripe_signature;
 
-pub use account::{Account, CapabilityStatus, CreateAccount};
+pub use account::{Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink};
 pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
 pub use intent::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,

@@ -12,10 +12,10 @@ pub use calls::{
     RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    Account, BalanceTransaction, BalanceTransactionPage, CancelIntent, CapabilityStatus,
-    CaptureIntent, CaptureMethod, CreateAccount, CreateIntent, GatewayError, HoldRequest,
-    IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions, ListIntents,
-    ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent,
-    Refund, RefundRequest, RefundState,
+    Account, AccountLink, BalanceTransaction, BalanceTransactionPage, CancelIntent,
+    CapabilityStatus, CaptureIntent, CaptureMethod, CreateAccount, CreateAccountLink, CreateIntent,
+    GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions,
+    ListIntents, ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway,
+    PaymentIntent, Refund, RefundRequest, RefundState,
 };
 pub use stripe::StripeGateway;

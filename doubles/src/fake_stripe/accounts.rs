@@ -1,6 +1,6 @@
 //! Connected accounts: `POST /v1/accounts` (Express, the `transfers`
-//! capability requested), with Stripe's idempotency and the fault knobs,
-//! and `GET /v1/accounts/{id}`.
+//! capability requested) and `POST /v1/account_links`, with Stripe's
+//! idempotency and the fault knobs, and `GET /v1/accounts/{id}`.
 
 use super::calls::{connection, with_faults, Form};
 use super::http::{Request, Response};
@@ -8,7 +8,7 @@ use super::state::{Reply, State};
 use super::wire::{self, invalid_request};
 use crate::accounts;
 use crate::events::Double;
-use ridepay_gateway::CreateAccount;
+use ridepay_gateway::{CreateAccount, CreateAccountLink};
 
 /// `POST /v1/accounts`.
 pub fn create(state: &State, request: &Request) -> Reply {
@@ -40,6 +40,32 @@ fn account_request(request: &Request, idempotency_key: String) -> Result<CreateA
         email: form.required("email")?,
         country: form.required("country")?,
         metadata: form.metadata(),
+    })
+}
+
+/// `POST /v1/account_links` (`type=account_onboarding`).
+pub fn create_link(state: &State, request: &Request) -> Reply {
+    with_faults(state, request, link_request, |conn, link| {
+        accounts::create_link(conn, &link, Double::Fake, &state.onboarding_page)
+            .map(|made| Response::json(200, &wire::account_link_object(&made)))
+            .map_err(wire::refusal)
+    })
+}
+
+fn link_request(request: &Request, idempotency_key: String) -> Result<CreateAccountLink, Response> {
+    let form = Form::parse(request)?;
+    if form.param("type").as_deref() != Some("account_onboarding") {
+        return Err(invalid_request(
+            400,
+            "parameter_invalid_string",
+            "This fake makes onboarding links only: send type=account_onboarding.",
+        ));
+    }
+    Ok(CreateAccountLink {
+        idempotency_key,
+        account: form.required("account")?,
+        refresh_url: form.required("refresh_url")?,
+        return_url: form.required("return_url")?,
     })
 }
 

@@ -2,35 +2,29 @@
 //! PaymentIntents that need the rider's authentication send the browser; the
 //! same page the simulated gateway's is (`doubles::authentication`).
 
-use std::collections::HashMap;
-
 use super::calls::connection;
-use super::http::{Request, Response};
+use super::http::{PageRequest, Request, Response};
 use super::state::State;
 use crate::authentication;
 use crate::intents::{self, Authentication};
 
 pub const PATH: &str = "/fake/authenticate";
 
-fn fields(text: &[u8]) -> HashMap<String, String> {
-    serde_urlencoded::from_bytes(text).unwrap_or_default()
-}
-
 /// `GET` shows the question; `POST` takes the answer and sends the browser
 /// back.
 pub fn serve(state: &State, request: &Request) -> Response {
-    let (asked, answer) = match request.method.as_str() {
-        "GET" => (fields(request.query.as_bytes()), None),
-        "POST" => {
-            let form = fields(&request.body);
-            let outcome = match form.get("outcome").map(String::as_str) {
-                Some("complete") => Authentication::Completed,
-                Some("fail") => Authentication::Failed,
-                _ => return Response::html(404, authentication::not_valid()),
-            };
-            (form, Some(outcome))
-        }
-        _ => return Response::html(405, authentication::not_valid()),
+    let Some(PageRequest {
+        fields: asked,
+        outcome,
+    }) = request.page_request()
+    else {
+        return Response::html(405, authentication::not_valid());
+    };
+    let answer = match outcome.as_deref() {
+        None => None,
+        Some("complete") => Some(Authentication::Completed),
+        Some("fail") => Some(Authentication::Failed),
+        Some(_) => return Response::html(404, authentication::not_valid()),
     };
     let (Some(id), Some(secret)) = (asked.get("payment_intent"), asked.get("client_secret")) else {
         return Response::html(404, authentication::not_valid());

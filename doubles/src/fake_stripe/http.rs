@@ -2,6 +2,7 @@
 //! (every answer says `Connection: close`), a `Content-Length` body, and the
 //! freedom to hang up without answering, which an HTTP framework would not give.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
@@ -18,7 +19,33 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
+/// What a page was sent: the fields of a `GET`'s query, or of a `POST`'s
+/// form with the answer (its `outcome`) taken out of them.
+pub struct PageRequest {
+    pub fields: HashMap<String, String>,
+    pub outcome: Option<String>,
+}
+
 impl Request {
+    /// `None` for a method other than `GET` and `POST`.
+    pub fn page_request(&self) -> Option<PageRequest> {
+        let parse = |text: &[u8]| -> HashMap<String, String> {
+            serde_urlencoded::from_bytes(text).unwrap_or_default()
+        };
+        match self.method.as_str() {
+            "GET" => Some(PageRequest {
+                fields: parse(self.query.as_bytes()),
+                outcome: None,
+            }),
+            "POST" => {
+                let mut fields = parse(&self.body);
+                let outcome = Some(fields.remove("outcome").unwrap_or_default());
+                Some(PageRequest { fields, outcome })
+            }
+            _ => None,
+        }
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()

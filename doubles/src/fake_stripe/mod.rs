@@ -1,6 +1,7 @@
-//! `ridepay fake-gateway`: the doubles' PaymentIntents, refunds and balance
-//! transactions served over Stripe's HTTP API on loopback, with fault
-//! knobs, its own authentication page and signed events, so the `stripe`
+//! `ridepay fake-gateway`: the doubles' PaymentIntents, refunds, balance
+//! transactions and connected accounts served over Stripe's HTTP API on
+//! loopback, with fault knobs, its own authentication and onboarding pages
+//! and signed events, so the `stripe`
 //! client can be tested end to end without Stripe, and its webhooks with
 //! it.
 
@@ -11,6 +12,7 @@ mod calls;
 mod config;
 mod http;
 mod intents;
+mod onboarding_page;
 mod refunds;
 mod server;
 mod state;

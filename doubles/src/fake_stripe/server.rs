@@ -14,7 +14,10 @@ use super::config::{FakeGatewayConfig, WebhookTarget};
 use super::http::{read_request, write_response, Request, Response};
 use super::state::{InFlight, Reply, State};
 use super::wire::{invalid_request, rate_limited};
-use super::{accounts, authentication_page, balance_transactions, intents, refunds, webhooks};
+use super::{
+    accounts, authentication_page, balance_transactions, intents, onboarding_page, refunds,
+    webhooks,
+};
 use crate::events::Double;
 use crate::intents::IntentSettings;
 use crate::records::{records_pool, run_migrations};
@@ -46,6 +49,7 @@ impl FakeGateway {
                 authorization_ttl: config.faults.authorization_ttl,
                 extended_authorization_ttl: config.faults.extended_authorization_ttl,
             },
+            onboarding_page: format!("http://{address}{}", onboarding_page::PATH),
             webhook: Mutex::new(config.webhook.clone()),
             config,
             pool,
@@ -157,6 +161,9 @@ fn route(state: &State, request: &Request) -> Reply {
     if request.path == authentication_page::PATH {
         return Reply::Answer(authentication_page::serve(state, request));
     }
+    if request.path == onboarding_page::PATH {
+        return Reply::Answer(onboarding_page::serve(state, request));
+    }
     if let Some(refusal) = authenticate(state, request) {
         return Reply::Answer(refusal);
     }
@@ -181,6 +188,7 @@ fn route(state: &State, request: &Request) -> Reply {
     }
     match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/v1/accounts") => accounts::create(state, request),
+        ("POST", "/v1/account_links") => accounts::create_link(state, request),
         ("POST", "/v1/payment_intents") => intents::create(state, request),
         ("GET", "/v1/payment_intents") => Reply::Answer(intents::list(state, request)),
         ("POST", "/v1/refunds") => refunds::create(state, request),

@@ -22,6 +22,8 @@ pub struct State {
     pub pool: RecordsPool,
     /// Its PaymentIntents' authentication page is its own.
     pub intents: IntentSettings,
+    /// Its account links' onboarding page is its own too.
+    pub onboarding_page: String,
     pub in_flight: InFlight,
     /// Set at start (`--webhook-url`), or later by a test that learns the
     /// receiver's address only after the fake is running.

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    Account, BalanceTransactionPage, CapabilityStatus, GatewayError, IntentPage, IntentStatus,
-    ListedBalanceTransaction, PaymentIntent, Refund,
+    Account, AccountLink, BalanceTransactionPage, CapabilityStatus, GatewayError, IntentPage,
+    IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -235,6 +235,16 @@ pub fn account_object(account: &Account) -> Value {
         "email": account.email,
         "metadata": account.metadata,
         "payouts_enabled": account.can_be_paid(),
+    })
+}
+
+/// An onboarding link.
+pub fn account_link_object(link: &AccountLink) -> Value {
+    json!({
+        "object": "account_link",
+        "created": chrono::Utc::now().timestamp(),
+        "expires_at": link.expires_at.timestamp(),
+        "url": link.url,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Connected accounts over Stripe's HTTP API: a driver's Express account
 //! made with the `transfers` capability requested (`POST /v1/accounts`),
-//! and read again to learn whether it can be paid.
+//! the link that onboards its owner (`POST /v1/account_links`), and the
+//! account read again to learn whether it can be paid.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,9 @@ use serde::Deserialize;
 
 use super::intents::{metadata_fields, pair, Form};
 use super::outcome::unreadable;
-use ridepay_gateway::{Account, CapabilityStatus, CreateAccount, GatewayError};
+use ridepay_gateway::{
+    Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink, GatewayError,
+};
 
 /// `POST /v1/accounts`.
 pub fn create_form(request: &CreateAccount) -> Form {
@@ -64,5 +67,33 @@ pub fn account(body: &[u8]) -> Result<Account, GatewayError> {
         transfers,
         details_submitted: object.details_submitted,
         metadata: object.metadata,
+    })
+}
+
+/// `POST /v1/account_links`.
+pub fn link_form(request: &CreateAccountLink) -> Form {
+    vec![
+        pair("account", &request.account),
+        pair("type", "account_onboarding"),
+        pair("refresh_url", &request.refresh_url),
+        pair("return_url", &request.return_url),
+    ]
+}
+
+#[derive(Debug, Deserialize)]
+struct AccountLinkObject {
+    url: String,
+    expires_at: i64,
+}
+
+/// An onboarding link Stripe made.
+pub fn account_link(body: &[u8]) -> Result<AccountLink, GatewayError> {
+    let object: AccountLinkObject =
+        serde_json::from_slice(body).map_err(|err| unreadable("account link", err))?;
+    Ok(AccountLink {
+        url: object.url,
+        expires_at: DateTime::from_timestamp(object.expires_at, 0).ok_or_else(|| {
+            unreadable("account link", format!("expires_at {}", object.expires_at))
+        })?,
     })
 }

@@ -12,9 +12,10 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    Account, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount, CreateIntent,
-    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, Payment,
-    PaymentGateway, PaymentIntent, Refund, RefundRequest,
+    Account, AccountLink, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount,
+    CreateAccountLink, CreateIntent, GatewayError, IncrementIntent, IntentPage,
+    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund,
+    RefundRequest,
 };
 
 pub struct StripeGateway {
@@ -22,6 +23,7 @@ pub struct StripeGateway {
     refunds_url: String,
     intents_url: String,
     accounts_url: String,
+    account_links_url: String,
     balance_transactions_url: String,
     api_key: SecretString,
 }
@@ -51,6 +53,7 @@ impl StripeGateway {
             refunds_url: format!("{base}/v1/refunds"),
             intents_url: format!("{base}/v1/payment_intents"),
             accounts_url: format!("{base}/v1/accounts"),
+            account_links_url: format!("{base}/v1/account_links"),
             balance_transactions_url: format!("{base}/v1/balance_transactions"),
             api_key,
         })
@@ -256,6 +259,18 @@ impl PaymentGateway for StripeGateway {
             &format!("{}/{id}", self.accounts_url),
             &[],
             accounts::account,
+        )
+    }
+
+    fn create_account_link(
+        &self,
+        request: &CreateAccountLink,
+    ) -> Result<AccountLink, GatewayError> {
+        self.post(
+            &self.account_links_url,
+            &request.idempotency_key,
+            accounts::link_form(request),
+            |body, _replayed| accounts::account_link(body),
         )
     }
 }

@@ -8,9 +8,9 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
     BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
-    CreateAccount, CreateIntent, GatewayError, HoldRequest, IncrementIntent, IntentStatus,
-    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, RefundRequest,
-    RefundState, StripeGateway,
+    CreateAccount, CreateAccountLink, CreateIntent, GatewayError, HoldRequest, IncrementIntent,
+    IntentStatus, ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent,
+    RefundRequest, RefundState, StripeGateway,
 };
 use ridepay_doubles::{intents, SimulatedGateway};
 
@@ -925,6 +925,46 @@ fn a_connected_account_is_made_once_and_read(under_test: &impl GatewayUnderTest)
     assert_eq!(count(&mut under_test.records(), "simulated_accounts"), 1);
 }
 
+/// An onboarding link for an account of the gateway: a page of its own,
+/// good for a few minutes; the same key gives the same link; no link for
+/// an account it does not hold, or with a page that is not a web URL.
+fn an_onboarding_link_is_made_for_an_account_of_the_gateway(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let account = gateway
+        .create_account(&CreateAccount {
+            idempotency_key: "driver".to_owned(),
+            email: "driver@example.com".to_owned(),
+            country: "US".to_owned(),
+            metadata: Vec::new(),
+        })
+        .unwrap();
+    let link = |key: &str, account: &str, return_url: &str| {
+        gateway.create_account_link(&CreateAccountLink {
+            idempotency_key: key.to_owned(),
+            account: account.to_owned(),
+            refresh_url: "http://127.0.0.1:8080/drivers/onboarding/t/refresh".to_owned(),
+            return_url: return_url.to_owned(),
+        })
+    };
+    let back = "http://127.0.0.1:8080/drivers/onboarding/t/return";
+    let made = link("link", &account.id, back).unwrap();
+    assert!(made.url.contains("/onboard?link="), "{made:?}");
+    let lasts = made.expires_at - chrono::Utc::now();
+    assert!(
+        lasts > chrono::Duration::minutes(3) && lasts <= chrono::Duration::minutes(5),
+        "{lasts}"
+    );
+    assert_eq!(link("link", &account.id, back).unwrap(), made);
+    assert!(matches!(
+        link("nobody", "acct_none", back),
+        Err(GatewayError::Rejected { .. })
+    ));
+    assert!(matches!(
+        link("javascript", &account.id, "javascript:alert(1)"),
+        Err(GatewayError::Rejected { .. })
+    ));
+}
+
 /// A hold's charge is not captured: asking brings no balance transaction.
 /// Its capture, asking, brings one with the fee on what it captured, which
 /// a read then finds too; a capture that does not ask gets none.
@@ -1091,6 +1131,7 @@ macro_rules! every_scenario {
             a_hold_brings_no_fee_until_its_capture_does,
             a_charge_settled_in_another_currency_says_so,
             a_connected_account_is_made_once_and_read,
+            an_onboarding_link_is_made_for_an_account_of_the_gateway,
             the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };

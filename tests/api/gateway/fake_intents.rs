@@ -466,7 +466,7 @@ async fn the_fakes_refunds_and_signed_events_are_what_stripes_specification_desc
 }
 
 #[tokio::test]
-async fn the_fakes_connected_accounts_are_what_stripes_specification_describes() {
+async fn the_fakes_connected_accounts_and_their_onboarding_are_what_stripe_describes() {
     let (fake, _records) = spawn_fake_gateway(|_| {});
     let fake = Fake {
         url: fake.url(),
@@ -494,4 +494,52 @@ async fn the_fakes_connected_accounts_are_what_stripes_specification_describes()
         .await;
     conforms("POST", "/v1/accounts", &standard);
     assert_eq!(standard.0, 400);
+
+    // Onboarded through the fake's page: the driver submits, and is sent
+    // back to the return page; the link is spent, and sends them to the
+    // refresh page after that.
+    let (refresh, back) = ("http://127.0.0.1:9/refresh", "http://127.0.0.1:9/return");
+    let link_form = [
+        ("account", id),
+        ("type", "account_onboarding"),
+        ("refresh_url", refresh),
+        ("return_url", back),
+    ];
+    let link = fake.post("/v1/account_links", "link", &link_form).await;
+    conforms("POST", "/v1/account_links", &link);
+    let url = link.1["url"].as_str().unwrap();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = browser.get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("driver@example.com") && html.contains("id=\"complete\""));
+    let link_id = url.split("link=").nth(1).unwrap();
+    let answer = browser
+        .post(format!("{}/fake/onboard", fake.url))
+        .form(&[("link", link_id), ("outcome", "complete")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 303);
+    assert_eq!(answer.headers()["location"], back);
+    let onboarded = fake.get(&format!("/v1/accounts/{id}")).await;
+    assert_eq!(
+        (
+            &onboarded.1["capabilities"]["transfers"],
+            &onboarded.1["details_submitted"]
+        ),
+        (&json!("active"), &json!(true))
+    );
+    let again = browser.get(url).send().await.unwrap();
+    assert_eq!(again.status(), 303);
+    assert_eq!(again.headers()["location"], refresh);
+    let unknown = browser
+        .get(format!("{}/fake/onboard?link=link_none", fake.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
 }

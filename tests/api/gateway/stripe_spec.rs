@@ -703,8 +703,9 @@ fn every_form_the_client_sends_is_one_the_specification_takes_but_the_named_newe
 }
 
 #[test]
-fn the_client_makes_accounts_as_the_specification_takes_them_and_reads_stripes_example() {
-    use ridepay::payments::stripe::accounts::{account, create_form};
+fn the_client_makes_accounts_and_links_as_the_specification_takes_them_and_reads_stripes_examples()
+{
+    use ridepay::payments::stripe::accounts::{account, account_link, create_form, link_form};
     let form = create_form(&ridepay::payments::CreateAccount {
         idempotency_key: "k".to_owned(),
         email: "driver@example.com".to_owned(),
@@ -723,6 +724,20 @@ fn the_client_makes_accounts_as_the_specification_takes_them_and_reads_stripes_e
         Some(ridepay::payments::CapabilityStatus::Active)
     );
     assert!(example.can_be_paid() && !example.details_submitted);
+
+    let form = link_form(&ridepay::payments::CreateAccountLink {
+        idempotency_key: "k".to_owned(),
+        account: "acct_1".to_owned(),
+        refresh_url: "https://ridepay.example/drivers/onboarding/t/refresh".to_owned(),
+        return_url: "https://ridepay.example/drivers/onboarding/t/return".to_owned(),
+    });
+    assert_eq!(
+        spec().check_form("POST", "/v1/account_links", &form, &[]),
+        Vec::<String>::new(),
+        "{form:?}"
+    );
+    let example = account_link(&serde_json::to_vec(&fixtures()["account_link"]).unwrap()).unwrap();
+    assert!(example.url.starts_with("https://"), "{example:?}");
 }
 
 #[test]

@@ -1,0 +1,1 @@
+DROP TABLE simulated_account_links;
