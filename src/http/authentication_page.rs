@@ -6,10 +6,9 @@
 //! secret, and rate-limited per address like every route open to anyone.
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use super::body::{read_body, FORM, MAX_BODY_BYTES};
 use super::request_id;
 use super::routing::{html, html_posting_to};
 use crate::db::DbPool;
@@ -18,22 +17,14 @@ use ridepay_doubles::intents::{self, Authentication, IntentSettings};
 
 pub const PATH: &str = "/simulated-gateway/authenticate";
 
-/// The page's route: `GET` and `POST`, limited per address like every route
-/// open to anyone.
+/// The page's route.
 pub fn routes(config: &mut web::ServiceConfig) {
-    config.service(
-        web::resource(PATH)
-            .route(web::get().to(show))
-            .route(web::post().to(answer))
-            .default_service(super::routing::method_not_allowed("GET, POST"))
-            .wrap(actix_web::middleware::from_fn(
-                super::rate_limit::per_address,
-            )),
-    );
+    config.service(super::routing::page(PATH, show, answer));
 }
 
-/// What the page works on: the doubles' PaymentIntents.
-pub struct AuthenticationPage {
+/// What the simulated gateway's pages (this one and the onboarding page)
+/// work on: the doubles' records, and how their PaymentIntents behave.
+pub struct SimulatedGatewayPages {
     pub pool: DbPool,
     pub settings: IntentSettings,
 }
@@ -66,7 +57,7 @@ fn unavailable() -> HttpResponse {
 /// `GET`: what the bank asks the rider.
 pub async fn show(
     query: web::Query<Opened>,
-    page_data: web::Data<AuthenticationPage>,
+    page_data: web::Data<SimulatedGatewayPages>,
 ) -> HttpResponse {
     let Opened {
         payment_intent,
@@ -103,18 +94,17 @@ pub async fn show(
 pub async fn answer(
     request: HttpRequest,
     payload: web::Payload,
-    page_data: web::Data<AuthenticationPage>,
+    page_data: web::Data<SimulatedGatewayPages>,
 ) -> HttpResponse {
-    // Under the same size and time limits as every body.
-    let form = match read_body(&request, payload, MAX_BODY_BYTES, FORM).await {
-        Ok(form) => form,
-        Err(problem) => return problem.error_response(),
+    let answered = match super::routing::page_form(&request, payload).await {
+        Ok(answered) => answered,
+        Err(refused) => return refused,
     };
-    let Ok(Answered {
+    let Some(Answered {
         payment_intent,
         client_secret,
         outcome,
-    }) = serde_urlencoded::from_bytes(&form)
+    }) = answered
     else {
         return not_found();
     };

@@ -13,6 +13,8 @@ pub mod health;
 pub mod idempotent;
 pub mod ledger;
 pub mod metrics;
+#[cfg(feature = "simulated")]
+pub mod onboarding_page;
 pub mod openapi;
 pub mod openapi_components;
 pub mod pagination;

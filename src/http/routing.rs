@@ -51,6 +51,45 @@ where
         .default_service(method_not_allowed("POST"))
 }
 
+/// A page for anyone's browser: `GET` shows it, `POST` takes its answer,
+/// 405 to any other method; limited per address like every route open to
+/// anyone.
+pub fn page<S, SArgs, A, AArgs>(
+    path: &str,
+    show: S,
+    answer: A,
+) -> impl actix_web::dev::HttpServiceFactory
+where
+    S: actix_web::Handler<SArgs>,
+    SArgs: actix_web::FromRequest + 'static,
+    S::Output: actix_web::Responder + 'static,
+    A: actix_web::Handler<AArgs>,
+    AArgs: actix_web::FromRequest + 'static,
+    A::Output: actix_web::Responder + 'static,
+{
+    web::resource(path)
+        .route(web::get().to(show))
+        .route(web::post().to(answer))
+        .default_service(method_not_allowed("GET, POST"))
+        .wrap(actix_web::middleware::from_fn(
+            super::rate_limit::per_address,
+        ))
+}
+
+/// A page's form, read under the same size and time limits as every body:
+/// the problem to answer when the body is refused, `None` when it is not
+/// the form the page asks for.
+pub async fn page_form<T: serde::de::DeserializeOwned>(
+    request: &HttpRequest,
+    payload: web::Payload,
+) -> Result<Option<T>, HttpResponse> {
+    use super::body::{read_body, FORM, MAX_BODY_BYTES};
+    let form = read_body(request, payload, MAX_BODY_BYTES, FORM)
+        .await
+        .map_err(|problem| problem.error_response())?;
+    Ok(serde_urlencoded::from_bytes(&form).ok())
+}
+
 /// A page for a rider's browser, never cached (it shows a payment's state),
 /// with the headers every page has (`html::security_headers`).
 pub fn html(status: actix_web::http::StatusCode, body: String) -> HttpResponse {

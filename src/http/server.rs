@@ -11,9 +11,11 @@ use actix_web::{web, App, HttpServer};
 
 use super::auth::Gatekeeper;
 #[cfg(feature = "simulated")]
-use super::authentication_page::{self, AuthenticationPage};
+use super::authentication_page::{self, SimulatedGatewayPages};
 use super::body::BodyTimeout;
 use super::gateway_events::WebhookSettings;
+#[cfg(feature = "simulated")]
+use super::onboarding_page;
 use super::rate_limit::{AddressLimiter, RateLimiter};
 use super::{
     access_log, gateway_events, health, ledger, metrics, openapi, payment_return, rate_limit,
@@ -22,11 +24,12 @@ use super::{
 use crate::config::Settings;
 use crate::context::ServiceContext;
 
-/// Where the simulated gateway's authentication page is served, when it is.
+/// What the simulated gateway's pages (authentication, onboarding) work on,
+/// when they are served.
 #[cfg(feature = "simulated")]
-pub type BankPage = Option<AuthenticationPage>;
+pub type SimulatedPages = Option<SimulatedGatewayPages>;
 #[cfg(not(feature = "simulated"))]
-pub type BankPage = Option<std::convert::Infallible>;
+pub type SimulatedPages = Option<std::convert::Infallible>;
 
 /// The server, accepting on its listener.
 pub struct Server(actix_web::dev::Server);
@@ -37,7 +40,7 @@ pub fn start(
     settings: &Settings,
     listener: TcpListener,
     context: Arc<ServiceContext>,
-    bank_page: BankPage,
+    simulated_pages: SimulatedPages,
 ) -> std::io::Result<Server> {
     let limits = &settings.server.rate_limit;
     let gatekeeper = web::Data::new(Gatekeeper::new(
@@ -54,9 +57,9 @@ pub fn start(
         secret: settings.gateway.stripe.webhook_secret.clone(),
     });
     #[cfg(feature = "simulated")]
-    let bank_page = bank_page.map(web::Data::new);
+    let simulated_pages = simulated_pages.map(web::Data::new);
     #[cfg(not(feature = "simulated"))]
-    let _ = bank_page;
+    let _ = simulated_pages;
     // The logger renders its line's fields for every request, even when the
     // line is then filtered out: left out when no access line is wanted.
     let access_log = log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
@@ -74,10 +77,11 @@ pub fn start(
             .app_data(routing::query_config())
             .service(routing::get_only("/healthz", health::healthz));
         #[cfg(feature = "simulated")]
-        let app = match &bank_page {
-            Some(page) => app
-                .app_data(page.clone())
-                .configure(authentication_page::routes),
+        let app = match &simulated_pages {
+            Some(pages) => app
+                .app_data(pages.clone())
+                .configure(authentication_page::routes)
+                .configure(onboarding_page::routes),
             None => app,
         };
         app.service(

@@ -11,7 +11,9 @@ use crate::config::{self, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 #[cfg(feature = "simulated")]
-use crate::http::authentication_page::{self, AuthenticationPage};
+use crate::http::authentication_page::{self, SimulatedGatewayPages};
+#[cfg(feature = "simulated")]
+use crate::http::onboarding_page;
 use crate::http::payment_return;
 use crate::http::server::{self, Server};
 use crate::http_client::destination::DestinationPolicy;
@@ -70,6 +72,7 @@ pub fn service_context(
         GatewayKind::Simulated => Arc::new(
             SimulatedGateway::new(pool.clone(), settings.gateway.simulated.clone())
                 .with_authentication_page(format!("{public_base}{}", authentication_page::PATH))
+                .with_onboarding_page(format!("{public_base}{}", onboarding_page::PATH))
                 .with_in_flight_hook(|| crate::crash::point(crate::crash::GATEWAY_IN_FLIGHT)),
         ),
         GatewayKind::Stripe => Arc::new(StripeGateway::new(&settings.gateway.stripe)?),
@@ -132,10 +135,10 @@ impl Application {
             .unwrap_or_else(|| format!("http://{address}"));
         let public_base = public_base.trim_end_matches('/');
         let pool = db::build_pool(database_url, &settings.database);
-        // The simulated gateway's authentication page is served here.
+        // The simulated gateway's pages are served here.
         #[cfg(feature = "simulated")]
-        let bank_page =
-            (settings.gateway.kind == GatewayKind::Simulated).then(|| AuthenticationPage {
+        let simulated_pages =
+            (settings.gateway.kind == GatewayKind::Simulated).then(|| SimulatedGatewayPages {
                 pool: pool.clone(),
                 settings: IntentSettings {
                     double: Double::Simulated,
@@ -148,7 +151,7 @@ impl Application {
                 },
             });
         #[cfg(not(feature = "simulated"))]
-        let bank_page = None;
+        let simulated_pages = None;
         let context = Arc::new(service_context(
             settings,
             pool.clone(),
@@ -156,7 +159,7 @@ impl Application {
             public_base,
         )?);
         let workers = Workers::start(settings, context.clone())?;
-        let server = server::start(settings, listener, context, bank_page)?;
+        let server = server::start(settings, listener, context, simulated_pages)?;
         Ok(Application {
             address,
             server,

@@ -39,6 +39,7 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
         ("GET", "/metrics"),
         ("POST", "/webhooks/stripe"),
         ("GET", "/simulated-gateway/authenticate"),
+        ("GET", "/simulated-gateway/onboard"),
         ("GET", "/payments/return"),
     ] {
         let app = spawn_app_with(|s| {

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use ridepay::payments::PaymentGateway;
 use serde_json::{json, Value};
 
 use crate::common::app::{skip, spawn_app};
@@ -153,5 +154,51 @@ async fn a_rider_authenticates_in_a_browser_and_the_return_page_shows_the_ride_h
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(app.transitions(&refused, "ride.payment_declined"), 1);
     assert_eq!(app.transitions(&confirmed, "ride.authorized"), 1);
+    browser.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_driver_onboards_in_a_browser_and_lands_on_the_platforms_page() {
+    let Some(driver) = Driver::start() else {
+        return skip(
+            "browser::a_driver_onboards_in_a_browser_...",
+            "Chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+        );
+    };
+    let app = spawn_app().await;
+    let gateway = crate::pages::onboarding_page::gateway(&app);
+    let (account, link) = crate::pages::onboarding_page::account_and_link(&gateway, &app, "driver");
+    let browser = driver.browser().await;
+
+    browser.goto(&link.url).await.unwrap();
+    let heading = browser.find(Locator::Css("h1")).await.unwrap();
+    assert_eq!(heading.text().await.unwrap(), "Get paid by ridepay");
+    browser
+        .find(Locator::Id("complete"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // Sent to the platform's return page (`/healthz` stands for it here).
+    browser
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_url(&format!("{}/healthz", app.address).parse().unwrap())
+        .await
+        .unwrap();
+    assert!(gateway
+        .retrieve_account(&account.id)
+        .unwrap()
+        .unwrap()
+        .can_be_paid());
+    // The link is spent: opened again, it sends the driver to refresh it.
+    browser.goto(&link.url).await.unwrap();
+    browser
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_url(&format!("{}/readyz", app.address).parse().unwrap())
+        .await
+        .unwrap();
     browser.close().await.unwrap();
 }
