@@ -69,6 +69,9 @@ pub struct StatementTime {
     /// Run inside another (by a trigger or a function); timed only where
     /// `pg_stat_statements.track` is `all` (`bench --nested-statements`).
     pub nested: bool,
+    /// The simulated gateway's own (it touches its `simulated_*` tables):
+    /// in production, that work is the gateway's, not PostgreSQL's.
+    pub gateway: bool,
     pub calls: i64,
     pub time: Duration,
 }
@@ -81,6 +84,8 @@ struct StatementRow {
     query: String,
     #[diesel(sql_type = Bool)]
     nested: bool,
+    #[diesel(sql_type = Bool)]
+    gateway: bool,
     #[diesel(sql_type = BigInt)]
     calls: i64,
     #[diesel(sql_type = Double)]
@@ -91,7 +96,8 @@ struct StatementRow {
 fn statement_times(conn: &mut PgConnection) -> anyhow::Result<Vec<StatementTime>> {
     let rows: Vec<StatementRow> = diesel::sql_query(format!(
         "SELECT queryid AS id, min(left(regexp_replace(query, '\\s+', ' ', 'g'), 90)) AS query, \
-                NOT toplevel AS nested, sum(calls)::bigint AS calls, \
+                NOT toplevel AS nested, bool_or(query LIKE '%simulated\\_%') AS gateway, \
+                sum(calls)::bigint AS calls, \
                 sum(total_exec_time) AS milliseconds \
          FROM pg_stat_statements \
          WHERE dbid = {THIS_DATABASE} AND query NOT LIKE '%pg_stat_statements%' \
@@ -104,6 +110,7 @@ fn statement_times(conn: &mut PgConnection) -> anyhow::Result<Vec<StatementTime>
             id: row.id,
             query: row.query,
             nested: row.nested,
+            gateway: row.gateway,
             calls: row.calls,
             time: Duration::from_secs_f64(row.milliseconds.max(0.0) / 1000.0),
         })

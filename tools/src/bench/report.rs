@@ -253,13 +253,23 @@ impl Results {
             cells.extend(per_request(time.calls, time.time));
             table.row(cells);
         }
-        let top_level = times.iter().filter(|time| !time.nested);
-        let mut cells = vec!["all top-level statements".to_owned(), String::new()];
-        cells.extend(per_request(
-            top_level.clone().map(|time| time.calls).sum(),
-            top_level.map(|time| time.time).sum(),
-        ));
-        table.row(cells);
+        // The totals: all top-level statements, then the simulated gateway's
+        // apart from ridepay's own (in production the gateway's are Stripe's).
+        for (label, counted) in [
+            ("all top-level statements", None),
+            ("the simulated gateway's top-level statements", Some(true)),
+            ("ridepay's own top-level statements", Some(false)),
+        ] {
+            let top_level = times.iter().filter(|time| {
+                !time.nested && counted.is_none_or(|gateway| time.gateway == gateway)
+            });
+            let mut cells = vec![label.to_owned(), String::new()];
+            cells.extend(per_request(
+                top_level.clone().map(|time| time.calls).sum(),
+                top_level.map(|time| time.time).sum(),
+            ));
+            table.row(cells);
+        }
         Some(table)
     }
 
@@ -463,6 +473,7 @@ mod tests {
             id,
             query: query.to_owned(),
             nested,
+            gateway: query.contains("simulated_"),
             calls,
             time: Duration::from_micros(micros),
         };
@@ -478,7 +489,7 @@ mod tests {
                 },
                 Usage {
                     statement_times: vec![
-                        time(1, "INSERT a", false, 10, 1000),
+                        time(1, "INSERT simulated_a", false, 10, 1000),
                         time(2, select, false, 10, 3000),
                         time(3, "INSERT c", true, 20, 2000),
                     ],
@@ -500,8 +511,10 @@ mod tests {
             [
                 "| SELECT b |  | 1.00 | 300 |",
                 "| INSERT c | yes | 2.00 | 200 |",
-                "| INSERT a |  | 1.00 | 100 |",
+                "| INSERT simulated_a |  | 1.00 | 100 |",
                 "| all top-level statements |  | 2.00 | 400 |",
+                "| the simulated gateway's top-level statements |  | 1.00 | 100 |",
+                "| ridepay's own top-level statements |  | 1.00 | 300 |",
             ]
         );
         assert!(results.statement_table("new-key POST", 32).is_none());
