@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use serde_json::Value;
 
 use crate::events::Double;
-use crate::intents::{random_id, storage, transaction, Call, Replayable};
+use crate::intents::{random_id, storage, transaction, whole_seconds, Call, Replayable};
 use crate::return_url::valid_return_url;
 use crate::schema::{simulated_account_links, simulated_accounts};
 use ridepay_gateway::{
@@ -26,7 +26,7 @@ struct StoredAccount {
     gateway: Double,
     email: Option<String>,
     country: String,
-    transfers: String,
+    transfers: CapabilityStatus,
     details_submitted: bool,
     metadata: Value,
     created_at: DateTime<Utc>,
@@ -39,7 +39,7 @@ impl StoredAccount {
             created: self.created_at,
             email: self.email.clone(),
             country: self.country.clone(),
-            transfers: CapabilityStatus::parse(&self.transfers),
+            transfers: Some(self.transfers),
             details_submitted: self.details_submitted,
             metadata: serde_json::from_value(self.metadata.clone()).unwrap_or_default(),
         }
@@ -87,21 +87,16 @@ pub fn create(
         gateway: double,
         email: Some(request.email.clone()),
         country: request.country.clone(),
-        transfers: CapabilityStatus::Inactive.as_str().to_owned(),
+        transfers: CapabilityStatus::Inactive,
         details_submitted: false,
         metadata: Value::Object(metadata),
-        created_at: DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap_or_default(),
+        created_at: whole_seconds(Utc::now()),
     };
     call.answer_once(conn, Ok(made.account()), |conn, answer| {
-        // Under a key another call answered meanwhile, nothing is made.
-        conn.transaction(|conn| {
-            let kept = call.keep(conn, answer)?;
-            if kept {
-                diesel::insert_into(simulated_accounts::table)
-                    .values(&made)
-                    .execute(conn)?;
-            }
-            Ok(kept)
+        call.keep_making(conn, answer, |conn| {
+            diesel::insert_into(simulated_accounts::table)
+                .values(&made)
+                .execute(conn)
         })
     })
 }
@@ -155,27 +150,22 @@ pub fn create_link(
         return call.answer_once(conn, refused, |conn, answer| call.keep(conn, answer));
     }
     let id = random_id("link_sim_");
-    let expires_at =
-        DateTime::from_timestamp((Utc::now() + LINK_LASTS).timestamp(), 0).unwrap_or_default();
+    let expires_at = whole_seconds(Utc::now() + LINK_LASTS);
     let link = AccountLink {
         url: format!("{page}?link={id}"),
         expires_at,
     };
     call.answer_once(conn, Ok(link), |conn, answer| {
-        conn.transaction(|conn| {
-            let kept = call.keep(conn, answer)?;
-            if kept {
-                diesel::insert_into(simulated_account_links::table)
-                    .values((
-                        simulated_account_links::id.eq(&id),
-                        simulated_account_links::account.eq(&request.account),
-                        simulated_account_links::refresh_url.eq(&request.refresh_url),
-                        simulated_account_links::return_url.eq(&request.return_url),
-                        simulated_account_links::expires_at.eq(expires_at),
-                    ))
-                    .execute(conn)?;
-            }
-            Ok(kept)
+        call.keep_making(conn, answer, |conn| {
+            diesel::insert_into(simulated_account_links::table)
+                .values((
+                    simulated_account_links::id.eq(&id),
+                    simulated_account_links::account.eq(&request.account),
+                    simulated_account_links::refresh_url.eq(&request.refresh_url),
+                    simulated_account_links::return_url.eq(&request.return_url),
+                    simulated_account_links::expires_at.eq(expires_at),
+                ))
+                .execute(conn)
         })
     })
 }
@@ -255,7 +245,7 @@ pub fn onboard(
         if let (Some(account), Onboarded::Complete) = (used, answer) {
             diesel::update(simulated_accounts::table.find(account))
                 .set((
-                    simulated_accounts::transfers.eq(CapabilityStatus::Active.as_str()),
+                    simulated_accounts::transfers.eq(CapabilityStatus::Active),
                     simulated_accounts::details_submitted.eq(true),
                 ))
                 .execute(conn)

@@ -7,7 +7,7 @@ use diesel::prelude::*;
 
 use crate::balance_transactions::{of_captured, of_refund, transaction_source};
 use crate::events::Double;
-use crate::intents::storage;
+use crate::intents::{storage, whole_seconds};
 use crate::schema::{simulated_payment_intents as intents, simulated_refunds as refunds};
 use ridepay_gateway::{
     BalanceTransaction, BalanceTransactionPage, GatewayError, ListBalanceTransactions, ListIntents,
@@ -28,7 +28,7 @@ impl Made {
             listed: ListedBalanceTransaction {
                 kind: kind.to_owned(),
                 source: Some(source),
-                created: DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at),
+                created: whole_seconds(at),
                 transaction,
             },
         }

@@ -28,7 +28,7 @@ mod stored;
 pub use authentication::{authenticate, authenticating, Authenticating, Authentication};
 pub use cards::{DECLINE_MESSAGE, TEST_PAYMENT_METHODS};
 pub(crate) use changes::locked;
-pub(crate) use clock::{from_now, sweep};
+pub(crate) use clock::{from_now, sweep, whole_seconds};
 pub use clock::{lapse_now, PROCESSING_SETTLES_AFTER};
 pub use disputes::open_dispute;
 pub(crate) use errors::storage;

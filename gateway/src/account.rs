@@ -7,34 +7,15 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// Where an account's `transfers` capability stands: `active` once its
-/// owner has told the gateway enough to be paid; `pending` while the
-/// gateway checks what they told; `inactive` before, or when the gateway
-/// wants more.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapabilityStatus {
-    Active,
-    Inactive,
-    Pending,
-}
-
-impl CapabilityStatus {
-    pub fn parse(text: &str) -> Option<CapabilityStatus> {
-        match text {
-            "active" => Some(CapabilityStatus::Active),
-            "inactive" => Some(CapabilityStatus::Inactive),
-            "pending" => Some(CapabilityStatus::Pending),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapabilityStatus::Active => "active",
-            CapabilityStatus::Inactive => "inactive",
-            CapabilityStatus::Pending => "pending",
-        }
+ridepay_diesel_helpers::text_enum! {
+    /// Where an account's `transfers` capability stands: `active` once its
+    /// owner has told the gateway enough to be paid; `pending` while the
+    /// gateway checks what they told; `inactive` before, or when the
+    /// gateway wants more.
+    pub enum CapabilityStatus {
+        Active = "active",
+        Inactive = "inactive",
+        Pending = "pending",
     }
 }
 

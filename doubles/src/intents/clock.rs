@@ -97,6 +97,11 @@ pub(crate) fn expiry(settings: &IntentSettings, extended: bool) -> DateTime<Utc>
     } else {
         settings.authorization_ttl
     });
+    whole_seconds(at)
+}
+
+/// `at` in whole seconds, as Stripe's timestamps are.
+pub(crate) fn whole_seconds(at: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at)
 }
 

@@ -242,6 +242,23 @@ impl<'a> Call<'a> {
         Ok(kept.is_some())
     }
 
+    /// Keeps `answer` with the key and, in the same transaction, what
+    /// `make` writes; neither when another call kept one first.
+    pub(crate) fn keep_making(
+        &self,
+        conn: &mut PgConnection,
+        answer: &Value,
+        make: impl FnOnce(&mut PgConnection) -> QueryResult<usize>,
+    ) -> QueryResult<bool> {
+        conn.transaction(|conn| {
+            let kept = self.keep(conn, answer)?;
+            if kept {
+                make(conn)?;
+            }
+            Ok(kept)
+        })
+    }
+
     /// `result`, its answer kept by `write` with what it makes (false when
     /// another call under the key answered first, and `write` wrote
     /// nothing); else that other call's answer.

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::cards::{behaviour, decline_of, hold_features, Behaviour};
 use super::changes::{read_and_change, ATTEMPTS};
-use super::clock::{expiry, from_now, PROCESSING_SETTLES_AFTER};
+use super::clock::{expiry, from_now, whole_seconds, PROCESSING_SETTLES_AFTER};
 use super::errors::{contended, declined, no_such_intent, storage, unexpected_state};
 use super::kept_calls::{to_keep, Call};
 use super::one_statement;
@@ -76,8 +76,7 @@ fn new_intent(request: &CreateIntent, settings: &IntentSettings) -> Option<Store
         disputed: false,
         // Whole seconds, as Stripe's `created`: the answer and every later
         // read agree.
-        created_at: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
-            .unwrap_or_default(),
+        created_at: whole_seconds(chrono::Utc::now()),
         overcapture_max_cents: (status == IntentStatus::RequiresCapture)
             .then(|| features.overcapture_max(request.hold.overcapture, request.amount_cents))
             .flatten(),
