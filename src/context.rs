@@ -23,6 +23,16 @@ pub struct ServiceContext {
     pub return_url: String,
     /// Where users' webhooks may go.
     pub destinations: DestinationPolicy,
+    /// The platform's country, where drivers' onboarding pages are
+    /// (`PUBLIC_BASE_URL/drivers/onboarding`), and whether the gateway's key
+    /// is live (Connect events of the other mode are not ours).
+    pub drivers: DriverContext,
+}
+
+pub struct DriverContext {
+    pub country: String,
+    pub pages: String,
+    pub livemode: bool,
 }
 
 impl FlowContext for ServiceContext {

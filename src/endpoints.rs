@@ -24,6 +24,8 @@ macro_rules! for_each_endpoint {
             $crate::rides::complete::CompleteEndpoint,
             $crate::rides::cancel::CancelEndpoint,
             $crate::rides::tip::TipEndpoint,
+            $crate::drivers::create::DriverEndpoint,
+            $crate::drivers::onboarding_link::OnboardingLinkEndpoint,
             $crate::user_webhooks::register::RegisterDestination,
             $crate::user_webhooks::actions::retry::RetryEndpoint,
             $crate::user_webhooks::actions::roll_secret::RollSecretEndpoint,

@@ -27,6 +27,24 @@ diesel::table! {
 }
 
 diesel::table! {
+    drivers (id) {
+        id -> Int8,
+        public_id -> Bytea,
+        idempotency_key_id -> Nullable<Int8>,
+        email -> Text,
+        country -> Text,
+        account_id -> Text,
+        status -> Text,
+        status_checked_at -> Timestamptz,
+        onboarding_token_hash -> Bytea,
+        onboarding_token_expires_at -> Timestamptz,
+        onboarding_link_made_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     idempotency_keys (id) {
         id -> Int8,
         user_id -> Int8,
@@ -300,6 +318,7 @@ diesel::table! {
 
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(charges -> rides (ride_id));
+diesel::joinable!(drivers -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
 diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
@@ -322,6 +341,7 @@ diesel::joinable!(webhook_events -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
     charges,
+    drivers,
     idempotency_keys,
     idempotent_endpoints,
     installation,

@@ -70,6 +70,7 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
         webhook_secret: None,
+        connect_webhook_secret: None,
     }
 }
 

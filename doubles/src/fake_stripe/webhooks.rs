@@ -89,6 +89,7 @@ fn render(
             }
             refund => refund.map(|refund| Ok(wire::refund_object(&refund))),
         },
+        ObjectKind::Account => None,
     }
     .transpose()?;
     Ok(object.map(|object| {
