@@ -75,6 +75,9 @@ fn event_of(context: &ServiceContext, simulated: &SimulatedEvent) -> anyhow::Res
                 (None, charge) => charge.map(Payment::Charge),
             })
             .map(Subject::Refunds),
+        // Taken and marked sent, changing nothing, until ridepay handles
+        // its drivers' accounts.
+        ObjectKind::Account => None,
     };
     Ok(Event {
         id: simulated.id.clone(),
