@@ -81,6 +81,21 @@ fn parse_rate(value: &str) -> Result<f64, String> {
     config::check_rate(rate).map_err(|err| err.to_string())
 }
 
+/// The doubles' records: `url` when given, else the database the service
+/// uses, whose `simulated_*` tables `GATEWAY=simulated` keeps its own in.
+pub(super) fn records_database(
+    settings: &Settings,
+    url: &Option<String>,
+) -> anyhow::Result<super::Database> {
+    match url {
+        Some(url) => Ok(super::Database {
+            url: url.clone(),
+            cluster: None,
+        }),
+        None => database(settings),
+    }
+}
+
 fn target(url: &Option<String>, secret: &Option<String>) -> Option<WebhookTarget> {
     url.clone()
         .zip(secret.clone())
@@ -91,13 +106,7 @@ pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
     // Taken by `wait` below, not by the gateway's threads (which inherit the
     // mask), so Ctrl-C stops the fake and the cluster it may have started.
     let stop_signals = super::signals::block()?;
-    let database = match &args.database_url {
-        Some(url) => super::Database {
-            url: url.clone(),
-            cluster: None,
-        },
-        None => database(settings)?,
-    };
+    let database = records_database(settings, &args.database_url)?;
     let gateway = FakeGateway::start(FakeGatewayConfig {
         bind: args.bind.clone(),
         database_url: database.url.clone(),
