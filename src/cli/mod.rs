@@ -1,8 +1,8 @@
 //! The command line: `ridepay [serve]`, `migrate`, `reap`, `users`, `keys`,
-//! `reconcile`,
-//! `ledger`, `fake-gateway`, `simulated-gateway`, `db`. Every subcommand run in the same folder as `serve`
-//! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
-//! and stops the embedded cluster again if it was the one that started it.
+//! `reconcile`, `ledger`, `fake-gateway`, `simulated-gateway`, `db`. Every
+//! subcommand run in the same folder as `serve` attaches to the same
+//! database (`DATABASE_URL`, or the embedded cluster), and stops the
+//! embedded cluster again if it was the one that started it.
 
 #[cfg(feature = "simulated")]
 mod fake_gateway;

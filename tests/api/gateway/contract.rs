@@ -27,7 +27,7 @@ type Gateway = dyn PaymentGateway;
 /// Gateways over one records database, each with its own faults.
 trait GatewayUnderTest {
     /// Which double's records its accounts and events are.
-    const DOUBLE: Double;
+    fn double(&self) -> Double;
 
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway>;
     fn records_url(&self) -> &str;
@@ -46,7 +46,9 @@ struct Simulated {
 }
 
 impl GatewayUnderTest for Simulated {
-    const DOUBLE: Double = Double::Simulated;
+    fn double(&self) -> Double {
+        Double::Simulated
+    }
 
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let pool = crate::common::settings::pool(&self.records_url);
@@ -65,7 +67,9 @@ struct StripeOverHttp {
 }
 
 impl GatewayUnderTest for StripeOverHttp {
-    const DOUBLE: Double = Double::Fake;
+    fn double(&self) -> Double {
+        Double::Fake
+    }
 
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let fake = start_fake_gateway(&self.records_url, faults);
@@ -1015,13 +1019,13 @@ fn made_account(gateway: &Gateway) -> Account {
 }
 
 /// The `account.updated` events of account `id` the double recorded.
-fn account_updates<U: GatewayUnderTest>(under_test: &U, id: &str) -> i64 {
+fn account_updates(under_test: &impl GatewayUnderTest, id: &str) -> i64 {
     count(
         &mut under_test.records(),
         &format!(
             "simulated_events WHERE object_kind = 'account' AND event_type = 'account.updated' \
              AND object_id = '{id}' AND gateway = '{}'",
-            U::DOUBLE.as_str()
+            under_test.double().as_str()
         ),
     )
 }
@@ -1030,8 +1034,8 @@ fn account_updates<U: GatewayUnderTest>(under_test: &U, id: &str) -> i64 {
 /// it (requirements past due) and activate it again, what the gateway then
 /// reads, each change announced once to the double that holds the account;
 /// an account no double holds is `resource_missing`.
-fn an_account_is_restricted_and_activated_with_its_updates_announced<U: GatewayUnderTest>(
-    under_test: &U,
+fn an_account_is_restricted_and_activated_with_its_updates_announced(
+    under_test: &impl GatewayUnderTest,
 ) {
     let gateway = under_test.healthy();
     let account = made_account(gateway.as_ref());
@@ -1060,7 +1064,7 @@ fn an_account_is_restricted_and_activated_with_its_updates_announced<U: GatewayU
 
 /// Onboarding completed activates the account and announces it; left
 /// incomplete, it changes nothing and announces nothing.
-fn an_onboarding_completed_is_announced<U: GatewayUnderTest>(under_test: &U) {
+fn an_onboarding_completed_is_announced(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let account = made_account(gateway.as_ref());
     let link = |key: &str| {
@@ -1079,12 +1083,18 @@ fn an_onboarding_completed_is_announced<U: GatewayUnderTest>(under_test: &U) {
     accounts::onboard(
         &mut records,
         &link("later"),
-        U::DOUBLE,
+        under_test.double(),
         Onboarded::Incomplete,
     )
     .unwrap();
     let updates_after_leaving = account_updates(under_test, &account.id);
-    accounts::onboard(&mut records, &link("done"), U::DOUBLE, Onboarded::Complete).unwrap();
+    accounts::onboard(
+        &mut records,
+        &link("done"),
+        under_test.double(),
+        Onboarded::Complete,
+    )
+    .unwrap();
 
     assert_eq!(updates_after_leaving, 0);
     assert_eq!(account_updates(under_test, &account.id), 1);
