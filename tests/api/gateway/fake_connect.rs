@@ -64,9 +64,13 @@ async fn an_accounts_updates_reach_the_connect_endpoint_signed_with_its_secret()
     // The first delivery is refused: it is sent again.
     connect.reply([Reply::Status(500, Vec::new())]);
     let client = reqwest::Client::new();
-    let made = post_form(
-        &client,
-        &format!("{}/v1/accounts", fake.url()),
+    let (sender, base) = (&client, fake.url());
+    let post = move |path: &str, key: &'static str, form: &'static [(&str, &str)]| {
+        let url = format!("{base}{path}");
+        async move { post_form(sender, &url, key, form).await }
+    };
+    let made = post(
+        "/v1/accounts",
         "driver",
         &[
             ("type", "express"),
@@ -78,9 +82,8 @@ async fn an_accounts_updates_reach_the_connect_endpoint_signed_with_its_secret()
     .await;
     let account: Value = made.json().await.unwrap();
     let id = account["id"].as_str().unwrap().to_owned();
-    let paid = post_form(
-        &client,
-        &format!("{}/v1/payment_intents", fake.url()),
+    let paid = post(
+        "/v1/payment_intents",
         "paid",
         &[
             ("amount", "2000"),
