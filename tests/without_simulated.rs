@@ -47,6 +47,7 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
         faults: Default::default(),
         api_key: Some(STRIPE_KEY.to_owned()),
         webhook: None,
+        connect_webhook: None,
         limits: ConnectionLimits::default(),
     })
     .unwrap();

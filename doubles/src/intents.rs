@@ -26,7 +26,7 @@ mod settings;
 mod stored;
 
 pub use authentication::{authenticate, authenticating, Authenticating, Authentication};
-pub use cards::{DECLINE_MESSAGE, TEST_PAYMENT_METHODS};
+pub use cards::DECLINE_MESSAGE;
 pub(crate) use changes::locked;
 pub(crate) use clock::{from_now, sweep, whole_seconds};
 pub use clock::{lapse_now, PROCESSING_SETTLES_AFTER};

@@ -47,6 +47,18 @@ pub enum GatewayError {
     Misconfigured { reason: String },
 }
 
+/// Stripe's words for a payment method it does not have (its 400
+/// `resource_missing` on `payment_method`), which the doubles say too.
+pub const NO_SUCH_PAYMENT_METHOD: &str = "No such PaymentMethod";
+
+impl GatewayError {
+    /// A refusal of a payment method the gateway does not have: the
+    /// caller's mistake, not the gateway's, so it is told as such.
+    pub fn is_unknown_payment_method(&self) -> bool {
+        matches!(self, GatewayError::Rejected { message } if message.contains(NO_SUCH_PAYMENT_METHOD))
+    }
+}
+
 /// What a refund gives money back from: a PaymentIntent, or the charge of a
 /// ride paid through the Charges API.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

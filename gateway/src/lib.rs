@@ -13,7 +13,10 @@ mod listing;
 pub mod stripe_signature;
 
 pub use account::{Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink};
-pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
+pub use gateway::{
+    GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState,
+    NO_SUCH_PAYMENT_METHOD,
+};
 pub use intent::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,
     IncrementIntent, IntentStatus, NextAction, PaymentError, PaymentIntent,

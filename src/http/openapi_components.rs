@@ -21,8 +21,10 @@ pub struct ProblemDocument {
     /// The rejected fields of an invalid request.
     #[schema(nullable = false)]
     pub errors: Option<Vec<FieldError>>,
-    /// On `card-declined` and `payment-gateway-rejected`: the ride created
-    /// (an integer in answers stored before public ids, replayed as stored).
+    /// On `card-declined`, `payment-gateway-rejected`, and the
+    /// `invalid-request` of a payment method the gateway does not have: the
+    /// ride created (an integer in answers stored before public ids,
+    /// replayed as stored).
     #[schema(nullable = false, pattern = "^ride_[a-z2-7]{29}$")]
     pub ride_id: Option<String>,
     /// On `payment-gateway-rejected` for a refund: the refund, `failed`.

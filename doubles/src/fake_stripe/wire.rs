@@ -353,11 +353,18 @@ pub fn event(id: &str, event_type: &str, created: i64, object: Value) -> Value {
 }
 
 pub fn error(status: u16, kind: &str, code: Option<&str>, message: impl Into<String>) -> Response {
+    Response::json(
+        status,
+        &json!({ "error": error_object(kind, code, message) }),
+    )
+}
+
+fn error_object(kind: &str, code: Option<&str>, message: impl Into<String>) -> Value {
     let mut error = json!({ "type": kind, "message": message.into() });
     if let Some(code) = code {
         error["code"] = json!(code);
     }
-    Response::json(status, &json!({ "error": error }))
+    error
 }
 
 pub fn invalid_request(status: u16, code: &str, message: impl Into<String>) -> Response {
@@ -387,11 +394,16 @@ pub fn api_error(message: impl Into<String>) -> Response {
 /// PaymentIntent carries the intent: `intents` answers those.)
 pub fn refusal(err: GatewayError) -> Response {
     match err {
-        GatewayError::Rejected { message } => {
-            let (code, message) = message
+        GatewayError::Rejected { ref message } => {
+            let (code, text) = message
                 .split_once(": ")
-                .unwrap_or(("parameter_invalid", &message));
-            invalid_request(400, code, message)
+                .unwrap_or(("parameter_invalid", message));
+            let mut error = error_object("invalid_request_error", Some(code), text);
+            // Stripe names the parameter that named what it does not have.
+            if err.is_unknown_payment_method() {
+                error["param"] = json!("payment_method");
+            }
+            Response::json(400, &json!({ "error": error }))
         }
         GatewayError::Misconfigured { reason } => error(400, "idempotency_error", None, reason),
         // Stripe's answer to every retry after a 500 it saved.

@@ -220,6 +220,17 @@ mod tests {
     }
 
     #[test]
+    fn a_payment_method_stripe_does_not_have_is_told_from_other_rejections() {
+        let unknown = r#"{"error": {"type": "invalid_request_error", "code": "resource_missing",
+                          "param": "payment_method", "message": "No such PaymentMethod: 'pm_x'"}}"#;
+        let other = r#"{"error": {"type": "invalid_request_error", "code": "resource_missing",
+                        "param": "customer", "message": "No such customer: 'cus_x'"}}"#;
+        let classified = |body| classify_answer(400, body).unwrap_err();
+        assert!(classified(unknown).is_unknown_payment_method());
+        assert!(!classified(other).is_unknown_payment_method());
+    }
+
+    #[test]
     fn each_error_kind_maps_to_what_ridepay_must_do() {
         let cases = [
             (

@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 use super::registered;
 use crate::common::app::{create_platform_user, spawn_app_with, TestApp};
 use crate::common::ids::Id;
+use crate::common::wait::eventually;
 use ridepay::payments::stripe::signature::sign;
+use ridepay_doubles::accounts;
+use std::time::Duration;
 
 const CONNECT_SECRET: &str = "whsec_ridepay_connect_suite";
 
@@ -41,15 +44,14 @@ async fn deliver(app: &TestApp, body: &str, secret: &str) -> (u16, Value) {
 }
 
 /// The gateway stops (or allows again) transfers to `account`, as it does
-/// when it wants more of the driver.
+/// when it wants more of the driver (or has it).
 fn gateway_sets_transfers(app: &TestApp, account: &str, status: &str) {
-    use diesel::prelude::*;
-    let updated = diesel::sql_query(format!(
-        "UPDATE simulated_accounts SET transfers = '{status}' WHERE id = '{account}'"
-    ))
-    .execute(&mut app.db())
+    let mut conn = app.db();
+    match status {
+        "active" => accounts::activate(&mut conn, account),
+        _ => accounts::restrict(&mut conn, account),
+    }
     .unwrap();
-    assert_eq!(updated, 1);
 }
 
 async fn status_of(app: &TestApp, platform_key: &str, driver: Id) -> Value {
@@ -61,8 +63,10 @@ async fn status_of(app: &TestApp, platform_key: &str, driver: Id) -> Value {
 
 #[tokio::test]
 async fn account_events_move_a_driver_between_active_and_restricted_once_each() {
+    // Only the events posted here: the simulated gateway's own stay unsent.
     let app = spawn_app_with(|s| {
         s.gateway.stripe.connect_webhook_secret = Some(CONNECT_SECRET.to_owned().into());
+        s.gateway.simulated.events_enabled = false;
     })
     .await;
     let platform = create_platform_user(&app.database_url);
@@ -175,4 +179,34 @@ async fn without_its_secret_the_connect_endpoint_refuses_every_event() {
         "{body}"
     );
     assert_eq!(app.count("stripe_events"), 0);
+}
+
+/// The simulated gateway's own `account.updated` reach the same handling
+/// in-process: the driver follows the account without any event posted.
+#[tokio::test]
+async fn the_simulated_gateways_account_events_move_the_driver() {
+    let app = spawn_app_with(|_| {}).await;
+    let platform = create_platform_user(&app.database_url);
+    let (driver, _) = registered(&app, &platform, "ada").await;
+    let account = app
+        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
+        .await
+        .json()["account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (status, driver_status) in [
+        ("active", "active"),
+        ("inactive", "restricted"),
+        ("active", "active"),
+    ] {
+        gateway_sets_transfers(&app, &account, status);
+        let followed = eventually(Duration::from_secs(10), || {
+            app.count(&format!(
+                "drivers WHERE account_id = '{account}' AND status = '{driver_status}'"
+            )) == 1
+        })
+        .await;
+        assert!(followed, "{status}");
+    }
 }

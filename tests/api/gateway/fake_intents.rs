@@ -199,7 +199,18 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
         "{page}"
     );
     assert_eq!(declined.1["error"]["decline_code"], "generic_decline");
-    assert_eq!(unknown.1["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        (
+            &unknown.1["error"]["type"],
+            &unknown.1["error"]["code"],
+            &unknown.1["error"]["param"]
+        ),
+        (
+            &json!("invalid_request_error"),
+            &json!("resource_missing"),
+            &json!("payment_method")
+        )
+    );
     assert_eq!(
         (
             captured.1["amount_received"].as_i64(),

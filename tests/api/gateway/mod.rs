@@ -1,8 +1,9 @@
 //! The gateway: the contract every gateway keeps, the simulated one's
-//! PaymentIntents, the fake Stripe, and the Stripe client against Stripe's
-//! own specification.
+//! PaymentIntents, the fake Stripe (its Connect events too), and the Stripe
+//! client against Stripe's own specification.
 
 mod contract;
+mod fake_connect;
 mod fake_gateway;
 mod fake_intents;
 mod intents;

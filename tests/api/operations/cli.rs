@@ -94,6 +94,7 @@ fn every_subcommand_has_help() {
         &["migrate", "--help"],
         &["reap", "--help"],
         &["users", "create", "--help"],
+        &["simulated-gateway", "restrict-account", "--help"],
     ] {
         let (ok, out) = ridepay("postgres://unused", args);
         assert!(ok && out.contains("Usage"), "{args:?}: {out}");
