@@ -5,14 +5,13 @@
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::gateway_events::apply::{self, NotYet};
 use crate::gateway_events::connect;
 use crate::gateway_events::event::{Disposition, Event};
 use crate::http::body::read_json;
-use crate::http::openapi_components::ProblemDocument;
+use crate::http::openapi_components::{Received, StripeSignatureHeader, WebhookAnswers};
 use crate::http::request_id;
 use crate::payments::stripe::signature;
 use crate::telemetry::log_throttle::LogThrottle;
@@ -52,19 +51,8 @@ struct Secret<'a> {
     path = "/webhooks/stripe",
     tag = "webhooks",
     request_body(content = serde_json::Value, content_type = "application/json", description = "A Stripe event"),
-    params(("Stripe-Signature" = String, Header, description = "`t=<unix time>,v1=<hex HMAC-SHA256>[,v1=...]`")),
-    responses(
-        (status = 200, description = "Received: applied, ignored, or a duplicate", content_type = "application/json"),
-        (status = 400, description = "`invalid-signature` (bad, missing or stale signature), or not an event (`invalid-request`); nothing written", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 408, description = "The body did not arrive within `HTTP_BODY_TIMEOUT_MS`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 500, description = "An unexpected error; redeliver", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 503, description = "The gateway or the database is unavailable, or the ride's key is in flight; nothing written, redeliver", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-    )
+    params(StripeSignatureHeader),
+    responses(WebhookAnswers)
 )]
 pub async fn stripe_webhook(
     request: HttpRequest,
@@ -91,19 +79,8 @@ pub async fn stripe_webhook(
     path = "/webhooks/stripe/connect",
     tag = "webhooks",
     request_body(content = serde_json::Value, content_type = "application/json", description = "A Stripe Connect event"),
-    params(("Stripe-Signature" = String, Header, description = "`t=<unix time>,v1=<hex HMAC-SHA256>[,v1=...]`")),
-    responses(
-        (status = 200, description = "Received: applied, ignored, or a duplicate", content_type = "application/json"),
-        (status = 400, description = "`invalid-signature` (bad, missing or stale signature), or not an event (`invalid-request`); nothing written", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 408, description = "The body did not arrive within `HTTP_BODY_TIMEOUT_MS`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 500, description = "An unexpected error; redeliver", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 503, description = "The gateway or the database is unavailable; nothing written, redeliver", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-    )
+    params(StripeSignatureHeader),
+    responses(WebhookAnswers)
 )]
 pub async fn connect_webhook(
     request: HttpRequest,
@@ -156,10 +133,10 @@ async fn receive(
     match processed {
         Ok(disposition) => {
             count(&label, disposition.as_str());
-            Ok(
-                HttpResponse::Ok()
-                    .json(json!({ "received": true, "result": disposition.as_str() })),
-            )
+            Ok(HttpResponse::Ok().json(Received {
+                received: true,
+                result: disposition.as_str().to_owned(),
+            }))
         }
         Err(NotYet::KeyInFlight) => {
             count(&label, "retry");

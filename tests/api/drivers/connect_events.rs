@@ -54,6 +54,13 @@ fn gateway_sets_transfers(app: &TestApp, account: &str, status: &str) {
     .unwrap();
 }
 
+async fn account_of(app: &TestApp, platform_key: &str, driver: Id) -> String {
+    let driver = app
+        .get_as(platform_key, &format!("/api/drivers/{driver}"))
+        .await;
+    driver.json()["account_id"].as_str().unwrap().to_owned()
+}
+
 async fn status_of(app: &TestApp, platform_key: &str, driver: Id) -> Value {
     app.get_as(platform_key, &format!("/api/drivers/{driver}"))
         .await
@@ -71,13 +78,7 @@ async fn account_events_move_a_driver_between_active_and_restricted_once_each() 
     .await;
     let platform = create_platform_user(&app.database_url);
     let (driver, _) = registered(&app, &platform, "ada").await;
-    let account = app
-        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
-        .await
-        .json()["account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let account = account_of(&app, &platform.api_key, driver).await;
 
     // Nothing changed at the gateway: applied, still onboarding.
     let (status, body) = deliver(
@@ -188,13 +189,7 @@ async fn the_simulated_gateways_account_events_move_the_driver() {
     let app = spawn_app_with(|_| {}).await;
     let platform = create_platform_user(&app.database_url);
     let (driver, _) = registered(&app, &platform, "ada").await;
-    let account = app
-        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
-        .await
-        .json()["account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let account = account_of(&app, &platform.api_key, driver).await;
     for (status, driver_status) in [
         ("active", "active"),
         ("inactive", "restricted"),
