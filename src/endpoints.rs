@@ -24,6 +24,7 @@ macro_rules! for_each_endpoint {
             $crate::rides::complete::CompleteEndpoint,
             $crate::rides::cancel::CancelEndpoint,
             $crate::rides::tip::TipEndpoint,
+            $crate::rides::assign::AssignEndpoint,
             $crate::drivers::create::DriverEndpoint,
             $crate::drivers::onboarding_link::OnboardingLinkEndpoint,
             $crate::user_webhooks::register::RegisterDestination,

@@ -23,6 +23,7 @@ diesel::table! {
         created_at -> Timestamptz,
         settled_currency -> Nullable<Text>,
         settled_cents -> Nullable<Int8>,
+        payment_intent_id -> Nullable<Text>,
     }
 }
 
@@ -34,6 +35,7 @@ diesel::table! {
         email -> Text,
         country -> Text,
         account_id -> Text,
+        payable_code -> Text,
         status -> Text,
         status_checked_at -> Timestamptz,
         onboarding_token_hash -> Bytea,
@@ -197,6 +199,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    ride_drivers (ride_id) {
+        ride_id -> Int8,
+        driver_id -> Int8,
+        commission_bps -> Int4,
+        idempotency_key_id -> Nullable<Int8>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     rides (id) {
         id -> Int8,
         user_id -> Int8,
@@ -240,6 +252,24 @@ diesel::table! {
         subject -> Nullable<Text>,
         result -> Text,
         received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    transfers (id) {
+        id -> Int8,
+        ride_id -> Int8,
+        driver_id -> Int8,
+        source_charge -> Text,
+        currency -> Text,
+        amount_cents -> Int8,
+        netted_cents -> Int8,
+        status -> Text,
+        failure_reason -> Nullable<Text>,
+        gateway_transfer_id -> Nullable<Text>,
+        amount_reversed_cents -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -329,7 +359,13 @@ diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
+diesel::joinable!(ride_drivers -> drivers (driver_id));
+diesel::joinable!(ride_drivers -> idempotency_keys (idempotency_key_id));
+diesel::joinable!(ride_drivers -> rides (ride_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(transfers -> charges (source_charge));
+diesel::joinable!(transfers -> drivers (driver_id));
+diesel::joinable!(transfers -> rides (ride_id));
 diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
@@ -354,8 +390,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     recovery_points,
     refunds,
     released_payments,
+    ride_drivers,
     rides,
     stripe_events,
+    transfers,
     users,
     webhook_attempts,
     webhook_deliveries,

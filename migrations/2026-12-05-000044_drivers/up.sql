@@ -17,6 +17,9 @@ CREATE TABLE drivers (
     email TEXT NOT NULL CHECK (char_length(email) BETWEEN 3 AND 254),
     country TEXT NOT NULL CHECK (country ~ '^[A-Z]{2}$'),
     account_id TEXT NOT NULL UNIQUE CHECK (char_length(account_id) BETWEEN 1 AND 255),
+    -- What ridepay owes the driver is in the ledger accounts
+    -- `<payable_code>:<currency>`: `driver:drv_...:payable:usd`.
+    payable_code TEXT NOT NULL UNIQUE CHECK (payable_code ~ '^driver:drv_[a-z2-7]{29}:payable$'),
     -- `onboarding` until the account's `transfers` capability is active,
     -- then `active`; `restricted` when it stops being active.
     status TEXT NOT NULL DEFAULT 'onboarding'

@@ -21,7 +21,7 @@ mod user_webhooks;
 use source::Source;
 
 pub use database::DatabaseSettings;
-pub use drivers::DriverSettings;
+pub use drivers::{DriverContext, DriverSettings};
 pub use gateway::{
     masked_stripe_key, GatewayKind, GatewaySettings, StripeSettings, STRIPE_API_BASE,
 };

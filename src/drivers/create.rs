@@ -182,6 +182,7 @@ impl Endpoint for DriverEndpoint {
                     email: &params.email,
                     country: &params.country,
                     account_id: &account.id,
+                    payable_code: model::payable_code(public_id),
                     status: DriverStatus::Onboarding.learnt(account.can_be_paid()),
                     onboarding_token_hash: &hash,
                     onboarding_token_expires_at: token.expires_at,

@@ -2,10 +2,11 @@
 //! that transfers pay once the driver has onboarded. Registered by
 //! `create`, sent a new onboarding token by `onboarding_link`; `pages`
 //! serves what the driver opens; `model` is their row, `reads` the
-//! platform's view of them.
+//! platform's view of them, `pay` what a ride's driver is owed.
 
 pub mod create;
 pub mod model;
 pub mod onboarding_link;
 pub mod pages;
+pub mod pay;
 pub mod reads;

@@ -53,9 +53,16 @@ pub struct NewDriver<'a> {
     pub email: &'a str,
     pub country: &'a str,
     pub account_id: &'a str,
+    pub payable_code: String,
     pub status: DriverStatus,
     pub onboarding_token_hash: &'a [u8],
     pub onboarding_token_expires_at: DateTime<Utc>,
+}
+
+/// The code of the ledger accounts (one per currency,
+/// `<code>:<currency>`) of what ridepay owes the driver.
+pub fn payable_code(id: DriverPublicId) -> String {
+    format!("driver:{id}:payable")
 }
 
 /// Inserts the driver; `None` if its id is taken.

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Text};
+use diesel::sql_types::{Array, BigInt, Bytea, Text};
 
-use super::model::{Driver, OnboardingToken};
+use super::model::{self, Driver, OnboardingToken};
 use super::pages::{page_url, START};
 use crate::pages::{from_cursor, Cursor};
 use crate::public_ids::DriverPublicId;
@@ -99,27 +99,29 @@ struct Balance {
 
 /// Each driver's payable accounts (`driver:<id>:payable:<cur>`) in the
 /// ledger, with their balances and the transfers less reversals posted to
-/// them, in one statement.
+/// them, in one statement (`driver` is the accounts' code).
 fn balances(
     conn: &mut PgConnection,
     drivers: &[Driver],
 ) -> QueryResult<HashMap<DriverPublicId, Vec<BalanceJson>>> {
     let ids: HashMap<String, DriverPublicId> = drivers
         .iter()
-        .map(|driver| (driver.public_id.to_string(), driver.public_id))
+        .map(|driver| (model::payable_code(driver.public_id), driver.public_id))
         .collect();
+    let public_ids: Vec<DriverPublicId> = ids.values().copied().collect();
     let rows: Vec<Balance> = diesel::sql_query(
-        "SELECT split_part(a.code, ':', 2) AS driver, a.currency, \
+        "SELECT d.payable_code AS driver, a.currency, \
              coalesce(sum(e.amount_cents), 0)::bigint AS balance, \
              coalesce(sum(e.amount_cents) FILTER \
                  (WHERE t.kind IN ('transfer', 'transfer_reversal')), 0)::bigint AS transferred \
-         FROM ledger_accounts a \
+         FROM drivers d \
+         JOIN ledger_accounts a ON a.code = d.payable_code || ':' || a.currency \
          LEFT JOIN ledger_entries e ON e.account_id = a.id \
          LEFT JOIN ledger_transactions t ON t.id = e.transaction_id \
-         WHERE a.code LIKE 'driver:%:payable:%' AND split_part(a.code, ':', 2) = ANY($1) \
-         GROUP BY a.code, a.currency ORDER BY a.currency",
+         WHERE d.public_id = ANY($1) \
+         GROUP BY d.payable_code, a.currency ORDER BY a.currency",
     )
-    .bind::<Array<Text>, _>(ids.keys().collect::<Vec<_>>())
+    .bind::<Array<Bytea>, _>(public_ids)
     .load(conn)?;
     let mut balances: HashMap<DriverPublicId, Vec<BalanceJson>> = HashMap::new();
     for row in rows {

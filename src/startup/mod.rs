@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use diesel::Connection;
 
-use crate::config::{self, GatewayKind, Settings};
-use crate::context::{DriverContext, ServiceContext};
+use crate::config::{self, DriverContext, GatewayKind, Settings};
+use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 #[cfg(feature = "simulated")]
 use crate::http::authentication_page::{self, SimulatedGatewayPages};
@@ -92,6 +92,7 @@ pub fn service_context(
         },
         drivers: DriverContext {
             country: settings.drivers.platform_country.clone(),
+            commission_bps: settings.drivers.commission_bps,
             pages: format!("{public_base}{}", driver_pages::PATH),
             livemode: settings.gateway.is_live(),
         },

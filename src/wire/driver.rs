@@ -75,3 +75,59 @@ pub struct DriverBody {
     #[schema(required, nullable = false, value_type = String, example = "US")]
     pub country: Option<String>,
 }
+
+/// A ride's driver as the platform sees them: what the driver is owed of
+/// the ride and the platform keeps, and the transfers that pay it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RideDriver)]
+pub struct RideDriverJson {
+    #[schema(value_type = String, pattern = "^drv_[a-z2-7]{29}$")]
+    pub id: DriverPublicId,
+    /// The driver's entitlement: their share of the fare and every cent of
+    /// the tip, after refunds.
+    pub amount_cents: i64,
+    /// What the platform keeps of what is captured and not refunded.
+    pub platform_fee_cents: i64,
+    pub transfers: Vec<TransferJson>,
+}
+
+/// A transfer ridepay owes (or made) to the driver for one charge.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DriverTransfer)]
+pub struct TransferJson {
+    /// The gateway's `tr_...` once made.
+    pub id: Option<String>,
+    /// The charge (`ch_...`) whose money it pays.
+    pub source_charge: String,
+    pub amount_cents: i64,
+    pub amount_reversed_cents: i64,
+    /// What the driver's debt took of the entitlement.
+    pub netted_cents: i64,
+    #[schema(pattern = "^(pending|paid|failed|netted)$")]
+    pub status: String,
+    pub failure_reason: Option<String>,
+}
+
+/// The body of `POST /api/rides/{id}/driver`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AssignDriverRequest)]
+pub struct AssignDriverBody {
+    #[schema(required, nullable = false, value_type = String, pattern = "^drv_[a-z2-7]{29}$")]
+    pub driver_id: Option<String>,
+}
+
+/// A ride as the platform sees it once it has its driver.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RideWithDriver)]
+pub struct RideWithDriverJson<'a> {
+    #[serde(flatten)]
+    pub ride: super::ride::RideJson<'a>,
+    pub driver: Option<RideDriverJson>,
+}
+
+impl RideWithDriverJson<'_> {
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a ride always serialises")
+    }
+}

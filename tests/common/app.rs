@@ -314,6 +314,19 @@ impl TestApp {
         self.post_as(platform, &path, key, "{}").await
     }
 
+    /// `POST /api/rides/{ride_id}/driver` as `platform`.
+    pub async fn post_assign_driver(
+        &self,
+        platform: &TestUser,
+        ride_id: Id,
+        driver: Id,
+        key: &str,
+    ) -> Answer {
+        let path = format!("/api/rides/{ride_id}/driver");
+        let body = json!({ "driver_id": driver.to_string() }).to_string();
+        self.post_as(platform, &path, key, &body).await
+    }
+
     /// `POST /api/webhook_endpoints` as the test's user.
     pub async fn post_webhook_endpoint(&self, key: &str, body: &Value) -> Answer {
         let body = body.to_string();

@@ -252,6 +252,14 @@ async fn at_once(app: &TestApp, endpoint: &str) -> Vec<Answer> {
                 )
             }
         }
+        "rides.assign_driver" => {
+            let platform = create_platform_user(&app.database_url);
+            api_key = platform.api_key.clone();
+            let driver = crate::drivers::active_driver(app, &platform, "ada").await;
+            let ride = app.paid_ride("paid").await;
+            let path = format!("{}/api/rides/{ride}/driver", app.address);
+            (path, json!({ "driver_id": driver.to_string() }).to_string())
+        }
         other => panic!("{other}: give this endpoint its case in `at_once`"),
     };
     join_all((0..12).map(|n| {

@@ -822,3 +822,64 @@ mod drivers {
         after_finished => crash::AFTER_FINISHED,
     }
 }
+
+/// The same for `POST /api/rides/{id}/driver`, written whole in the claim's
+/// transaction: a crash before its answer leaves no key (nothing for the
+/// completer), one after leaves it finished; either way the retry ends
+/// with the ride assigned once, one reallocation and one transfer owed, and
+/// the ledger exact.
+mod assignment {
+    use super::*;
+    use crate::common::app::create_platform_user;
+
+    async fn a_retry_assigns_once_after_a_crash_at(point: &str) {
+        let mut app = database_only();
+        let platform = create_platform_user(&app.database_url);
+        let plain = ServerProcess::start(&app.database_url, &[]);
+        app.address = plain.address.clone();
+        let driver = crate::drivers::active_driver(&app, &platform, "ada").await;
+        let ride = app.paid_ride("paid").await;
+        drop(plain);
+        let body = format!(r#"{{"driver_id": "{driver}"}}"#);
+        let send = |address: String| {
+            let (app, platform, body) = (&app, &platform, &body);
+            async move {
+                let url = format!("{address}/api/rides/{ride}/driver");
+                app.post_idempotent(&url, &platform.api_key, KEY, body)
+                    .await
+            }
+        };
+        let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
+        let first = send(server.address.clone()).await;
+        assert_crashed(&mut server, point, first);
+        let left = app.key_state(KEY);
+        match point {
+            crash::AFTER_FINISHED => assert_eq!(left["recovery_point"], "finished", "{point}"),
+            _ => assert_eq!(left, serde_json::Value::Null, "{point}"),
+        }
+        let restarted = ServerProcess::start(&app.database_url, &[]);
+        let mut answers = Vec::new();
+        while answers.len() < 2 {
+            match send(restarted.address.clone()).await {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => answers.push(answer),
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        answers[0].assert_status(200);
+        assert_eq!(answers[1].body, answers[0].body, "{point}");
+        assert_eq!(answers[1].header("idempotent-replayed"), Some("true"));
+        assert_eq!(app.count("ride_drivers"), 1, "{point}");
+        assert_eq!(app.count("transfers"), 1, "{point}");
+        assert_exact(&app, point);
+    }
+
+    #[tokio::test]
+    async fn after_claim() {
+        a_retry_assigns_once_after_a_crash_at(crash::AFTER_CLAIM).await;
+    }
+
+    #[tokio::test]
+    async fn after_finished() {
+        a_retry_assigns_once_after_a_crash_at(crash::AFTER_FINISHED).await;
+    }
+}

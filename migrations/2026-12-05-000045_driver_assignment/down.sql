@@ -1,0 +1,11 @@
+DROP TRIGGER charges_transfer_owed ON charges;
+DROP FUNCTION ridepay_charge_owed_to_driver();
+DROP FUNCTION ridepay_driver_owed(text);
+DROP FUNCTION ridepay_ledger_post_nonzero(text, text, bigint, text[], bigint[]);
+DROP FUNCTION ridepay_driver_entitlement(text, integer);
+DROP FUNCTION ridepay_refunded(bigint, text);
+DROP TABLE transfers;
+ALTER TABLE charges DROP COLUMN payment_intent_id;
+DROP TABLE ride_drivers;
+DELETE FROM recovery_points WHERE endpoint = 'rides.assign_driver';
+DELETE FROM idempotent_endpoints WHERE name = 'rides.assign_driver';
