@@ -262,6 +262,7 @@ diesel::table! {
         driver_id -> Int8,
         source_charge -> Text,
         currency -> Text,
+        entitled_cents -> Int8,
         amount_cents -> Int8,
         netted_cents -> Int8,
         status -> Text,

@@ -34,6 +34,8 @@ CREATE TABLE transfers (
     driver_id BIGINT NOT NULL REFERENCES drivers (id),
     source_charge TEXT NOT NULL REFERENCES charges (id),
     currency TEXT NOT NULL CHECK (currency ~ '^[a-z]{3}$'),
+    -- The entitlement when it was owed (the reallocation posted it).
+    entitled_cents BIGINT NOT NULL CHECK (entitled_cents >= 0),
     amount_cents BIGINT NOT NULL CHECK (amount_cents >= 0),
     netted_cents BIGINT NOT NULL CHECK (netted_cents >= 0),
     -- `pending`: owed, not made yet; `paid`: made at the gateway;
@@ -52,50 +54,67 @@ CREATE TABLE transfers (
 CREATE INDEX transfers_to_make ON transfers (created_at) WHERE status IN ('pending', 'failed');
 CREATE INDEX transfers_driver ON transfers (driver_id);
 
--- What a ride's refunds took back of the PaymentIntent `intent` (NULL: the
--- ride's own), as the ledger posts them: pending or succeeded.
+-- The PaymentIntent that captured a charge: the one it names, or (for a
+-- charge recorded before charges named one) the ride's own. (Parameters
+-- are qualified where a column could take their name: rides have a
+-- `charge_id`. These functions are left volatile: called by a trigger,
+-- they must see what the statement that fired it changed.)
+CREATE FUNCTION ridepay_charge_intent(charge_id text) RETURNS text
+    LANGUAGE sql
+    RETURN (SELECT coalesce(charge.payment_intent_id, ride.payment_intent_id)
+            FROM charges AS charge JOIN rides AS ride ON ride.id = charge.ride_id
+            WHERE charge.id = ridepay_charge_intent.charge_id);
+
+-- What a ride's refunds took back of its PaymentIntent `intent`, as the
+-- ledger posts them: pending or succeeded. A refund of the ride's own
+-- payment may name no PaymentIntent.
 CREATE FUNCTION ridepay_refunded(ride bigint, intent text) RETURNS bigint
-    LANGUAGE sql STABLE
-    RETURN (SELECT coalesce(sum(amount_cents), 0) FROM refunds
-            WHERE ride_id = ride AND status IN ('pending', 'succeeded')
-              AND payment_intent_id IS NOT DISTINCT FROM intent);
+    LANGUAGE sql
+    RETURN (SELECT coalesce(sum(refund.amount_cents), 0)
+            FROM refunds AS refund JOIN rides ON rides.id = refund.ride_id
+            WHERE refund.ride_id = ridepay_refunded.ride
+              AND refund.status IN ('pending', 'succeeded')
+              AND coalesce(refund.payment_intent_id, rides.payment_intent_id)
+                  IS NOT DISTINCT FROM ridepay_refunded.intent);
 
 -- The driver's entitlement to what `charge_id` captured, at `bps` of
--- commission, after what was refunded of it. Of a fare F the driver's share
--- is F - floor(F * bps / 10000); after R of it is refunded, share -
+-- commission, had `refunded` been refunded of it. Of a fare F the driver's
+-- share is F - floor(F * bps / 10000); after R of it is refunded, share -
 -- floor(R * share / F). A tip is the driver's to the cent, less what was
 -- refunded of it. A refund of a charge that carries both takes the fare
 -- first, as refunds split a ride's payments.
-CREATE FUNCTION ridepay_driver_entitlement(charge_id text, bps integer) RETURNS bigint
-    LANGUAGE plpgsql STABLE AS $$
+CREATE FUNCTION ridepay_driver_entitlement(charge_id text, bps integer, refunded bigint)
+    RETURNS bigint
+    LANGUAGE plpgsql AS $$
 DECLARE
     charge charges;
     ride rides;
-    tip_charge boolean;
     fare bigint;
     tip bigint;
-    refunded bigint;
     share bigint;
 BEGIN
     SELECT * INTO STRICT charge FROM charges WHERE id = charge_id;
     SELECT * INTO STRICT ride FROM rides WHERE id = charge.ride_id;
-    tip_charge := charge.payment_intent_id IS NOT DISTINCT FROM ride.tip_payment_intent_id
-                  AND ride.tip_payment_intent_id IS NOT NULL;
-    IF tip_charge THEN
+    IF ridepay_charge_intent(charge_id) = ride.tip_payment_intent_id THEN
         fare := 0;
         tip := charge.amount_cents;
-        refunded := ridepay_refunded(ride.id, ride.tip_payment_intent_id);
     ELSE
         -- A tip added before the capture rides in the fare's charge.
         tip := CASE WHEN ride.tip_payment_intent_id IS NULL THEN ride.tip_cents ELSE 0 END;
         fare := charge.amount_cents - tip;
-        refunded := ridepay_refunded(ride.id, NULL);
     END IF;
     share := fare - fare * bps / 10000;
     RETURN share - CASE WHEN fare = 0 THEN 0 ELSE least(refunded, fare) * share / fare END
            + tip - greatest(refunded - fare, 0);
 END
 $$;
+
+-- The entitlement after what was refunded of the charge.
+CREATE FUNCTION ridepay_driver_entitlement(charge_id text, bps integer) RETURNS bigint
+    LANGUAGE sql
+    RETURN ridepay_driver_entitlement(charge_id, bps,
+        (SELECT ridepay_refunded(charge.ride_id, ridepay_charge_intent(charge.id))
+         FROM charges AS charge WHERE charge.id = ridepay_driver_entitlement.charge_id));
 
 -- Posts the non-zero entries of a transaction (the ledger refuses an entry
 -- of 0, and a share or a commission may be 0).
@@ -145,9 +164,7 @@ BEGIN
     INSERT INTO ledger_accounts (code, kind, currency)
     VALUES (payable, 'liability', charge.currency) ON CONFLICT (code) DO NOTHING;
     entitlement := ridepay_driver_entitlement(charge_id, assigned.commission_bps);
-    kept := charge.amount_cents - ridepay_refunded(ride.id,
-        CASE WHEN charge.payment_intent_id IS NOT DISTINCT FROM ride.tip_payment_intent_id
-             THEN ride.tip_payment_intent_id END);
+    kept := charge.amount_cents - ridepay_refunded(ride.id, ridepay_charge_intent(charge_id));
     PERFORM ridepay_ledger_post_nonzero('reallocation', charge_id || ':reallocation', ride.id,
         ARRAY['platform:unassigned:' || charge.currency, payable,
               'platform:commission:' || charge.currency],
@@ -156,9 +173,10 @@ BEGIN
     FROM ledger_entries AS entry JOIN ledger_accounts AS account ON account.id = entry.account_id
     WHERE account.code = payable;
     amount := least(entitlement, greatest(owed, 0));
-    INSERT INTO transfers (ride_id, driver_id, source_charge, currency, amount_cents,
-                           netted_cents, status)
-    VALUES (ride.id, assigned.driver_id, charge_id, charge.currency, amount, entitlement - amount,
+    INSERT INTO transfers (ride_id, driver_id, source_charge, currency, entitled_cents,
+                           amount_cents, netted_cents, status)
+    VALUES (ride.id, assigned.driver_id, charge_id, charge.currency, entitlement, amount,
+            entitlement - amount,
             CASE WHEN amount = 0 THEN 'netted' ELSE 'pending' END);
 END
 $$;
@@ -176,3 +194,88 @@ END
 $$;
 CREATE TRIGGER charges_transfer_owed AFTER INSERT ON charges
     FOR EACH ROW EXECUTE FUNCTION ridepay_charge_owed_to_driver();
+
+-- A refund is posted as before, but a refund of a charge its driver has
+-- a share of takes back the change in their entitlement from their
+-- payable, and the rest from the commission; a transfer owed and not made
+-- yet owes that much less (what it cannot take stays as the driver's debt).
+-- A refund that fails after it was posted is taken back entry for entry,
+-- and the transfer not made yet owes again what the refund took off it.
+CREATE OR REPLACE FUNCTION ridepay_ledger_refund_changed() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+DECLARE
+    into_gateway bigint := CASE WHEN NEW.status IN ('pending', 'succeeded')
+                                THEN -NEW.amount_cents ELSE NEW.amount_cents END;
+    refunded bigint;
+    refunded_intent text;
+    charge_id text;
+    owed transfers;
+    payable text;
+    bps integer;
+    taken bigint;
+    codes text[];
+    amounts bigint[];
+BEGIN
+    SELECT coalesce(NEW.payment_intent_id, ride.payment_intent_id) INTO refunded_intent
+    FROM rides AS ride WHERE ride.id = NEW.ride_id;
+    SELECT charge.id INTO charge_id FROM charges AS charge
+    WHERE charge.ride_id = NEW.ride_id
+      AND ridepay_charge_intent(charge.id) IS NOT DISTINCT FROM refunded_intent;
+    SELECT * INTO owed FROM transfers
+    WHERE ride_id = NEW.ride_id AND source_charge = charge_id FOR UPDATE;
+    IF FOUND THEN
+        SELECT payable_code || ':' || NEW.currency INTO STRICT payable
+        FROM drivers WHERE id = owed.driver_id;
+    END IF;
+    IF into_gateway > 0 THEN
+        SELECT id INTO refunded FROM ledger_transactions
+        WHERE source = NEW.gateway_refund_id || ':refund';
+        IF refunded IS NULL THEN
+            RETURN NULL;
+        END IF;
+        SELECT array_agg(account.code), array_agg(-entry.amount_cents),
+               coalesce(sum(entry.amount_cents) FILTER (WHERE account.code = payable), 0)
+            INTO codes, amounts, taken
+        FROM ledger_entries AS entry JOIN ledger_accounts AS account ON account.id = entry.account_id
+        WHERE entry.transaction_id = refunded;
+        IF ridepay_ledger_post('refund_failed', NEW.gateway_refund_id || ':failed', NEW.ride_id,
+                               refunded, codes, amounts) IS NOT NULL
+           AND owed.gateway_transfer_id IS NULL AND taken > 0 THEN
+            PERFORM ridepay_transfer_owes(owed, least(owed.amount_cents + taken,
+                ridepay_driver_entitlement(charge_id, (SELECT commission_bps FROM ride_drivers
+                                                        WHERE ride_id = NEW.ride_id))
+                - owed.netted_cents));
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF owed.id IS NULL THEN
+        PERFORM ridepay_ledger_post('refund', NEW.gateway_refund_id || ':refund', NEW.ride_id, NULL,
+            ARRAY['gateway:' || NEW.currency, 'platform:unassigned:' || NEW.currency],
+            ARRAY[into_gateway, -into_gateway]);
+        RETURN NULL;
+    END IF;
+    SELECT commission_bps INTO STRICT bps FROM ride_drivers WHERE ride_id = NEW.ride_id;
+    taken := ridepay_driver_entitlement(charge_id, bps,
+                 ridepay_refunded(NEW.ride_id, refunded_intent) - NEW.amount_cents)
+             - ridepay_driver_entitlement(charge_id, bps);
+    IF ridepay_ledger_post_nonzero('refund', NEW.gateway_refund_id || ':refund', NEW.ride_id,
+           ARRAY['gateway:' || NEW.currency, payable, 'platform:commission:' || NEW.currency],
+           ARRAY[into_gateway, taken, NEW.amount_cents - taken]) IS NOT NULL
+       AND owed.gateway_transfer_id IS NULL THEN
+        PERFORM ridepay_transfer_owes(owed, owed.amount_cents - least(taken, owed.amount_cents));
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- A transfer not made yet, owing `amount` now.
+CREATE FUNCTION ridepay_transfer_owes(owed transfers, amount bigint) RETURNS void
+    LANGUAGE sql
+    BEGIN ATOMIC
+        UPDATE transfers
+        SET amount_cents = amount,
+            status = CASE WHEN amount = 0 THEN 'netted'
+                          WHEN status = 'netted' THEN 'pending' ELSE status END,
+            updated_at = now()
+        WHERE id = owed.id;
+    END;

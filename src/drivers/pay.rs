@@ -33,12 +33,12 @@ pub fn of_ride(conn: &mut PgConnection, ride_id: RideId) -> QueryResult<Option<R
         "SELECT coalesce(sum(ridepay_driver_entitlement(c.id, d.commission_bps)) \
                  FILTER (WHERE c.id IS NOT NULL), 0)::bigint \
              AS entitled, \
-             (coalesce(sum(c.amount_cents), 0) - ridepay_refunded($1, NULL) \
+             (coalesce(sum(c.amount_cents), 0) - ridepay_refunded($1, r.payment_intent_id) \
               - CASE WHEN r.tip_payment_intent_id IS NULL THEN 0 \
                      ELSE ridepay_refunded($1, r.tip_payment_intent_id) END)::bigint AS kept \
          FROM rides r JOIN ride_drivers d ON d.ride_id = r.id \
          LEFT JOIN charges c ON c.ride_id = r.id \
-         WHERE r.id = $1 GROUP BY r.id, r.tip_payment_intent_id",
+         WHERE r.id = $1 GROUP BY r.id, r.payment_intent_id, r.tip_payment_intent_id",
     )
     .bind::<BigInt, _>(ride_id)
     .get_result(conn)?;

@@ -197,8 +197,9 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// Each transaction against its hash and against the entries the movement
 /// its `source` names would post: a capture, its conversion and a fee from
 /// the charge (or
-/// the fee of one before the ledger), a refund and its failure from the
-/// refund, those of a payment no ride records from its release, an opening
+/// the fee of one before the ledger), a refund from the refund (against
+/// the driver's payable and the commission once its charge is theirs), its
+/// failure as the refund's entries undone, those of a payment no ride records from its release, an opening
 /// from the ride it opened (its amount is checked with the ride's), a
 /// reallocation from the transfer owed for its charge (the driver's
 /// entitlement then, the rest to the commission).
@@ -260,13 +261,44 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                     ARRAY[-r.amount_cents, r.amount_cents]
              FROM refunds AS r
              WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+               AND NOT EXISTS (
+                   SELECT FROM transfers AS tr JOIN charges AS c ON c.id = tr.source_charge
+                   WHERE tr.ride_id = r.ride_id
+                     AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
+                         coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id
+                                                        FROM rides AS ride
+                                                        WHERE ride.id = r.ride_id)))
              UNION ALL
-             SELECT 'refund_failed',
-                    (SELECT refunded.id FROM ledger_transactions AS refunded
-                     WHERE refunded.source = r.gateway_refund_id || ':refund'),
-                    ARRAY['gateway:' || r.currency, 'platform:unassigned:' || r.currency],
-                    ARRAY[r.amount_cents, -r.amount_cents]
+             SELECT 'refund', NULL, parts.codes, parts.amounts
              FROM refunds AS r
+             JOIN transfers AS tr ON tr.ride_id = r.ride_id
+             JOIN charges AS c ON c.id = tr.source_charge
+             JOIN drivers AS d ON d.id = tr.driver_id
+             CROSS JOIN LATERAL (
+                 SELECT coalesce(sum(e.amount_cents), 0)::bigint AS taken
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = t.id
+                   AND a.code = d.payable_code || ':' || r.currency) AS driver
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(share.code) AS codes, array_agg(share.amount) AS amounts
+                 FROM unnest(ARRAY['gateway:' || r.currency, d.payable_code || ':' || r.currency,
+                                   'platform:commission:' || r.currency],
+                             ARRAY[-r.amount_cents, driver.taken, r.amount_cents - driver.taken])
+                     AS share (code, amount)
+                 WHERE share.amount <> 0) AS parts
+             WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+               AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
+                   coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id FROM rides AS ride
+                                                  WHERE ride.id = r.ride_id))
+             UNION ALL
+             SELECT 'refund_failed', refunded.id, undone.codes, undone.amounts
+             FROM refunds AS r
+             JOIN ledger_transactions AS refunded
+               ON refunded.source = r.gateway_refund_id || ':refund'
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(a.code) AS codes, array_agg(-e.amount_cents) AS amounts
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = refunded.id) AS undone
              WHERE r.ride_id = t.ride_id AND r.status IN ('failed', 'canceled')
                AND t.source = r.gateway_refund_id || ':failed'
              UNION ALL
@@ -310,8 +342,8 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                  FROM unnest(ARRAY['platform:unassigned:' || tr.currency,
                                    d.payable_code || ':' || tr.currency,
                                    'platform:commission:' || tr.currency],
-                             ARRAY[moved.kept, -(tr.amount_cents + tr.netted_cents),
-                                   tr.amount_cents + tr.netted_cents - moved.kept])
+                             ARRAY[moved.kept, -tr.entitled_cents,
+                                   tr.entitled_cents - moved.kept])
                      AS share (code, amount)
                  WHERE share.amount <> 0) AS parts
              WHERE tr.ride_id = t.ride_id AND t.source = tr.source_charge || ':reallocation'
@@ -391,7 +423,7 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              UNION ALL
              SELECT tr.source_charge || ':reallocation', 'the driver''s share of a charge'
              FROM transfers AS tr
-             WHERE tr.created_at >= $1 AND tr.amount_cents + tr.netted_cents > 0
+             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0
              UNION ALL
              SELECT f.balance_transaction_id || ':fee', 'the fee of a charge before the ledger'
              FROM opening_fees AS f WHERE f.created_at >= $1

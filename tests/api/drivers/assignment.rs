@@ -222,3 +222,74 @@ async fn concurrent_assignments_of_one_ride_owe_its_driver_once() {
     );
     assert_exact(&app, "concurrent assignments");
 }
+
+/// A refund of a ride whose driver has their share: the change in their
+/// entitlement comes back from their payable (the rest from the
+/// commission), and the transfer not made yet owes that much less.
+#[tokio::test]
+async fn a_refund_takes_the_drivers_share_back_from_a_transfer_not_made_yet() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let ride = app.paid_ride("paid").await;
+    app.post_assign_driver(&platform, ride, driver, "assign")
+        .await
+        .assert_status(200);
+
+    app.post_refund(ride, "half", r#"{"amount_cents": 1000}"#)
+        .await
+        .assert_status(201);
+    // 1600 - floor(1000 * 1600 / 2000).
+    assert_eq!(transfers_of(&app, ride), [(800, 0, "pending".to_owned())]);
+    assert_eq!(
+        payable(&app, &platform.api_key, driver).await[0]["payable_cents"],
+        800
+    );
+    assert_exact(&app, "half refunded");
+
+    app.post_refund(ride, "rest", r#"{"amount_cents": 1000}"#)
+        .await
+        .assert_status(201);
+    assert_eq!(transfers_of(&app, ride), [(0, 0, "netted".to_owned())]);
+    assert_eq!(
+        payable(&app, &platform.api_key, driver).await[0]["payable_cents"],
+        0
+    );
+    assert_exact(&app, "all refunded");
+}
+
+/// A refund the gateway fails after making it: taken back entry for entry,
+/// and the transfer owes again what the refund took off it.
+#[tokio::test]
+async fn a_refund_that_fails_owes_the_driver_their_share_again() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let paid = app
+        .post_ride(
+            "failing refund",
+            &ride_with(serde_json::json!({"payment_method": "pm_card_refundFail"})),
+        )
+        .await;
+    let ride = Id::of(&paid.json()["id"]);
+    app.post_assign_driver(&platform, ride, driver, "assign")
+        .await
+        .assert_status(200);
+    app.post_refund(ride, "refund", r#"{"amount_cents": 2000}"#)
+        .await
+        .assert_status(201);
+    assert_eq!(transfers_of(&app, ride), [(0, 0, "netted".to_owned())]);
+
+    // The gateway fails the refund later, and says so in an event.
+    let failed = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("refunds WHERE status = 'failed'") == 1
+    })
+    .await;
+    assert!(failed);
+    assert_eq!(transfers_of(&app, ride), [(1600, 0, "pending".to_owned())]);
+    assert_eq!(
+        payable(&app, &platform.api_key, driver).await[0]["payable_cents"],
+        1600
+    );
+    assert_exact(&app, "refund failed");
+}
