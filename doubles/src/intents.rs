@@ -33,7 +33,7 @@ pub use clock::{lapse_now, PROCESSING_SETTLES_AFTER};
 pub use disputes::open_dispute;
 pub(crate) use errors::storage;
 pub use kept_calls::{forget_older_than, is_kept, save_failure};
-pub(crate) use kept_calls::{to_keep, Call, Replayable};
+pub(crate) use kept_calls::{Call, Replayable};
 pub use listing::{list, search};
 pub use operations::{cancel, capture, create, increment, retrieve};
 pub use settings::IntentSettings;
