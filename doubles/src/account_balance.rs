@@ -112,7 +112,14 @@ pub fn retrieve(
     id: &str,
     double: Double,
 ) -> Result<Balance, GatewayError> {
-    if crate::accounts::retrieve(conn, id, double)?.is_none() {
+    let held: bool = diesel::select(diesel::dsl::exists(
+        accounts::table
+            .find(id)
+            .filter(accounts::gateway.eq(double)),
+    ))
+    .get_result(conn)
+    .map_err(storage)?;
+    if !held {
         return Err(no_such_account(id));
     }
     balance_now(conn, id)

@@ -7,8 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::errors::storage;
-use super::stored::transaction;
+use super::errors::{storage, transaction};
 use crate::schema::simulated_intent_calls;
 use ridepay_diesel_helpers::CacheStatement;
 use ridepay_gateway::GatewayError;
