@@ -35,16 +35,9 @@ fn transfer_request(
             "This fake gives a transfer its source charge's transfer_group: send none.",
         ));
     }
-    let Some(amount) = form.param("amount") else {
-        return Err(invalid_request(
-            400,
-            "parameter_missing",
-            "This fake transfers a named amount only: send amount.",
-        ));
-    };
     Ok(CreateTransfer {
         idempotency_key,
-        amount_cents: Form::positive_amount(&amount)?,
+        amount_cents: form.named_amount("transfers")?,
         currency: form.required("currency")?,
         destination: form.required("destination")?,
         source_transaction: form.required("source_transaction")?,
@@ -76,17 +69,10 @@ pub fn list(state: &State, request: &Request) -> Response {
 pub fn reverse(state: &State, request: &Request, id: &str) -> Reply {
     let parse = |request: &Request, idempotency_key: String| {
         let form = Form::parse(request)?;
-        let Some(amount) = form.param("amount") else {
-            return Err(invalid_request(
-                400,
-                "parameter_missing",
-                "This fake reverses a named amount only: send amount.",
-            ));
-        };
         Ok(CreateTransferReversal {
             idempotency_key,
             transfer: id.to_owned(),
-            amount_cents: Form::positive_amount(&amount)?,
+            amount_cents: form.named_amount("reverses")?,
             metadata: form.metadata(),
         })
     };
