@@ -51,17 +51,9 @@ impl StoredAccount {
     }
 }
 
-impl Replayable for Account {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for Account {}
 
-impl Replayable for AccountLink {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for AccountLink {}
 
 /// `POST /v1/accounts` (`type=express`, `capabilities[transfers][requested]`).
 pub fn create(

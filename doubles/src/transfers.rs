@@ -86,17 +86,9 @@ impl StoredTransfer {
     }
 }
 
-impl Replayable for Transfer {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for Transfer {}
 
-impl Replayable for TransferReversal {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for TransferReversal {}
 
 fn metadata(pairs: &[(String, String)]) -> Value {
     Value::Object(

@@ -12,9 +12,12 @@ use crate::schema::simulated_intent_calls;
 use ridepay_diesel_helpers::CacheStatement;
 use ridepay_gateway::GatewayError;
 
-/// What a call makes, marked as given again from its key's kept answer.
-pub(crate) trait Replayable {
-    fn replayed(self) -> Self;
+/// What a call makes, marked as given again from its key's kept answer;
+/// most objects carry no such mark and are given again as they are.
+pub(crate) trait Replayable: Sized {
+    fn replayed(self) -> Self {
+        self
+    }
 }
 
 impl Replayable for ridepay_gateway::PaymentIntent {
@@ -26,11 +29,7 @@ impl Replayable for ridepay_gateway::PaymentIntent {
     }
 }
 
-impl Replayable for ridepay_gateway::Refund {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for ridepay_gateway::Refund {}
 
 /// What a call answered, as kept with its key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
