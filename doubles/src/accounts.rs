@@ -4,12 +4,14 @@
 //! under the caller's key, as every POST is. Every change to an account is
 //! announced with `account.updated`, as Stripe announces it to Connect
 //! endpoints; tests restrict and activate accounts as Stripe would when
-//! their requirements fall past due or are met again.
+//! their requirements fall past due or are met again, and make their
+//! balances available or pay them out (`account_balance`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde_json::Value;
 
+pub use crate::account_balance::{make_available, pay_out};
 use crate::events::{self, Double, ObjectKind};
 use crate::intents::{random_id, storage, transaction, whole_seconds, Call, Replayable};
 use crate::return_url::valid_return_url;
@@ -49,17 +51,9 @@ impl StoredAccount {
     }
 }
 
-impl Replayable for Account {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for Account {}
 
-impl Replayable for AccountLink {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for AccountLink {}
 
 /// `POST /v1/accounts` (`type=express`, `capabilities[transfers][requested]`).
 pub fn create(

@@ -195,6 +195,10 @@ fn read_simulated(
             "SIMULATED_GATEWAY_EXTENDED_AUTHORIZATION_TTL_SECS",
             d.extended_authorization_ttl,
         )?,
+        transfer_available: source.secs(
+            "SIMULATED_GATEWAY_TRANSFER_AVAILABLE_SECS",
+            d.transfer_available,
+        )?,
         events_enabled: source.var("SIMULATED_GATEWAY_EVENTS_ENABLED", d.events_enabled)?,
     })
 }

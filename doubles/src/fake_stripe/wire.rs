@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    Account, AccountLink, BalanceTransactionPage, CapabilityStatus, GatewayError, IntentPage,
-    IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
+    Account, AccountLink, Balance, BalanceAmount, BalanceTransactionPage, CapabilityStatus,
+    GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
+    Transfer, TransferPage, TransferReversal,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -245,6 +246,82 @@ pub fn account_link_object(link: &AccountLink) -> Value {
         "created": chrono::Utc::now().timestamp(),
         "expires_at": link.expires_at.timestamp(),
         "url": link.url,
+    })
+}
+
+/// A transfer from a source charge: its reversals shown whole, as Stripe
+/// shows them (its `balance_transaction` and `destination_payment`, which
+/// ridepay never reads, are not kept).
+pub fn transfer_object(transfer: &Transfer) -> Value {
+    json!({
+        "id": transfer.id,
+        "object": "transfer",
+        "amount": transfer.amount_cents,
+        "amount_reversed": transfer.amount_reversed_cents,
+        "balance_transaction": null,
+        "created": transfer.created.timestamp(),
+        "currency": transfer.currency,
+        "description": null,
+        "destination": transfer.destination,
+        "livemode": false,
+        "metadata": transfer.metadata,
+        "reversals": {
+            "object": "list",
+            "data": transfer.reversals.iter().map(transfer_reversal_object).collect::<Vec<_>>(),
+            "has_more": false,
+            "url": format!("/v1/transfers/{}/reversals", transfer.id),
+        },
+        "reversed": transfer.reversed,
+        "source_transaction": transfer.source_transaction,
+        "source_type": "card",
+        "transfer_group": transfer.transfer_group,
+    })
+}
+
+pub fn transfer_reversal_object(reversal: &TransferReversal) -> Value {
+    json!({
+        "id": reversal.id,
+        "object": "transfer_reversal",
+        "amount": reversal.amount_cents,
+        "balance_transaction": null,
+        "created": reversal.created.timestamp(),
+        "currency": reversal.currency,
+        "destination_payment_refund": null,
+        "metadata": reversal.metadata,
+        "source_refund": null,
+        "transfer": reversal.transfer,
+    })
+}
+
+/// A page of transfers, as `GET /v1/transfers` answers.
+pub fn transfer_list(page: &TransferPage) -> Value {
+    json!({
+        "object": "list",
+        "data": page.transfers.iter().map(transfer_object).collect::<Vec<_>>(),
+        "has_more": page.has_more,
+        "url": "/v1/transfers",
+    })
+}
+
+/// A connected account's balance, all of it from cards.
+pub fn balance_object(balance: &Balance) -> Value {
+    let amounts = |amounts: &[BalanceAmount]| -> Vec<Value> {
+        amounts
+            .iter()
+            .map(|amount| {
+                json!({
+                    "amount": amount.amount_cents,
+                    "currency": amount.currency,
+                    "source_types": { "card": amount.amount_cents },
+                })
+            })
+            .collect()
+    };
+    json!({
+        "object": "balance",
+        "available": amounts(&balance.available),
+        "livemode": false,
+        "pending": amounts(&balance.pending),
     })
 }
 

@@ -126,7 +126,11 @@ pub fn create(
         intent => Ok(intent),
     };
     call.answer_once(conn, result, |conn, answer| {
-        one_statement::create(conn, &made, request.customer.as_deref(), &call, answer)
+        let asked = one_statement::Asked {
+            customer: request.customer.as_deref(),
+            transfer_group: request.transfer_group.as_deref(),
+        };
+        one_statement::create(conn, &made, asked, &call, answer)
     })
 }
 

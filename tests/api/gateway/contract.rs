@@ -20,12 +20,11 @@ use crate::common::database::count;
 use crate::common::gateway::{
     capture_request, intent_request, start_fake_gateway, stripe_settings,
 };
-use crate::common::test_databases::create_test_database;
 
-type Gateway = dyn PaymentGateway;
+pub(crate) type Gateway = dyn PaymentGateway;
 
 /// Gateways over one records database, each with its own faults.
-trait GatewayUnderTest {
+pub(crate) trait GatewayUnderTest {
     /// Which double's records its accounts and events are.
     fn double(&self) -> Double;
 
@@ -41,8 +40,8 @@ trait GatewayUnderTest {
     }
 }
 
-struct Simulated {
-    records_url: String,
+pub(crate) struct Simulated {
+    pub(crate) records_url: String,
 }
 
 impl GatewayUnderTest for Simulated {
@@ -62,8 +61,8 @@ impl GatewayUnderTest for Simulated {
 
 /// A fake gateway per set of faults, all on the same records database, as
 /// several Stripe servers behind one API would be.
-struct StripeOverHttp {
-    records_url: String,
+pub(crate) struct StripeOverHttp {
+    pub(crate) records_url: String,
 }
 
 impl GatewayUnderTest for StripeOverHttp {
@@ -342,7 +341,7 @@ fn a_processing_payment_settles_later(under_test: &impl GatewayUnderTest) {
     );
 }
 
-fn hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+pub(crate) fn hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
     gateway
         .create_intent(&intent_request(key, payment_method, CaptureMethod::Manual))
         .unwrap()
@@ -1007,7 +1006,7 @@ fn an_onboarding_link_is_made_for_an_account_of_the_gateway(under_test: &impl Ga
     ));
 }
 
-fn made_account(gateway: &Gateway) -> Account {
+pub(crate) fn made_account(gateway: &Gateway) -> Account {
     gateway
         .create_account(&CreateAccount {
             idempotency_key: "driver".to_owned(),
@@ -1227,13 +1226,14 @@ macro_rules! gateway_contract {
                 #[test]
                 fn $scenario() {
                     super::$scenario(&$under_test {
-                        records_url: create_test_database(),
+                        records_url: $crate::common::test_databases::create_test_database(),
                     });
                 }
             )+
         }
     };
 }
+pub(crate) use gateway_contract;
 
 /// The whole suite, for one kind of gateway.
 macro_rules! every_scenario {

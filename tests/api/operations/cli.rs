@@ -95,6 +95,8 @@ fn every_subcommand_has_help() {
         &["reap", "--help"],
         &["users", "create", "--help"],
         &["simulated-gateway", "restrict-account", "--help"],
+        &["simulated-gateway", "make-available", "--help"],
+        &["simulated-gateway", "pay-out", "--help"],
     ] {
         let (ok, out) = ridepay("postgres://unused", args);
         assert!(ok && out.contains("Usage"), "{args:?}: {out}");
