@@ -198,7 +198,8 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// its `source` names would post: a capture, its conversion and a fee from
 /// the charge (or
 /// the fee of one before the ledger), a refund from the refund (against
-/// the driver's payable and the commission once its charge is theirs), its
+/// the driver's payable and the commission once its charge was reallocated
+/// to them), its
 /// failure as the refund's entries undone, those of a payment no ride records from its release, an opening
 /// from the ride it opened (its amount is checked with the ride's), a
 /// reallocation from the transfer owed for its charge (the driver's
@@ -262,8 +263,10 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              FROM refunds AS r
              WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
                AND NOT EXISTS (
-                   SELECT FROM transfers AS tr JOIN charges AS c ON c.id = tr.source_charge
-                   WHERE tr.ride_id = r.ride_id
+                   SELECT FROM charges AS c
+                   JOIN ledger_transactions AS reallocated
+                     ON reallocated.source = c.id || ':reallocation' AND reallocated.id < t.id
+                   WHERE c.ride_id = r.ride_id
                      AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
                          coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id
                                                         FROM rides AS ride
@@ -287,6 +290,9 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                      AS share (code, amount)
                  WHERE share.amount <> 0) AS parts
              WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+               AND EXISTS (SELECT FROM ledger_transactions AS reallocated
+                           WHERE reallocated.source = c.id || ':reallocation'
+                             AND reallocated.id < t.id)
                AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
                    coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id FROM rides AS ride
                                                   WHERE ride.id = r.ride_id))

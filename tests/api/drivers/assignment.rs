@@ -293,3 +293,25 @@ async fn a_refund_that_fails_owes_the_driver_their_share_again() {
     );
     assert_exact(&app, "refund failed");
 }
+
+/// A ride refunded before its driver is assigned: the entitlement already
+/// reflects the refund, and the refund stays posted as it was.
+#[tokio::test]
+async fn a_driver_assigned_after_a_refund_is_owed_what_is_left() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let ride = app.paid_ride("paid").await;
+    app.post_refund(ride, "refund", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+    let answer = app
+        .post_assign_driver(&platform, ride, driver, "assign")
+        .await;
+    answer.assert_status(200);
+    // 1600 - floor(500 * 1600 / 2000); the platform keeps 1500 - 1200.
+    assert_eq!(answer.json()["driver"]["amount_cents"], 1200);
+    assert_eq!(answer.json()["driver"]["platform_fee_cents"], 300);
+    assert_eq!(transfers_of(&app, ride), [(1200, 0, "pending".to_owned())]);
+    assert_exact(&app, "refunded, then assigned");
+}
