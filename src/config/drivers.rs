@@ -3,7 +3,7 @@
 use anyhow::bail;
 
 use super::source::Source;
-use super::WorkerSettings;
+use super::keys::WorkerSettings;
 
 #[derive(Debug, Clone)]
 pub struct DriverSettings {
