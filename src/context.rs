@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use uuid::Uuid;
 
+use crate::config::DriverContext;
 use crate::db::DbPool;
 use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::endpoint::FlowContext;
@@ -23,6 +24,10 @@ pub struct ServiceContext {
     pub return_url: String,
     /// Where users' webhooks may go.
     pub destinations: DestinationPolicy,
+    /// The platform's country and commission, where drivers' onboarding
+    /// pages are (`PUBLIC_BASE_URL/drivers/onboarding`), and whether the
+    /// gateway's key is live (Connect events of the other mode are not ours).
+    pub drivers: DriverContext,
 }
 
 impl FlowContext for ServiceContext {

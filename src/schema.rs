@@ -23,6 +23,26 @@ diesel::table! {
         created_at -> Timestamptz,
         settled_currency -> Nullable<Text>,
         settled_cents -> Nullable<Int8>,
+        payment_intent_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    drivers (id) {
+        id -> Int8,
+        public_id -> Bytea,
+        idempotency_key_id -> Nullable<Int8>,
+        email -> Text,
+        country -> Text,
+        account_id -> Text,
+        payable_code -> Text,
+        status -> Text,
+        status_checked_at -> Timestamptz,
+        onboarding_token_hash -> Bytea,
+        onboarding_token_expires_at -> Timestamptz,
+        onboarding_link_made_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -179,6 +199,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    ride_drivers (ride_id) {
+        ride_id -> Int8,
+        driver_id -> Int8,
+        commission_bps -> Int4,
+        idempotency_key_id -> Nullable<Int8>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     rides (id) {
         id -> Int8,
         user_id -> Int8,
@@ -222,6 +252,25 @@ diesel::table! {
         subject -> Nullable<Text>,
         result -> Text,
         received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    transfers (id) {
+        id -> Int8,
+        ride_id -> Int8,
+        driver_id -> Int8,
+        source_charge -> Text,
+        currency -> Text,
+        entitled_cents -> Int8,
+        amount_cents -> Int8,
+        netted_cents -> Int8,
+        status -> Text,
+        failure_reason -> Nullable<Text>,
+        gateway_transfer_id -> Nullable<Text>,
+        amount_reversed_cents -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -300,6 +349,7 @@ diesel::table! {
 
 diesel::joinable!(audit_records -> users (user_id));
 diesel::joinable!(charges -> rides (ride_id));
+diesel::joinable!(drivers -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(idempotency_keys -> users (user_id));
 diesel::joinable!(ledger_entries -> ledger_accounts (account_id));
 diesel::joinable!(ledger_entries -> ledger_transactions (transaction_id));
@@ -310,7 +360,13 @@ diesel::joinable!(recovery_points -> idempotent_endpoints (endpoint));
 diesel::joinable!(refunds -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(refunds -> rides (ride_id));
 diesel::joinable!(refunds -> users (user_id));
+diesel::joinable!(ride_drivers -> drivers (driver_id));
+diesel::joinable!(ride_drivers -> idempotency_keys (idempotency_key_id));
+diesel::joinable!(ride_drivers -> rides (ride_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(transfers -> charges (source_charge));
+diesel::joinable!(transfers -> drivers (driver_id));
+diesel::joinable!(transfers -> rides (ride_id));
 diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
@@ -322,6 +378,7 @@ diesel::joinable!(webhook_events -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(
     audit_records,
     charges,
+    drivers,
     idempotency_keys,
     idempotent_endpoints,
     installation,
@@ -334,8 +391,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     recovery_points,
     refunds,
     released_payments,
+    ride_drivers,
     rides,
     stripe_events,
+    transfers,
     users,
     webhook_attempts,
     webhook_deliveries,

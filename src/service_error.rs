@@ -72,6 +72,9 @@ pub enum Refusal {
     RefundNotAllowed,
     /// The user has all the webhook destinations they may have.
     WebhookEndpointLimit,
+    /// The driver cannot be paid yet (or any more): their account is not
+    /// active at the gateway.
+    DriverNotPayable,
 }
 
 impl ServiceError {

@@ -47,6 +47,7 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
         faults: Default::default(),
         api_key: Some(STRIPE_KEY.to_owned()),
         webhook: None,
+        connect_webhook: None,
         limits: ConnectionLimits::default(),
     })
     .unwrap();
@@ -58,6 +59,7 @@ async fn a_ride_is_paid_through_stripe_and_replayed_and_nothing_simulated_exists
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
         webhook_secret: None,
+        connect_webhook_secret: None,
     };
     let app = Application::build(&settings, &service).unwrap();
     let address = format!("http://{}", app.address());

@@ -1,13 +1,18 @@
 //! Connected accounts, as Stripe Connect holds them: made with the
 //! `transfers` capability requested and `inactive` until their owner is
 //! onboarded through a link to the double's onboarding page; idempotent
-//! under the caller's key, as every POST is.
+//! under the caller's key, as every POST is. Every change to an account is
+//! announced with `account.updated`, as Stripe announces it to Connect
+//! endpoints; tests restrict and activate accounts as Stripe would when
+//! their requirements fall past due or are met again, and make their
+//! balances available or pay them out (`account_balance`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde_json::Value;
 
-use crate::events::Double;
+pub use crate::account_balance::{make_available, pay_out};
+use crate::events::{self, Double, ObjectKind};
 use crate::intents::{random_id, storage, transaction, whole_seconds, Call, Replayable};
 use crate::return_url::valid_return_url;
 use crate::schema::{simulated_account_links, simulated_accounts};
@@ -46,17 +51,9 @@ impl StoredAccount {
     }
 }
 
-impl Replayable for Account {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for Account {}
 
-impl Replayable for AccountLink {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for AccountLink {}
 
 /// `POST /v1/accounts` (`type=express`, `capabilities[transfers][requested]`).
 pub fn create(
@@ -243,14 +240,78 @@ pub fn onboard(
         .optional()
         .map_err(storage)?;
         if let (Some(account), Onboarded::Complete) = (used, answer) {
-            diesel::update(simulated_accounts::table.find(account))
-                .set((
-                    simulated_accounts::transfers.eq(CapabilityStatus::Active),
-                    simulated_accounts::details_submitted.eq(true),
-                ))
-                .execute(conn)
-                .map_err(storage)?;
+            change(conn, &account, |stored| {
+                stored.transfers = CapabilityStatus::Active;
+                stored.details_submitted = true;
+            })?;
         }
         Ok(Some(link))
     })
+}
+
+/// Makes the account's `transfers` capability `inactive`, as Stripe does
+/// when its requirements fall past due. Any account, of either double.
+pub fn restrict(conn: &mut PgConnection, id: &str) -> Result<Account, GatewayError> {
+    set_transfers(conn, id, CapabilityStatus::Inactive)
+}
+
+/// Makes the account's `transfers` capability `active` again, as when its
+/// requirements are met. Any account, of either double.
+pub fn activate(conn: &mut PgConnection, id: &str) -> Result<Account, GatewayError> {
+    set_transfers(conn, id, CapabilityStatus::Active)
+}
+
+fn set_transfers(
+    conn: &mut PgConnection,
+    id: &str,
+    status: CapabilityStatus,
+) -> Result<Account, GatewayError> {
+    transaction(conn, |conn| {
+        change(conn, id, |stored| stored.transfers = status)?
+            .map(|stored| stored.account())
+            .ok_or_else(|| GatewayError::Rejected {
+                message: format!("resource_missing: No such account: '{id}'"),
+            })
+    })
+}
+
+/// Changes the account `id` as `edit` says, in the caller's transaction,
+/// announcing a change that changed something to the double that holds the
+/// account, so a test control repeated sends no second event. The account
+/// as it is now; `None` for no such account.
+fn change(
+    conn: &mut PgConnection,
+    id: &str,
+    edit: impl FnOnce(&mut StoredAccount),
+) -> Result<Option<StoredAccount>, GatewayError> {
+    let Some(mut stored) = simulated_accounts::table
+        .find(id)
+        .for_update()
+        .select(StoredAccount::as_select())
+        .first(conn)
+        .optional()
+        .map_err(storage)?
+    else {
+        return Ok(None);
+    };
+    let before = (stored.transfers, stored.details_submitted);
+    edit(&mut stored);
+    if (stored.transfers, stored.details_submitted) != before {
+        diesel::update(simulated_accounts::table.find(id))
+            .set((
+                simulated_accounts::transfers.eq(stored.transfers),
+                simulated_accounts::details_submitted.eq(stored.details_submitted),
+            ))
+            .execute(conn)
+            .map_err(storage)?;
+        events::record(
+            conn,
+            stored.gateway,
+            "account.updated",
+            ObjectKind::Account,
+            id,
+        )
+        .map_err(storage)?;
+    }
+    Ok(Some(stored))
 }

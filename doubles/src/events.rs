@@ -27,6 +27,9 @@ ridepay_diesel_helpers::text_enum! {
         Refund = "refund",
         /// A dispute of a PaymentIntent's charge; the id is the intent's.
         Dispute = "dispute",
+        /// A connected account; Stripe sends its events to Connect
+        /// endpoints, apart from the platform's own.
+        Account = "account",
     }
 }
 

@@ -2,10 +2,12 @@
 //! (which uses them only with its default `simulated` feature, and in its
 //! tests): the simulated gateway `cargo run` pays through, the fake Stripe
 //! server of `ridepay fake-gateway`, and the PaymentIntents, refunds,
-//! connected accounts and events both keep, in tables of their own (`simulated_*`, with migrations
-//! of their own), committed like an external system's. They depend on
+//! connected accounts, transfers and events both keep, in tables of their
+//! own (`simulated_*`, with migrations of their own), committed like an
+//! external system's. They depend on
 //! `ridepay-gateway` only: the service reaches into them, never the reverse.
 
+pub mod account_balance;
 pub mod accounts;
 pub mod authentication;
 pub mod balance;
@@ -20,6 +22,7 @@ mod return_url;
 pub mod schema;
 mod settings;
 pub mod simulated;
+pub mod transfers;
 
 pub use records::{records_pool, run_migrations, RecordsPool, MIGRATIONS};
 pub use settings::SimulatedGatewaySettings;

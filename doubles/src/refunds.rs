@@ -143,32 +143,12 @@ pub fn refund(
     double: Double,
 ) -> Result<Refund, GatewayError> {
     let call = Call::new("refund", &request.idempotency_key, request);
-    if let Some(kept) = call.kept(conn).map_err(storage)? {
-        return call.replay(kept);
-    }
-    let answered = transaction(conn, |conn| {
-        let made = made(conn, request, double);
-        let result = made
-            .as_ref()
-            .map(StoredRefund::refund)
-            .map_err(Clone::clone);
-        let Some(answer) = intents::to_keep(&result) else {
-            return result.map(|_| None);
-        };
-        // The answer first: under a key another call answered meanwhile,
-        // nothing is written.
-        if !call.keep(conn, &answer).map_err(storage)? {
-            return Ok(None);
-        }
-        if let Ok(refund) = &made {
-            refund.insert(conn, &request.idempotency_key)?;
-        }
-        Ok(Some(result))
-    })?;
-    match answered {
-        Some(result) => result,
-        None => call.answered_meanwhile(conn),
-    }
+    call.answer_judged(
+        conn,
+        |conn| made(conn, request, double),
+        StoredRefund::refund,
+        |conn, refund| refund.insert(conn, &request.idempotency_key),
+    )
 }
 
 /// The refund `request` makes, judged under the payment's row lock, which

@@ -93,6 +93,17 @@ diesel::table! {
         settles_at -> Nullable<Timestamptz>,
         overcapture_max_cents -> Nullable<Int8>,
         captured_at -> Nullable<Timestamptz>,
+        transfer_group -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    simulated_payouts (id) {
+        id -> Text,
+        account -> Text,
+        currency -> Text,
+        amount_cents -> Int8,
+        created_at -> Timestamptz,
     }
 }
 
@@ -114,8 +125,36 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    simulated_transfer_reversals (id) {
+        id -> Text,
+        transfer -> Text,
+        amount_cents -> Int8,
+        metadata -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    simulated_transfers (id) {
+        id -> Text,
+        gateway -> Text,
+        amount_cents -> Int8,
+        currency -> Text,
+        destination -> Text,
+        source_transaction -> Text,
+        transfer_group -> Nullable<Text>,
+        metadata -> Jsonb,
+        created_at -> Timestamptz,
+        available_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(simulated_account_links -> simulated_accounts (account));
+diesel::joinable!(simulated_payouts -> simulated_accounts (account));
 diesel::joinable!(simulated_refunds -> simulated_payment_intents (payment_intent));
+diesel::joinable!(simulated_transfer_reversals -> simulated_transfers (transfer));
+diesel::joinable!(simulated_transfers -> simulated_accounts (destination));
 
 diesel::allow_tables_to_appear_in_same_query!(
     simulated_account_links,
@@ -124,5 +163,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     simulated_events,
     simulated_intent_calls,
     simulated_payment_intents,
+    simulated_payouts,
     simulated_refunds,
+    simulated_transfer_reversals,
+    simulated_transfers,
 );

@@ -1,9 +1,10 @@
-//! The doubles' knobs: their faults, and how long a hold lasts.
+//! The doubles' knobs: their faults, how long a hold lasts, and how long
+//! a transfer's funds are pending.
 
 use std::time::Duration;
 
-/// The simulated gateway's and the fake Stripe's knobs: their faults, and
-/// how long a hold lasts.
+/// The simulated gateway's and the fake Stripe's knobs: their faults, how
+/// long a hold lasts, and how long a transfer's funds are pending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimulatedGatewaySettings {
     pub latency: Duration,
@@ -27,6 +28,9 @@ pub struct SimulatedGatewaySettings {
     pub authorization_ttl: Duration,
     /// How long an extended hold lasts (Stripe's: up to 30 days).
     pub extended_authorization_ttl: Duration,
+    /// How long a transfer's funds are pending in the destination's
+    /// balance before they are available (Stripe's: two days).
+    pub transfer_available: Duration,
     /// Whether its clock ticks and its events reach ridepay in-process
     /// (off only to measure a request's own statements).
     pub events_enabled: bool,
@@ -44,6 +48,7 @@ impl Default for SimulatedGatewaySettings {
             forget_keys: None,
             authorization_ttl: Duration::from_secs(7 * 24 * 3600),
             extended_authorization_ttl: Duration::from_secs(30 * 24 * 3600),
+            transfer_available: Duration::from_secs(2 * 24 * 3600),
             events_enabled: true,
         }
     }

@@ -15,13 +15,14 @@ use diesel::PgConnection;
 
 use super::events::Double;
 use super::intents::{self, IntentSettings};
-use super::{accounts, balance, refunds};
+use super::{account_balance, accounts, balance, refunds, transfers};
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    Account, AccountLink, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount,
-    CreateAccountLink, CreateIntent, GatewayError, IncrementIntent, IntentPage,
-    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund,
-    RefundRequest,
+    Account, AccountLink, Balance, BalanceTransactionPage, CancelIntent, CaptureIntent,
+    CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
+    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, ListTransfers,
+    Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage,
+    TransferReversal,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -228,5 +229,33 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
             let url = link.url.clone();
             Ok((link, url))
         })
+    }
+
+    fn create_transfer(&self, request: &CreateTransfer) -> Result<Transfer, GatewayError> {
+        self.with_faults(&request.idempotency_key, |conn| {
+            let pending_for = self.faults.transfer_available;
+            let transfer = transfers::create(conn, request, Double::Simulated, pending_for)?;
+            let id = transfer.id.clone();
+            Ok((transfer, id))
+        })
+    }
+
+    fn list_transfers(&self, request: &ListTransfers) -> Result<TransferPage, GatewayError> {
+        transfers::list(&mut *self.connection()?, request, Double::Simulated)
+    }
+
+    fn create_transfer_reversal(
+        &self,
+        request: &CreateTransferReversal,
+    ) -> Result<TransferReversal, GatewayError> {
+        self.with_faults(&request.idempotency_key, |conn| {
+            let reversal = transfers::reverse(conn, request, Double::Simulated)?;
+            let id = reversal.id.clone();
+            Ok((reversal, id))
+        })
+    }
+
+    fn retrieve_balance(&self, account: &str) -> Result<Balance, GatewayError> {
+        account_balance::retrieve(&mut *self.connection()?, account, Double::Simulated)
     }
 }

@@ -6,6 +6,10 @@ use std::time::Duration;
 use super::account::{Account, AccountLink, CreateAccount, CreateAccountLink};
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
+use super::transfer::{
+    Balance, CreateTransfer, CreateTransferReversal, ListTransfers, Transfer, TransferPage,
+    TransferReversal,
+};
 
 /// Why a gateway call did not do what was asked. The variants are what
 /// ridepay must do next, not how the gateway said it.
@@ -45,6 +49,29 @@ pub enum GatewayError {
     /// parameters). Retrying cannot help until they do.
     #[error("gateway misconfigured: {reason}")]
     Misconfigured { reason: String },
+}
+
+/// Stripe's words for a payment method it does not have (its 400
+/// `resource_missing` on `payment_method`), which the doubles say too.
+pub const NO_SUCH_PAYMENT_METHOD: &str = "No such PaymentMethod";
+
+/// Stripe's code for a reversal the destination's available balance
+/// cannot cover, which the doubles give too.
+pub const BALANCE_INSUFFICIENT: &str = "balance_insufficient";
+
+impl GatewayError {
+    /// A refusal of a payment method the gateway does not have: the
+    /// caller's mistake, not the gateway's, so it is told as such.
+    pub fn is_unknown_payment_method(&self) -> bool {
+        matches!(self, GatewayError::Rejected { message } if message.contains(NO_SUCH_PAYMENT_METHOD))
+    }
+
+    /// A reversal refused because the destination's available balance is
+    /// short (Stripe's `balance_insufficient`): the driver's debt, not a
+    /// mistake, and a later reversal may succeed.
+    pub fn is_balance_insufficient(&self) -> bool {
+        matches!(self, GatewayError::Rejected { message } if message.contains(BALANCE_INSUFFICIENT))
+    }
 }
 
 /// What a refund gives money back from: a PaymentIntent, or the charge of a
@@ -153,4 +180,23 @@ pub trait PaymentGateway: Send + Sync {
     /// A link that onboards the account's owner (`POST /v1/account_links`).
     fn create_account_link(&self, request: &CreateAccountLink)
         -> Result<AccountLink, GatewayError>;
+    /// Sends (part of) a charge to a connected account
+    /// (`POST /v1/transfers`). Refused (`Rejected`) when the destination
+    /// cannot be paid, the charge is not a succeeded one of the platform or
+    /// has less left untransferred, or the currency is not the charge's.
+    fn create_transfer(&self, request: &CreateTransfer) -> Result<Transfer, GatewayError>;
+    /// A page of transfers, newest first, as Stripe's list gives them: it
+    /// never lags, so what it does not show was not made.
+    fn list_transfers(&self, request: &ListTransfers) -> Result<TransferPage, GatewayError>;
+    /// Takes (part of) a transfer back from the destination's available
+    /// balance. Refused when the transfer has less left, and, when the
+    /// balance is short, with `balance_insufficient`
+    /// (`GatewayError::is_balance_insufficient`).
+    fn create_transfer_reversal(
+        &self,
+        request: &CreateTransferReversal,
+    ) -> Result<TransferReversal, GatewayError>;
+    /// A connected account's balance now (`GET /v1/balance` as the
+    /// account, `Stripe-Account`).
+    fn retrieve_balance(&self, account: &str) -> Result<Balance, GatewayError>;
 }

@@ -1,9 +1,9 @@
 //! The payment gateway as ridepay sees it, in a crate of its own so that
 //! both the service and the gateway doubles depend on it and never on each
 //! other: the [`PaymentGateway`] trait, its requests and answers
-//! (PaymentIntents and refunds, as Stripe shapes them), and what a Stripe
-//! client and a fake Stripe must agree on (the API version, webhook
-//! signatures, the page a payer's browser sees).
+//! (PaymentIntents, refunds, connected accounts and transfers, as Stripe
+//! shapes them), and what a Stripe client and a fake Stripe must agree on
+//! (the API version, webhook signatures, the page a payer's browser sees).
 
 mod account;
 mod gateway;
@@ -11,9 +11,13 @@ pub mod html;
 mod intent;
 mod listing;
 pub mod stripe_signature;
+mod transfer;
 
 pub use account::{Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink};
-pub use gateway::{GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState};
+pub use gateway::{
+    GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState,
+    BALANCE_INSUFFICIENT, NO_SUCH_PAYMENT_METHOD,
+};
 pub use intent::{
     BalanceTransaction, CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, HoldRequest,
     IncrementIntent, IntentStatus, NextAction, PaymentError, PaymentIntent,
@@ -21,6 +25,10 @@ pub use intent::{
 pub use listing::{
     metadata_query, parse_metadata_query, BalanceTransactionPage, IntentPage,
     ListBalanceTransactions, ListIntents, ListedBalanceTransaction,
+};
+pub use transfer::{
+    Balance, BalanceAmount, CreateTransfer, CreateTransferReversal, ListTransfers, Transfer,
+    TransferPage, TransferReversal,
 };
 
 /// The Stripe API version every request of the Stripe client names and every

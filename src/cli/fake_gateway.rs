@@ -48,6 +48,13 @@ pub struct FakeGatewayArgs {
     /// The secret that signs them (ridepay's STRIPE_WEBHOOK_SECRET).
     #[arg(long, env = "STRIPE_WEBHOOK_SECRET", hide_env_values = true)]
     webhook_secret: Option<String>,
+    /// Send its connected accounts' signed events (`account.updated`) to this
+    /// URL, as Stripe sends them to a Connect endpoint.
+    #[arg(long, requires = "connect_webhook_secret")]
+    connect_webhook_url: Option<String>,
+    /// The secret that signs them (ridepay's STRIPE_CONNECT_WEBHOOK_SECRET).
+    #[arg(long, env = "STRIPE_CONNECT_WEBHOOK_SECRET", hide_env_values = true)]
+    connect_webhook_secret: Option<String>,
 }
 
 impl FakeGatewayArgs {
@@ -74,27 +81,39 @@ fn parse_rate(value: &str) -> Result<f64, String> {
     config::check_rate(rate).map_err(|err| err.to_string())
 }
 
+/// The doubles' records: `url` when given, else the database the service
+/// uses, whose `simulated_*` tables `GATEWAY=simulated` keeps its own in.
+pub(super) fn records_database(
+    settings: &Settings,
+    url: &Option<String>,
+) -> anyhow::Result<super::Database> {
+    match url {
+        Some(url) => Ok(super::Database {
+            url: url.clone(),
+            cluster: None,
+        }),
+        None => database(settings),
+    }
+}
+
+fn target(url: &Option<String>, secret: &Option<String>) -> Option<WebhookTarget> {
+    url.clone()
+        .zip(secret.clone())
+        .map(|(url, secret)| WebhookTarget { url, secret })
+}
+
 pub fn run(settings: &Settings, args: &FakeGatewayArgs) -> anyhow::Result<()> {
     // Taken by `wait` below, not by the gateway's threads (which inherit the
     // mask), so Ctrl-C stops the fake and the cluster it may have started.
     let stop_signals = super::signals::block()?;
-    let database = match &args.database_url {
-        Some(url) => super::Database {
-            url: url.clone(),
-            cluster: None,
-        },
-        None => database(settings)?,
-    };
+    let database = records_database(settings, &args.database_url)?;
     let gateway = FakeGateway::start(FakeGatewayConfig {
         bind: args.bind.clone(),
         database_url: database.url.clone(),
         faults: args.faults(&settings.gateway.simulated),
         api_key: args.api_key.clone(),
-        webhook: args
-            .webhook_url
-            .clone()
-            .zip(args.webhook_secret.clone())
-            .map(|(url, secret)| WebhookTarget { url, secret }),
+        webhook: target(&args.webhook_url, &args.webhook_secret),
+        connect_webhook: target(&args.connect_webhook_url, &args.connect_webhook_secret),
         limits: ConnectionLimits::default(),
     })?;
     println!("fake-gateway listening on {}", gateway.url());

@@ -124,8 +124,9 @@ fn masked_body(body: &[u8]) -> String {
 }
 
 /// A stored request or answer as an operator may see it: a webhook
-/// destination's signing secret and a PaymentIntent's client secret masked,
-/// and every URL's password and query values (a receiver's `?code=`, the
+/// destination's signing secret, a PaymentIntent's client secret and a
+/// driver's onboarding URL (its path carries the token) masked, and every
+/// URL's password and query values (a receiver's `?code=`, the
 /// client secret a 3-D Secure page's address carries), wherever they stand.
 fn masked(value: Value) -> Value {
     match value {
@@ -135,7 +136,7 @@ fn masked(value: Value) -> Value {
                 .map(|(name, value)| {
                     let value = match (name.as_str(), value) {
                         ("secret", Value::String(_)) => json!("whsec_***"),
-                        ("client_secret", Value::String(_)) => json!("***"),
+                        ("client_secret" | "onboarding_url", Value::String(_)) => json!("***"),
                         (_, value) => masked(value),
                     };
                     (name, value)
@@ -160,6 +161,10 @@ mod tests {
         assert!(!shown.contains("c2VjcmV0"), "{shown}");
         assert!(shown.contains("whsec_***"), "{shown}");
         assert_eq!(masked_body(b"{\"id\":7}"), "{\"id\":7}");
+        let driver = masked_body(
+            br#"{"id":"drv_1","onboarding_url":"https://rides.example/drivers/onboarding/0123456789abcdef0123456789abcdef/start"}"#,
+        );
+        assert!(!driver.contains("0123456789abcdef"), "{driver}");
     }
 
     #[test]

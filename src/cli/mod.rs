@@ -1,8 +1,8 @@
 //! The command line: `ridepay [serve]`, `migrate`, `reap`, `users`, `keys`,
-//! `reconcile`,
-//! `ledger`, `fake-gateway`, `db`. Every subcommand run in the same folder as `serve`
-//! attaches to the same database (`DATABASE_URL`, or the embedded cluster),
-//! and stops the embedded cluster again if it was the one that started it.
+//! `reconcile`, `ledger`, `fake-gateway`, `simulated-gateway`, `db`. Every
+//! subcommand run in the same folder as `serve` attaches to the same
+//! database (`DATABASE_URL`, or the embedded cluster), and stops the
+//! embedded cluster again if it was the one that started it.
 
 #[cfg(feature = "simulated")]
 mod fake_gateway;
@@ -12,6 +12,8 @@ mod reconcile;
 mod serve;
 #[cfg(feature = "simulated")]
 mod signals;
+#[cfg(feature = "simulated")]
+mod simulated_gateway;
 mod users;
 
 use std::time::Duration;
@@ -78,6 +80,12 @@ enum Command {
     /// bound. (Only in a build with the `simulated` feature.)
     #[cfg(feature = "simulated")]
     FakeGateway(fake_gateway::FakeGatewayArgs),
+    /// Test controls of the gateway doubles, on their records (those of
+    /// `ridepay fake-gateway`, shared with `GATEWAY=simulated`): do to a
+    /// connected account what Stripe does on its own. (Only in a build with
+    /// the `simulated` feature.)
+    #[cfg(feature = "simulated")]
+    SimulatedGateway(simulated_gateway::SimulatedGatewayArgs),
     /// The embedded PostgreSQL of the data folder (`RIDEPAY_DATA_DIR`).
     #[command(subcommand)]
     Db(DbCommand),
@@ -156,6 +164,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ledger(command) => ledger::run(&settings, command),
         #[cfg(feature = "simulated")]
         Command::FakeGateway(args) => fake_gateway::run(&settings, &args),
+        #[cfg(feature = "simulated")]
+        Command::SimulatedGateway(args) => simulated_gateway::run(&settings, &args),
         Command::Db(command) => db_command(&settings, command),
     }
 }

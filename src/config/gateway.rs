@@ -61,12 +61,16 @@ pub struct StripeSettings {
     pub connect_timeout: Duration,
     /// Signs the events sent to `POST /webhooks/stripe` (`whsec_...`).
     pub webhook_secret: Option<SecretString>,
+    /// Signs the Connect events (drivers' accounts) sent to
+    /// `POST /webhooks/stripe/connect`: a Connect endpoint has its own.
+    pub connect_webhook_secret: Option<SecretString>,
 }
 
 impl Default for StripeSettings {
     fn default() -> Self {
         StripeSettings {
             webhook_secret: None,
+            connect_webhook_secret: None,
             api_key: None,
             api_base: STRIPE_API_BASE.to_owned(),
             timeout: Duration::from_secs(10),
@@ -105,6 +109,16 @@ impl Default for GatewaySettings {
 }
 
 impl GatewaySettings {
+    /// Whether calls go to the gateway's live mode: a live Stripe key
+    /// (secret or restricted).
+    pub fn is_live(&self) -> bool {
+        self.kind == GatewayKind::Stripe
+            && self.stripe.api_key.as_ref().is_some_and(|key| {
+                let key = key.expose_secret();
+                key.starts_with("sk_live_") || key.starts_with("rk_live_")
+            })
+    }
+
     pub(super) fn read(source: &Source) -> anyhow::Result<Self> {
         let d = GatewaySettings::default();
         Ok(GatewaySettings {
@@ -123,6 +137,9 @@ impl GatewaySettings {
                     .millis("STRIPE_CONNECT_TIMEOUT_MS", d.stripe.connect_timeout)?,
                 webhook_secret: source
                     .text("STRIPE_WEBHOOK_SECRET")?
+                    .map(SecretString::from),
+                connect_webhook_secret: source
+                    .text("STRIPE_CONNECT_WEBHOOK_SECRET")?
                     .map(SecretString::from),
             },
             #[cfg(feature = "simulated")]
@@ -177,6 +194,10 @@ fn read_simulated(
         extended_authorization_ttl: source.secs(
             "SIMULATED_GATEWAY_EXTENDED_AUTHORIZATION_TTL_SECS",
             d.extended_authorization_ttl,
+        )?,
+        transfer_available: source.secs(
+            "SIMULATED_GATEWAY_TRANSFER_AVAILABLE_SECS",
+            d.transfer_available,
         )?,
         events_enabled: source.var("SIMULATED_GATEWAY_EVENTS_ENABLED", d.events_enabled)?,
     })

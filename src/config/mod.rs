@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 
 pub mod conninfo;
 mod database;
+mod drivers;
 mod gateway;
 mod keys;
 mod mask;
@@ -20,6 +21,7 @@ mod user_webhooks;
 use source::Source;
 
 pub use database::DatabaseSettings;
+pub use drivers::{DriverContext, DriverSettings};
 pub use gateway::{
     masked_stripe_key, GatewayKind, GatewaySettings, StripeSettings, STRIPE_API_BASE,
 };
@@ -43,6 +45,7 @@ pub struct Settings {
     pub reconcile: ReconcileSettings,
     pub user_webhooks: UserWebhookSettings,
     pub gateway: GatewaySettings,
+    pub drivers: DriverSettings,
 }
 
 /// Loads `.env` (if there is one) into the environment, under what the
@@ -69,6 +72,7 @@ impl Default for Settings {
             reconcile: ReconcileSettings::default(),
             user_webhooks: UserWebhookSettings::default(),
             gateway: GatewaySettings::default(),
+            drivers: DriverSettings::default(),
         }
     }
 }
@@ -93,6 +97,7 @@ impl Settings {
             reconcile: ReconcileSettings::read(source)?,
             user_webhooks: UserWebhookSettings::read(source)?,
             gateway: GatewaySettings::read(source)?,
+            drivers: DriverSettings::read(source)?,
         })
     }
 
@@ -104,6 +109,7 @@ impl Settings {
         self.reconcile.check()?;
         self.user_webhooks.check()?;
         self.gateway.check()?;
+        self.drivers.check()?;
         for (name, interval) in [
             ("COMPLETER_INTERVAL_SECS", self.completer.interval),
             ("RECONCILE_INTERVAL_SECS", self.reconcile.interval),

@@ -110,10 +110,13 @@ fn fetch(
             log::warn!("charge {id} (paid through the Charges API) is disputed; see the dashboard");
             None
         }
+        // A connected account's events come to their own endpoint
+        // (`connect::process`).
+        Some(Subject::Account(_)) => None,
     })
 }
 
-fn record_only(
+pub(super) fn record_only(
     conn: &mut PgConnection,
     event: &Event,
     disposition: Disposition,

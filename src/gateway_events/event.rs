@@ -25,6 +25,10 @@ pub const REFUND_EVENTS: [&str; 3] = ["charge.refunded", "charge.refund.updated"
 
 pub const DISPUTE_EVENT: &str = "charge.dispute.created";
 
+/// The Connect events about a connected account (a driver's), which
+/// name the account at the top level; each leads to the account fetched.
+pub const ACCOUNT_EVENTS: [&str; 2] = ["account.updated", "capability.updated"];
+
 /// 9999-12-31T23:59:59Z.
 const LATEST_CREATED: i64 = 253_402_300_799;
 
@@ -41,6 +45,10 @@ struct Envelope {
     event_type: String,
     created: i64,
     data: Data,
+    /// The connected account a Connect event is about.
+    account: Option<String>,
+    #[serde(default)]
+    livemode: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -58,13 +66,15 @@ pub enum Subject {
     Refunds(Payment),
     /// A dispute of a payment.
     Dispute(Payment),
+    /// A connected account (`acct_...`).
+    Account(String),
 }
 
 impl Subject {
     /// The id the event is recorded under.
     pub fn id(&self) -> &str {
         match self {
-            Subject::Intent(id) => id,
+            Subject::Intent(id) | Subject::Account(id) => id,
             Subject::Refunds(payment) | Subject::Dispute(payment) => payment.id(),
         }
     }
@@ -79,6 +89,8 @@ pub struct Event {
     pub created: DateTime<Utc>,
     /// None for a type ridepay does not act on.
     pub subject: Option<Subject>,
+    /// Whether it happened in live mode (as opposed to test mode).
+    pub livemode: bool,
 }
 
 /// The payment a refund, a charge or a dispute belongs to: its
@@ -113,6 +125,8 @@ impl Event {
             Some(Subject::Refunds(payment_of(object, "charge")?))
         } else if kind == DISPUTE_EVENT {
             Some(Subject::Dispute(payment_of(object, "charge")?))
+        } else if ACCOUNT_EVENTS.contains(&kind) {
+            envelope.account.clone().map(Subject::Account)
         } else {
             None
         };
@@ -127,6 +141,7 @@ impl Event {
             event_type: envelope.event_type,
             created,
             subject,
+            livemode: envelope.livemode,
         })
     }
 
@@ -226,6 +241,19 @@ mod tests {
                 r#"{"id": "evt_4", "type": "charge.dispute.created", "created": 10, "data": {"object": {"id": "dp_1", "charge": "ch_1", "payment_intent": "pi_1"}}}"#
             ),
             Some(Some(Subject::Dispute(intent("pi_1"))))
+        );
+        assert_eq!(
+            subject(
+                r#"{"id": "evt_6", "type": "account.updated", "created": 10, "account": "acct_1", "data": {"object": {"id": "acct_1"}}}"#
+            ),
+            Some(Some(Subject::Account("acct_1".to_owned())))
+        );
+        // Not a Connect event: no account named.
+        assert_eq!(
+            subject(
+                r#"{"id": "evt_7", "type": "account.updated", "created": 10, "data": {"object": {"id": "acct_1"}}}"#
+            ),
+            Some(None)
         );
         let other = Event::parse(br#"{"id": "evt_5", "type": "customer.created", "created": 10, "data": {"object": {"id": "cus_1"}}}"#).unwrap();
         assert_eq!((&other.subject, other.type_label()), (&None, "other"));

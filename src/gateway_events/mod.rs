@@ -5,4 +5,5 @@
 
 pub mod apply;
 pub mod callback;
+pub mod connect;
 pub mod event;

@@ -1,15 +1,17 @@
-//! `POST /webhooks/stripe`
+//! `POST /webhooks/stripe` and `POST /webhooks/stripe/connect`: the same
+//! verification, each with its own secret, as Stripe signs a Connect
+//! endpoint's events with a secret of its own.
 
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::json;
 
 use crate::context::ServiceContext;
 use crate::gateway_events::apply::{self, NotYet};
-use crate::gateway_events::event::Event;
+use crate::gateway_events::connect;
+use crate::gateway_events::event::{Disposition, Event};
 use crate::http::body::read_json;
-use crate::http::openapi_components::ProblemDocument;
+use crate::http::openapi_components::{Received, StripeSignatureHeader, WebhookAnswers};
 use crate::http::request_id;
 use crate::payments::stripe::signature;
 use crate::telemetry::log_throttle::LogThrottle;
@@ -24,10 +26,19 @@ pub const MAX_WEBHOOK_BYTES: usize = 256 * 1024;
 /// default: replayed deliveries older than this are refused.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 
-/// The endpoint's signing secret (`STRIPE_WEBHOOK_SECRET`).
+/// The endpoints' signing secrets.
 #[derive(Debug, Clone)]
 pub struct WebhookSettings {
+    /// `STRIPE_WEBHOOK_SECRET`: the platform's events.
     pub secret: Option<SecretString>,
+    /// `STRIPE_CONNECT_WEBHOOK_SECRET`: the connected accounts' events.
+    pub connect_secret: Option<SecretString>,
+}
+
+/// An endpoint's secret, named as it is set.
+struct Secret<'a> {
+    name: &'static str,
+    value: Option<&'a SecretString>,
 }
 
 /// A Stripe event, verified by its `Stripe-Signature` and recorded once per
@@ -40,19 +51,8 @@ pub struct WebhookSettings {
     path = "/webhooks/stripe",
     tag = "webhooks",
     request_body(content = serde_json::Value, content_type = "application/json", description = "A Stripe event"),
-    params(("Stripe-Signature" = String, Header, description = "`t=<unix time>,v1=<hex HMAC-SHA256>[,v1=...]`")),
-    responses(
-        (status = 200, description = "Received: applied, ignored, or a duplicate", content_type = "application/json"),
-        (status = 400, description = "`invalid-signature` (bad, missing or stale signature), or not an event (`invalid-request`); nothing written", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 408, description = "The body did not arrive within `HTTP_BODY_TIMEOUT_MS`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 415, description = "Body not `application/json`", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 429, description = "Too many requests from this address", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-        (status = 500, description = "An unexpected error; redeliver", body = ProblemDocument, content_type = "application/problem+json"),
-        (status = 503, description = "The gateway or the database is unavailable, or the ride's key is in flight; nothing written, redeliver", body = ProblemDocument, content_type = "application/problem+json",
-            headers(("Retry-After" = String))),
-    )
+    params(StripeSignatureHeader),
+    responses(WebhookAnswers)
 )]
 pub async fn stripe_webhook(
     request: HttpRequest,
@@ -60,8 +60,54 @@ pub async fn stripe_webhook(
     context: web::Data<ServiceContext>,
     settings: web::Data<WebhookSettings>,
 ) -> Result<HttpResponse, Problem> {
+    let secret = Secret {
+        name: "STRIPE_WEBHOOK_SECRET",
+        value: settings.secret.as_ref(),
+    };
+    receive(request, payload, context, secret, apply::process).await
+}
+
+/// A Connect event about a driver's connected account, verified by its
+/// `Stripe-Signature` under the Connect endpoint's own secret and recorded
+/// once per event id. `account.updated` and `capability.updated` lead to
+/// the account (`account` in the event) fetched from the gateway, whose
+/// `transfers` capability sets the driver's status; other types, events of
+/// the other mode (live or test) and unknown accounts are acknowledged
+/// `ignored`.
+#[utoipa::path(
+    post,
+    path = "/webhooks/stripe/connect",
+    tag = "webhooks",
+    request_body(content = serde_json::Value, content_type = "application/json", description = "A Stripe Connect event"),
+    params(StripeSignatureHeader),
+    responses(WebhookAnswers)
+)]
+pub async fn connect_webhook(
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+    settings: web::Data<WebhookSettings>,
+) -> Result<HttpResponse, Problem> {
+    let secret = Secret {
+        name: "STRIPE_CONNECT_WEBHOOK_SECRET",
+        value: settings.connect_secret.as_ref(),
+    };
+    receive(request, payload, context, secret, |context, event| {
+        connect::process(context, event).map_err(NotYet::Service)
+    })
+    .await
+}
+
+/// An event verified under `secret`, parsed and given to `process`.
+async fn receive(
+    request: HttpRequest,
+    payload: web::Payload,
+    context: web::Data<ServiceContext>,
+    secret: Secret<'_>,
+    process: fn(&ServiceContext, &Event) -> Result<Disposition, NotYet>,
+) -> Result<HttpResponse, Problem> {
     // What can be refused without the body is, before it is read.
-    let (secret, signature) = signature_header(&request, &settings)
+    let (secret, signature) = signature_header(&request, secret)
         .inspect_err(|_| count("unverified", "invalid_signature"))?;
     let body = read_json(&request, payload, MAX_WEBHOOK_BYTES).await?;
     signature::verify(
@@ -83,14 +129,14 @@ pub async fn stripe_webhook(
         )
     })?;
     let label = event.type_label().to_owned();
-    let processed = request_id::block(move || apply::process(&context, &event)).await?;
+    let processed = request_id::block(move || process(&context, &event)).await?;
     match processed {
         Ok(disposition) => {
             count(&label, disposition.as_str());
-            Ok(
-                HttpResponse::Ok()
-                    .json(json!({ "received": true, "result": disposition.as_str() })),
-            )
+            Ok(HttpResponse::Ok().json(Received {
+                received: true,
+                result: disposition.as_str().to_owned(),
+            }))
         }
         Err(NotYet::KeyInFlight) => {
             count(&label, "retry");
@@ -110,15 +156,15 @@ pub async fn stripe_webhook(
 /// The signing secret and the request's `Stripe-Signature`, or the refusal.
 fn signature_header(
     request: &HttpRequest,
-    settings: &WebhookSettings,
+    secret: Secret<'_>,
 ) -> Result<(SecretString, String), Problem> {
     let refused = |detail: &str| Problem::new(ProblemKind::InvalidSignature, detail);
-    let Some(secret) = &settings.secret else {
+    let Some(value) = secret.value else {
         // Anyone can send these, so the line is a warning, and one a minute.
         if MISSING_SECRET_LOG.allows() {
             log::warn!(
-                "Stripe webhooks are refused: STRIPE_WEBHOOK_SECRET is not set \
-                 (logged at most once a minute)"
+                "Stripe webhooks are refused: {} is not set (logged at most once a minute)",
+                secret.name
             );
         }
         return Err(refused("this endpoint has no signing secret configured"));
@@ -128,7 +174,7 @@ fn signature_header(
         .get("stripe-signature")
         .and_then(|value| value.to_str().ok())
         .ok_or_else(|| refused("the Stripe-Signature header is missing"))?;
-    Ok((secret.clone(), header.to_owned()))
+    Ok((value.clone(), header.to_owned()))
 }
 
 static MISSING_SECRET_LOG: LogThrottle = LogThrottle::per(Duration::from_secs(60));

@@ -8,6 +8,8 @@ pub mod auth;
 #[cfg(feature = "simulated")]
 pub mod authentication_page;
 pub mod body;
+pub mod driver_pages;
+pub mod drivers;
 pub mod gateway_events;
 pub mod health;
 pub mod idempotent;

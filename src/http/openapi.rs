@@ -35,6 +35,7 @@ impl Modify for BearerAuth {
     ),
     paths(
         crate::http::gateway_events::stripe_webhook,
+        crate::http::gateway_events::connect_webhook,
         crate::http::payment_return::payment_return,
         crate::http::health::healthz,
         crate::http::health::readyz,
@@ -43,7 +44,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(ProblemDocument, FieldError)),
     modifiers(&BearerAuth),
-    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "ledger"), (name = "operations"))
+    tags((name = "rides"), (name = "refunds"), (name = "webhooks"), (name = "ledger"), (name = "drivers"), (name = "operations"))
 )]
 pub struct ApiDoc;
 

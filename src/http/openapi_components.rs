@@ -21,8 +21,10 @@ pub struct ProblemDocument {
     /// The rejected fields of an invalid request.
     #[schema(nullable = false)]
     pub errors: Option<Vec<FieldError>>,
-    /// On `card-declined` and `payment-gateway-rejected`: the ride created
-    /// (an integer in answers stored before public ids, replayed as stored).
+    /// On `card-declined`, `payment-gateway-rejected`, and the
+    /// `invalid-request` of a payment method the gateway does not have: the
+    /// ride created (an integer in answers stored before public ids,
+    /// replayed as stored).
     #[schema(nullable = false, pattern = "^ride_[a-z2-7]{29}$")]
     pub ride_id: Option<String>,
     /// On `payment-gateway-rejected` for a refund: the refund, `failed`.
@@ -63,6 +65,57 @@ pub enum ApiProblems {
     #[response(status = 500, content_type = "application/problem+json")]
     Internal(ProblemDocument),
     /// A dependency is unavailable; retry (with the same `Idempotency-Key`).
+    #[response(status = 503, content_type = "application/problem+json", headers(("Retry-After" = String)))]
+    Unavailable(ProblemDocument),
+}
+
+/// The `Stripe-Signature` header of the gateway's events.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct StripeSignatureHeader {
+    /// `t=<unix time>,v1=<hex HMAC-SHA256>[,v1=...]`
+    #[param(rename = "Stripe-Signature")]
+    pub stripe_signature: String,
+}
+
+/// What an event came to.
+#[derive(Serialize, ToSchema)]
+#[schema(as = WebhookReceipt)]
+pub struct Received {
+    pub received: bool,
+    /// `applied`, `ignored` or `duplicate`.
+    #[schema(pattern = "^(applied|ignored|duplicate)$")]
+    pub result: String,
+}
+
+/// What `POST /webhooks/stripe` and `/webhooks/stripe/connect` answer; the
+/// gateway redelivers on any but a 200 or a 400.
+#[derive(IntoResponses)]
+pub enum WebhookAnswers {
+    /// Received: applied, ignored, or a duplicate.
+    #[response(status = 200, content_type = "application/json")]
+    Received(Received),
+    /// `invalid-signature` (bad, missing or stale signature), or not an
+    /// event (`invalid-request`); nothing written.
+    #[response(status = 400, content_type = "application/problem+json")]
+    Invalid(ProblemDocument),
+    /// The body did not arrive within `HTTP_BODY_TIMEOUT_MS`.
+    #[response(status = 408, content_type = "application/problem+json")]
+    BodyTimeout(ProblemDocument),
+    /// Body over 256 KiB.
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(ProblemDocument),
+    /// Body not `application/json`.
+    #[response(status = 415, content_type = "application/problem+json")]
+    NotJson(ProblemDocument),
+    /// Too many requests from this address.
+    #[response(status = 429, content_type = "application/problem+json", headers(("Retry-After" = String)))]
+    RateLimited(ProblemDocument),
+    /// An unexpected error; redeliver.
+    #[response(status = 500, content_type = "application/problem+json")]
+    Internal(ProblemDocument),
+    /// The gateway or the database is unavailable, or the ride's key is in
+    /// flight; nothing written, redeliver.
     #[response(status = 503, content_type = "application/problem+json", headers(("Retry-After" = String)))]
     Unavailable(ProblemDocument),
 }

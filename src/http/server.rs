@@ -18,8 +18,8 @@ use super::gateway_events::WebhookSettings;
 use super::onboarding_page;
 use super::rate_limit::{AddressLimiter, RateLimiter};
 use super::{
-    access_log, gateway_events, health, ledger, metrics, openapi, payment_return, rate_limit,
-    request_id, routes, routing,
+    access_log, driver_pages, gateway_events, health, ledger, metrics, openapi, payment_return,
+    rate_limit, request_id, routes, routing,
 };
 use crate::config::Settings;
 use crate::context::ServiceContext;
@@ -55,6 +55,7 @@ pub fn start(
     let context = web::Data::from(context);
     let webhook_settings = web::Data::new(WebhookSettings {
         secret: settings.gateway.stripe.webhook_secret.clone(),
+        connect_secret: settings.gateway.stripe.connect_webhook_secret.clone(),
     });
     #[cfg(feature = "simulated")]
     let simulated_pages = simulated_pages.map(web::Data::new);
@@ -104,6 +105,13 @@ pub fn start(
                 .default_service(routing::method_not_allowed("POST"))
                 .wrap(from_fn(rate_limit::per_address)),
         )
+        .service(
+            web::resource("/webhooks/stripe/connect")
+                .route(web::post().to(gateway_events::connect_webhook))
+                .default_service(routing::method_not_allowed("POST"))
+                .wrap(from_fn(rate_limit::per_address)),
+        )
+        .configure(driver_pages::routes)
         .service(
             routes::endpoints()
                 .iter()

@@ -161,8 +161,8 @@ pub fn claim<P: RecoveryPoints>(
 
 /// The claim of the flow, whose first step runs in the claim's own
 /// transaction: a new key is inserted already at the point that step
-/// reaches (the one after `started`; `recovery_points!` declares at least
-/// one), so the key row is written once in that transaction. A refusal in
+/// reaches (the one after `started`; but a key is finished only with its
+/// answer), so the key row is written once in that transaction. A refusal in
 /// the step rolls the row back with it; the lease must not outlive the
 /// transaction before the step has run.
 pub(crate) fn claim_with_first_step<P: RecoveryPoints>(
@@ -170,7 +170,8 @@ pub(crate) fn claim_with_first_step<P: RecoveryPoints>(
     request: &IdempotentRequest<'_>,
     policy: &KeyPolicy,
 ) -> Result<Claim<P>, ServiceError> {
-    claim_at(conn, request, policy, P::ALL[1])
+    let first = Some(P::ALL[1]).filter(|point| *point != P::FINISHED);
+    claim_at(conn, request, policy, first.unwrap_or(P::STARTED))
 }
 
 /// A new key is inserted at `insert_at`.

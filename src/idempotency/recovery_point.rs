@@ -57,20 +57,10 @@ pub trait RecoveryPoints: Copy + Eq + Debug + Send + Sync + 'static {
 
 /// Declares an endpoint's recovery points: an enum with `Started`, the
 /// endpoint's own points in the order they are reached, and `Finished`, and
-/// its [`RecoveryPoints`] impl. Each own point names what runs from it:
-/// `atomic`, or `call "name"` for a call to the outside world.
-///
-/// ```text
-/// recovery_points! {
-///     /// How far a ride request has got.
-///     pub enum RecoveryPoint for "rides.create" {
-///         /// The ride exists, pending.
-///         RideCreated = "ride_created", call "charge";
-///         /// The charge is recorded on the ride.
-///         ChargeCompleted = "charge_completed", atomic;
-///     }
-/// }
-/// ```
+/// its [`RecoveryPoints`] impl (`rides/create.rs` declares the ride's). Each
+/// own point names what runs from it: `atomic`, or `call "name"` for a call
+/// to the outside world. An endpoint written whole in the claim's
+/// transaction has none.
 #[macro_export]
 macro_rules! recovery_points {
     (@step atomic) => { $crate::idempotency::Step::Atomic };
@@ -78,7 +68,7 @@ macro_rules! recovery_points {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident for $endpoint:literal {
-            $( $(#[$point_meta:meta])* $point:ident = $text:literal, $kind:ident $($call:literal)?; )+
+            $( $(#[$point_meta:meta])* $point:ident = $text:literal, $kind:ident $($call:literal)?; )*
         }
     ) => {
         $(#[$meta])*
@@ -86,7 +76,7 @@ macro_rules! recovery_points {
         $vis enum $name {
             /// The key is claimed; nothing else is written.
             Started,
-            $( $(#[$point_meta])* $point, )+
+            $( $(#[$point_meta])* $point, )*
             /// The response is stored.
             Finished,
         }
@@ -95,12 +85,12 @@ macro_rules! recovery_points {
             const ENDPOINT: &'static str = $endpoint;
             const STARTED: Self = $name::Started;
             const FINISHED: Self = $name::Finished;
-            const ALL: &'static [Self] = &[$name::Started, $($name::$point,)+ $name::Finished];
+            const ALL: &'static [Self] = &[$name::Started, $($name::$point,)* $name::Finished];
 
             fn as_str(self) -> &'static str {
                 match self {
                     $name::Started => $crate::idempotency::STARTED,
-                    $( $name::$point => $text, )+
+                    $( $name::$point => $text, )*
                     $name::Finished => $crate::idempotency::FINISHED,
                 }
             }
@@ -108,7 +98,7 @@ macro_rules! recovery_points {
             fn step(self) -> $crate::idempotency::Step {
                 match self {
                     $name::Started | $name::Finished => $crate::idempotency::Step::Atomic,
-                    $( $name::$point => $crate::recovery_points!(@step $kind $($call)?), )+
+                    $( $name::$point => $crate::recovery_points!(@step $kind $($call)?), )*
                 }
             }
         }

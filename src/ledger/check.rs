@@ -197,9 +197,13 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// Each transaction against its hash and against the entries the movement
 /// its `source` names would post: a capture, its conversion and a fee from
 /// the charge (or
-/// the fee of one before the ledger), a refund and its failure from the
-/// refund, those of a payment no ride records from its release, an opening
-/// from the ride it opened (its amount is checked with the ride's).
+/// the fee of one before the ledger), a refund from the refund (against
+/// the driver's payable and the commission once its charge was reallocated
+/// to them), its
+/// failure as the refund's entries undone, those of a payment no ride records from its release, an opening
+/// from the ride it opened (its amount is checked with the ride's), a
+/// reallocation from the transfer owed for its charge (the driver's
+/// entitlement then, the rest to the commission).
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {
@@ -258,13 +262,49 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                     ARRAY[-r.amount_cents, r.amount_cents]
              FROM refunds AS r
              WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+               AND NOT EXISTS (
+                   SELECT FROM charges AS c
+                   JOIN ledger_transactions AS reallocated
+                     ON reallocated.source = c.id || ':reallocation' AND reallocated.id < t.id
+                   WHERE c.ride_id = r.ride_id
+                     AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
+                         coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id
+                                                        FROM rides AS ride
+                                                        WHERE ride.id = r.ride_id)))
              UNION ALL
-             SELECT 'refund_failed',
-                    (SELECT refunded.id FROM ledger_transactions AS refunded
-                     WHERE refunded.source = r.gateway_refund_id || ':refund'),
-                    ARRAY['gateway:' || r.currency, 'platform:unassigned:' || r.currency],
-                    ARRAY[r.amount_cents, -r.amount_cents]
+             SELECT 'refund', NULL, parts.codes, parts.amounts
              FROM refunds AS r
+             JOIN transfers AS tr ON tr.ride_id = r.ride_id
+             JOIN charges AS c ON c.id = tr.source_charge
+             JOIN drivers AS d ON d.id = tr.driver_id
+             CROSS JOIN LATERAL (
+                 SELECT coalesce(sum(e.amount_cents), 0)::bigint AS taken
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = t.id
+                   AND a.code = d.payable_code || ':' || r.currency) AS driver
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(share.code) AS codes, array_agg(share.amount) AS amounts
+                 FROM unnest(ARRAY['gateway:' || r.currency, d.payable_code || ':' || r.currency,
+                                   'platform:commission:' || r.currency],
+                             ARRAY[-r.amount_cents, driver.taken, r.amount_cents - driver.taken])
+                     AS share (code, amount)
+                 WHERE share.amount <> 0) AS parts
+             WHERE r.ride_id = t.ride_id AND t.source = r.gateway_refund_id || ':refund'
+               AND EXISTS (SELECT FROM ledger_transactions AS reallocated
+                           WHERE reallocated.source = c.id || ':reallocation'
+                             AND reallocated.id < t.id)
+               AND ridepay_charge_intent(c.id) IS NOT DISTINCT FROM
+                   coalesce(r.payment_intent_id, (SELECT ride.payment_intent_id FROM rides AS ride
+                                                  WHERE ride.id = r.ride_id))
+             UNION ALL
+             SELECT 'refund_failed', refunded.id, undone.codes, undone.amounts
+             FROM refunds AS r
+             JOIN ledger_transactions AS refunded
+               ON refunded.source = r.gateway_refund_id || ':refund'
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(a.code) AS codes, array_agg(-e.amount_cents) AS amounts
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = refunded.id) AS undone
              WHERE r.ride_id = t.ride_id AND r.status IN ('failed', 'canceled')
                AND t.source = r.gateway_refund_id || ':failed'
              UNION ALL
@@ -294,6 +334,25 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              FROM released_payments AS rp
              WHERE t.ride_id IS NULL AND rp.released_at IS NOT NULL
                AND t.source = rp.refund_id || ':refund'
+             UNION ALL
+             SELECT 'reallocation', NULL, parts.codes, parts.amounts
+             FROM transfers AS tr
+             JOIN drivers AS d ON d.id = tr.driver_id
+             CROSS JOIN LATERAL (
+                 SELECT e.amount_cents AS kept
+                 FROM ledger_entries AS e JOIN ledger_accounts AS a ON a.id = e.account_id
+                 WHERE e.transaction_id = t.id
+                   AND a.code = 'platform:unassigned:' || tr.currency) AS moved
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(share.code) AS codes, array_agg(share.amount) AS amounts
+                 FROM unnest(ARRAY['platform:unassigned:' || tr.currency,
+                                   d.payable_code || ':' || tr.currency,
+                                   'platform:commission:' || tr.currency],
+                             ARRAY[moved.kept, -tr.entitled_cents,
+                                   tr.entitled_cents - moved.kept])
+                     AS share (code, amount)
+                 WHERE share.amount <> 0) AS parts
+             WHERE tr.ride_id = t.ride_id AND t.source = tr.source_charge || ':reallocation'
              UNION ALL
              SELECT 'opening', NULL,
                     ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
@@ -368,6 +427,10 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
                AND EXISTS (SELECT FROM ledger_transactions AS refunded
                            WHERE refunded.source = r.gateway_refund_id || ':refund')
              UNION ALL
+             SELECT tr.source_charge || ':reallocation', 'the driver''s share of a charge'
+             FROM transfers AS tr
+             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0
+             UNION ALL
              SELECT f.balance_transaction_id || ':fee', 'the fee of a charge before the ledger'
              FROM opening_fees AS f WHERE f.created_at >= $1
              UNION ALL
@@ -384,7 +447,8 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 }
 
 /// Each ride changed since `since`: what its transactions left owed out of
-/// its captures (captured, less refunded) is what the ride keeps: captured
+/// its captures (captured, less refunded; unassigned, or its driver's and
+/// the commission once it has a driver) is what the ride keeps: captured
 /// less refunded, less the refunds the gateway has made and not yet
 /// settled.
 fn rides_disagreeing(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
@@ -412,7 +476,10 @@ fn rides_disagreeing(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              FROM ledger_transactions AS t
              JOIN ledger_entries AS e ON e.transaction_id = t.id
              JOIN ledger_accounts AS a ON a.id = e.account_id
-             WHERE t.ride_id = ride.id AND a.code = 'platform:unassigned:' || ride.currency)
+             WHERE t.ride_id = ride.id AND t.kind NOT IN ('transfer', 'transfer_reversal')
+               AND (a.code IN ('platform:unassigned:' || ride.currency,
+                               'platform:commission:' || ride.currency)
+                    OR a.code LIKE 'driver:%:payable:' || ride.currency))
              AS posted
          WHERE ride.updated_at >= $1
            AND ride.amount_captured_cents - ride.amount_refunded_cents - unsettled.amount

@@ -12,10 +12,11 @@ pub use calls::{
     RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    Account, AccountLink, BalanceTransaction, BalanceTransactionPage, CancelIntent,
-    CapabilityStatus, CaptureIntent, CaptureMethod, CreateAccount, CreateAccountLink, CreateIntent,
-    GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions,
-    ListIntents, ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway,
-    PaymentIntent, Refund, RefundRequest, RefundState,
+    Account, AccountLink, Balance, BalanceAmount, BalanceTransaction, BalanceTransactionPage,
+    CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod, CreateAccount, CreateAccountLink,
+    CreateIntent, CreateTransfer, CreateTransferReversal, GatewayError, HoldRequest,
+    IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions, ListIntents, ListTransfers,
+    ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent,
+    Refund, RefundRequest, RefundState, Transfer, TransferPage, TransferReversal,
 };
 pub use stripe::StripeGateway;

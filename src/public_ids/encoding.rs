@@ -164,6 +164,8 @@ public_id_type! {
     DeliveryPublicId = "whdl_";
     /// A ledger transaction's id: `ltx_` and 29 characters.
     LedgerTransactionPublicId = "ltx_";
+    /// A driver's id: `drv_` and 29 characters.
+    DriverPublicId = "drv_";
 }
 
 #[cfg(test)]

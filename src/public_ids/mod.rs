@@ -13,8 +13,8 @@ use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretBox};
 use sha2::Sha256;
 
-pub use encoding::LedgerTransactionPublicId;
 pub use encoding::{DeliveryPublicId, DestinationPublicId, PublicId, RefundPublicId, RidePublicId};
+pub use encoding::{DriverPublicId, LedgerTransactionPublicId};
 pub(crate) use paths::named;
 pub use paths::PathId;
 

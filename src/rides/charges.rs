@@ -8,11 +8,13 @@ use diesel::QueryResult;
 
 use crate::payments::PaymentIntent;
 
-/// The charge an answer shows captured, as a record of the changed ride
-/// (`db::recorded`); with none, it inserts nothing, in the same SQL text.
+/// The charge an answer shows captured (by the fare's PaymentIntent or a
+/// tip's own), as a record of the changed ride (`db::recorded`); with none,
+/// it inserts nothing, in the same SQL text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChargeRecord {
     id: Option<String>,
+    payment_intent_id: String,
     amount_cents: i64,
     /// The balance transaction, if the answer carried one in the ride's currency.
     balance_transaction_id: Option<String>,
@@ -24,6 +26,7 @@ impl ChargeRecord {
         let txn = intent.settled_in_own_currency();
         ChargeRecord {
             id: intent.captured_charge().map(str::to_owned),
+            payment_intent_id: intent.id.clone(),
             amount_cents: intent.amount_received_cents,
             balance_transaction_id: txn.map(|txn| txn.id.clone()),
             fee_cents: txn.map(|txn| txn.fee_cents),
@@ -33,10 +36,12 @@ impl ChargeRecord {
 
 impl QueryFragment<Pg> for ChargeRecord {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        out.push_sql("INSERT INTO charges (id, ride_id, amount_cents, currency, ");
-        out.push_sql("balance_transaction_id, fee_cents) SELECT * FROM (SELECT ");
+        out.push_sql("INSERT INTO charges (id, payment_intent_id, ride_id, amount_cents, ");
+        out.push_sql("currency, balance_transaction_id, fee_cents) SELECT * FROM (SELECT ");
         out.push_bind_param::<Nullable<Text>, _>(&self.id)?;
-        out.push_sql(" AS charge, id, ");
+        out.push_sql(" AS charge, ");
+        out.push_bind_param::<Text, _>(&self.payment_intent_id)?;
+        out.push_sql(", id, ");
         out.push_bind_param::<BigInt, _>(&self.amount_cents)?;
         out.push_sql(", currency, ");
         out.push_bind_param::<Nullable<Text>, _>(&self.balance_transaction_id)?;

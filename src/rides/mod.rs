@@ -2,6 +2,7 @@
 //! steps, the ride's model and the transitions its payment makes, and the
 //! endpoints that complete, cancel and tip a ride.
 
+pub mod assign;
 pub mod cancel;
 pub mod charges;
 pub mod complete;

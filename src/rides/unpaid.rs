@@ -1,5 +1,6 @@
 //! A new ride whose payment the gateway refused: declined by the card
-//! (402, the PaymentIntent it left behind recorded) or rejected (502). The
+//! (402, the PaymentIntent it left behind recorded), its payment method
+//! unknown to the gateway (400, as an invalid field) or rejected (502). The
 //! ride keeps the refusal and the answer is stored, so retries get it too.
 //! A create answered again for a payment reconciliation has released since
 //! (a ride's or a tip's) counts as rejected.
@@ -11,6 +12,7 @@ use crate::payments::{released, Final, GatewayError, PaymentIntent};
 use crate::rides::charges::ChargeRecord;
 use crate::rides::model::{self, Ride, RideStatus};
 use crate::service_error::ServiceError;
+use crate::validation::FieldError;
 use crate::wire;
 use crate::wire::problem::{Problem, ProblemKind};
 
@@ -33,6 +35,20 @@ pub fn finish(
                 .with_extension("code", code.as_str())
                 .with_extension("decline_code", decline_code.clone()),
             payment_intent.clone(),
+        ),
+        // The caller's mistake, told as an invalid field is: the same
+        // payment method can never pay, and the gateway is not at fault.
+        unknown if unknown.is_unknown_payment_method() => (
+            RideStatus::PaymentFailed,
+            Problem::invalid(vec![FieldError::new(
+                "payment_method",
+                format!(
+                    "is not a payment method the gateway has: {}",
+                    ride.payment_method
+                ),
+            )])
+            .with_extension("ride_id", ride.public_id),
+            None,
         ),
         other => {
             log::error!(

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use diesel::Connection;
 
-use crate::config::{self, GatewayKind, Settings};
+use crate::config::{self, DriverContext, GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::db::{self, DbPool};
 #[cfg(feature = "simulated")]
 use crate::http::authentication_page::{self, SimulatedGatewayPages};
 #[cfg(feature = "simulated")]
 use crate::http::onboarding_page;
-use crate::http::payment_return;
 use crate::http::server::{self, Server};
+use crate::http::{driver_pages, payment_return};
 use crate::http_client::destination::DestinationPolicy;
 use crate::idempotency::KeyPolicy;
 use crate::payments::{PaymentGateway, StripeGateway};
@@ -89,6 +89,12 @@ pub fn service_context(
         return_url: format!("{public_base}{}", payment_return::PATH),
         destinations: DestinationPolicy {
             allow_loopback: settings.user_webhooks.allow_loopback,
+        },
+        drivers: DriverContext {
+            country: settings.drivers.platform_country.clone(),
+            commission_bps: settings.drivers.commission_bps,
+            pages: format!("{public_base}{}", driver_pages::PATH),
+            livemode: settings.gateway.is_live(),
         },
     })
 }

@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod destination;
+pub mod driver;
 pub mod event;
 mod field_error;
 pub mod ledger;

@@ -40,6 +40,7 @@ pub enum ProblemKind {
     AuthorizationExpired,
     WebhookDestinationNotAllowed,
     WebhookEndpointLimit,
+    DriverNotPayable,
     InvalidSignature,
     ServiceUnavailable,
     InternalError,
@@ -109,6 +110,11 @@ impl ProblemKind {
             InvalidRideState => (
                 "invalid-ride-state",
                 "The ride's state does not allow this",
+                422,
+            ),
+            DriverNotPayable => (
+                "driver-not-payable",
+                "The driver cannot be paid: their account is not active",
                 422,
             ),
             AuthorizationExpired => (
@@ -259,6 +265,7 @@ impl From<ServiceError> for Problem {
                     Refusal::AuthorizationExpired => ProblemKind::AuthorizationExpired,
                     Refusal::RefundNotAllowed => ProblemKind::RefundNotAllowed,
                     Refusal::WebhookEndpointLimit => ProblemKind::WebhookEndpointLimit,
+                    Refusal::DriverNotPayable => ProblemKind::DriverNotPayable,
                 };
                 metrics::idempotency_outcome(kind.slug());
                 Problem::new(kind, detail)

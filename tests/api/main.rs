@@ -7,6 +7,7 @@
 mod codebase;
 #[path = "../common/mod.rs"]
 mod common;
+mod drivers;
 mod gateway;
 mod gateway_events;
 mod guards;

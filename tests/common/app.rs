@@ -302,6 +302,31 @@ impl TestApp {
         self.post_as(&self.user, &path, key, body).await
     }
 
+    /// `POST /api/drivers` as `platform`.
+    pub async fn post_driver(&self, platform: &TestUser, key: &str, body: &Value) -> Answer {
+        self.post_as(platform, "/api/drivers", key, &body.to_string())
+            .await
+    }
+
+    /// `POST /api/drivers/{id}/onboarding_link` as `platform`.
+    pub async fn post_onboarding_link(&self, platform: &TestUser, driver: Id, key: &str) -> Answer {
+        let path = format!("/api/drivers/{driver}/onboarding_link");
+        self.post_as(platform, &path, key, "{}").await
+    }
+
+    /// `POST /api/rides/{ride_id}/driver` as `platform`.
+    pub async fn post_assign_driver(
+        &self,
+        platform: &TestUser,
+        ride_id: Id,
+        driver: Id,
+        key: &str,
+    ) -> Answer {
+        let path = format!("/api/rides/{ride_id}/driver");
+        let body = json!({ "driver_id": driver.to_string() }).to_string();
+        self.post_as(platform, &path, key, &body).await
+    }
+
     /// `POST /api/webhook_endpoints` as the test's user.
     pub async fn post_webhook_endpoint(&self, key: &str, body: &Value) -> Answer {
         let body = body.to_string();

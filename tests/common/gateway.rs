@@ -57,6 +57,7 @@ pub fn start_fake_gateway(records_url: &str, faults: SimulatedGatewaySettings) -
         faults,
         api_key: Some(FAKE_API_KEY.to_owned()),
         webhook: None,
+        connect_webhook: None,
         limits: ConnectionLimits::default(),
     })
     .expect("start the fake gateway")
@@ -70,6 +71,7 @@ pub fn stripe_settings(fake: &FakeGateway) -> StripeSettings {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(1),
         webhook_secret: None,
+        connect_webhook_secret: None,
     }
 }
 

@@ -185,5 +185,11 @@ pub fn service_context(pool: DbPool, faults: SimulatedGatewaySettings) -> Servic
         destinations: ridepay::http_client::destination::DestinationPolicy {
             allow_loopback: true,
         },
+        drivers: ridepay::config::DriverContext {
+            country: "US".to_owned(),
+            commission_bps: 2000,
+            pages: "http://127.0.0.1:9/drivers/onboarding".to_owned(),
+            livemode: false,
+        },
     }
 }

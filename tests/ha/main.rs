@@ -57,6 +57,7 @@ fn gateway() -> Gateway {
         },
         api_key: Some(FAKE_API_KEY.to_owned()),
         webhook: None,
+        connect_webhook: None,
         limits: ConnectionLimits::default(),
     })
     .expect("start the fake gateway");

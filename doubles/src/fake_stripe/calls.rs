@@ -138,6 +138,19 @@ impl Form {
         })
     }
 
+    /// The `amount`, which Stripe may default and this fake wants named
+    /// (`action`: what it does with it, for the refusal's words).
+    pub fn named_amount(&self, action: &str) -> Result<i64, Response> {
+        let amount = self.param("amount").ok_or_else(|| {
+            invalid_request(
+                400,
+                "parameter_missing",
+                format!("This fake {action} a named amount only: send amount."),
+            )
+        })?;
+        Form::positive_amount(&amount)
+    }
+
     pub fn positive_amount(amount: &str) -> Result<i64, Response> {
         amount
             .parse::<i64>()

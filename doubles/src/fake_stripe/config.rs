@@ -11,8 +11,11 @@ pub struct FakeGatewayConfig {
     pub faults: SimulatedGatewaySettings,
     /// The key clients must send; `None` accepts any.
     pub api_key: Option<String>,
-    /// Where its signed events go; `None` sends none.
+    /// Where its signed payment events go; `None` sends none.
     pub webhook: Option<WebhookTarget>,
+    /// Where its connected accounts' events go, as Stripe sends them to a
+    /// Connect endpoint; `None` sends none.
+    pub connect_webhook: Option<WebhookTarget>,
     pub limits: ConnectionLimits,
 }
 

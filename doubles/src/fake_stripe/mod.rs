@@ -1,7 +1,7 @@
 //! `ridepay fake-gateway`: the doubles' PaymentIntents, refunds, balance
-//! transactions and connected accounts served over Stripe's HTTP API on
-//! loopback, with fault knobs, its own authentication and onboarding pages
-//! and signed events, so the `stripe`
+//! transactions, connected accounts, transfers and their balances served
+//! over Stripe's HTTP API on loopback, with fault knobs, its own
+//! authentication and onboarding pages and signed events, so the `stripe`
 //! client can be tested end to end without Stripe, and its webhooks with
 //! it.
 
@@ -16,6 +16,7 @@ mod onboarding_page;
 mod refunds;
 mod server;
 mod state;
+mod transfers;
 mod webhooks;
 mod wire;
 

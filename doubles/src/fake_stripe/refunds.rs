@@ -38,13 +38,7 @@ fn payment(form: &Form) -> Result<Payment, Response> {
 fn refund_request(request: &Request, idempotency_key: String) -> Result<RefundRequest, Response> {
     let form = Form::parse(request)?;
     let payment = payment(&form)?;
-    let Some(amount) = form.param("amount") else {
-        return Err(invalid_request(
-            400,
-            "parameter_missing",
-            "This fake refunds a named amount only: send amount.",
-        ));
-    };
+    let amount_cents = form.named_amount("refunds")?;
     let reason = form.param("reason");
     if let Some(reason) = &reason {
         if !REASONS.contains(&reason.as_str()) {
@@ -58,7 +52,7 @@ fn refund_request(request: &Request, idempotency_key: String) -> Result<RefundRe
     Ok(RefundRequest {
         idempotency_key,
         payment,
-        amount_cents: Form::positive_amount(&amount)?,
+        amount_cents,
         reason,
         metadata: form.metadata(),
     })

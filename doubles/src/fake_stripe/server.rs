@@ -1,6 +1,6 @@
 //! The listener: a thread per connection (a bounded number of them), one
-//! request each, routed to the PaymentIntents, Refunds and Balance
-//! Transactions APIs.
+//! request each, routed to the PaymentIntents, Refunds, Balance
+//! Transactions, Connect and Transfers APIs.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +16,7 @@ use super::state::{InFlight, Reply, State};
 use super::wire::{invalid_request, rate_limited};
 use super::{
     accounts, authentication_page, balance_transactions, intents, onboarding_page, refunds,
-    webhooks,
+    transfers, webhooks,
 };
 use crate::events::Double;
 use crate::intents::IntentSettings;
@@ -181,6 +181,15 @@ fn route(state: &State, request: &Request) -> Reply {
             )),
         };
     }
+    if let Some(id) = request
+        .path
+        .strip_prefix("/v1/transfers/")
+        .and_then(|rest| rest.strip_suffix("/reversals"))
+    {
+        if request.method == "POST" && !id.contains('/') {
+            return transfers::reverse(state, request, id);
+        }
+    }
     if let Some(id) = request.path.strip_prefix("/v1/accounts/") {
         if request.method == "GET" && !id.contains('/') {
             return Reply::Answer(accounts::retrieve(state, id));
@@ -196,6 +205,9 @@ fn route(state: &State, request: &Request) -> Reply {
         ("GET", "/v1/balance_transactions") => {
             Reply::Answer(balance_transactions::list(state, request))
         }
+        ("POST", "/v1/transfers") => transfers::create(state, request),
+        ("GET", "/v1/transfers") => Reply::Answer(transfers::list(state, request)),
+        ("GET", "/v1/balance") => Reply::Answer(transfers::balance(state, request)),
         (method, path) => Reply::Answer(invalid_request(
             404,
             "resource_missing",

@@ -1,6 +1,8 @@
-//! The fake's events, sent to `--webhook-url` as Stripe sends them: a JSON
-//! event with the object as it is now, `Stripe-Signature` over it, sent
-//! again until the receiver takes it (at least once, in order per sender).
+//! The fake's events, sent as Stripe sends them: a JSON event with the
+//! object as it is now, `Stripe-Signature` over it, sent again until the
+//! receiver takes it (at least once, in order per sender). Payment events go
+//! to `--webhook-url`, connected accounts' to `--connect-webhook-url`, as
+//! Stripe keeps a platform's endpoints apart from its Connect endpoints.
 //! The same thread runs the doubles' clock, so holds lapse and refunds
 //! settle with their events while the fake runs.
 
@@ -14,7 +16,7 @@ use super::config::WebhookTarget;
 use super::state::State;
 use super::wire;
 use crate::events::{self, Double, ObjectKind, SimulatedEvent};
-use crate::{intents, refunds};
+use crate::{accounts, intents, refunds};
 use ridepay_gateway::stripe_signature;
 use ridepay_gateway::{Payment, Refund};
 
@@ -51,9 +53,13 @@ fn tick(state: &State, agent: &ureq::Agent) -> anyhow::Result<()> {
     let mut conn = state.pool.get()?;
     refunds::sweep(&mut conn, BATCH)?;
     let taken = events::take(&mut conn, Double::Fake, BATCH, RESEND_AFTER)?;
-    let target = state.webhook_target();
+    let payments = state.webhook_target();
     for event in taken {
-        let delivered = match &target {
+        let target = match event.object_kind {
+            ObjectKind::Account => &state.config.connect_webhook,
+            _ => &payments,
+        };
+        let delivered = match target {
             // Nobody listens: the event is dropped, as Stripe drops events
             // for an account without endpoints.
             None => true,
@@ -89,16 +95,22 @@ fn render(
             }
             refund => refund.map(|refund| Ok(wire::refund_object(&refund))),
         },
+        ObjectKind::Account => accounts::retrieve(conn, &event.object_id, Double::Fake)?
+            .map(|account| Ok(wire::account_object(&account))),
     }
     .transpose()?;
     Ok(object.map(|object| {
-        let event = wire::event(
+        let mut sent = wire::event(
             &event.id,
             &event.event_type,
             event.created_at.timestamp(),
             object,
         );
-        serde_json::to_vec(&event).expect("events serialise")
+        if event.object_kind == ObjectKind::Account {
+            // A Connect event names the account it comes from.
+            sent["account"] = Value::from(event.object_id.as_str());
+        }
+        serde_json::to_vec(&sent).expect("events serialise")
     }))
 }
 

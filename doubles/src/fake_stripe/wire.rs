@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    Account, AccountLink, BalanceTransactionPage, CapabilityStatus, GatewayError, IntentPage,
-    IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
+    Account, AccountLink, Balance, BalanceAmount, BalanceTransactionPage, CapabilityStatus,
+    GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
+    Transfer, TransferPage, TransferReversal,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -248,6 +249,82 @@ pub fn account_link_object(link: &AccountLink) -> Value {
     })
 }
 
+/// A transfer from a source charge: its reversals shown whole, as Stripe
+/// shows them (its `balance_transaction` and `destination_payment`, which
+/// ridepay never reads, are not kept).
+pub fn transfer_object(transfer: &Transfer) -> Value {
+    json!({
+        "id": transfer.id,
+        "object": "transfer",
+        "amount": transfer.amount_cents,
+        "amount_reversed": transfer.amount_reversed_cents,
+        "balance_transaction": null,
+        "created": transfer.created.timestamp(),
+        "currency": transfer.currency,
+        "description": null,
+        "destination": transfer.destination,
+        "livemode": false,
+        "metadata": transfer.metadata,
+        "reversals": {
+            "object": "list",
+            "data": transfer.reversals.iter().map(transfer_reversal_object).collect::<Vec<_>>(),
+            "has_more": false,
+            "url": format!("/v1/transfers/{}/reversals", transfer.id),
+        },
+        "reversed": transfer.reversed,
+        "source_transaction": transfer.source_transaction,
+        "source_type": "card",
+        "transfer_group": transfer.transfer_group,
+    })
+}
+
+pub fn transfer_reversal_object(reversal: &TransferReversal) -> Value {
+    json!({
+        "id": reversal.id,
+        "object": "transfer_reversal",
+        "amount": reversal.amount_cents,
+        "balance_transaction": null,
+        "created": reversal.created.timestamp(),
+        "currency": reversal.currency,
+        "destination_payment_refund": null,
+        "metadata": reversal.metadata,
+        "source_refund": null,
+        "transfer": reversal.transfer,
+    })
+}
+
+/// A page of transfers, as `GET /v1/transfers` answers.
+pub fn transfer_list(page: &TransferPage) -> Value {
+    json!({
+        "object": "list",
+        "data": page.transfers.iter().map(transfer_object).collect::<Vec<_>>(),
+        "has_more": page.has_more,
+        "url": "/v1/transfers",
+    })
+}
+
+/// A connected account's balance, all of it from cards.
+pub fn balance_object(balance: &Balance) -> Value {
+    let amounts = |amounts: &[BalanceAmount]| -> Vec<Value> {
+        amounts
+            .iter()
+            .map(|amount| {
+                json!({
+                    "amount": amount.amount_cents,
+                    "currency": amount.currency,
+                    "source_types": { "card": amount.amount_cents },
+                })
+            })
+            .collect()
+    };
+    json!({
+        "object": "balance",
+        "available": amounts(&balance.available),
+        "livemode": false,
+        "pending": amounts(&balance.pending),
+    })
+}
+
 /// A charge made through the Charges API, as `charge.refunded` carries it.
 pub fn legacy_charge_object(id: &str, refund: &Refund) -> Value {
     json!({
@@ -353,11 +430,18 @@ pub fn event(id: &str, event_type: &str, created: i64, object: Value) -> Value {
 }
 
 pub fn error(status: u16, kind: &str, code: Option<&str>, message: impl Into<String>) -> Response {
+    Response::json(
+        status,
+        &json!({ "error": error_object(kind, code, message) }),
+    )
+}
+
+fn error_object(kind: &str, code: Option<&str>, message: impl Into<String>) -> Value {
     let mut error = json!({ "type": kind, "message": message.into() });
     if let Some(code) = code {
         error["code"] = json!(code);
     }
-    Response::json(status, &json!({ "error": error }))
+    error
 }
 
 pub fn invalid_request(status: u16, code: &str, message: impl Into<String>) -> Response {
@@ -387,11 +471,16 @@ pub fn api_error(message: impl Into<String>) -> Response {
 /// PaymentIntent carries the intent: `intents` answers those.)
 pub fn refusal(err: GatewayError) -> Response {
     match err {
-        GatewayError::Rejected { message } => {
-            let (code, message) = message
+        GatewayError::Rejected { ref message } => {
+            let (code, text) = message
                 .split_once(": ")
-                .unwrap_or(("parameter_invalid", &message));
-            invalid_request(400, code, message)
+                .unwrap_or(("parameter_invalid", message));
+            let mut error = error_object("invalid_request_error", Some(code), text);
+            // Stripe names the parameter that named what it does not have.
+            if err.is_unknown_payment_method() {
+                error["param"] = json!("payment_method");
+            }
+            Response::json(400, &json!({ "error": error }))
         }
         GatewayError::Misconfigured { reason } => error(400, "idempotency_error", None, reason),
         // Stripe's answer to every retry after a 500 it saved.

@@ -3,7 +3,7 @@
 use diesel::prelude::*;
 
 use super::errors::storage;
-use super::stored::transaction;
+use super::errors::transaction;
 use crate::events::{self, Double, ObjectKind};
 use crate::schema::simulated_payment_intents;
 use ridepay_gateway::GatewayError;

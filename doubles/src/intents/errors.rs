@@ -1,5 +1,6 @@
 //! The refusals and failures the doubles answer with, in Stripe's words.
 
+use diesel::{Connection, PgConnection};
 use ridepay_gateway::{GatewayError, IntentStatus};
 
 use super::cards::DECLINE_MESSAGE;
@@ -40,4 +41,26 @@ pub(crate) fn declined(decline_code: &str, intent_id: &str) -> GatewayError {
         message: DECLINE_MESSAGE.to_owned(),
         payment_intent: Some(intent_id.to_owned()),
     }
+}
+
+/// A transaction of the doubles: `work`'s error rolls it back and is
+/// returned as it is.
+pub(crate) fn transaction<T>(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
+) -> Result<T, GatewayError> {
+    enum Failure {
+        Gateway(GatewayError),
+        Storage(diesel::result::Error),
+    }
+    impl From<diesel::result::Error> for Failure {
+        fn from(err: diesel::result::Error) -> Self {
+            Failure::Storage(err)
+        }
+    }
+    conn.transaction(|conn| work(conn).map_err(Failure::Gateway))
+        .map_err(|failure| match failure {
+            Failure::Gateway(err) => err,
+            Failure::Storage(err) => storage(err),
+        })
 }

@@ -7,14 +7,17 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::errors::storage;
+use super::errors::{storage, transaction};
 use crate::schema::simulated_intent_calls;
 use ridepay_diesel_helpers::CacheStatement;
 use ridepay_gateway::GatewayError;
 
-/// What a call makes, marked as given again from its key's kept answer.
-pub(crate) trait Replayable {
-    fn replayed(self) -> Self;
+/// What a call makes, marked as given again from its key's kept answer;
+/// most objects carry no such mark and are given again as they are.
+pub(crate) trait Replayable: Sized {
+    fn replayed(self) -> Self {
+        self
+    }
 }
 
 impl Replayable for ridepay_gateway::PaymentIntent {
@@ -26,11 +29,7 @@ impl Replayable for ridepay_gateway::PaymentIntent {
     }
 }
 
-impl Replayable for ridepay_gateway::Refund {
-    fn replayed(self) -> Self {
-        self
-    }
-}
+impl Replayable for ridepay_gateway::Refund {}
 
 /// What a call answered, as kept with its key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -275,6 +274,45 @@ impl<'a> Call<'a> {
             result
         } else {
             self.answered_meanwhile(conn)
+        }
+    }
+
+    /// The call judged and answered in one transaction: `judge` decides,
+    /// under the row locks it takes, what the call makes or why it is
+    /// refused, and the answer is kept with the key, with what `write`
+    /// makes, before those locks are let go, so no other call judges by
+    /// what this one is changing. Under a key answered already, or answered
+    /// meanwhile by another call, that answer.
+    pub(crate) fn answer_judged<M, T>(
+        &self,
+        conn: &mut PgConnection,
+        judge: impl FnOnce(&mut PgConnection) -> Result<M, GatewayError>,
+        answer: impl FnOnce(&M) -> T,
+        write: impl FnOnce(&mut PgConnection, &M) -> Result<(), GatewayError>,
+    ) -> Result<T, GatewayError>
+    where
+        T: Clone + Serialize + DeserializeOwned + Replayable,
+    {
+        if let Some(kept) = self.kept(conn).map_err(storage)? {
+            return self.replay(kept);
+        }
+        let answered = transaction(conn, |conn| {
+            let made = judge(conn);
+            let result = made.as_ref().map(answer).map_err(Clone::clone);
+            let Some(kept) = to_keep(&result) else {
+                return result.map(|_| None);
+            };
+            if !self.keep(conn, &kept).map_err(storage)? {
+                return Ok(None);
+            }
+            if let Ok(made) = &made {
+                write(conn, made)?;
+            }
+            Ok(Some(result))
+        })?;
+        match answered {
+            Some(result) => result,
+            None => self.answered_meanwhile(conn),
         }
     }
 }

@@ -88,10 +88,19 @@ fn statement<'a>(
 
 /// Inserts a new intent, the event of its status, and the call's answer;
 /// false when another call answered under the key first.
+/// What a create asks that the intent keeps beside what it answers: the
+/// customer it is made on, and the `transfer_group` its charge's transfers
+/// take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked<'a> {
+    pub(crate) customer: Option<&'a str>,
+    pub(crate) transfer_group: Option<&'a str>,
+}
+
 pub(crate) fn create(
     conn: &mut PgConnection,
     intent: &StoredIntent,
-    customer: Option<&str>,
+    asked: Asked,
     call: &Call,
     answer: &Value,
 ) -> QueryResult<bool> {
@@ -101,9 +110,9 @@ pub(crate) fn create(
              amount_capturable_cents, amount_received_cents, currency, customer, payment_method, \
              capture_method, return_url, status, latest_charge, last_error_code, \
              last_error_decline_code, last_error_message, authorization_expires_at, settles_at, \
-             metadata, gateway, created_at, overcapture_max_cents, captured_at) \
+             metadata, gateway, created_at, overcapture_max_cents, captured_at, transfer_group) \
              VALUES ($8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-                 $23, $24, $25, $26, $27, $28, CASE WHEN $12 > 0 THEN now() END) \
+                 $23, $24, $25, $26, $27, $28, CASE WHEN $12 > 0 THEN now() END, $29) \
              RETURNING id, gateway"
         ),
         &[intent.status],
@@ -115,7 +124,7 @@ pub(crate) fn create(
     .bind::<BigInt, _>(intent.amount_capturable_cents)
     .bind::<BigInt, _>(intent.amount_received_cents)
     .bind::<Text, _>(&intent.currency)
-    .bind::<Nullable<Text>, _>(customer)
+    .bind::<Nullable<Text>, _>(asked.customer)
     .bind::<Text, _>(&intent.payment_method)
     .bind::<Text, _>(intent.capture_method)
     .bind::<Nullable<Text>, _>(&intent.return_url)
@@ -130,6 +139,7 @@ pub(crate) fn create(
     .bind::<Text, _>(intent.gateway)
     .bind::<Timestamptz, _>(intent.created_at)
     .bind::<Nullable<BigInt>, _>(intent.overcapture_max_cents)
+    .bind::<Nullable<Text>, _>(asked.transfer_group)
     .cached_as(create)
     .get_result(conn);
     wrote(written)

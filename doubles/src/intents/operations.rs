@@ -19,7 +19,7 @@ use crate::balance_transactions::with_balance_transaction;
 use crate::return_url::valid_return_url;
 use ridepay_gateway::{
     CancelIntent, CaptureIntent, CaptureMethod, CreateIntent, GatewayError, IncrementIntent,
-    IntentStatus, PaymentIntent,
+    IntentStatus, PaymentIntent, NO_SUCH_PAYMENT_METHOD,
 };
 
 /// The intent a create makes, as its test payment method says; `None` for a
@@ -101,7 +101,7 @@ pub fn create(
     let Some(made) = new_intent(request, settings) else {
         let unknown = Err(GatewayError::Rejected {
             message: format!(
-                "resource_missing: No such PaymentMethod: '{}'",
+                "resource_missing: {NO_SUCH_PAYMENT_METHOD}: '{}'",
                 request.payment_method
             ),
         });
@@ -126,7 +126,11 @@ pub fn create(
         intent => Ok(intent),
     };
     call.answer_once(conn, result, |conn, answer| {
-        one_statement::create(conn, &made, request.customer.as_deref(), &call, answer)
+        let asked = one_statement::Asked {
+            customer: request.customer.as_deref(),
+            transfer_group: request.transfer_group.as_deref(),
+        };
+        one_statement::create(conn, &made, asked, &call, answer)
     })
 }
 

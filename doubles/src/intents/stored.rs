@@ -5,14 +5,11 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use serde_json::Value;
 
-use super::errors::storage;
 use super::settings::IntentSettings;
 use crate::events::Double;
 use crate::schema::{simulated_intent_calls, simulated_payment_intents};
 use ridepay_diesel_helpers::{database_now, CacheStatement};
-use ridepay_gateway::{
-    CaptureMethod, GatewayError, IntentStatus, NextAction, PaymentError, PaymentIntent,
-};
+use ridepay_gateway::{CaptureMethod, IntentStatus, NextAction, PaymentError, PaymentIntent};
 
 use super::kept_calls::KeptCall;
 
@@ -158,26 +155,4 @@ pub(crate) fn read_for_call(
 
 pub(crate) fn random_id(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(rand::random::<[u8; 12]>()))
-}
-
-/// A transaction of the doubles: `work`'s error rolls it back and is
-/// returned as it is.
-pub(crate) fn transaction<T>(
-    conn: &mut PgConnection,
-    work: impl FnOnce(&mut PgConnection) -> Result<T, GatewayError>,
-) -> Result<T, GatewayError> {
-    enum Failure {
-        Gateway(GatewayError),
-        Storage(diesel::result::Error),
-    }
-    impl From<diesel::result::Error> for Failure {
-        fn from(err: diesel::result::Error) -> Self {
-            Failure::Storage(err)
-        }
-    }
-    conn.transaction(|conn| work(conn).map_err(Failure::Gateway))
-        .map_err(|failure| match failure {
-            Failure::Gateway(err) => err,
-            Failure::Storage(err) => storage(err),
-        })
 }

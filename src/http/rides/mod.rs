@@ -1,5 +1,6 @@
 //! The rides routes, one file each.
 
+pub(crate) mod assign;
 pub(crate) mod cancel;
 pub(crate) mod complete;
 pub(crate) mod create;

@@ -5,7 +5,7 @@ use chrono::DateTime;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::wire::ListObject;
+use super::wire::{page_query, ListObject};
 use ridepay_gateway::{
     BalanceTransaction, BalanceTransactionPage, GatewayError, ListBalanceTransactions,
     ListedBalanceTransaction,
@@ -80,13 +80,7 @@ pub fn list_query(request: &ListBalanceTransactions) -> Vec<(&'static str, Strin
         ("source", request.source.clone()),
         ("starting_after", request.starting_after.clone()),
     ];
-    let mut query = vec![("limit", request.limit.to_string())];
-    query.extend(
-        optional
-            .into_iter()
-            .filter_map(|(name, value)| Some((name, value?))),
-    );
-    query
+    page_query(request.limit, optional)
 }
 
 /// A page of balance transactions.

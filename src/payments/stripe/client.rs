@@ -6,16 +6,17 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::outcome::{self, Answer};
-use super::{accounts, balance_transactions, intents, refunds};
+use super::{accounts, balance_transactions, intents, refunds, transfers};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    Account, AccountLink, BalanceTransactionPage, CancelIntent, CaptureIntent, CreateAccount,
-    CreateAccountLink, CreateIntent, GatewayError, IncrementIntent, IntentPage,
-    ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent, Refund,
-    RefundRequest,
+    Account, AccountLink, Balance, BalanceTransactionPage, CancelIntent, CaptureIntent,
+    CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
+    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, ListTransfers,
+    Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage,
+    TransferReversal,
 };
 
 pub struct StripeGateway {
@@ -25,6 +26,8 @@ pub struct StripeGateway {
     accounts_url: String,
     account_links_url: String,
     balance_transactions_url: String,
+    transfers_url: String,
+    balance_url: String,
     api_key: SecretString,
 }
 
@@ -55,6 +58,8 @@ impl StripeGateway {
             accounts_url: format!("{base}/v1/accounts"),
             account_links_url: format!("{base}/v1/account_links"),
             balance_transactions_url: format!("{base}/v1/balance_transactions"),
+            transfers_url: format!("{base}/v1/transfers"),
+            balance_url: format!("{base}/v1/balance"),
             api_key,
         })
     }
@@ -139,7 +144,22 @@ impl StripeGateway {
         query: &[(&str, &str)],
         accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
     ) -> Result<Option<T>, GatewayError> {
+        self.get_as(None, url, query, accepted)
+    }
+
+    /// A GET made as the connected account `account` (`Stripe-Account`)
+    /// when one is named, else as the platform.
+    fn get_as<T>(
+        &self,
+        account: Option<&str>,
+        url: &str,
+        query: &[(&str, &str)],
+        accepted: impl FnOnce(&[u8]) -> Result<T, GatewayError>,
+    ) -> Result<Option<T>, GatewayError> {
         let mut request = self.authorized(self.agent.get(url));
+        if let Some(account) = account {
+            request = request.header("Stripe-Account", account);
+        }
         for (name, value) in query {
             request = request.query(*name, *value);
         }
@@ -272,6 +292,41 @@ impl PaymentGateway for StripeGateway {
             accounts::link_form(request),
             |body, _replayed| accounts::account_link(body),
         )
+    }
+
+    fn create_transfer(&self, request: &CreateTransfer) -> Result<Transfer, GatewayError> {
+        self.post(
+            &self.transfers_url,
+            &request.idempotency_key,
+            transfers::transfer_form(request),
+            |body, _replayed| transfers::transfer(body),
+        )
+    }
+
+    fn list_transfers(&self, request: &ListTransfers) -> Result<TransferPage, GatewayError> {
+        let query = transfers::list_query(request);
+        self.get_page(&self.transfers_url, &query, transfers::page)
+    }
+
+    fn create_transfer_reversal(
+        &self,
+        request: &CreateTransferReversal,
+    ) -> Result<TransferReversal, GatewayError> {
+        self.post(
+            &format!("{}/{}/reversals", self.transfers_url, request.transfer),
+            &request.idempotency_key,
+            transfers::reversal_form(request),
+            |body, _replayed| transfers::reversal(body),
+        )
+    }
+
+    /// A 404 is no answer: a balance is never missing.
+    fn retrieve_balance(&self, account: &str) -> Result<Balance, GatewayError> {
+        self.get_as(Some(account), &self.balance_url, &[], transfers::balance)?
+            .ok_or_else(|| GatewayError::Unavailable {
+                reason: format!("Stripe answered 404 to GET {}", self.balance_url),
+                retry_after: None,
+            })
     }
 }
 

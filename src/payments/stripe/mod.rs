@@ -1,5 +1,5 @@
-//! The `stripe` gateway: Stripe's HTTP API, PaymentIntents, refunds and
-//! balance transactions.
+//! The `stripe` gateway: Stripe's HTTP API, PaymentIntents, refunds,
+//! balance transactions, connected accounts and transfers.
 
 pub mod accounts;
 pub mod balance_transactions;
@@ -7,6 +7,7 @@ mod client;
 pub mod intents;
 mod outcome;
 pub mod refunds;
+pub mod transfers;
 pub mod wire;
 
 pub use client::StripeGateway;

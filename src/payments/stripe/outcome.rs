@@ -36,10 +36,17 @@ pub fn classify<T>(
         return accepted(answer.body);
     }
     let error = serde_json::from_slice::<ErrorBody>(answer.body).map(|body| body.error);
+    // The code in the words too: what tells some refusals from others
+    // (`GatewayError::is_balance_insufficient`).
     let summary = match &error {
         Ok(error) => format!(
-            "HTTP {status} {}: {}",
+            "HTTP {status} {}{}: {}",
             error.kind,
+            error
+                .code
+                .as_deref()
+                .map(|code| format!(" ({code})"))
+                .unwrap_or_default(),
             error.message.as_deref().unwrap_or("no message")
         ),
         Err(_) => format!("HTTP {status}, not a Stripe error body"),
@@ -216,6 +223,29 @@ mod tests {
                 message: "Your card has insufficient funds.".to_owned(),
                 payment_intent: None,
             })
+        );
+    }
+
+    #[test]
+    fn a_payment_method_stripe_does_not_have_is_told_from_other_rejections() {
+        let unknown = r#"{"error": {"type": "invalid_request_error", "code": "resource_missing",
+                          "param": "payment_method", "message": "No such PaymentMethod: 'pm_x'"}}"#;
+        let other = r#"{"error": {"type": "invalid_request_error", "code": "resource_missing",
+                        "param": "customer", "message": "No such customer: 'cus_x'"}}"#;
+        let classified = |body| classify_answer(400, body).unwrap_err();
+        assert!(classified(unknown).is_unknown_payment_method());
+        assert!(!classified(other).is_unknown_payment_method());
+    }
+
+    #[test]
+    fn a_reversal_the_balance_cannot_cover_is_told_from_other_rejections() {
+        let short = r#"{"error": {"type": "invalid_request_error", "code": "balance_insufficient",
+                        "message": "Insufficient funds in the destination account."}}"#;
+        let classified = |body: &str| classify_answer(400, body).unwrap_err();
+        assert!(classified(short).is_balance_insufficient());
+        assert!(
+            !classified(&error_body("invalid_request_error", "amount_too_large"))
+                .is_balance_insufficient()
         );
     }
 

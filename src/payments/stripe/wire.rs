@@ -32,6 +32,20 @@ pub struct ListObject<T> {
     pub has_more: bool,
 }
 
+/// The query of a list: `limit`, and each of `optional` that is given.
+pub fn page_query(
+    limit: u8,
+    optional: impl IntoIterator<Item = (&'static str, Option<String>)>,
+) -> Vec<(&'static str, String)> {
+    let mut query = vec![("limit", limit.to_string())];
+    query.extend(
+        optional
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?))),
+    );
+    query
+}
+
 /// Every Stripe error answer: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ErrorBody {

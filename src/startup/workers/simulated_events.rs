@@ -11,6 +11,7 @@ use super::Workers;
 use crate::config::{GatewayKind, Settings};
 use crate::context::ServiceContext;
 use crate::gateway_events::apply::{self, NotYet};
+use crate::gateway_events::connect;
 use crate::gateway_events::event::{Event, Subject};
 use crate::payments::Payment;
 use ridepay_doubles::events::{self, Double, ObjectKind, SimulatedEvent};
@@ -49,7 +50,11 @@ pub fn run_once(context: &ServiceContext) -> anyhow::Result<usize> {
     let mut sent = 0;
     for simulated in &taken {
         let event = event_of(context, simulated)?;
-        match apply::process(context, &event) {
+        let processed = match simulated.object_kind {
+            ObjectKind::Account => connect::process(context, &event).map_err(NotYet::Service),
+            _ => apply::process(context, &event),
+        };
+        match processed {
             Ok(_) => {
                 events::mark_sent(&mut *context.pool.get()?, &simulated.id)?;
                 sent += 1;
@@ -69,6 +74,7 @@ fn event_of(context: &ServiceContext, simulated: &SimulatedEvent) -> anyhow::Res
     let subject = match simulated.object_kind {
         ObjectKind::PaymentIntent => Some(Subject::Intent(simulated.object_id.clone())),
         ObjectKind::Dispute => Some(Subject::Dispute(intent())),
+        ObjectKind::Account => Some(Subject::Account(simulated.object_id.clone())),
         ObjectKind::Refund => refunds::find(&mut *context.pool.get()?, &simulated.object_id)?
             .and_then(|refund| match (refund.payment_intent, refund.charge) {
                 (Some(intent), _) => Some(Payment::Intent(intent)),
@@ -81,5 +87,6 @@ fn event_of(context: &ServiceContext, simulated: &SimulatedEvent) -> anyhow::Res
         event_type: simulated.event_type.clone(),
         created: simulated.created_at,
         subject,
+        livemode: false,
     })
 }

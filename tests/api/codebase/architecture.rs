@@ -42,6 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "endpoints",
             "reconciliation",
             "ledger",
+            "drivers",
         ],
     ),
     ("http", &["http"]),

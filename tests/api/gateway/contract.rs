@@ -7,23 +7,27 @@ use std::time::Duration;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
-    BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
+    Account, BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
     CreateAccount, CreateAccountLink, CreateIntent, GatewayError, HoldRequest, IncrementIntent,
     IntentStatus, ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent,
     RefundRequest, RefundState, StripeGateway,
 };
+use ridepay_doubles::accounts::{self, Onboarded};
+use ridepay_doubles::events::Double;
 use ridepay_doubles::{intents, SimulatedGateway};
 
 use crate::common::database::count;
 use crate::common::gateway::{
     capture_request, intent_request, start_fake_gateway, stripe_settings,
 };
-use crate::common::test_databases::create_test_database;
 
-type Gateway = dyn PaymentGateway;
+pub(crate) type Gateway = dyn PaymentGateway;
 
 /// Gateways over one records database, each with its own faults.
-trait GatewayUnderTest {
+pub(crate) trait GatewayUnderTest {
+    /// Which double's records its accounts and events are.
+    fn double(&self) -> Double;
+
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway>;
     fn records_url(&self) -> &str;
 
@@ -36,11 +40,15 @@ trait GatewayUnderTest {
     }
 }
 
-struct Simulated {
-    records_url: String,
+pub(crate) struct Simulated {
+    pub(crate) records_url: String,
 }
 
 impl GatewayUnderTest for Simulated {
+    fn double(&self) -> Double {
+        Double::Simulated
+    }
+
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let pool = crate::common::settings::pool(&self.records_url);
         Box::new(SimulatedGateway::new(pool, faults))
@@ -53,11 +61,15 @@ impl GatewayUnderTest for Simulated {
 
 /// A fake gateway per set of faults, all on the same records database, as
 /// several Stripe servers behind one API would be.
-struct StripeOverHttp {
-    records_url: String,
+pub(crate) struct StripeOverHttp {
+    pub(crate) records_url: String,
 }
 
 impl GatewayUnderTest for StripeOverHttp {
+    fn double(&self) -> Double {
+        Double::Fake
+    }
+
     fn gateway(&self, faults: SimulatedGatewaySettings) -> Box<Gateway> {
         let fake = start_fake_gateway(&self.records_url, faults);
         Box::new(StripeGateway::new(&stripe_settings(&fake)).unwrap())
@@ -329,7 +341,7 @@ fn a_processing_payment_settles_later(under_test: &impl GatewayUnderTest) {
     );
 }
 
-fn hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
+pub(crate) fn hold(gateway: &Gateway, key: &str, payment_method: &str) -> PaymentIntent {
     gateway
         .create_intent(&intent_request(key, payment_method, CaptureMethod::Manual))
         .unwrap()
@@ -398,34 +410,63 @@ fn automatic_capture_pays_at_once(under_test: &impl GatewayUnderTest) {
 
 fn each_declining_payment_method_declines_with_its_code(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
-    for (method, decline_code) in [
-        ("pm_card_visa_chargeDeclined", "generic_decline"),
+    for (method, card_code, decline_code) in [
+        (
+            "pm_card_visa_chargeDeclined",
+            "card_declined",
+            "generic_decline",
+        ),
+        ("pm_card_chargeDeclined", "card_declined", "generic_decline"),
         (
             "pm_card_chargeDeclinedInsufficientFunds",
+            "card_declined",
             "insufficient_funds",
+        ),
+        (
+            "pm_card_chargeDeclinedLostCard",
+            "card_declined",
+            "lost_card",
+        ),
+        (
+            "pm_card_chargeDeclinedExpiredCard",
+            "expired_card",
+            "expired_card",
+        ),
+        (
+            "pm_card_chargeDeclinedIncorrectCvc",
+            "incorrect_cvc",
+            "incorrect_cvc",
         ),
     ] {
         let declined =
             gateway.create_intent(&intent_request(method, method, CaptureMethod::Manual));
         assert!(
             matches!(&declined, Err(GatewayError::Declined { code, decline_code: Some(d), payment_intent: Some(id), .. })
-                if code == "card_declined" && d == decline_code && id.starts_with("pi_")),
+                if code == card_code && d == decline_code && id.starts_with("pi_")),
             "{method}: {declined:?}"
         );
     }
 }
 
+/// Stripe's `resource_missing` for an id it never made, a `pm_card_` one
+/// it does not document too; every card Stripe documents pays.
 fn an_unknown_payment_method_is_rejected_and_holds_nothing(under_test: &impl GatewayUnderTest) {
-    let rejected = under_test.healthy().create_intent(&intent_request(
-        "unknown",
-        "pm_no_such_method",
-        CaptureMethod::Manual,
-    ));
-    assert!(
-        matches!(rejected, Err(GatewayError::Rejected { .. })),
-        "{rejected:?}"
-    );
+    let gateway = under_test.healthy();
+    for unknown in ["pm_no_such_method", "pm_card_made_up"] {
+        let rejected =
+            gateway.create_intent(&intent_request(unknown, unknown, CaptureMethod::Manual));
+        assert!(
+            matches!(&rejected, Err(err @ GatewayError::Rejected { .. }) if err.is_unknown_payment_method()),
+            "{unknown}: {rejected:?}"
+        );
+    }
     assert_eq!(intents_held(under_test), 0);
+    for known in ["pm_card_mastercard", "pm_card_amex", "pm_card_visa_debit"] {
+        let held = gateway
+            .create_intent(&intent_request(known, known, CaptureMethod::Manual))
+            .unwrap();
+        assert_eq!(held.status, IntentStatus::RequiresCapture, "{known}");
+    }
 }
 
 fn intents_held(under_test: &impl GatewayUnderTest) -> i64 {
@@ -965,6 +1006,101 @@ fn an_onboarding_link_is_made_for_an_account_of_the_gateway(under_test: &impl Ga
     ));
 }
 
+pub(crate) fn made_account(gateway: &Gateway) -> Account {
+    gateway
+        .create_account(&CreateAccount {
+            idempotency_key: "driver".to_owned(),
+            email: "driver@example.com".to_owned(),
+            country: "US".to_owned(),
+            metadata: Vec::new(),
+        })
+        .unwrap()
+}
+
+/// The `account.updated` events of account `id` the double recorded.
+fn account_updates(under_test: &impl GatewayUnderTest, id: &str) -> i64 {
+    count(
+        &mut under_test.records(),
+        &format!(
+            "simulated_events WHERE object_kind = 'account' AND event_type = 'account.updated' \
+             AND object_id = '{id}' AND gateway = '{}'",
+            under_test.double().as_str()
+        ),
+    )
+}
+
+/// The test controls do what Stripe does to an account on its own: restrict
+/// it (requirements past due) and activate it again, what the gateway then
+/// reads, each change announced once to the double that holds the account;
+/// an account no double holds is `resource_missing`.
+fn an_account_is_restricted_and_activated_with_its_updates_announced(
+    under_test: &impl GatewayUnderTest,
+) {
+    let gateway = under_test.healthy();
+    let account = made_account(gateway.as_ref());
+    let mut records = under_test.records();
+
+    let activated = accounts::activate(&mut records, &account.id).unwrap();
+    let read_active = gateway.retrieve_account(&account.id).unwrap().unwrap();
+    accounts::activate(&mut records, &account.id).unwrap();
+    let updates_once_active = account_updates(under_test, &account.id);
+    let restricted = accounts::restrict(&mut records, &account.id).unwrap();
+    let read_restricted = gateway.retrieve_account(&account.id).unwrap().unwrap();
+
+    assert_eq!(activated, read_active);
+    assert!(read_active.can_be_paid(), "{read_active:?}");
+    assert_eq!(updates_once_active, 1);
+    assert_eq!(restricted, read_restricted);
+    assert_eq!(read_restricted.transfers, Some(CapabilityStatus::Inactive));
+    assert!(!read_restricted.can_be_paid());
+    assert_eq!(account_updates(under_test, &account.id), 2);
+    let missing = accounts::restrict(&mut records, "acct_none");
+    assert!(
+        matches!(&missing, Err(GatewayError::Rejected { message }) if message.starts_with("resource_missing")),
+        "{missing:?}"
+    );
+}
+
+/// Onboarding completed activates the account and announces it; left
+/// incomplete, it changes nothing and announces nothing.
+fn an_onboarding_completed_is_announced(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let account = made_account(gateway.as_ref());
+    let link = |key: &str| {
+        let made = gateway
+            .create_account_link(&CreateAccountLink {
+                idempotency_key: key.to_owned(),
+                account: account.id.clone(),
+                refresh_url: "http://127.0.0.1:8080/drivers/onboarding/t/refresh".to_owned(),
+                return_url: "http://127.0.0.1:8080/drivers/onboarding/t/return".to_owned(),
+            })
+            .unwrap();
+        made.url.split("link=").nth(1).unwrap().to_owned()
+    };
+    let mut records = under_test.records();
+
+    accounts::onboard(
+        &mut records,
+        &link("later"),
+        under_test.double(),
+        Onboarded::Incomplete,
+    )
+    .unwrap();
+    let updates_after_leaving = account_updates(under_test, &account.id);
+    accounts::onboard(
+        &mut records,
+        &link("done"),
+        under_test.double(),
+        Onboarded::Complete,
+    )
+    .unwrap();
+
+    assert_eq!(updates_after_leaving, 0);
+    assert_eq!(account_updates(under_test, &account.id), 1);
+    let onboarded = gateway.retrieve_account(&account.id).unwrap().unwrap();
+    assert!(onboarded.can_be_paid() && onboarded.details_submitted);
+}
+
 /// A hold's charge is not captured: asking brings no balance transaction.
 /// Its capture, asking, brings one with the fee on what it captured, which
 /// a read then finds too; a capture that does not ask gets none.
@@ -1090,13 +1226,14 @@ macro_rules! gateway_contract {
                 #[test]
                 fn $scenario() {
                     super::$scenario(&$under_test {
-                        records_url: create_test_database(),
+                        records_url: $crate::common::test_databases::create_test_database(),
                     });
                 }
             )+
         }
     };
 }
+pub(crate) use gateway_contract;
 
 /// The whole suite, for one kind of gateway.
 macro_rules! every_scenario {
@@ -1132,6 +1269,8 @@ macro_rules! every_scenario {
             a_charge_settled_in_another_currency_says_so,
             a_connected_account_is_made_once_and_read,
             an_onboarding_link_is_made_for_an_account_of_the_gateway,
+            an_account_is_restricted_and_activated_with_its_updates_announced,
+            an_onboarding_completed_is_announced,
             the_balance_lists_each_capture_and_each_refund_newest_first,
         );
     };

@@ -157,6 +157,7 @@ fn the_fake_bounds_its_connections_and_the_time_a_request_may_take() {
         faults: Default::default(),
         api_key: None,
         webhook: None,
+        connect_webhook: None,
         limits: ConnectionLimits {
             max_connections: 4,
             request_timeout: std::time::Duration::from_secs(1),

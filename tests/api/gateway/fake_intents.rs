@@ -6,27 +6,34 @@ use serde_json::{json, Value};
 use crate::common::gateway::{post_form, spawn_fake_gateway, FAKE_API_KEY};
 use crate::gateway::stripe_spec::spec;
 
-struct Fake {
-    url: String,
-    client: reqwest::Client,
+pub(crate) struct Fake {
+    pub(crate) url: String,
+    pub(crate) client: reqwest::Client,
 }
 
 impl Fake {
     /// A form POST under `key`; the status and the JSON answer.
-    async fn post(&self, path: &str, key: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, key: &str, form: &[(&str, &str)]) -> (u16, Value) {
         let url = format!("{}{path}", self.url);
         let response = post_form(&self.client, &url, key, form).await;
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
+        self.get_as(path, None).await
+    }
+
+    /// A GET as the connected account `account` (`Stripe-Account`), when
+    /// one is named.
+    pub(crate) async fn get_as(&self, path: &str, account: Option<&str>) -> (u16, Value) {
+        let mut request = self
             .client
             .get(format!("{}{path}", self.url))
-            .bearer_auth(FAKE_API_KEY)
-            .send()
-            .await
-            .unwrap();
+            .bearer_auth(FAKE_API_KEY);
+        if let Some(account) = account {
+            request = request.header("Stripe-Account", account);
+        }
+        let response = request.send().await.unwrap();
         (response.status().as_u16(), response.json().await.unwrap())
     }
 }
@@ -43,7 +50,7 @@ const NEWER_CHARGE_CARD_FIELDS: &[&str] = &[
 
 /// Asserts that the answer is what the specification says `method` on the
 /// path template answers with `status`.
-fn conforms(method: &str, template: &str, (status, body): &(u16, Value)) {
+pub(crate) fn conforms(method: &str, template: &str, (status, body): &(u16, Value)) {
     let mut checked = body.clone();
     if let Some(card) = checked
         .pointer_mut("/latest_charge/payment_method_details/card")
@@ -199,7 +206,18 @@ async fn every_payment_intent_answer_of_the_fake_is_what_stripes_specification_d
         "{page}"
     );
     assert_eq!(declined.1["error"]["decline_code"], "generic_decline");
-    assert_eq!(unknown.1["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        (
+            &unknown.1["error"]["type"],
+            &unknown.1["error"]["code"],
+            &unknown.1["error"]["param"]
+        ),
+        (
+            &json!("invalid_request_error"),
+            &json!("resource_missing"),
+            &json!("payment_method")
+        )
+    );
     assert_eq!(
         (
             captured.1["amount_received"].as_i64(),

@@ -870,3 +870,81 @@ fn the_client_reads_stripes_2026_balance_transaction_in_a_list() {
 fn the_client_pins_the_api_version_of_the_vendored_specification() {
     assert_eq!(ridepay::payments::stripe::STRIPE_VERSION, spec().version());
 }
+
+/// The client's transfers, reversals and list queries are what the
+/// specification takes (no `transfer_group`: Stripe gives the source
+/// charge's), and it reads Stripe's 2026 transfer, reversal and balance.
+#[test]
+fn the_client_makes_transfers_and_reversals_as_the_specification_takes_them_and_reads_stripes_examples(
+) {
+    use ridepay::payments::stripe::transfers::{
+        balance, list_query, reversal, reversal_form, transfer, transfer_form,
+    };
+    use ridepay::payments::{CreateTransfer, CreateTransferReversal, ListTransfers};
+    let metadata = vec![("ridepay_key".to_owned(), "k1".to_owned())];
+    let form = transfer_form(&CreateTransfer {
+        idempotency_key: "k".to_owned(),
+        amount_cents: 1600,
+        currency: "usd".to_owned(),
+        destination: "acct_1".to_owned(),
+        source_transaction: "ch_1".to_owned(),
+        metadata: metadata.clone(),
+    });
+    assert_eq!(
+        spec().check_form("POST", "/v1/transfers", &form, &[]),
+        Vec::<String>::new(),
+        "{form:?}"
+    );
+    assert!(!form.iter().any(|(name, _)| name == "transfer_group"));
+    let form = reversal_form(&CreateTransferReversal {
+        idempotency_key: "k".to_owned(),
+        transfer: "tr_1".to_owned(),
+        amount_cents: 500,
+        metadata,
+    });
+    assert_eq!(
+        spec().check_form("POST", "/v1/transfers/{id}/reversals", &form, &[]),
+        Vec::<String>::new(),
+        "{form:?}"
+    );
+    let list = ListTransfers {
+        transfer_group: Some("ridepay-k".to_owned()),
+        starting_after: Some("tr_1".to_owned()),
+        ..ListTransfers::to_since("acct_1", chrono::Utc::now())
+    };
+    let query: Vec<(String, String)> = list_query(&list)
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    assert_eq!(
+        spec().check_query("GET", "/v1/transfers", &query),
+        Vec::<String>::new(),
+        "{query:?}"
+    );
+
+    let example = |name: &str| serde_json::to_vec(&fixtures()[name]).unwrap();
+    let made = transfer(&example("transfer")).unwrap();
+    assert_eq!(
+        (
+            made.id.as_str(),
+            made.amount_cents,
+            made.destination.as_str(),
+            made.source_transaction.as_deref(),
+            made.reversals.len()
+        ),
+        (
+            "tr_1Pgc7BB7WZ01zgkWVJfE40RX",
+            1100,
+            "acct_1PgafTB7WZ01zgkW",
+            None,
+            0
+        )
+    );
+    let back = reversal(&example("transfer_reversal")).unwrap();
+    assert_eq!(
+        (back.transfer.as_str(), back.amount_cents),
+        ("tr_1Pgc7BB7WZ01zgkWVJfE40RX", 1100)
+    );
+    let held = balance(&example("balance")).unwrap();
+    assert_eq!((held.available_in("usd"), held.pending_in("usd")), (0, 0));
+}

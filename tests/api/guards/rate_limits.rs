@@ -38,6 +38,19 @@ async fn each_route_open_to_strangers_is_limited_per_address() {
         ("GET", "/readyz"),
         ("GET", "/metrics"),
         ("POST", "/webhooks/stripe"),
+        ("POST", "/webhooks/stripe/connect"),
+        (
+            "GET",
+            "/drivers/onboarding/00000000000000000000000000000000/start",
+        ),
+        (
+            "GET",
+            "/drivers/onboarding/00000000000000000000000000000000/refresh",
+        ),
+        (
+            "GET",
+            "/drivers/onboarding/00000000000000000000000000000000/return",
+        ),
         ("GET", "/simulated-gateway/authenticate"),
         ("GET", "/simulated-gateway/onboard"),
         ("GET", "/payments/return"),

@@ -4,7 +4,8 @@ use futures_util::future::join_all;
 use serde_json::json;
 
 use crate::common::app::{
-    create_user, spawn_app, spawn_app_with, spawn_server, Answer, TestApp, RIDE,
+    create_platform_user, create_user, spawn_app, spawn_app_with, spawn_server, Answer, TestApp,
+    RIDE,
 };
 use crate::common::ids::Id;
 use crate::common::keys::assert_takeover_fenced;
@@ -181,6 +182,8 @@ async fn every_idempotent_endpoint_answers_one_users_concurrent_requests_without
 /// one target made for them.
 async fn at_once(app: &TestApp, endpoint: &str) -> Vec<Answer> {
     let destinations = format!("{}/api/webhook_endpoints", app.address);
+    // Drivers are the platform's.
+    let mut api_key = app.user.api_key.clone();
     let (path, body) = match endpoint {
         "rides.create" => (format!("{}/api/rides", app.address), RIDE.to_owned()),
         "refunds.create" => {
@@ -234,12 +237,35 @@ async fn at_once(app: &TestApp, endpoint: &str) -> Vec<Answer> {
             };
             (path, "{}".to_owned())
         }
+        "drivers.create" | "drivers.onboarding_link" => {
+            let platform = create_platform_user(&app.database_url);
+            api_key = platform.api_key.clone();
+            let drivers = format!("{}/api/drivers", app.address);
+            let body = json!({"email": "ada@example.com", "country": "US"}).to_string();
+            if endpoint == "drivers.create" {
+                (drivers, body)
+            } else {
+                let (driver, _) = crate::drivers::registered(app, &platform, "ada").await;
+                (
+                    format!("{drivers}/{driver}/onboarding_link"),
+                    "{}".to_owned(),
+                )
+            }
+        }
+        "rides.assign_driver" => {
+            let platform = create_platform_user(&app.database_url);
+            api_key = platform.api_key.clone();
+            let driver = crate::drivers::active_driver(app, &platform, "ada").await;
+            let ride = app.paid_ride("paid").await;
+            let path = format!("{}/api/rides/{ride}/driver", app.address);
+            (path, json!({ "driver_id": driver.to_string() }).to_string())
+        }
         other => panic!("{other}: give this endpoint its case in `at_once`"),
     };
     join_all((0..12).map(|n| {
-        let (path, body) = (&path, &body);
+        let (path, body, api_key) = (&path, &body, &api_key);
         async move {
-            app.post_idempotent(path, &app.user.api_key, &format!("at once {n}"), body)
+            app.post_idempotent(path, api_key, &format!("at once {n}"), body)
                 .await
                 .unwrap()
         }

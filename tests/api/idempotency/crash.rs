@@ -686,9 +686,200 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-requeued",
         "after-rolled",
         "after-staged",
+        "after-account-requested",
+        "after-create-account",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::endpoints::crash_points();
     listed.sort_unstable();
     assert_eq!(listed, tested);
+}
+
+/// The same for `POST /api/drivers` and `.../onboarding_link`: the key
+/// ends with one driver and one connected account at the gateway (one
+/// token renewal), and the same answer, its onboarding URL included, on
+/// every replay.
+mod drivers {
+    use super::*;
+    use crate::common::app::{create_platform_user, TestUser};
+
+    const BODY: &str = r#"{"email": "ada@example.com", "country": "US"}"#;
+
+    /// What is asked: the driver registered, or (`link`) a new link for the
+    /// driver registered first by a server that does not crash.
+    async fn send(
+        app: &TestApp,
+        platform: &TestUser,
+        address: &str,
+        link: bool,
+    ) -> Result<Answer, reqwest::Error> {
+        let (path, body) = match link {
+            false => ("/api/drivers".to_owned(), BODY),
+            true => {
+                let driver: ridepay::public_ids::DriverPublicId = {
+                    use diesel::prelude::*;
+                    ridepay::schema::drivers::table
+                        .select(ridepay::schema::drivers::public_id)
+                        .first(&mut app.db())
+                        .unwrap()
+                };
+                (format!("/api/drivers/{driver}/onboarding_link"), "{}")
+            }
+        };
+        let url = format!("{address}{path}");
+        app.post_idempotent(&url, &platform.api_key, KEY, body)
+            .await
+    }
+
+    async fn crash_at(point: &str, link: bool) -> (TestApp, TestUser) {
+        let mut app = database_only();
+        let platform = create_platform_user(&app.database_url);
+        if link {
+            let plain = ServerProcess::start(&app.database_url, &[]);
+            let url = format!("{}/api/drivers", plain.address);
+            app.post_idempotent(&url, &platform.api_key, "set up", BODY)
+                .await
+                .unwrap()
+                .assert_status(201);
+        }
+        let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
+        app.address = server.address.clone();
+        let first = send(&app, &platform, &server.address, link).await;
+        assert_crashed(&mut server, point, first);
+        (app, platform)
+    }
+
+    async fn assert_done_once(
+        app: &TestApp,
+        platform: &TestUser,
+        address: &str,
+        point: &str,
+        link: bool,
+    ) {
+        let mut answers = Vec::new();
+        while answers.len() < 3 {
+            match send(app, platform, address, link).await {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => answers.push(answer),
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        answers[0].assert_status(if link { 200 } else { 201 });
+        assert!(answers[0].json()["onboarding_url"].is_string(), "{point}");
+        for replay in &answers[1..] {
+            assert_eq!(replay.body, answers[0].body, "{point}");
+            assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+        }
+        assert_eq!(app.count("drivers"), 1, "{point}");
+        assert_eq!(app.count("simulated_accounts"), 1, "{point}");
+        // The answer's token is the one the driver's pages open.
+        let url = answers[0].json()["onboarding_url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let token = url.rsplit('/').nth(1).unwrap().to_owned();
+        assert_eq!(
+            app.count(&format!(
+                "drivers WHERE onboarding_token_hash = sha256('{token}'::bytea)"
+            )),
+            1,
+            "{point}"
+        );
+    }
+
+    async fn a_client_retry_finishes_after_a_crash_at(point: &str, link: &bool) {
+        let (app, platform) = crash_at(point, *link).await;
+        let restarted = ServerProcess::start(&app.database_url, &[]);
+        assert_done_once(&app, &platform, &restarted.address, point, *link).await;
+    }
+
+    async fn the_completer_alone_finishes_after_a_crash_at(point: &str, link: &bool) {
+        let (app, platform) = crash_at(point, *link).await;
+        let restarted = ServerProcess::start(&app.database_url, &[("COMPLETER_ENABLED", "true")]);
+        if point == crash::AFTER_CLAIM || (*link && point != crash::AFTER_FINISHED) {
+            // Nothing committed: nothing for the completer.
+            assert_eq!(app.key_state(KEY), serde_json::Value::Null, "{point}");
+        } else {
+            let finished = eventually(Duration::from_secs(20), || {
+                app.key_state(KEY)["recovery_point"] == "finished"
+            })
+            .await;
+            assert!(finished, "{point}: {}", app.key_state(KEY));
+        }
+        assert_done_once(&app, &platform, &restarted.address, point, *link).await;
+    }
+
+    crash_tests_of! {
+        register, false,
+        after_claim => crash::AFTER_CLAIM,
+        after_account_requested => "after-account-requested",
+        after_create_account => "after-create-account",
+        after_finished => crash::AFTER_FINISHED,
+    }
+
+    crash_tests_of! {
+        link, true,
+        after_claim => crash::AFTER_CLAIM,
+        after_finished => crash::AFTER_FINISHED,
+    }
+}
+
+/// The same for `POST /api/rides/{id}/driver`, written whole in the claim's
+/// transaction: a crash before its answer leaves no key (nothing for the
+/// completer), one after leaves it finished; either way the retry ends
+/// with the ride assigned once, one reallocation and one transfer owed, and
+/// the ledger exact.
+mod assignment {
+    use super::*;
+    use crate::common::app::create_platform_user;
+
+    async fn a_retry_assigns_once_after_a_crash_at(point: &str) {
+        let mut app = database_only();
+        let platform = create_platform_user(&app.database_url);
+        let plain = ServerProcess::start(&app.database_url, &[]);
+        app.address = plain.address.clone();
+        let driver = crate::drivers::active_driver(&app, &platform, "ada").await;
+        let ride = app.paid_ride("paid").await;
+        drop(plain);
+        let body = format!(r#"{{"driver_id": "{driver}"}}"#);
+        let send = |address: String| {
+            let (app, platform, body) = (&app, &platform, &body);
+            async move {
+                let url = format!("{address}/api/rides/{ride}/driver");
+                app.post_idempotent(&url, &platform.api_key, KEY, body)
+                    .await
+            }
+        };
+        let mut server = ServerProcess::start(&app.database_url, &[("RIDEPAY_CRASH_AT", point)]);
+        let first = send(server.address.clone()).await;
+        assert_crashed(&mut server, point, first);
+        let left = app.key_state(KEY);
+        match point {
+            crash::AFTER_FINISHED => assert_eq!(left["recovery_point"], "finished", "{point}"),
+            _ => assert_eq!(left, serde_json::Value::Null, "{point}"),
+        }
+        let restarted = ServerProcess::start(&app.database_url, &[]);
+        let mut answers = Vec::new();
+        while answers.len() < 2 {
+            match send(restarted.address.clone()).await {
+                Ok(answer) if answer.status != 409 && answer.status < 500 => answers.push(answer),
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        answers[0].assert_status(200);
+        assert_eq!(answers[1].body, answers[0].body, "{point}");
+        assert_eq!(answers[1].header("idempotent-replayed"), Some("true"));
+        assert_eq!(app.count("ride_drivers"), 1, "{point}");
+        assert_eq!(app.count("transfers"), 1, "{point}");
+        assert_exact(&app, point);
+    }
+
+    #[tokio::test]
+    async fn after_claim() {
+        a_retry_assigns_once_after_a_crash_at(crash::AFTER_CLAIM).await;
+    }
+
+    #[tokio::test]
+    async fn after_finished() {
+        a_retry_assigns_once_after_a_crash_at(crash::AFTER_FINISHED).await;
+    }
 }

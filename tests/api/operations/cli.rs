@@ -94,6 +94,9 @@ fn every_subcommand_has_help() {
         &["migrate", "--help"],
         &["reap", "--help"],
         &["users", "create", "--help"],
+        &["simulated-gateway", "restrict-account", "--help"],
+        &["simulated-gateway", "make-available", "--help"],
+        &["simulated-gateway", "pay-out", "--help"],
     ] {
         let (ok, out) = ridepay("postgres://unused", args);
         assert!(ok && out.contains("Usage"), "{args:?}: {out}");

@@ -7,6 +7,7 @@ mod database_faults;
 mod database_urls;
 mod embedded_default;
 mod embedded_security;
+mod gateway_controls;
 mod health;
 mod log_lines;
 pub(crate) mod migrations;

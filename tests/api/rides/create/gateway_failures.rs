@@ -1,6 +1,9 @@
 use serde_json::json;
 
-use crate::common::app::{ride_with, spawn_app, spawn_app_with, spawn_server, RIDE};
+use ridepay::config::GatewayKind;
+
+use crate::common::app::{ride_with, spawn_app, spawn_app_with, spawn_server, TestApp, RIDE};
+use crate::common::gateway::{records_count, spawn_fake_gateway, stripe_settings};
 use crate::common::ids::Id;
 
 #[tokio::test]
@@ -54,24 +57,54 @@ async fn insufficient_funds_is_a_decline_with_its_own_code() {
     assert_eq!(problem["decline_code"], "insufficient_funds");
 }
 
+/// A payment method the gateway does not have (a well-formed `pm_` id,
+/// even a `pm_card_` one Stripe does not document) is the caller's
+/// mistake: a 400 naming the field, stored so a retry gets it again. The
+/// ride keeps the refusal; nothing is made at the gateway, nothing paid,
+/// nothing posted to the ledger.
+async fn an_unknown_payment_method_is_a_stored_400_that_pays_nothing(app: &TestApp) {
+    for method in ["pm_no_such_method", "pm_card_made_up"] {
+        let body = ride_with(json!({ "payment_method": method }));
+
+        let answer = app.post_ride(method, &body).await;
+
+        let problem = answer.assert_problem(400, "invalid-request");
+        assert_eq!(problem["errors"][0]["field"], "payment_method", "{problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(method),
+            "{problem}"
+        );
+        let ride = app
+            .get(&format!("/api/rides/{}", Id::of(&problem["ride_id"])))
+            .await
+            .json();
+        assert_eq!(ride["status"], "payment_failed");
+        assert_eq!(ride["payment_intent_id"], json!(null));
+        let replay = app.post_ride(method, &body).await;
+        assert_eq!(replay.body, answer.body);
+        assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    }
+    assert_eq!(app.count("ledger_entries"), 0);
+    assert_eq!(app.count("webhook_events WHERE type = 'ride.captured'"), 0);
+}
+
 #[tokio::test]
-async fn a_payment_method_the_gateway_rejects_is_a_stored_502_and_the_ride_is_payment_failed() {
+async fn an_unknown_payment_method_is_a_stored_400_through_the_simulated_gateway() {
     let app = spawn_app().await;
-    let body = ride_with(json!({ "payment_method": "pm_no_such_method" }));
-
-    let answer = app.post_ride("rejected", &body).await;
-
-    let problem = answer.assert_problem(502, "payment-gateway-rejected");
-    let ride = app
-        .get(&format!("/api/rides/{}", Id::of(&problem["ride_id"])))
-        .await
-        .json();
-    assert_eq!(ride["status"], "payment_failed");
-    assert_eq!(ride["payment_intent_id"], json!(null));
-    let replay = app.post_ride("rejected", &body).await;
-    assert_eq!(replay.body, answer.body);
-    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    an_unknown_payment_method_is_a_stored_400_that_pays_nothing(&app).await;
     assert_eq!(app.count("simulated_payment_intents"), 0);
+}
+
+#[tokio::test]
+async fn an_unknown_payment_method_is_a_stored_400_through_stripe() {
+    let (fake, records) = spawn_fake_gateway(|_| {});
+    let app = spawn_app_with(|settings| {
+        settings.gateway.kind = GatewayKind::Stripe;
+        settings.gateway.stripe = stripe_settings(&fake);
+    })
+    .await;
+    an_unknown_payment_method_is_a_stored_400_that_pays_nothing(&app).await;
+    assert_eq!(records_count(&records, ""), 0);
 }
 
 #[tokio::test]

@@ -1,0 +1,4 @@
+-- `account.updated`: the doubles announce a connected account's changes.
+ALTER TABLE simulated_events DROP CONSTRAINT simulated_events_object_kind_check;
+ALTER TABLE simulated_events ADD CONSTRAINT simulated_events_object_kind_check
+    CHECK (object_kind IN ('payment_intent', 'refund', 'dispute', 'account'));

@@ -1,0 +1,2 @@
+DROP INDEX simulated_payment_intents_charge;
+ALTER TABLE simulated_payment_intents DROP COLUMN transfer_group;

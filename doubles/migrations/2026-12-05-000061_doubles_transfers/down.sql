@@ -1,0 +1,3 @@
+DROP TABLE simulated_payouts;
+DROP TABLE simulated_transfer_reversals;
+DROP TABLE simulated_transfers;

@@ -1,0 +1,59 @@
+//! Drivers and their pay (`PLATFORM_*`).
+
+use anyhow::bail;
+
+use super::source::Source;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverSettings {
+    /// The platform's country (ISO 3166-1 alpha-2): every driver's, since
+    /// paying a driver elsewhere needs the gateway's cross-border terms.
+    pub platform_country: String,
+    /// The platform's cut of a fare, in basis points (2000: 20 %, as
+    /// Rocket Rides kept), fixed on a ride when its driver is assigned.
+    pub commission_bps: u16,
+}
+
+impl Default for DriverSettings {
+    fn default() -> Self {
+        DriverSettings {
+            platform_country: "US".to_owned(),
+            commission_bps: 2000,
+        }
+    }
+}
+
+impl DriverSettings {
+    pub(super) fn read(source: &Source) -> anyhow::Result<Self> {
+        let d = DriverSettings::default();
+        Ok(DriverSettings {
+            platform_country: source.var("PLATFORM_COUNTRY", d.platform_country)?,
+            commission_bps: source.var("PLATFORM_COMMISSION_BPS", d.commission_bps)?,
+        })
+    }
+
+    pub(super) fn check(&self) -> anyhow::Result<()> {
+        let country = &self.platform_country;
+        if country.len() != 2 || !country.bytes().all(|byte| byte.is_ascii_uppercase()) {
+            bail!("PLATFORM_COUNTRY must be two capital letters (ISO 3166-1 alpha-2): {country:?}");
+        }
+        if self.commission_bps > 10_000 {
+            bail!("PLATFORM_COMMISSION_BPS must be 0 to 10000 (basis points of a fare)");
+        }
+        Ok(())
+    }
+}
+
+/// What registering, onboarding and paying drivers works with, made at
+/// start-up from these settings, the server's and the gateway's.
+pub struct DriverContext {
+    /// `PLATFORM_COUNTRY`.
+    pub country: String,
+    /// `PLATFORM_COMMISSION_BPS`.
+    pub commission_bps: u16,
+    /// Where drivers' onboarding pages are: `PUBLIC_BASE_URL` and
+    /// `/drivers/onboarding`.
+    pub pages: String,
+    /// Whether the gateway's key is a live one.
+    pub livemode: bool,
+}

@@ -1,0 +1,12 @@
+//! Drivers: the platform's payees, each a connected account at the gateway
+//! that transfers pay once the driver has onboarded. Registered by
+//! `create`, sent a new onboarding token by `onboarding_link`; `pages`
+//! serves what the driver opens; `model` is their row, `reads` the
+//! platform's view of them, `pay` what a ride's driver is owed.
+
+pub mod create;
+pub mod model;
+pub mod onboarding_link;
+pub mod pages;
+pub mod pay;
+pub mod reads;

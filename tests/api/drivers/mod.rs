@@ -1,0 +1,64 @@
+//! Drivers: registered by the platform, onboarded through their token's
+//! pages, their status learnt from the gateway.
+
+mod assignment;
+mod connect_events;
+mod onboarding;
+mod registration;
+
+use serde_json::json;
+
+use ridepay::public_ids::PublicId;
+
+use crate::common::app::{TestApp, TestUser};
+use crate::common::ids::Id;
+
+/// A driver registered under `key`: their id and the answer's
+/// `onboarding_url`.
+pub async fn registered(app: &TestApp, platform: &TestUser, key: &str) -> (Id, String) {
+    let body = json!({"email": format!("{key}@example.com"), "country": "US"});
+    let answer = app.post_driver(platform, key, &body).await;
+    answer.assert_status(201);
+    let json = answer.json();
+    (
+        Id::of(&json["id"]),
+        json["onboarding_url"].as_str().unwrap().to_owned(),
+    )
+}
+
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A driver registered under `key` whose account the gateway made active,
+/// as ridepay learns it when they come back to their return page.
+pub async fn active_driver(app: &TestApp, platform: &TestUser, key: &str) -> Id {
+    let (driver, start) = registered(app, platform, key).await;
+    let account: String = {
+        use diesel::prelude::*;
+        use ridepay::schema::drivers;
+        drivers::table
+            .filter(
+                drivers::public_id
+                    .eq(ridepay::public_ids::DriverPublicId::parse(&driver.to_string()).unwrap()),
+            )
+            .select(drivers::account_id)
+            .first(&mut app.db())
+            .unwrap()
+    };
+    ridepay_doubles::accounts::activate(&mut app.db(), &account).unwrap();
+    let back = no_redirects()
+        .get(start.replace("/start", "/return"))
+        .send()
+        .await
+        .unwrap();
+    assert!(back
+        .text()
+        .await
+        .unwrap()
+        .contains("data-status=\"active\""));
+    driver
+}
