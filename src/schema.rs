@@ -271,6 +271,10 @@ diesel::table! {
         amount_reversed_cents -> Int8,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        generation -> Int2,
+        first_attempt_at -> Nullable<Timestamptz>,
+        claimed_until -> Nullable<Timestamptz>,
+        claim_epoch -> Int8,
     }
 }
 

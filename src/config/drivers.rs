@@ -3,8 +3,9 @@
 use anyhow::bail;
 
 use super::source::Source;
+use super::keys::WorkerSettings;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct DriverSettings {
     /// The platform's country (ISO 3166-1 alpha-2): every driver's, since
     /// paying a driver elsewhere needs the gateway's cross-border terms.
@@ -12,6 +13,8 @@ pub struct DriverSettings {
     /// The platform's cut of a fare, in basis points (2000: 20 %, as
     /// Rocket Rides kept), fixed on a ride when its driver is assigned.
     pub commission_bps: u16,
+    /// The worker that makes the transfers owed to drivers.
+    pub transfers: WorkerSettings,
 }
 
 impl Default for DriverSettings {
@@ -19,6 +22,10 @@ impl Default for DriverSettings {
         DriverSettings {
             platform_country: "US".to_owned(),
             commission_bps: 2000,
+            transfers: WorkerSettings {
+                enabled: true,
+                interval: std::time::Duration::from_secs(2),
+            },
         }
     }
 }
@@ -29,6 +36,10 @@ impl DriverSettings {
         Ok(DriverSettings {
             platform_country: source.var("PLATFORM_COUNTRY", d.platform_country)?,
             commission_bps: source.var("PLATFORM_COMMISSION_BPS", d.commission_bps)?,
+            transfers: WorkerSettings {
+                enabled: source.var("TRANSFER_WORKER_ENABLED", d.transfers.enabled)?,
+                interval: source.millis("TRANSFER_WORKER_INTERVAL_MS", d.transfers.interval)?,
+            },
         })
     }
 
@@ -36,6 +47,9 @@ impl DriverSettings {
         let country = &self.platform_country;
         if country.len() != 2 || !country.bytes().all(|byte| byte.is_ascii_uppercase()) {
             bail!("PLATFORM_COUNTRY must be two capital letters (ISO 3166-1 alpha-2): {country:?}");
+        }
+        if self.transfers.interval.is_zero() {
+            bail!("TRANSFER_WORKER_INTERVAL_MS must be at least 1");
         }
         if self.commission_bps > 10_000 {
             bail!("PLATFORM_COMMISSION_BPS must be 0 to 10000 (basis points of a fare)");

@@ -2,7 +2,8 @@
 //! that transfers pay once the driver has onboarded. Registered by
 //! `create`, sent a new onboarding token by `onboarding_link`; `pages`
 //! serves what the driver opens; `model` is their row, `reads` the
-//! platform's view of them, `pay` what a ride's driver is owed.
+//! platform's view of them, `pay` what a ride's driver is owed and
+//! `transfers` the making of it.
 
 pub mod create;
 pub mod model;
@@ -10,3 +11,4 @@ pub mod onboarding_link;
 pub mod pages;
 pub mod pay;
 pub mod reads;
+pub mod transfers;

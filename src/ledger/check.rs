@@ -203,7 +203,8 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// failure as the refund's entries undone, those of a payment no ride records from its release, an opening
 /// from the ride it opened (its amount is checked with the ride's), a
 /// reallocation from the transfer owed for its charge (the driver's
-/// entitlement then, the rest to the commission).
+/// entitlement then, the rest to the commission), a transfer from the
+/// transfer made.
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {
@@ -354,6 +355,12 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                  WHERE share.amount <> 0) AS parts
              WHERE tr.ride_id = t.ride_id AND t.source = tr.source_charge || ':reallocation'
              UNION ALL
+             SELECT 'transfer', NULL,
+                    ARRAY[d.payable_code || ':' || tr.currency, 'gateway:' || tr.currency],
+                    ARRAY[tr.amount_cents, -tr.amount_cents]
+             FROM transfers AS tr JOIN drivers AS d ON d.id = tr.driver_id
+             WHERE tr.ride_id = t.ride_id AND t.source = tr.gateway_transfer_id || ':transfer'
+             UNION ALL
              SELECT 'opening', NULL,
                     ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
                     ARRAY[opened.amount, -opened.amount]
@@ -426,6 +433,10 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              WHERE r.updated_at >= $1 AND r.status IN ('failed', 'canceled')
                AND EXISTS (SELECT FROM ledger_transactions AS refunded
                            WHERE refunded.source = r.gateway_refund_id || ':refund')
+             UNION ALL
+             SELECT tr.gateway_transfer_id || ':transfer', 'a transfer to a driver'
+             FROM transfers AS tr
+             WHERE tr.updated_at >= $1 AND tr.gateway_transfer_id IS NOT NULL
              UNION ALL
              SELECT tr.source_charge || ':reallocation', 'the driver''s share of a charge'
              FROM transfers AS tr

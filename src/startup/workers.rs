@@ -1,5 +1,6 @@
 //! The background workers of one instance: completer, reconciliation,
-//! reaper, the outbox's sender of webhooks and, with the simulated gateway,
+//! reaper, the outbox's sender of webhooks, the maker of drivers'
+//! transfers and, with the simulated gateway,
 //! the sender of its events, each a thread on its own interval. Each is
 //! safe to run on every instance at once (see their modules), so there is
 //! no leader to elect.
@@ -11,6 +12,7 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::config::Settings;
 use crate::context::ServiceContext;
+use crate::drivers::transfers;
 use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
@@ -93,6 +95,18 @@ impl Workers {
                     log::error!("webhook delivery pass failed: {err:#}");
                 }
             });
+        }
+        if settings.drivers.transfers.enabled {
+            let context = context.clone();
+            workers.spawn(
+                "transfers",
+                settings.drivers.transfers.interval,
+                move || match transfers::make_due(&context, 100) {
+                    Ok(made) if made != Default::default() => log::info!("transfers: {made:?}"),
+                    Ok(_) => {}
+                    Err(err) => log::error!("transfer pass failed: {err}"),
+                },
+            );
         }
         #[cfg(feature = "simulated")]
         simulated_events::start(&mut workers, settings, context);

@@ -27,6 +27,8 @@ pub fn test_settings(database_url: &str) -> Settings {
         interval: Duration::from_secs(3600),
     };
     settings.user_webhooks.enabled = false;
+    settings.drivers.transfers.enabled = false;
+    settings.drivers.transfers.interval = Duration::from_millis(100);
     settings.user_webhooks.interval = Duration::from_millis(100);
     settings.user_webhooks.allow_loopback = true;
     settings

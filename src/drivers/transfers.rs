@@ -1,0 +1,253 @@
+//! Making the transfers ridepay owes its drivers (`POST /v1/transfers`),
+//! by the transfer worker on every instance. Each transfer is claimed for
+//! a while by one worker, sent holding no connection, and what the gateway
+//! answered recorded under the claim (a worker that claimed it after fences
+//! the first out). A driver ridepay does not know to be `active` gets no
+//! call: the transfer is recorded `failed` and sent once they are active
+//! again. Every send of a transfer is the same call: its gateway key is
+//! derived from the ride, the source charge and the generation, never from
+//! who sends it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz};
+use sha2::{Digest, Sha256};
+
+use super::model::DriverStatus;
+use crate::context::ServiceContext;
+use crate::payments::{
+    CreateTransfer, GatewayError, ListTransfers, Transfer, GENERATION, INSTALLATION, RIDEPAY_KEY,
+};
+use crate::public_ids::RidePublicId;
+use crate::schema::transfers;
+use crate::service_error::ServiceError;
+
+/// How long a claim keeps other workers off a transfer: longer than a
+/// gateway call may take.
+const CLAIM: Duration = Duration::from_secs(60);
+
+/// How far before its first attempt a lost answer's transfer is looked
+/// for: the gateway's clock may be behind ours.
+const LOOKUP_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
+/// Why a transfer was not sent to its driver.
+pub const DRIVER_NOT_ACTIVE: &str = "driver_not_active";
+
+/// A transfer claimed to be made.
+#[derive(Debug, QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = BigInt)]
+    claim_epoch: i64,
+    #[diesel(sql_type = Text)]
+    source_charge: String,
+    #[diesel(sql_type = Text)]
+    currency: String,
+    #[diesel(sql_type = BigInt)]
+    amount_cents: i64,
+    #[diesel(sql_type = SmallInt)]
+    generation: i16,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    first_attempt_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Text)]
+    account_id: String,
+    #[diesel(sql_type = Text)]
+    driver_status: String,
+    #[diesel(sql_type = Bytea)]
+    ride: RidePublicId,
+}
+
+/// What became of the transfers one pass claimed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Made {
+    pub paid: usize,
+    pub failed: usize,
+    pub left: usize,
+}
+
+/// One pass: up to `batch` transfers owed (pending, or failed to a driver
+/// the gateway has confirmed active since) claimed and made.
+pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
+    let claimed = claim(&mut *cx.pool.get()?, batch)?;
+    let mut made = Made::default();
+    for transfer in claimed {
+        match make(cx, &transfer) {
+            Ok(Some(true)) => made.paid += 1,
+            Ok(Some(false)) => made.failed += 1,
+            Ok(None) => made.left += 1,
+            Err(err) => {
+                made.left += 1;
+                log::warn!("transfer {} not made yet: {err}", transfer.id);
+            }
+        }
+    }
+    Ok(made)
+}
+
+fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
+    diesel::sql_query(
+        "UPDATE transfers AS t
+         SET claimed_until = now() + make_interval(secs => $2),
+             claim_epoch = t.claim_epoch + 1,
+             first_attempt_at = coalesce(t.first_attempt_at, now())
+         FROM drivers AS d, rides AS r
+         WHERE t.id IN (
+                 SELECT due.id FROM transfers AS due JOIN drivers AS payee ON payee.id = due.driver_id
+                 WHERE (due.status = 'pending'
+                        OR (due.status = 'failed' AND payee.status = 'active'
+                            AND payee.status_checked_at > due.updated_at))
+                   AND (due.claimed_until IS NULL OR due.claimed_until < now())
+                 ORDER BY due.id LIMIT $1
+                 FOR UPDATE OF due SKIP LOCKED)
+           AND d.id = t.driver_id AND r.id = t.ride_id
+         RETURNING t.id, t.claim_epoch, t.source_charge, t.currency, t.amount_cents,
+                   t.generation, t.first_attempt_at, d.account_id, d.status AS driver_status,
+                   r.public_id AS ride",
+    )
+    .bind::<BigInt, _>(batch)
+    .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
+    .load(conn)
+}
+
+/// The transfer made, and recorded: `Some(true)` paid, `Some(false)`
+/// failed, `None` left for a later pass.
+fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, ServiceError> {
+    if transfer.driver_status != DriverStatus::Active.as_str() {
+        record_failed(cx, transfer, DRIVER_NOT_ACTIVE, false)?;
+        return Ok(Some(false));
+    }
+    let key = transfer_key(cx, transfer);
+    let answer = cx.gateway.create_transfer(&CreateTransfer {
+        idempotency_key: format!("ridepay-transfer-{key}-g{}", transfer.generation),
+        amount_cents: transfer.amount_cents,
+        currency: transfer.currency.clone(),
+        destination: transfer.account_id.clone(),
+        source_transaction: transfer.source_charge.clone(),
+        metadata: vec![
+            (INSTALLATION.to_owned(), cx.installation_id.to_string()),
+            (RIDEPAY_KEY.to_owned(), key.clone()),
+            (GENERATION.to_owned(), transfer.generation.to_string()),
+        ],
+    });
+    match answer {
+        Ok(made) => record_paid(cx, transfer, &made).map(|()| Some(true)),
+        Err(GatewayError::SavedFailure { .. }) => match look_up(cx, transfer, &key)? {
+            Some(made) => record_paid(cx, transfer, &made).map(|()| Some(true)),
+            // Proven not made: the next pass sends it under a new key.
+            None => release(cx, transfer, true).map(|()| None),
+        },
+        Err(refusal @ (GatewayError::Rejected { .. } | GatewayError::Declined { .. })) => {
+            record_failed(cx, transfer, &refusal.to_string(), true)?;
+            Ok(Some(false))
+        }
+        Err(failure) => {
+            log::warn!("transfer {} not made yet: {failure}", transfer.id);
+            release(cx, transfer, false).map(|()| None)
+        }
+    }
+}
+
+/// The transfer's own `ridepay_key`: what its gateway key and metadata are
+/// derived from, the same whichever path owed it and whoever sends it.
+fn transfer_key(cx: &ServiceContext, transfer: &Claimed) -> String {
+    let mut hash = Sha256::new();
+    hash.update(cx.installation_id.as_bytes());
+    hash.update(transfer.ride.to_string().as_bytes());
+    hash.update(b"\0");
+    hash.update(transfer.source_charge.as_bytes());
+    hex::encode(hash.finalize())
+}
+
+/// Any generation's transfer made under `key`, in the gateway's list of
+/// the destination's transfers (a list never lags).
+fn look_up(
+    cx: &ServiceContext,
+    transfer: &Claimed,
+    key: &str,
+) -> Result<Option<Transfer>, ServiceError> {
+    let since = transfer.first_attempt_at.unwrap_or_else(Utc::now) - LOOKUP_MARGIN;
+    let mut request = Some(ListTransfers::to_since(&transfer.account_id, since));
+    while let Some(listing) = request {
+        let page = cx
+            .gateway
+            .list_transfers(&listing)
+            .map_err(crate::payments::unavailable)?;
+        if let Some(made) = page
+            .transfers
+            .iter()
+            .find(|made| made.metadata.get(RIDEPAY_KEY).map(String::as_str) == Some(key))
+        {
+            return Ok(Some(made.clone()));
+        }
+        request = listing.after(&page);
+    }
+    Ok(None)
+}
+
+/// The transfers row of `transfer` as this claim holds it.
+macro_rules! claimed_row {
+    ($transfer:expr) => {
+        transfers::table
+            .filter(transfers::id.eq($transfer.id))
+            .filter(transfers::claim_epoch.eq($transfer.claim_epoch))
+    };
+}
+
+fn record_paid(
+    cx: &ServiceContext,
+    transfer: &Claimed,
+    made: &Transfer,
+) -> Result<(), ServiceError> {
+    // What the gateway made is recorded, whatever was owed as it was sent.
+    diesel::update(claimed_row!(transfer))
+        .set((
+            transfers::status.eq("paid"),
+            transfers::gateway_transfer_id.eq(&made.id),
+            transfers::amount_cents.eq(made.amount_cents),
+            transfers::failure_reason.eq(None::<String>),
+            transfers::claimed_until.eq(None::<DateTime<Utc>>),
+            transfers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(&mut *cx.pool.get()?)?;
+    Ok(())
+}
+
+/// Refused (or not sent): `failed`, sent again once the driver is active;
+/// after a refusal, which proves nothing was made, under the next key.
+fn record_failed(
+    cx: &ServiceContext,
+    transfer: &Claimed,
+    reason: &str,
+    refused: bool,
+) -> Result<(), ServiceError> {
+    let reason: String = reason.chars().take(500).collect();
+    diesel::update(claimed_row!(transfer))
+        .set((
+            transfers::status.eq("failed"),
+            transfers::failure_reason.eq(reason),
+            transfers::generation.eq(transfers::generation + i16::from(refused)),
+            transfers::claimed_until.eq(None::<DateTime<Utc>>),
+            transfers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(&mut *cx.pool.get()?)?;
+    Ok(())
+}
+
+/// Left owed for the next pass; `next_generation` once the gateway proved
+/// the call under this key made nothing.
+fn release(
+    cx: &ServiceContext,
+    transfer: &Claimed,
+    next_generation: bool,
+) -> Result<(), ServiceError> {
+    diesel::update(claimed_row!(transfer))
+        .set((
+            transfers::generation.eq(transfers::generation + i16::from(next_generation)),
+            transfers::claimed_until.eq(None::<DateTime<Utc>>),
+        ))
+        .execute(&mut *cx.pool.get()?)?;
+    Ok(())
+}
