@@ -2,8 +2,8 @@
 
 use anyhow::bail;
 
-use super::source::Source;
 use super::keys::WorkerSettings;
+use super::source::Source;
 
 #[derive(Debug, Clone)]
 pub struct DriverSettings {
