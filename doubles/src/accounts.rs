@@ -17,14 +17,15 @@ use crate::intents::{random_id, storage, transaction, whole_seconds, Call, Repla
 use crate::return_url::valid_return_url;
 use crate::schema::{simulated_account_links, simulated_accounts};
 use ridepay_gateway::{
-    Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink, GatewayError,
+    Account, AccountLink, AccountPage, CapabilityStatus, CreateAccount, CreateAccountLink,
+    GatewayError, ListAccounts, ListIntents,
 };
 
 /// The countries the doubles make accounts in: Stripe's Express countries
 /// that ridepay's currencies are paid in.
 const COUNTRIES: [&str; 4] = ["US", "GB", "IE", "FR"];
 
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = simulated_accounts, check_for_backend(diesel::pg::Pg))]
 struct StoredAccount {
     id: String,
@@ -112,6 +113,47 @@ pub fn retrieve(
         .optional()
         .map(|found| found.map(|account| account.account()))
         .map_err(storage)
+}
+
+/// `GET /v1/accounts`: the accounts of `double` made since `created_gte`,
+/// newest first (ties by id), the page after `starting_after`.
+pub fn list(
+    conn: &mut PgConnection,
+    request: &ListAccounts,
+    double: Double,
+) -> Result<AccountPage, GatewayError> {
+    let limit = request.limit.clamp(1, ListIntents::MAX_LIMIT);
+    let since = request.created_gte.map(whole_seconds).unwrap_or_default();
+    let after = match &request.starting_after {
+        None => None,
+        Some(id) => Some(
+            retrieve(conn, id, double)?.ok_or_else(|| GatewayError::Rejected {
+                message: format!("resource_missing: No such account: '{id}'"),
+            })?,
+        ),
+    };
+    let (before_at, before_id) = after.map_or((None, None), |account| {
+        (Some(account.created), Some(account.id))
+    });
+    let mut found: Vec<StoredAccount> = diesel::sql_query(
+        "SELECT * FROM simulated_accounts
+         WHERE gateway = $1 AND created_at >= $2
+           AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
+         ORDER BY created_at DESC, id DESC LIMIT $5",
+    )
+    .bind::<diesel::sql_types::Text, _>(double.as_str())
+    .bind::<diesel::sql_types::Timestamptz, _>(since)
+    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>, _>(before_at)
+    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(before_id)
+    .bind::<diesel::sql_types::BigInt, _>(i64::from(limit) + 1)
+    .load(conn)
+    .map_err(storage)?;
+    let has_more = found.len() > usize::from(limit);
+    found.truncate(usize::from(limit));
+    Ok(AccountPage {
+        accounts: found.iter().map(StoredAccount::account).collect(),
+        has_more,
+    })
 }
 
 /// How long an onboarding link lasts, as Stripe's do: a few minutes.

@@ -18,11 +18,11 @@ use super::intents::{self, IntentSettings};
 use super::{account_balance, accounts, balance, refunds, transfers};
 use crate::settings::SimulatedGatewaySettings;
 use ridepay_gateway::{
-    Account, AccountLink, Balance, BalanceTransactionPage, CancelIntent, CaptureIntent,
-    CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
-    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, ListTransfers,
-    Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage,
-    TransferReversal,
+    Account, AccountLink, AccountPage, Balance, BalanceTransactionPage, CancelIntent,
+    CaptureIntent, CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer,
+    CreateTransferReversal, GatewayError, IncrementIntent, IntentPage, ListAccounts,
+    ListBalanceTransactions, ListIntents, ListTransfers, Payment, PaymentGateway, PaymentIntent,
+    Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -217,6 +217,10 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
 
     fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError> {
         accounts::retrieve(&mut *self.connection()?, id, Double::Simulated)
+    }
+
+    fn list_accounts(&self, request: &ListAccounts) -> Result<AccountPage, GatewayError> {
+        accounts::list(&mut *self.connection()?, request, Double::Simulated)
     }
 
     fn create_account_link(

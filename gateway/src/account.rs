@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::listing::ListIntents;
+
 ridepay_diesel_helpers::text_enum! {
     /// Where an account's `transfers` capability stands: `active` once its
     /// owner has told the gateway enough to be paid; `pending` while the
@@ -69,4 +71,43 @@ pub struct CreateAccountLink {
 pub struct AccountLink {
     pub url: String,
     pub expires_at: DateTime<Utc>,
+}
+
+/// `GET /v1/accounts`: the platform's connected accounts made since
+/// `created_gte` (whole seconds), newest first, the page after the account
+/// `starting_after`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListAccounts {
+    pub created_gte: Option<DateTime<Utc>>,
+    pub starting_after: Option<String>,
+    /// At most 100, Stripe's limit.
+    pub limit: u8,
+}
+
+/// A page of accounts, and whether more follow it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AccountPage {
+    pub accounts: Vec<Account>,
+    pub has_more: bool,
+}
+
+impl ListAccounts {
+    /// The first page of the accounts made since `created_gte`: what proves
+    /// whether an account was made, as a list never lags.
+    pub fn since(created_gte: DateTime<Utc>) -> ListAccounts {
+        ListAccounts {
+            created_gte: Some(created_gte),
+            starting_after: None,
+            limit: ListIntents::MAX_LIMIT,
+        }
+    }
+
+    /// The page after `page`, or `None` when it was the last.
+    pub fn after(&self, page: &AccountPage) -> Option<ListAccounts> {
+        let last = page.accounts.last().filter(|_| page.has_more)?;
+        Some(ListAccounts {
+            starting_after: Some(last.id.clone()),
+            ..self.clone()
+        })
+    }
 }

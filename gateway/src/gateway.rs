@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::account::{Account, AccountLink, CreateAccount, CreateAccountLink};
+use super::account::{
+    Account, AccountLink, AccountPage, CreateAccount, CreateAccountLink, ListAccounts,
+};
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
 use super::transfer::{
@@ -177,6 +179,9 @@ pub trait PaymentGateway: Send + Sync {
     /// The account as the gateway holds it now; `None` if it holds none by
     /// that id.
     fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError>;
+    /// The platform's connected accounts, newest first (`GET /v1/accounts`):
+    /// a list, which never lags, so what it does not show was not made.
+    fn list_accounts(&self, request: &ListAccounts) -> Result<AccountPage, GatewayError>;
     /// A link that onboards the account's owner (`POST /v1/account_links`).
     fn create_account_link(&self, request: &CreateAccountLink)
         -> Result<AccountLink, GatewayError>;

@@ -13,7 +13,10 @@ mod listing;
 pub mod stripe_signature;
 mod transfer;
 
-pub use account::{Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink};
+pub use account::{
+    Account, AccountLink, AccountPage, CapabilityStatus, CreateAccount, CreateAccountLink,
+    ListAccounts,
+};
 pub use gateway::{
     GatewayError, Payment, PaymentGateway, Refund, RefundRequest, RefundState,
     BALANCE_INSUFFICIENT, NO_SUCH_PAYMENT_METHOD,

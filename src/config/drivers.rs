@@ -15,6 +15,9 @@ pub struct DriverSettings {
     pub commission_bps: u16,
     /// The worker that makes the transfers owed to drivers.
     pub transfers: WorkerSettings,
+    /// How old what ridepay knows of a driver's account may be when the
+    /// worker pays them: older, the account is read again first.
+    pub status_max_age: std::time::Duration,
 }
 
 impl Default for DriverSettings {
@@ -26,6 +29,7 @@ impl Default for DriverSettings {
                 enabled: true,
                 interval: std::time::Duration::from_secs(2),
             },
+            status_max_age: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -40,6 +44,7 @@ impl DriverSettings {
                 enabled: source.var("TRANSFER_WORKER_ENABLED", d.transfers.enabled)?,
                 interval: source.millis("TRANSFER_WORKER_INTERVAL_MS", d.transfers.interval)?,
             },
+            status_max_age: source.secs("DRIVER_STATUS_MAX_AGE_SECS", d.status_max_age)?,
         })
     }
 
@@ -70,4 +75,6 @@ pub struct DriverContext {
     pub pages: String,
     /// Whether the gateway's key is a live one.
     pub livemode: bool,
+    /// `DRIVER_STATUS_MAX_AGE_SECS`.
+    pub status_max_age: std::time::Duration,
 }

@@ -4,14 +4,18 @@
 //! driver written with the account and a new onboarding token, or the
 //! gateway's refusal, stored.
 
+use chrono::Utc;
 use diesel::PgConnection;
 use serde::{Deserialize, Serialize};
 
 use super::model::{self, DriverStatus, NewDriver, OnboardingToken};
 use super::reads;
 use crate::context::ServiceContext;
-use crate::idempotency::{CallOf, Called, Endpoint, Lease, Transition, TransitionOf};
-use crate::payments::{call_metadata, final_answer, gateway_key, Final};
+use crate::idempotency::{CallOf, Called, Endpoint, FoundOf, Lease, Transition, TransitionOf};
+use crate::payments::{
+    call_metadata, final_answer, gateway_key, lookup, Final, ListAccounts, INSTALLATION,
+    RIDEPAY_KEY,
+};
 use crate::public_ids::DriverPublicId;
 use crate::service_error::ServiceError;
 use crate::users::Role;
@@ -37,6 +41,10 @@ pub const ACCOUNT_KEY_PURPOSE: &str = "driver-account";
 pub const DRIVER_METADATA: &str = "ridepay_driver";
 
 const MAX_EMAIL_CHARS: usize = 254;
+
+/// How far before the oldest resumable key an account is looked for: the
+/// gateway's clock may be behind ours.
+const LOOKUP_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
 /// A validated registration. Its JSON form is the canonical request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,6 +157,36 @@ impl Endpoint for DriverEndpoint {
             metadata,
         });
         Ok(Called::Answered((), final_answer(answer)?))
+    }
+
+    /// The account any generation of the call made, found in the gateway's
+    /// list of accounts by the request's metadata: a key still resumable is
+    /// younger than the effect deadline, so its account is too.
+    fn look_up(
+        cx: &ServiceContext,
+        lease: &DriverLease,
+        _params: &DriverParams,
+        _point: RecoveryPoint,
+        _known: (),
+    ) -> Result<FoundOf<Self>, ServiceError> {
+        let since = Utc::now() - cx.key_policy.effect_deadline - LOOKUP_MARGIN;
+        let request = lease.gateway_calls().from.to_hex();
+        let mut listing = Some(ListAccounts::since(since));
+        while let Some(list) = listing {
+            let page = cx
+                .gateway
+                .list_accounts(&list)
+                .map_err(crate::payments::unavailable)?;
+            let made = page.accounts.iter().find(|account| {
+                account.metadata.get(RIDEPAY_KEY) == Some(&request)
+                    && account.metadata.get(INSTALLATION) == Some(&cx.installation_id.to_string())
+            });
+            if let Some(made) = made {
+                return Ok(lookup::found((), Some(Final::Made(made.clone()))));
+            }
+            listing = list.after(&page);
+        }
+        Ok(lookup::found((), None))
     }
 
     /// AccountRequested -> Finished: the driver (201, with the onboarding

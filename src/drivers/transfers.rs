@@ -15,7 +15,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz};
 use sha2::{Digest, Sha256};
 
-use super::model::DriverStatus;
+use super::model::{learn_status, DriverStatus};
 use crate::context::ServiceContext;
 use crate::payments::{
     CreateTransfer, GatewayError, ListTransfers, Transfer, GENERATION, INSTALLATION, RIDEPAY_KEY,
@@ -56,6 +56,8 @@ struct Claimed {
     account_id: String,
     #[diesel(sql_type = Text)]
     driver_status: String,
+    #[diesel(sql_type = Timestamptz)]
+    status_checked_at: DateTime<Utc>,
     #[diesel(sql_type = Bytea)]
     ride: RidePublicId,
 }
@@ -105,7 +107,7 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
            AND d.id = t.driver_id AND r.id = t.ride_id
          RETURNING t.id, t.claim_epoch, t.source_charge, t.currency, t.amount_cents,
                    t.generation, t.first_attempt_at, d.account_id, d.status AS driver_status,
-                   r.public_id AS ride",
+                   d.status_checked_at, r.public_id AS ride",
     )
     .bind::<BigInt, _>(batch)
     .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
@@ -115,7 +117,7 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
 /// The transfer made, and recorded: `Some(true)` paid, `Some(false)`
 /// failed, `None` left for a later pass.
 fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, ServiceError> {
-    if transfer.driver_status != DriverStatus::Active.as_str() {
+    if !payable_now(cx, transfer)? {
         record_failed(cx, transfer, DRIVER_NOT_ACTIVE, false)?;
         return Ok(Some(false));
     }
@@ -148,6 +150,28 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
             release(cx, transfer, false).map(|()| None)
         }
     }
+}
+
+/// Whether the driver is `active`, as last learnt, or, when that is older
+/// than `DRIVER_STATUS_MAX_AGE_SECS`, as the gateway says now (an event may
+/// have been lost).
+fn payable_now(cx: &ServiceContext, transfer: &Claimed) -> Result<bool, ServiceError> {
+    let active = transfer.driver_status == DriverStatus::Active.as_str();
+    let age = (Utc::now() - transfer.status_checked_at)
+        .to_std()
+        .unwrap_or_default();
+    if !active || age <= cx.drivers.status_max_age {
+        return Ok(active);
+    }
+    let account = cx
+        .gateway
+        .retrieve_account(&transfer.account_id)
+        .map_err(crate::payments::unavailable)?;
+    let can_be_paid = account
+        .as_ref()
+        .is_some_and(|account| account.can_be_paid());
+    let learnt = learn_status(&mut *cx.pool.get()?, &transfer.account_id, can_be_paid)?;
+    Ok(learnt.is_some_and(|(driver, _)| driver.status == DriverStatus::Active))
 }
 
 /// The transfer's own `ridepay_key`: what its gateway key and metadata are

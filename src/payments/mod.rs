@@ -12,11 +12,12 @@ pub use calls::{
     RIDEPAY_KEY,
 };
 pub use ridepay_gateway::{
-    Account, AccountLink, Balance, BalanceAmount, BalanceTransaction, BalanceTransactionPage,
-    CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod, CreateAccount, CreateAccountLink,
-    CreateIntent, CreateTransfer, CreateTransferReversal, GatewayError, HoldRequest,
-    IncrementIntent, IntentPage, IntentStatus, ListBalanceTransactions, ListIntents, ListTransfers,
-    ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent,
-    Refund, RefundRequest, RefundState, Transfer, TransferPage, TransferReversal,
+    Account, AccountLink, AccountPage, Balance, BalanceAmount, BalanceTransaction,
+    BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
+    CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
+    GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListAccounts,
+    ListBalanceTransactions, ListIntents, ListTransfers, ListedBalanceTransaction, NextAction,
+    Payment, PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
+    Transfer, TransferPage, TransferReversal,
 };
 pub use stripe::StripeGateway;

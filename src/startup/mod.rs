@@ -95,6 +95,7 @@ pub fn service_context(
             commission_bps: settings.drivers.commission_bps,
             pages: format!("{public_base}{}", driver_pages::PATH),
             livemode: settings.gateway.is_live(),
+            status_max_age: settings.drivers.status_max_age,
         },
     })
 }

@@ -190,6 +190,7 @@ pub fn service_context(pool: DbPool, faults: SimulatedGatewaySettings) -> Servic
             commission_bps: 2000,
             pages: "http://127.0.0.1:9/drivers/onboarding".to_owned(),
             livemode: false,
+            status_max_age: std::time::Duration::from_secs(300),
         },
     }
 }

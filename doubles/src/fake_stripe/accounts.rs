@@ -8,7 +8,7 @@ use super::state::{Reply, State};
 use super::wire::{self, invalid_request};
 use crate::accounts;
 use crate::events::Double;
-use ridepay_gateway::{CreateAccount, CreateAccountLink};
+use ridepay_gateway::{CreateAccount, CreateAccountLink, ListAccounts};
 
 /// `POST /v1/accounts`.
 pub fn create(state: &State, request: &Request) -> Reply {
@@ -77,6 +77,23 @@ pub fn retrieve(state: &State, id: &str) -> Response {
     match found {
         Ok(Some(account)) => Response::json(200, &wire::account_object(&account)),
         Ok(None) => invalid_request(404, "resource_missing", format!("No such account: '{id}'")),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `GET /v1/accounts` (`created[gte]`, `starting_after`, `limit`).
+pub fn list(state: &State, request: &Request) -> Response {
+    let listed = Form::from_query(&request.query).and_then(|query| {
+        let list = ListAccounts {
+            created_gte: query.created_gte()?,
+            starting_after: query.param("starting_after"),
+            limit: query.limit()?,
+        };
+        let mut conn = connection(state)?;
+        accounts::list(&mut conn, &list, Double::Fake).map_err(wire::refusal)
+    });
+    match listed {
+        Ok(page) => Response::json(200, &wire::account_list(&page)),
         Err(refusal) => refusal,
     }
 }

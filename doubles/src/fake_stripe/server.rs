@@ -197,6 +197,7 @@ fn route(state: &State, request: &Request) -> Reply {
     }
     match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/v1/accounts") => accounts::create(state, request),
+        ("GET", "/v1/accounts") => Reply::Answer(accounts::list(state, request)),
         ("POST", "/v1/account_links") => accounts::create_link(state, request),
         ("POST", "/v1/payment_intents") => intents::create(state, request),
         ("GET", "/v1/payment_intents") => Reply::Answer(intents::list(state, request)),

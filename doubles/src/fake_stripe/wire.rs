@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 use super::http::Response;
 use crate::balance_transactions;
 use ridepay_gateway::{
-    Account, AccountLink, Balance, BalanceAmount, BalanceTransactionPage, CapabilityStatus,
-    GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction, PaymentIntent, Refund,
-    Transfer, TransferPage, TransferReversal,
+    Account, AccountLink, AccountPage, Balance, BalanceAmount, BalanceTransactionPage,
+    CapabilityStatus, GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction,
+    PaymentIntent, Refund, Transfer, TransferPage, TransferReversal,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -294,6 +294,15 @@ pub fn transfer_reversal_object(reversal: &TransferReversal) -> Value {
 }
 
 /// A page of transfers, as `GET /v1/transfers` answers.
+pub fn account_list(page: &AccountPage) -> Value {
+    json!({
+        "object": "list",
+        "data": page.accounts.iter().map(account_object).collect::<Vec<_>>(),
+        "has_more": page.has_more,
+        "url": "/v1/accounts",
+    })
+}
+
 pub fn transfer_list(page: &TransferPage) -> Value {
     json!({
         "object": "list",

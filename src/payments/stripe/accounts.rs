@@ -10,8 +10,10 @@ use serde::Deserialize;
 
 use super::intents::{metadata_fields, pair, Form};
 use super::outcome::unreadable;
+use super::wire::{page_query, ListObject};
 use ridepay_gateway::{
-    Account, AccountLink, CapabilityStatus, CreateAccount, CreateAccountLink, GatewayError,
+    Account, AccountLink, AccountPage, CapabilityStatus, CreateAccount, CreateAccountLink,
+    GatewayError, ListAccounts,
 };
 
 /// `POST /v1/accounts`.
@@ -48,26 +50,59 @@ struct Capabilities {
 
 /// An account Stripe made or holds.
 pub fn account(body: &[u8]) -> Result<Account, GatewayError> {
-    let object: AccountObject =
-        serde_json::from_slice(body).map_err(|err| unreadable("account", err))?;
-    let transfers = match object.capabilities.transfers.as_deref() {
-        None => None,
-        Some(status) => Some(
-            CapabilityStatus::parse(status)
-                .ok_or_else(|| unreadable("account", format!("transfers {status:?}")))?,
-        ),
-    };
-    let created = object.created.unwrap_or_default();
-    Ok(Account {
-        created: DateTime::from_timestamp(created, 0)
-            .ok_or_else(|| unreadable("account", format!("created {created}")))?,
-        id: object.id,
-        email: object.email,
-        country: object.country.unwrap_or_default(),
-        transfers,
-        details_submitted: object.details_submitted,
-        metadata: object.metadata,
+    serde_json::from_slice::<AccountObject>(body)
+        .map_err(|err| unreadable("account", err))?
+        .account()
+}
+
+/// The query of `GET /v1/accounts`: `created[gte]` in whole seconds.
+pub fn list_query(request: &ListAccounts) -> Vec<(&'static str, String)> {
+    let since = request
+        .created_gte
+        .map(|since| since.timestamp().to_string());
+    let optional = [
+        ("created[gte]", since),
+        ("starting_after", request.starting_after.clone()),
+    ];
+    page_query(request.limit, optional)
+}
+
+/// A page of accounts.
+pub fn page(body: &[u8]) -> Result<AccountPage, GatewayError> {
+    let page: ListObject<AccountObject> =
+        serde_json::from_slice(body).map_err(|err| unreadable("account list", err))?;
+    Ok(AccountPage {
+        accounts: page
+            .data
+            .into_iter()
+            .map(AccountObject::account)
+            .collect::<Result<_, _>>()?,
+        has_more: page.has_more,
     })
+}
+
+impl AccountObject {
+    fn account(self) -> Result<Account, GatewayError> {
+        let object = self;
+        let transfers = match object.capabilities.transfers.as_deref() {
+            None => None,
+            Some(status) => Some(
+                CapabilityStatus::parse(status)
+                    .ok_or_else(|| unreadable("account", format!("transfers {status:?}")))?,
+            ),
+        };
+        let created = object.created.unwrap_or_default();
+        Ok(Account {
+            created: DateTime::from_timestamp(created, 0)
+                .ok_or_else(|| unreadable("account", format!("created {created}")))?,
+            id: object.id,
+            email: object.email,
+            country: object.country.unwrap_or_default(),
+            transfers,
+            details_submitted: object.details_submitted,
+            metadata: object.metadata,
+        })
+    }
 }
 
 /// `POST /v1/account_links`.

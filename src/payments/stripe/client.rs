@@ -12,11 +12,11 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::config::StripeSettings;
 use ridepay_gateway::STRIPE_VERSION;
 use ridepay_gateway::{
-    Account, AccountLink, Balance, BalanceTransactionPage, CancelIntent, CaptureIntent,
-    CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
-    GatewayError, IncrementIntent, IntentPage, ListBalanceTransactions, ListIntents, ListTransfers,
-    Payment, PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage,
-    TransferReversal,
+    Account, AccountLink, AccountPage, Balance, BalanceTransactionPage, CancelIntent,
+    CaptureIntent, CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer,
+    CreateTransferReversal, GatewayError, IncrementIntent, IntentPage, ListAccounts,
+    ListBalanceTransactions, ListIntents, ListTransfers, Payment, PaymentGateway, PaymentIntent,
+    Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
 };
 
 pub struct StripeGateway {
@@ -272,6 +272,11 @@ impl PaymentGateway for StripeGateway {
             accounts::create_form(request),
             |body, _replayed| accounts::account(body),
         )
+    }
+
+    fn list_accounts(&self, request: &ListAccounts) -> Result<AccountPage, GatewayError> {
+        let query = accounts::list_query(request);
+        self.get_page(&self.accounts_url, &query, accounts::page)
     }
 
     fn retrieve_account(&self, id: &str) -> Result<Option<Account>, GatewayError> {

@@ -159,3 +159,44 @@ async fn a_riders_key_a_foreign_country_and_bad_fields_change_nothing() {
     .await
     .assert_status(404);
 }
+
+/// The account's create answered by a failure the gateway saved under its
+/// key: reconciliation finds the account in the gateway's list (or proves
+/// none was made and the call is sent again), and the retry ends with one
+/// driver and one account.
+#[tokio::test]
+async fn a_registration_whose_answer_was_a_saved_500_makes_one_account() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let failing = crate::common::app::spawn_server(&app.database_url, |settings| {
+        settings.gateway.simulated.saved_error_rate = 1.0;
+    })
+    .await;
+    let url = format!("{failing}/api/drivers");
+    let body = json!({"email": "ada@example.com", "country": "US"});
+    // A plain 500 first; the retry meets the failure the gateway saved.
+    for _ in 0..2 {
+        app.post_idempotent(&url, &platform.api_key, "ada", &body.to_string())
+            .await
+            .unwrap()
+            .assert_problem(503, "payment-gateway-unavailable");
+    }
+    let made_before = app.count("simulated_accounts");
+
+    let summary = crate::common::gateway::reconcile(&app);
+
+    assert_eq!(summary.recorded + summary.reissued, 1, "{summary:?}");
+    assert_eq!(summary.recorded, made_before as usize, "{summary:?}");
+    let answer = app.post_driver(&platform, "ada", &body).await;
+    answer.assert_status(201);
+    assert_eq!(app.count("drivers"), 1);
+    assert_eq!(app.count("simulated_accounts"), 1);
+    assert_eq!(
+        answer.json()["account_id"].as_str(),
+        Some(
+            app.get_as(&platform.api_key, "/api/drivers").await.json()["data"][0]["account_id"]
+                .as_str()
+                .unwrap()
+        )
+    );
+}

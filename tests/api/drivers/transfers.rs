@@ -205,3 +205,49 @@ async fn two_workers_at_once_make_each_transfer_once() {
     assert_eq!(app.count("transfers WHERE status = 'paid'"), 3);
     assert_exact(&app, "two workers");
 }
+
+/// What ridepay knows of an active driver is older than
+/// `DRIVER_STATUS_MAX_AGE_SECS` (the account's event lost, here never
+/// sent): the worker reads the account again before paying, and a driver
+/// the gateway restricted meanwhile gets no call.
+#[tokio::test]
+async fn a_driver_known_active_too_long_ago_is_read_again_before_being_paid() {
+    let app = crate::common::app::spawn_app_with(|s| {
+        s.gateway.simulated.events_enabled = false;
+    })
+    .await;
+    let platform = create_platform_user(&app.database_url);
+    let (driver, _) = owed(&app, &platform).await;
+    let account = app
+        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
+        .await
+        .json()["account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ridepay_doubles::accounts::restrict(&mut app.db(), &account).unwrap();
+    let context = app.service_context();
+    // Recently learnt: trusted, and paid (the gateway's refusal would be
+    // the second guard; the doubles refuse as Stripe does).
+    let made = make_due(&context, 10).unwrap();
+    assert_eq!(made.failed, 1, "{made:?}");
+    assert!(transfer_state(&app)
+        .2
+        .unwrap()
+        .contains("insufficient_capabilities"));
+
+    // Learnt long ago (as ridepay would know it had it missed the event):
+    // read again first, and not sent.
+    for setting in [
+        "UPDATE drivers SET status = 'active', status_checked_at = now() - interval '1 hour'",
+        "UPDATE transfers SET updated_at = now() - interval '2 hours'",
+    ] {
+        diesel::RunQueryDsl::execute(diesel::sql_query(setting), &mut app.db()).unwrap();
+    }
+    let sent_before = at_the_gateway(&app).len();
+    let made = make_due(&context, 10).unwrap();
+    assert_eq!(made.failed, 1, "{made:?}");
+    assert_eq!(transfer_state(&app).2.as_deref(), Some(DRIVER_NOT_ACTIVE));
+    assert_eq!(at_the_gateway(&app).len(), sent_before);
+    assert_eq!(app.count("drivers WHERE status = 'restricted'"), 1);
+}

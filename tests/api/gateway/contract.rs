@@ -9,8 +9,8 @@ use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
     Account, BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
     CreateAccount, CreateAccountLink, CreateIntent, GatewayError, HoldRequest, IncrementIntent,
-    IntentStatus, ListBalanceTransactions, ListIntents, Payment, PaymentGateway, PaymentIntent,
-    RefundRequest, RefundState, StripeGateway,
+    IntentStatus, ListAccounts, ListBalanceTransactions, ListIntents, Payment, PaymentGateway,
+    PaymentIntent, RefundRequest, RefundState, StripeGateway,
 };
 use ridepay_doubles::accounts::{self, Onboarded};
 use ridepay_doubles::events::Double;
@@ -966,6 +966,48 @@ fn a_connected_account_is_made_once_and_read(under_test: &impl GatewayUnderTest)
     assert_eq!(count(&mut under_test.records(), "simulated_accounts"), 1);
 }
 
+/// The gateway's accounts listed newest first, page by page, since a time:
+/// a list, which proves whether an account was made.
+fn accounts_are_listed_newest_first_page_by_page(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let before = chrono::Utc::now() - chrono::TimeDelta::seconds(1);
+    let made: Vec<String> = (0..3)
+        .map(|n| {
+            gateway
+                .create_account(&CreateAccount {
+                    idempotency_key: format!("listed {n}"),
+                    email: format!("driver{n}@example.com"),
+                    country: "US".to_owned(),
+                    metadata: vec![("ridepay_key".to_owned(), format!("key {n}"))],
+                })
+                .unwrap()
+                .id
+        })
+        .collect();
+    let mut listing = Some(ListAccounts {
+        limit: 2,
+        ..ListAccounts::since(before)
+    });
+    let mut listed = Vec::new();
+    while let Some(list) = listing {
+        let page = gateway.list_accounts(&list).unwrap();
+        assert!(page.accounts.len() <= 2);
+        listed.extend(page.accounts.iter().map(|account| account.id.clone()));
+        listing = list.after(&page);
+    }
+    let mut expected = made.clone();
+    expected.sort();
+    let mut found = listed.clone();
+    found.sort();
+    assert_eq!(found, expected);
+    let later = gateway
+        .list_accounts(&ListAccounts::since(
+            chrono::Utc::now() + chrono::TimeDelta::hours(1),
+        ))
+        .unwrap();
+    assert!(later.accounts.is_empty() && !later.has_more);
+}
+
 /// An onboarding link for an account of the gateway: a page of its own,
 /// good for a few minutes; the same key gives the same link; no link for
 /// an account it does not hold, or with a page that is not a web URL.
@@ -1268,6 +1310,7 @@ macro_rules! every_scenario {
             a_hold_brings_no_fee_until_its_capture_does,
             a_charge_settled_in_another_currency_says_so,
             a_connected_account_is_made_once_and_read,
+            accounts_are_listed_newest_first_page_by_page,
             an_onboarding_link_is_made_for_an_account_of_the_gateway,
             an_account_is_restricted_and_activated_with_its_updates_announced,
             an_onboarding_completed_is_announced,

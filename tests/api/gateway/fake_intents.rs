@@ -507,6 +507,13 @@ async fn the_fakes_connected_accounts_and_their_onboarding_are_what_stripe_descr
     let missing = fake.get("/v1/accounts/acct_none").await;
     conforms("GET", "/v1/accounts/{account}", &missing);
     assert_eq!(missing.0, 404);
+    let since = made.1["created"].as_i64().unwrap();
+    let listed = fake
+        .get(&format!("/v1/accounts?created[gte]={since}&limit=10"))
+        .await;
+    conforms("GET", "/v1/accounts", &listed);
+    assert_eq!(listed.1["data"][0], made.1);
+    assert_eq!(listed.1["has_more"], false);
     let standard = fake
         .post("/v1/accounts", "standard", &[("type", "standard")])
         .await;

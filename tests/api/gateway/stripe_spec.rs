@@ -738,6 +738,20 @@ fn the_client_makes_accounts_and_links_as_the_specification_takes_them_and_reads
     );
     let example = account_link(&serde_json::to_vec(&fixtures()["account_link"]).unwrap()).unwrap();
     assert!(example.url.starts_with("https://"), "{example:?}");
+
+    let list = ridepay::payments::ListAccounts {
+        starting_after: Some("acct_1".to_owned()),
+        ..ridepay::payments::ListAccounts::since(chrono::Utc::now())
+    };
+    let query: Vec<(String, String)> = ridepay::payments::stripe::accounts::list_query(&list)
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    assert_eq!(
+        spec().check_query("GET", "/v1/accounts", &query),
+        Vec::<String>::new(),
+        "{query:?}"
+    );
 }
 
 #[test]
