@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::registered;
+use super::{account_of, registered};
 use crate::common::app::{create_platform_user, spawn_app_with, TestApp};
 use crate::common::ids::Id;
 use crate::common::wait::eventually;
@@ -52,13 +52,6 @@ fn gateway_sets_transfers(app: &TestApp, account: &str, status: &str) {
         _ => accounts::restrict(&mut conn, account),
     }
     .unwrap();
-}
-
-async fn account_of(app: &TestApp, platform_key: &str, driver: Id) -> String {
-    let driver = app
-        .get_as(platform_key, &format!("/api/drivers/{driver}"))
-        .await;
-    driver.json()["account_id"].as_str().unwrap().to_owned()
 }
 
 async fn status_of(app: &TestApp, platform_key: &str, driver: Id) -> Value {

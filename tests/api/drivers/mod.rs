@@ -63,3 +63,11 @@ pub async fn active_driver(app: &TestApp, platform: &TestUser, key: &str) -> Id 
         .contains("data-status=\"active\""));
     driver
 }
+
+/// The driver's connected account, as the platform reads it.
+pub async fn account_of(app: &TestApp, platform_key: &str, driver: Id) -> String {
+    let driver = app
+        .get_as(platform_key, &format!("/api/drivers/{driver}"))
+        .await;
+    driver.json()["account_id"].as_str().unwrap().to_owned()
+}

@@ -5,7 +5,7 @@
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::drivers::transfers::{make_due, Made, DRIVER_NOT_ACTIVE};
 
-use super::active_driver;
+use super::{account_of, active_driver};
 use crate::common::app::{create_platform_user, spawn_app, TestApp};
 use crate::common::ids::Id;
 use crate::common::keys::service_context;
@@ -86,13 +86,7 @@ async fn a_restricted_driver_gets_no_call_until_they_are_active_again() {
     let app = spawn_app().await;
     let platform = create_platform_user(&app.database_url);
     let (driver, _) = owed(&app, &platform).await;
-    let account = app
-        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
-        .await
-        .json()["account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let account = account_of(&app, &platform.api_key, driver).await;
     let context = app.service_context();
     let follows = |status: &'static str| {
         let app = &app;
@@ -218,13 +212,7 @@ async fn a_driver_known_active_too_long_ago_is_read_again_before_being_paid() {
     .await;
     let platform = create_platform_user(&app.database_url);
     let (driver, _) = owed(&app, &platform).await;
-    let account = app
-        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
-        .await
-        .json()["account_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let account = account_of(&app, &platform.api_key, driver).await;
     ridepay_doubles::accounts::restrict(&mut app.db(), &account).unwrap();
     let context = app.service_context();
     // Recently learnt: trusted, and paid (the gateway's refusal would be
