@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ids::UserId;
 use crate::schema::users;
+use crate::service_error::ServiceError;
 
 /// The recognisable prefix lets secret scanners find leaked keys.
 pub const API_KEY_PREFIX: &str = "ridepay_sk_";
@@ -54,6 +55,19 @@ pub struct User {
     /// The saved card a ride pays with when it names none.
     pub stripe_payment_method_id: Option<String>,
     pub role: Role,
+}
+
+impl User {
+    /// What only the platform's key may do (`what`: "read the ledger"): a
+    /// rider's key is refused with 403 `forbidden`.
+    pub fn platform_only(&self, what: &str) -> Result<(), ServiceError> {
+        match self.role {
+            Role::Platform => Ok(()),
+            Role::Rider => Err(ServiceError::Forbidden(format!(
+                "a rider key may not {what}"
+            ))),
+        }
+    }
 }
 
 /// A user's saved card at the gateway: the customer, and the payment method

@@ -131,12 +131,12 @@ pub fn renew_token(
 }
 
 /// Records what the gateway says of the driver's account now: the driver
-/// after, and whether its status changed (`None`: no driver has it).
+/// after (`None`: no driver has it).
 pub fn learn_status(
     conn: &mut PgConnection,
     account_id: &str,
     can_be_paid: bool,
-) -> QueryResult<Option<(Driver, bool)>> {
+) -> QueryResult<Option<Driver>> {
     conn.transaction(|conn| {
         let Some(before) = drivers::table
             .filter(drivers::account_id.eq(account_id))
@@ -147,16 +147,15 @@ pub fn learn_status(
         else {
             return Ok(None);
         };
-        let status = before.status.learnt(can_be_paid);
-        let after = diesel::update(drivers::table.find(before.id))
+        diesel::update(drivers::table.find(before.id))
             .set((
-                drivers::status.eq(status),
+                drivers::status.eq(before.status.learnt(can_be_paid)),
                 drivers::status_checked_at.eq(diesel::dsl::now),
                 drivers::updated_at.eq(diesel::dsl::now),
             ))
             .returning(Driver::as_returning())
-            .get_result(conn)?;
-        Ok(Some((after, before.status != status)))
+            .get_result(conn)
+            .map(Some)
     })
 }
 

@@ -107,8 +107,11 @@ pub fn returned(cx: &ServiceContext, token: &str) -> Result<Option<Driver>, Serv
     else {
         return Err(anyhow::anyhow!("the gateway holds no account {account}").into());
     };
-    let learnt = model::learn_status(&mut *cx.pool.get()?, &account.id, account.can_be_paid())?;
-    Ok(learnt.map(|(driver, _)| driver))
+    Ok(model::learn_status(
+        &mut *cx.pool.get()?,
+        &account.id,
+        account.can_be_paid(),
+    )?)
 }
 
 /// The driver whose token hashes to `hash`, while it is good.

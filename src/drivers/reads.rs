@@ -12,18 +12,10 @@ use crate::pages::{from_cursor, Cursor};
 use crate::public_ids::DriverPublicId;
 use crate::schema::drivers;
 use crate::service_error::ServiceError;
-use crate::users::{Role, User};
 use crate::wire::driver::{BalanceJson, DriverJson};
 
 /// Drivers are the platform's to read.
-pub fn platform_only(user: &User) -> Result<(), ServiceError> {
-    match user.role {
-        Role::Platform => Ok(()),
-        Role::Rider => Err(ServiceError::Forbidden(
-            "drivers are the platform's: use a platform key".to_owned(),
-        )),
-    }
-}
+pub const READ_DRIVERS: &str = "read drivers";
 
 /// A page of drivers, newest first.
 pub fn page(

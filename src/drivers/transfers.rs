@@ -171,7 +171,7 @@ fn payable_now(cx: &ServiceContext, transfer: &Claimed) -> Result<bool, ServiceE
         .as_ref()
         .is_some_and(|account| account.can_be_paid());
     let learnt = learn_status(&mut *cx.pool.get()?, &transfer.account_id, can_be_paid)?;
-    Ok(learnt.is_some_and(|(driver, _)| driver.status == DriverStatus::Active))
+    Ok(learnt.is_some_and(|driver| driver.status == DriverStatus::Active))
 }
 
 /// The transfer's own `ridepay_key`: what its gateway key and metadata are

@@ -12,19 +12,12 @@ use crate::pages::{from_cursor, Cursor};
 use crate::public_ids::{LedgerTransactionPublicId, RidePublicId};
 use crate::schema::{ledger_accounts, ledger_entries, ledger_transactions, rides};
 use crate::service_error::ServiceError;
-use crate::users::{Role, User};
+use crate::users::User;
 use crate::validation::FieldError;
 use crate::wire::ledger::{AccountJson, EntryJson, TransactionJson};
 
 /// The ledger is the platform's to read.
-fn platform_only(user: &User) -> Result<(), ServiceError> {
-    match user.role {
-        Role::Platform => Ok(()),
-        Role::Rider => Err(ServiceError::Forbidden(
-            "a rider key may not read the ledger".to_owned(),
-        )),
-    }
-}
+const READ_THE_LEDGER: &str = "read the ledger";
 
 /// Up to `limit` accounts in the order of their codes, after the code
 /// `after`, and whether there are more.
@@ -34,7 +27,7 @@ pub fn accounts_page(
     limit: i64,
     after: Option<String>,
 ) -> Result<(Vec<AccountJson>, bool), ServiceError> {
-    platform_only(user)?;
+    user.platform_only(READ_THE_LEDGER)?;
     let mut accounts = balances(conn, after, Some(limit + 1))?;
     let has_more = accounts.len() as i64 > limit;
     accounts.truncate(limit as usize);
@@ -93,7 +86,7 @@ pub fn transactions_page(
     limit: i64,
     cursor: Cursor<LedgerTransactionPublicId>,
 ) -> Result<(Vec<TransactionJson>, bool), ServiceError> {
-    platform_only(user)?;
+    user.platform_only(READ_THE_LEDGER)?;
     let unknown = |field: &str, what: &str| {
         ServiceError::Invalid(vec![FieldError::new(field, format!("names no {what}"))])
     };

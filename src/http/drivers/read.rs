@@ -44,7 +44,7 @@ pub async fn list_drivers(
 ) -> Result<HttpResponse, Problem> {
     let query = query.into_inner();
     let (data, has_more) = as_caller(context, caller, move |conn, user| {
-        reads::platform_only(&user)?;
+        user.platform_only(reads::READ_DRIVERS)?;
         let (limit, cursor) = query.checked()?;
         reads::page(conn, limit, cursor)
     })
@@ -73,7 +73,7 @@ pub async fn get_driver(
 ) -> Result<HttpResponse, Problem> {
     let driver_id = driver_id.into_inner();
     let driver = as_caller(context, caller, move |conn, user| {
-        reads::platform_only(&user)?;
+        user.platform_only(reads::READ_DRIVERS)?;
         let driver = model::find(conn, driver_id)?.ok_or(ServiceError::NotFound)?;
         Ok(reads::json(conn, driver, None)?)
     })

@@ -9,8 +9,6 @@ mod transfers;
 
 use serde_json::json;
 
-use ridepay::public_ids::PublicId;
-
 use crate::common::app::{TestApp, TestUser};
 use crate::common::ids::Id;
 
@@ -38,18 +36,7 @@ pub fn no_redirects() -> reqwest::Client {
 /// as ridepay learns it when they come back to their return page.
 pub async fn active_driver(app: &TestApp, platform: &TestUser, key: &str) -> Id {
     let (driver, start) = registered(app, platform, key).await;
-    let account: String = {
-        use diesel::prelude::*;
-        use ridepay::schema::drivers;
-        drivers::table
-            .filter(
-                drivers::public_id
-                    .eq(ridepay::public_ids::DriverPublicId::parse(&driver.to_string()).unwrap()),
-            )
-            .select(drivers::account_id)
-            .first(&mut app.db())
-            .unwrap()
-    };
+    let account = account_of(app, &platform.api_key, driver).await;
     ridepay_doubles::accounts::activate(&mut app.db(), &account).unwrap();
     let back = no_redirects()
         .get(start.replace("/start", "/return"))
