@@ -256,6 +256,25 @@ diesel::table! {
 }
 
 diesel::table! {
+    transfer_reversals (id) {
+        id -> Int8,
+        transfer_id -> Int8,
+        refund_id -> Int8,
+        driver_id -> Int8,
+        currency -> Text,
+        amount_cents -> Int8,
+        status -> Text,
+        failure_reason -> Nullable<Text>,
+        gateway_reversal_id -> Nullable<Text>,
+        generation -> Int2,
+        claimed_until -> Nullable<Timestamptz>,
+        claim_epoch -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     transfers (id) {
         id -> Int8,
         ride_id -> Int8,
@@ -275,6 +294,7 @@ diesel::table! {
         first_attempt_at -> Nullable<Timestamptz>,
         claimed_until -> Nullable<Timestamptz>,
         claim_epoch -> Int8,
+        reowes_reversal_id -> Nullable<Int8>,
     }
 }
 
@@ -368,6 +388,8 @@ diesel::joinable!(ride_drivers -> drivers (driver_id));
 diesel::joinable!(ride_drivers -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(ride_drivers -> rides (ride_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(transfer_reversals -> drivers (driver_id));
+diesel::joinable!(transfer_reversals -> refunds (refund_id));
 diesel::joinable!(transfers -> charges (source_charge));
 diesel::joinable!(transfers -> drivers (driver_id));
 diesel::joinable!(transfers -> rides (ride_id));
@@ -398,6 +420,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     ride_drivers,
     rides,
     stripe_events,
+    transfer_reversals,
     transfers,
     users,
     webhook_attempts,

@@ -11,4 +11,5 @@ pub mod onboarding_link;
 pub mod pages;
 pub mod pay;
 pub mod reads;
+pub mod reversals;
 pub mod transfers;

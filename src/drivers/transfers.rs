@@ -24,9 +24,9 @@ use crate::public_ids::RidePublicId;
 use crate::schema::transfers;
 use crate::service_error::ServiceError;
 
-/// How long a claim keeps other workers off a transfer: longer than a
-/// gateway call may take.
-const CLAIM: Duration = Duration::from_secs(60);
+/// How long a claim keeps other workers off a transfer (or a reversal):
+/// longer than a gateway call may take.
+pub(super) const CLAIM: Duration = Duration::from_secs(60);
 
 /// How far before its first attempt a lost answer's transfer is looked
 /// for: the gateway's clock may be behind ours.
@@ -60,6 +60,10 @@ struct Claimed {
     status_checked_at: DateTime<Utc>,
     #[diesel(sql_type = Bytea)]
     ride: RidePublicId,
+    /// For a transfer owed again after its refund failed: the `trr_` id of
+    /// the reversal it gives back.
+    #[diesel(sql_type = Nullable<Text>)]
+    gives_back: Option<String>,
 }
 
 /// What became of the transfers one pass claimed.
@@ -107,7 +111,9 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
            AND d.id = t.driver_id AND r.id = t.ride_id
          RETURNING t.id, t.claim_epoch, t.source_charge, t.currency, t.amount_cents,
                    t.generation, t.first_attempt_at, d.account_id, d.status AS driver_status,
-                   d.status_checked_at, r.public_id AS ride",
+                   d.status_checked_at, r.public_id AS ride,
+                   (SELECT rv.gateway_reversal_id FROM transfer_reversals AS rv
+                    WHERE rv.id = t.reowes_reversal_id) AS gives_back",
     )
     .bind::<BigInt, _>(batch)
     .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
@@ -182,6 +188,10 @@ fn transfer_key(cx: &ServiceContext, transfer: &Claimed) -> String {
     hash.update(transfer.ride.to_string().as_bytes());
     hash.update(b"\0");
     hash.update(transfer.source_charge.as_bytes());
+    if let Some(reversal) = &transfer.gives_back {
+        hash.update(b"\0");
+        hash.update(reversal.as_bytes());
+    }
     hex::encode(hash.finalize())
 }
 

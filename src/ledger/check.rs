@@ -83,7 +83,7 @@ pub const INVARIANTS: [&str; 9] = [
 
 /// The triggers that keep the ledger whole, as `table.trigger`: turned off,
 /// the ledger can be changed without a trace but this check's.
-const GUARDING_TRIGGERS: [&str; 16] = [
+const GUARDING_TRIGGERS: [&str; 19] = [
     "ledger_transactions.ledger_transactions_balanced",
     "ledger_entries.ledger_entries_join_new",
     "ledger_accounts.ledger_accounts_append_only",
@@ -95,6 +95,9 @@ const GUARDING_TRIGGERS: [&str; 16] = [
     "charges.charges_post_to_ledger",
     "charges.charges_post_fee_to_ledger",
     "charges.charges_append_only",
+    "charges.charges_transfer_owed",
+    "transfers.transfers_post_to_ledger",
+    "transfer_reversals.transfer_reversals_post_to_ledger",
     "refunds.refunds_post_new_to_ledger",
     "refunds.refunds_post_to_ledger",
     "released_payments.released_payments_post_to_ledger",
@@ -204,7 +207,7 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// from the ride it opened (its amount is checked with the ride's), a
 /// reallocation from the transfer owed for its charge (the driver's
 /// entitlement then, the rest to the commission), a transfer from the
-/// transfer made.
+/// transfer made, a reversal from the reversal made.
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {
@@ -275,7 +278,7 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              UNION ALL
              SELECT 'refund', NULL, parts.codes, parts.amounts
              FROM refunds AS r
-             JOIN transfers AS tr ON tr.ride_id = r.ride_id
+             JOIN transfers AS tr ON tr.ride_id = r.ride_id AND tr.reowes_reversal_id IS NULL
              JOIN charges AS c ON c.id = tr.source_charge
              JOIN drivers AS d ON d.id = tr.driver_id
              CROSS JOIN LATERAL (
@@ -354,12 +357,21 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                      AS share (code, amount)
                  WHERE share.amount <> 0) AS parts
              WHERE tr.ride_id = t.ride_id AND t.source = tr.source_charge || ':reallocation'
+               AND tr.reowes_reversal_id IS NULL
              UNION ALL
              SELECT 'transfer', NULL,
                     ARRAY[d.payable_code || ':' || tr.currency, 'gateway:' || tr.currency],
                     ARRAY[tr.amount_cents, -tr.amount_cents]
              FROM transfers AS tr JOIN drivers AS d ON d.id = tr.driver_id
              WHERE tr.ride_id = t.ride_id AND t.source = tr.gateway_transfer_id || ':transfer'
+             UNION ALL
+             SELECT 'transfer_reversal', NULL,
+                    ARRAY[d.payable_code || ':' || rv.currency, 'gateway:' || rv.currency],
+                    ARRAY[-rv.amount_cents, rv.amount_cents]
+             FROM transfer_reversals AS rv
+             JOIN transfers AS tr ON tr.id = rv.transfer_id
+             JOIN drivers AS d ON d.id = rv.driver_id
+             WHERE tr.ride_id = t.ride_id AND t.source = rv.gateway_reversal_id || ':reversal'
              UNION ALL
              SELECT 'opening', NULL,
                     ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
@@ -438,9 +450,13 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              FROM transfers AS tr
              WHERE tr.updated_at >= $1 AND tr.gateway_transfer_id IS NOT NULL
              UNION ALL
+             SELECT rv.gateway_reversal_id || ':reversal', 'a transfer reversal'
+             FROM transfer_reversals AS rv
+             WHERE rv.updated_at >= $1 AND rv.gateway_reversal_id IS NOT NULL
+             UNION ALL
              SELECT tr.source_charge || ':reallocation', 'the driver''s share of a charge'
              FROM transfers AS tr
-             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0
+             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0 AND tr.reowes_reversal_id IS NULL
              UNION ALL
              SELECT f.balance_transaction_id || ':fee', 'the fee of a charge before the ledger'
              FROM opening_fees AS f WHERE f.created_at >= $1

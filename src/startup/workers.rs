@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::config::Settings;
 use crate::context::ServiceContext;
-use crate::drivers::transfers;
+use crate::drivers::{reversals, transfers};
 use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
@@ -101,10 +101,19 @@ impl Workers {
             workers.spawn(
                 "transfers",
                 settings.drivers.transfers.interval,
-                move || match transfers::make_due(&context, 100) {
-                    Ok(made) if made != Default::default() => log::info!("transfers: {made:?}"),
-                    Ok(_) => {}
-                    Err(err) => log::error!("transfer pass failed: {err}"),
+                move || {
+                    match transfers::make_due(&context, 100) {
+                        Ok(made) if made != Default::default() => log::info!("transfers: {made:?}"),
+                        Ok(_) => {}
+                        Err(err) => log::error!("transfer pass failed: {err}"),
+                    }
+                    match reversals::make_due(&context, 100) {
+                        Ok(done) if done != Default::default() => {
+                            log::info!("transfer reversals: {done:?}")
+                        }
+                        Ok(_) => {}
+                        Err(err) => log::error!("transfer reversal pass failed: {err}"),
+                    }
                 },
             );
         }
