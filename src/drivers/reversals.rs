@@ -12,7 +12,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, SmallInt, Text};
 use sha2::{Digest, Sha256};
 
-use super::transfers::CLAIM;
+use std::time::Duration;
+
 use crate::context::ServiceContext;
 use crate::payments::{
     CreateTransferReversal, GatewayError, ListTransferReversals, TransferReversal, GENERATION,
@@ -51,7 +52,10 @@ pub struct Reversed {
 
 /// One pass: up to `batch` reversals owed claimed and made.
 pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Reversed, ServiceError> {
-    let claimed = claim(&mut *cx.pool.get()?, batch)?;
+    let claimed = claim(&mut *cx.pool.get()?, batch, cx.drivers.claim)?;
+    if !claimed.is_empty() {
+        crate::crash::after("reversals_claimed");
+    }
     let mut done = Reversed::default();
     for reversal in claimed {
         match make(cx, &reversal) {
@@ -67,7 +71,7 @@ pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Reversed, ServiceErro
     Ok(done)
 }
 
-fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
+fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Vec<Claimed>> {
     diesel::sql_query(
         "UPDATE transfer_reversals AS rv
          SET claimed_until = now() + make_interval(secs => $2),
@@ -84,7 +88,7 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
                    rv.generation, r.gateway_refund_id AS refund",
     )
     .bind::<BigInt, _>(batch)
-    .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
+    .bind::<diesel::sql_types::Double, _>(claim.as_secs_f64())
     .load(conn)
 }
 
@@ -104,6 +108,7 @@ fn make(cx: &ServiceContext, reversal: &Claimed) -> Result<Option<bool>, Service
                 (GENERATION.to_owned(), reversal.generation.to_string()),
             ],
         });
+    crate::crash::after("reversal");
     let outcome = match answer {
         Ok(made) => Outcome::Reversed(made),
         Err(GatewayError::SavedFailure { .. }) => match look_up(cx, reversal, &key)? {

@@ -24,10 +24,6 @@ use crate::public_ids::RidePublicId;
 use crate::schema::transfers;
 use crate::service_error::ServiceError;
 
-/// How long a claim keeps other workers off a transfer (or a reversal):
-/// longer than a gateway call may take.
-pub(super) const CLAIM: Duration = Duration::from_secs(60);
-
 /// How far before its first attempt a lost answer's transfer is looked
 /// for: the gateway's clock may be behind ours.
 const LOOKUP_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
@@ -77,7 +73,10 @@ pub struct Made {
 /// One pass: up to `batch` transfers owed (pending, or failed to a driver
 /// the gateway has confirmed active since) claimed and made.
 pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
-    let claimed = claim(&mut *cx.pool.get()?, batch)?;
+    let claimed = claim(&mut *cx.pool.get()?, batch, cx.drivers.claim)?;
+    if !claimed.is_empty() {
+        crate::crash::after("transfers_claimed");
+    }
     let mut made = Made::default();
     for transfer in claimed {
         match make(cx, &transfer) {
@@ -93,7 +92,7 @@ pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
     Ok(made)
 }
 
-fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
+fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Vec<Claimed>> {
     diesel::sql_query(
         "UPDATE transfers AS t
          SET claimed_until = now() + make_interval(secs => $2),
@@ -116,7 +115,7 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
                     WHERE rv.id = t.reowes_reversal_id) AS gives_back",
     )
     .bind::<BigInt, _>(batch)
-    .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
+    .bind::<diesel::sql_types::Double, _>(claim.as_secs_f64())
     .load(conn)
 }
 
@@ -140,6 +139,7 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
             (GENERATION.to_owned(), transfer.generation.to_string()),
         ],
     });
+    crate::crash::after("transfer");
     match answer {
         Ok(made) => record_paid(cx, transfer, &made).map(|()| Some(true)),
         Err(GatewayError::SavedFailure { .. }) => match look_up(cx, transfer, &key)? {

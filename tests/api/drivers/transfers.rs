@@ -239,3 +239,32 @@ async fn a_driver_known_active_too_long_ago_is_read_again_before_being_paid() {
     assert_eq!(at_the_gateway(&app).len(), sent_before);
     assert_eq!(app.count("drivers WHERE status = 'restricted'"), 1);
 }
+
+/// A request that may leave a driver owed rings its instance's transfer
+/// worker, which makes the transfer (and, after a refund, the reversal) at
+/// once, long before its interval is up.
+#[tokio::test]
+async fn a_request_that_owes_a_driver_wakes_the_transfer_worker() {
+    let app = crate::common::app::spawn_app_with(|s| {
+        s.drivers.transfers.enabled = true;
+        s.drivers.transfers.interval = std::time::Duration::from_secs(3600);
+    })
+    .await;
+    let platform = create_platform_user(&app.database_url);
+    let (driver, ride) = owed(&app, &platform).await;
+    let paid = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("transfers WHERE status = 'paid'") == 1
+    })
+    .await;
+    assert!(paid);
+
+    let account = account_of(&app, &platform.api_key, driver).await;
+    ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
+    app.post_refund(ride, "refund", "{}").await.assert_status(201);
+    let reversed = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("transfer_reversals WHERE status = 'reversed'") == 1
+    })
+    .await;
+    assert!(reversed);
+    assert_exact(&app, "woken");
+}
