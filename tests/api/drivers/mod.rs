@@ -5,6 +5,7 @@ mod assignment;
 mod connect_events;
 mod onboarding;
 mod registration;
+mod strays;
 mod transfers;
 
 use serde_json::json;
