@@ -229,11 +229,10 @@ fn reverse(
         .reversals
         .iter()
         .find(|reversal| reversal.metadata.get(STRAY) == Some(&transfer.id));
+    // A dry run counts what the listing shows made; what a call would do
+    // it cannot know.
     if dry_run {
-        match made {
-            Some(_) => summary.strays_reversed += 1,
-            None => summary.strays_in_suspense += 1,
-        }
+        summary.strays_reversed += usize::from(made.is_some());
         return Ok(());
     }
     let answer = match made {
@@ -280,8 +279,9 @@ fn reverse(
             );
             summary.needs_attention += 1;
         }
-        // Whether it was made, the next pass's listing shows; if not, it is
-        // sent under the next key, as this one answers only the saved 500.
+        // The replay of an earlier call's 500: the listing read before this
+        // call, after that one, shows no reversal of it, so it made
+        // nothing, and only the next key can.
         Err(saved @ GatewayError::SavedFailure { .. }) => {
             record_outcome(&mut conn, id, "pending", &saved, true)?;
             summary.unresolved += 1;

@@ -17,7 +17,7 @@ use ridepay_doubles::accounts;
 
 use super::{account_of, active_driver};
 use crate::common::app::{create_platform_user, spawn_app, TestApp, TestUser};
-use crate::common::gateway::reconcile;
+use crate::common::gateway::{reconcile, reconcile_with};
 use crate::common::ids::Id;
 use crate::common::keys::service_context;
 use crate::common::settings::pool;
@@ -86,9 +86,10 @@ fn made_at_the_gateway(
         .unwrap()
 }
 
-fn stray(app: &TestApp, account: &str, charge: &str, cents: i64) -> Transfer {
+/// A stray made under the made-up key `ridepay_key`.
+fn stray(app: &TestApp, account: &str, charge: &str, ridepay_key: &str, cents: i64) -> Transfer {
     let installation = app.service_context().installation_id.to_string();
-    made_at_the_gateway(app, account, charge, &installation, "made-up", cents)
+    made_at_the_gateway(app, account, charge, &installation, ridepay_key, cents)
 }
 
 /// The tombstones: (transfer, status, generation, reversal made).
@@ -140,7 +141,7 @@ async fn a_stray_transfer_is_tombstoned_reversed_once_and_posted_both_ways() {
     let app = spawn_app().await;
     let platform = create_platform_user(&app.database_url);
     let (driver, account, charge) = paid_and_a_charge(&app, &platform).await;
-    let made = stray(&app, &account, &charge, 300);
+    let made = stray(&app, &account, &charge, "made-up", 300);
     accounts::make_available(&mut app.db(), &account).unwrap();
 
     // Before reconciliation the gateway shows 300 more than the ledger.
@@ -196,7 +197,7 @@ async fn a_stray_the_drivers_balance_cannot_cover_stays_in_suspense_until_it_can
     let (_, account, charge) = paid_and_a_charge(&app, &platform).await;
     accounts::make_available(&mut app.db(), &account).unwrap();
     accounts::pay_out(&mut app.db(), &account).unwrap();
-    let made = stray(&app, &account, &charge, 300);
+    let made = stray(&app, &account, &charge, "made-up", 300);
 
     let short = reconcile(&app);
     let still_short = reconcile(&app);
@@ -243,6 +244,73 @@ async fn a_stray_the_drivers_balance_cannot_cover_stays_in_suspense_until_it_can
     );
     assert_eq!(violations(&app), []);
     assert_exact(&app, "a stray reversed once covered");
+}
+
+/// A dry run counts the stray and changes nothing. A reversal whose answer
+/// was lost is sent again under its key; one answered with a 500 the
+/// gateway saved (having acted or not) is looked for in the transfer's
+/// reversals, and sent under the next key only if absent. One reversal,
+/// whatever happened.
+#[tokio::test]
+async fn a_strays_reversal_is_made_once_through_lost_and_saved_answers() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let (_, account, charge) = paid_and_a_charge(&app, &platform).await;
+    let lost = stray(&app, &account, &charge, "made-up", 300);
+    accounts::make_available(&mut app.db(), &account).unwrap();
+
+    let dry = reconcile_with(&app, true, |_| {});
+    let untouched = (tombstones(&app), postings_without_ride(&app));
+    let losing = reconcile_with(&app, false, |settings| {
+        settings.gateway.simulated.lost_response_rate = 1.0;
+    });
+    let after_loss = tombstones(&app);
+    let found = reconcile(&app);
+
+    assert_eq!((dry.strays_found, dry.strays_reversed), (1, 0), "{dry:?}");
+    assert_eq!(untouched, (vec![], vec![]));
+    assert_eq!(
+        (
+            losing.strays_found,
+            losing.strays_reversed,
+            losing.unresolved
+        ),
+        (1, 0, 1),
+        "{losing:?}"
+    );
+    assert_eq!(
+        after_loss,
+        [(lost.id.clone(), "pending".to_owned(), 0, false)]
+    );
+    assert_eq!(found.strays_reversed, 1, "{found:?}");
+    assert_eq!(reversals(&app), [(lost.id.clone(), 300, "0".to_owned())]);
+
+    let saved = stray(&app, &account, &charge, "made up again", 200);
+    accounts::make_available(&mut app.db(), &account).unwrap();
+    let saving = reconcile_with(&app, false, |settings| {
+        settings.gateway.simulated.saved_error_rate = 1.0;
+    });
+    let acted = reversals(&app).len() == 2;
+    // The saved 500 again, or the reversal found made.
+    let replayed = reconcile(&app);
+
+    assert_eq!(saving.unresolved, 1, "{saving:?}");
+    assert_eq!(replayed.strays_reversed, usize::from(acted), "{replayed:?}");
+    if !acted {
+        assert!(tombstones(&app).contains(&(saved.id.clone(), "pending".to_owned(), 1, false)));
+        assert_eq!(reconcile(&app).strays_reversed, 1);
+    }
+    let generation = if acted { "0" } else { "1" };
+    assert_eq!(
+        reversals(&app),
+        [
+            (lost.id.clone(), 300, "0".to_owned()),
+            (saved.id.clone(), 200, generation.to_owned())
+        ]
+    );
+    assert_eq!(tombstones(&app).len(), 2);
+    assert_eq!(violations(&app), []);
+    assert_exact(&app, "lost and saved reversals");
 }
 
 /// A send whose answer was lost after the gateway made it: its row is not
