@@ -245,6 +245,24 @@ diesel::table! {
 }
 
 diesel::table! {
+    stray_transfers (transfer_id) {
+        transfer_id -> Text,
+        driver_id -> Int8,
+        amount_cents -> Int8,
+        currency -> Text,
+        ridepay_key -> Text,
+        transfer_created_at -> Timestamptz,
+        status -> Text,
+        generation -> Int2,
+        failure_reason -> Nullable<Text>,
+        reversal_id -> Nullable<Text>,
+        reversed_cents -> Nullable<Int8>,
+        found_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     stripe_events (id) {
         id -> Text,
         event_type -> Text,
@@ -388,6 +406,7 @@ diesel::joinable!(ride_drivers -> drivers (driver_id));
 diesel::joinable!(ride_drivers -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(ride_drivers -> rides (ride_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(stray_transfers -> drivers (driver_id));
 diesel::joinable!(transfer_reversals -> drivers (driver_id));
 diesel::joinable!(transfer_reversals -> refunds (refund_id));
 diesel::joinable!(transfers -> charges (source_charge));
@@ -419,6 +438,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     released_payments,
     ride_drivers,
     rides,
+    stray_transfers,
     stripe_events,
     transfer_reversals,
     transfers,

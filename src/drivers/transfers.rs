@@ -13,9 +13,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz};
-use sha2::{Digest, Sha256};
 
 use super::model::{learn_status, DriverStatus};
+use super::transfer_keys::{is_stray, transfer_key};
 use crate::context::ServiceContext;
 use crate::payments::{
     CreateTransfer, GatewayError, ListTransfers, Transfer, GENERATION, INSTALLATION, RIDEPAY_KEY,
@@ -126,7 +126,12 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
         record_failed(cx, transfer, DRIVER_NOT_ACTIVE, false)?;
         return Ok(Some(false));
     }
-    let key = transfer_key(cx, transfer);
+    let key = transfer_key(
+        cx.installation_id,
+        transfer.ride,
+        &transfer.source_charge,
+        transfer.gives_back.as_deref(),
+    );
     let answer = cx.gateway.create_transfer(&CreateTransfer {
         idempotency_key: format!("ridepay-transfer-{key}-g{}", transfer.generation),
         amount_cents: transfer.amount_cents,
@@ -180,23 +185,9 @@ fn payable_now(cx: &ServiceContext, transfer: &Claimed) -> Result<bool, ServiceE
     Ok(learnt.is_some_and(|driver| driver.status == DriverStatus::Active))
 }
 
-/// The transfer's own `ridepay_key`: what its gateway key and metadata are
-/// derived from, the same whichever path owed it and whoever sends it.
-fn transfer_key(cx: &ServiceContext, transfer: &Claimed) -> String {
-    let mut hash = Sha256::new();
-    hash.update(cx.installation_id.as_bytes());
-    hash.update(transfer.ride.to_string().as_bytes());
-    hash.update(b"\0");
-    hash.update(transfer.source_charge.as_bytes());
-    if let Some(reversal) = &transfer.gives_back {
-        hash.update(b"\0");
-        hash.update(reversal.as_bytes());
-    }
-    hex::encode(hash.finalize())
-}
-
 /// Any generation's transfer made under `key`, in the gateway's list of
-/// the destination's transfers (a list never lags).
+/// the destination's transfers (a list never lags), but one reconciliation
+/// found stray and reverses.
 fn look_up(
     cx: &ServiceContext,
     transfer: &Claimed,
@@ -209,12 +200,12 @@ fn look_up(
             .gateway
             .list_transfers(&listing)
             .map_err(crate::payments::unavailable)?;
-        if let Some(made) = page
-            .transfers
-            .iter()
-            .find(|made| made.metadata.get(RIDEPAY_KEY).map(String::as_str) == Some(key))
-        {
-            return Ok(Some(made.clone()));
+        for made in &page.transfers {
+            if made.metadata.get(RIDEPAY_KEY).map(String::as_str) == Some(key)
+                && !is_stray(&mut *cx.pool.get()?, &made.id)?
+            {
+                return Ok(Some(made.clone()));
+            }
         }
         request = listing.after(&page);
     }

@@ -6,6 +6,7 @@ mod connect_events;
 mod onboarding;
 mod registration;
 mod reversals;
+mod strays;
 mod transfers;
 
 use serde_json::json;

@@ -260,7 +260,9 @@ async fn a_request_that_owes_a_driver_wakes_the_transfer_worker() {
 
     let account = account_of(&app, &platform.api_key, driver).await;
     ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
-    app.post_refund(ride, "refund", "{}").await.assert_status(201);
+    app.post_refund(ride, "refund", "{}")
+        .await
+        .assert_status(201);
     let reversed = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
         app.count("transfer_reversals WHERE status = 'reversed'") == 1
     })
