@@ -8,11 +8,13 @@
 //! yet, or already paid out) is not tried again: its amount stays as the
 //! driver's debt, which the next transfer to them nets.
 
+use std::time::Duration;
+
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, SmallInt, Text};
 use sha2::{Digest, Sha256};
 
-use std::time::Duration;
+use super::transfers::Made;
 
 use crate::context::ServiceContext;
 use crate::payments::{
@@ -41,34 +43,11 @@ struct Claimed {
     refund: String,
 }
 
-/// What became of the reversals one pass claimed.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Reversed {
-    pub reversed: usize,
-    /// Refused: left as the driver's debt.
-    pub refused: usize,
-    pub left: usize,
-}
-
-/// One pass: up to `batch` reversals owed claimed and made.
-pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Reversed, ServiceError> {
+/// One pass: up to `batch` reversals owed claimed and made (`failed`:
+/// refused, left as the driver's debt).
+pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
     let claimed = claim(&mut *cx.pool.get()?, batch, cx.drivers.claim)?;
-    if !claimed.is_empty() {
-        crate::crash::after("reversals_claimed");
-    }
-    let mut done = Reversed::default();
-    for reversal in claimed {
-        match make(cx, &reversal) {
-            Ok(Some(true)) => done.reversed += 1,
-            Ok(Some(false)) => done.refused += 1,
-            Ok(None) => done.left += 1,
-            Err(err) => {
-                done.left += 1;
-                log::warn!("transfer reversal {} not made yet: {err}", reversal.id);
-            }
-        }
-    }
-    Ok(done)
+    Ok(Made::each("reversal", &claimed, |r| r.id, |r| make(cx, r)))
 }
 
 fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Vec<Claimed>> {

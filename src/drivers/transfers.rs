@@ -62,34 +62,52 @@ struct Claimed {
     gives_back: Option<String>,
 }
 
-/// What became of the transfers one pass claimed.
+/// What became of the transfers (or reversals) one pass claimed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Made {
-    pub paid: usize,
+    /// Made at the gateway, and recorded.
+    pub made: usize,
+    /// Refused by the gateway, or (a transfer) not sent to a driver not
+    /// active.
     pub failed: usize,
+    /// Left for a later pass.
     pub left: usize,
+}
+
+impl Made {
+    /// Each of the `claimed` transfers (or reversals: `what`) made by
+    /// `make` (`Some(true)`: made, `Some(false)`: failed, `None` or an
+    /// error: left), and counted.
+    pub(super) fn each<T>(
+        what: &str,
+        claimed: &[T],
+        id: impl Fn(&T) -> i64,
+        make: impl Fn(&T) -> Result<Option<bool>, ServiceError>,
+    ) -> Made {
+        if !claimed.is_empty() {
+            crate::crash::after(&format!("{what}s_claimed"));
+        }
+        let mut made = Made::default();
+        for one in claimed {
+            match make(one) {
+                Ok(Some(true)) => made.made += 1,
+                Ok(Some(false)) => made.failed += 1,
+                Ok(None) => made.left += 1,
+                Err(err) => {
+                    made.left += 1;
+                    log::warn!("{what} {} not made yet: {err}", id(one));
+                }
+            }
+        }
+        made
+    }
 }
 
 /// One pass: up to `batch` transfers owed (pending, or failed to a driver
 /// the gateway has confirmed active since) claimed and made.
 pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
     let claimed = claim(&mut *cx.pool.get()?, batch, cx.drivers.claim)?;
-    if !claimed.is_empty() {
-        crate::crash::after("transfers_claimed");
-    }
-    let mut made = Made::default();
-    for transfer in claimed {
-        match make(cx, &transfer) {
-            Ok(Some(true)) => made.paid += 1,
-            Ok(Some(false)) => made.failed += 1,
-            Ok(None) => made.left += 1,
-            Err(err) => {
-                made.left += 1;
-                log::warn!("transfer {} not made yet: {err}", transfer.id);
-            }
-        }
-    }
-    Ok(made)
+    Ok(Made::each("transfer", &claimed, |t| t.id, |t| make(cx, t)))
 }
 
 fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Vec<Claimed>> {

@@ -7,8 +7,8 @@
 use diesel::prelude::*;
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::context::ServiceContext;
-use ridepay::drivers::reversals::{self, Reversed};
-use ridepay::drivers::transfers::make_due;
+use ridepay::drivers::reversals;
+use ridepay::drivers::transfers::{make_due, Made};
 use serde_json::{json, Value};
 
 use super::{account_of, active_driver};
@@ -32,8 +32,23 @@ async fn transferred(app: &TestApp, platform: &TestUser, driver: Id, key: &str, 
     app.post_assign_driver(platform, ride, driver, &format!("assign {key}"))
         .await
         .assert_status(200);
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     ride
+}
+
+/// A ride paid with `card`, its driver paid their 1600 and their money made
+/// available at the gateway, then all of it refunded: (platform, driver,
+/// ride).
+async fn refunded_after_its_transfer(app: &TestApp, card: &str) -> (TestUser, Id, Id) {
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(app, &platform, "ada").await;
+    let ride = transferred(app, &platform, driver, "ride", card).await;
+    let account = account_of(app, &platform.api_key, driver).await;
+    ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
+    app.post_refund(ride, "refund", "{}")
+        .await
+        .assert_status(201);
+    (platform, driver, ride)
 }
 
 /// The reversals ridepay owes or made: (amount, status), oldest first.
@@ -63,7 +78,7 @@ async fn balance(app: &TestApp, platform_key: &str, driver: Id) -> Value {
         .clone()
 }
 
-fn pass(cx: &ServiceContext) -> Reversed {
+fn pass(cx: &ServiceContext) -> Made {
     reversals::make_due(cx, 10).unwrap()
 }
 
@@ -83,8 +98,8 @@ async fn refunds_after_the_transfer_take_the_share_back_once() {
     assert_eq!(reversals_owed(&app), [(400, "pending".to_owned())]);
     assert_eq!(
         pass(&app.service_context()),
-        Reversed {
-            reversed: 1,
+        Made {
+            made: 1,
             ..Default::default()
         }
     );
@@ -97,11 +112,11 @@ async fn refunds_after_the_transfer_take_the_share_back_once() {
         [first.join().unwrap(), second.join().unwrap()]
     });
     assert_eq!(
-        passes.iter().map(|done| done.reversed).sum::<usize>(),
+        passes.iter().map(|done| done.made).sum::<usize>(),
         1,
         "{passes:?}"
     );
-    assert_eq!(pass(&app.service_context()), Reversed::default());
+    assert_eq!(pass(&app.service_context()), Made::default());
 
     assert_eq!(
         reversals_owed(&app),
@@ -134,15 +149,15 @@ async fn a_reversal_refused_leaves_a_debt_that_the_next_transfer_nets() {
 
     assert_eq!(
         pass(&app.service_context()),
-        Reversed {
-            refused: 1,
+        Made {
+            failed: 1,
             ..Default::default()
         }
     );
     assert_eq!(reversals_owed(&app), [(800, "failed".to_owned())]);
     assert!(reversed_at_the_gateway(&app).is_empty());
     // Refused for good: not tried again.
-    assert_eq!(pass(&app.service_context()), Reversed::default());
+    assert_eq!(pass(&app.service_context()), Made::default());
     assert_eq!(
         balance(&app, &platform.api_key, driver).await["payable_cents"],
         -800
@@ -162,7 +177,7 @@ async fn a_reversal_refused_leaves_a_debt_that_the_next_transfer_nets() {
             .unwrap()
     };
     assert_eq!(next, (800, 800, "pending".to_owned()));
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     assert_eq!(
         balance(&app, &platform.api_key, driver).await,
         json!({"currency": "usd", "payable_cents": 0, "transferred_cents": 2400})
@@ -193,7 +208,7 @@ async fn lost_and_saved_answers_make_one_reversal() {
     });
     assert_eq!(pass(&lost).left, 1);
     assert_eq!(reversed_at_the_gateway(&app).len(), 1);
-    assert_eq!(pass(&clean).reversed, 1);
+    assert_eq!(pass(&clean).made, 1);
     assert_eq!(reversed_at_the_gateway(&app).len(), 1);
 
     let second = transferred(&app, &platform, driver, "second", "pm_card_visa").await;
@@ -208,13 +223,13 @@ async fn lost_and_saved_answers_make_one_reversal() {
     assert_eq!(pass(&saved).left, 1);
     let acted = reversed_at_the_gateway(&app).len() == 2;
     let looked_up = pass(&clean);
-    assert_eq!(looked_up.reversed, usize::from(acted), "{looked_up:?}");
+    assert_eq!(looked_up.made, usize::from(acted), "{looked_up:?}");
     if !acted {
         assert_eq!(
             app.count("transfer_reversals WHERE generation = 1 AND status = 'pending'"),
             1
         );
-        assert_eq!(pass(&clean).reversed, 1);
+        assert_eq!(pass(&clean).made, 1);
     }
     assert_eq!(reversed_at_the_gateway(&app), [1600, 1600]);
     assert_eq!(app.count("transfer_reversals WHERE status = 'reversed'"), 2);
@@ -261,22 +276,15 @@ async fn refund_fails(app: &TestApp, ride: Id) {
 #[tokio::test]
 async fn a_refund_that_fails_after_its_reversal_owes_the_driver_a_new_transfer() {
     let app = refunds_failing_on_cue().await;
-    let platform = create_platform_user(&app.database_url);
-    let driver = active_driver(&app, &platform, "ada").await;
-    let ride = transferred(&app, &platform, driver, "ride", "pm_card_refundFail").await;
-    let account = account_of(&app, &platform.api_key, driver).await;
-    ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
-    app.post_refund(ride, "refund", "{}")
-        .await
-        .assert_status(201);
-    assert_eq!(pass(&app.service_context()).reversed, 1);
+    let (platform, driver, ride) = refunded_after_its_transfer(&app, "pm_card_refundFail").await;
+    assert_eq!(pass(&app.service_context()).made, 1);
 
     refund_fails(&app, ride).await;
     assert_eq!(
         app.count("transfers WHERE reowes_reversal_id IS NOT NULL AND status = 'pending' AND amount_cents = 1600"),
         1
     );
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     assert_eq!(app.count("transfers WHERE status = 'paid'"), 2);
     assert_eq!(
         balance(&app, &platform.api_key, driver).await,
@@ -288,17 +296,12 @@ async fn a_refund_that_fails_after_its_reversal_owes_the_driver_a_new_transfer()
 #[tokio::test]
 async fn a_refund_that_fails_before_its_reversal_cancels_it() {
     let app = refunds_failing_on_cue().await;
-    let platform = create_platform_user(&app.database_url);
-    let driver = active_driver(&app, &platform, "ada").await;
-    let ride = transferred(&app, &platform, driver, "ride", "pm_card_refundFail").await;
-    app.post_refund(ride, "refund", "{}")
-        .await
-        .assert_status(201);
+    let (platform, driver, ride) = refunded_after_its_transfer(&app, "pm_card_refundFail").await;
     assert_eq!(reversals_owed(&app), [(1600, "pending".to_owned())]);
 
     refund_fails(&app, ride).await;
     assert_eq!(reversals_owed(&app), [(1600, "canceled".to_owned())]);
-    assert_eq!(pass(&app.service_context()), Reversed::default());
+    assert_eq!(pass(&app.service_context()), Made::default());
     assert!(reversed_at_the_gateway(&app).is_empty());
     assert_eq!(app.count("transfers"), 1);
     assert_eq!(
@@ -313,14 +316,7 @@ async fn a_refund_that_fails_before_its_reversal_cancels_it() {
 #[tokio::test]
 async fn a_transfer_owed_while_a_reversal_is_owed_is_not_netted_against_it() {
     let app = spawn_app().await;
-    let platform = create_platform_user(&app.database_url);
-    let driver = active_driver(&app, &platform, "ada").await;
-    let ride = transferred(&app, &platform, driver, "ride", "pm_card_visa").await;
-    let account = account_of(&app, &platform.api_key, driver).await;
-    ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
-    app.post_refund(ride, "refund", "{}")
-        .await
-        .assert_status(201);
+    let (platform, driver, _) = refunded_after_its_transfer(&app, "pm_card_visa").await;
     assert_eq!(reversals_owed(&app), [(1600, "pending".to_owned())]);
 
     let next = app.paid_ride("next").await;
@@ -331,8 +327,8 @@ async fn a_transfer_owed_while_a_reversal_is_owed_is_not_netted_against_it() {
         app.count("transfers WHERE amount_cents = 1600 AND netted_cents = 0"),
         2
     );
-    assert_eq!(pass(&app.service_context()).reversed, 1);
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(pass(&app.service_context()).made, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     assert_eq!(
         balance(&app, &platform.api_key, driver).await,
         json!({"currency": "usd", "payable_cents": 0, "transferred_cents": 1600})

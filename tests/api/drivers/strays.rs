@@ -39,7 +39,7 @@ async fn owed(app: &TestApp, platform: &TestUser) -> (Id, String, Id) {
 /// no driver drives: what a stray is made from.
 async fn paid_and_a_charge(app: &TestApp, platform: &TestUser) -> (Id, String, String) {
     let (driver, account, _) = owed(app, platform).await;
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     let other = app.paid_ride("other").await;
     (driver, account, charge_of(app, other))
 }
@@ -334,7 +334,7 @@ async fn a_transfer_the_worker_will_record_is_no_stray_nor_once_recorded() {
     let before = reconcile(&app);
     // The gateway's transfer is the worker's to record: no disagreement.
     let found_before = violations(&app);
-    assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
     let after = reconcile(&app);
 
     assert_eq!(before.strays_found, 0, "{before:?}");
@@ -408,7 +408,7 @@ async fn no_transfer_records_a_stray() {
         .execute(&mut app.db());
 
     assert_eq!(looked_up.left, 1, "{looked_up:?}");
-    assert_eq!(sent_again.paid, 1, "{sent_again:?}");
+    assert_eq!(sent_again.made, 1, "{sent_again:?}");
     let recorded = recorded.unwrap();
     assert_ne!(recorded, made.id);
     assert!(recorded.starts_with("tr_"));

@@ -56,7 +56,7 @@ async fn a_driver_is_paid_what_they_are_owed_once() {
     assert_eq!(
         made,
         Made {
-            paid: 1,
+            made: 1,
             failed: 0,
             left: 0
         }
@@ -115,7 +115,7 @@ async fn a_restricted_driver_gets_no_call_until_they_are_active_again() {
 
     ridepay_doubles::accounts::activate(&mut app.db(), &account).unwrap();
     assert!(follows("active").await);
-    assert_eq!(make_due(&context, 10).unwrap().paid, 1);
+    assert_eq!(make_due(&context, 10).unwrap().made, 1);
     assert_eq!(transfer_state(&app).0, "paid");
     assert_eq!(at_the_gateway(&app).len(), 1);
     assert_exact(&app, "paid once active again");
@@ -141,7 +141,7 @@ async fn lost_and_saved_answers_make_one_transfer() {
     });
     assert_eq!(make_due(&lost, 10).unwrap().left, 1);
     assert_eq!(at_the_gateway(&app).len(), 1);
-    assert_eq!(make_due(&clean, 10).unwrap().paid, 1);
+    assert_eq!(make_due(&clean, 10).unwrap().made, 1);
     assert_eq!(at_the_gateway(&app).len(), 1);
 
     let ride = app.paid_ride("second").await;
@@ -159,13 +159,13 @@ async fn lost_and_saved_answers_make_one_transfer() {
     let acted = at_the_gateway(&app).len() == 2;
     // The saved 500 again, then the lookup.
     let looked_up = make_due(&clean, 10).unwrap();
-    assert_eq!(looked_up.paid, usize::from(acted), "{looked_up:?}");
+    assert_eq!(looked_up.made, usize::from(acted), "{looked_up:?}");
     if !acted {
         assert_eq!(
             app.count("transfers WHERE generation = 1 AND status = 'pending'"),
             1
         );
-        assert_eq!(make_due(&clean, 10).unwrap().paid, 1);
+        assert_eq!(make_due(&clean, 10).unwrap().made, 1);
     }
     assert_eq!(at_the_gateway(&app).len(), 2);
     assert_eq!(app.count("transfers WHERE status = 'paid'"), 2);
@@ -191,7 +191,7 @@ async fn two_workers_at_once_make_each_transfer_once() {
         [first.join().unwrap(), second.join().unwrap()]
     });
     assert_eq!(
-        passes.iter().map(|made| made.paid).sum::<usize>(),
+        passes.iter().map(|made| made.made).sum::<usize>(),
         3,
         "{passes:?}"
     );

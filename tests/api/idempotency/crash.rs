@@ -916,7 +916,7 @@ mod transfer_worker {
             .assert_status(200);
         let reversing = point.contains("reversal");
         if reversing {
-            assert_eq!(make_due(&app.service_context(), 10).unwrap().paid, 1);
+            assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
             let account = crate::drivers::account_of(&app, &platform.api_key, driver).await;
             ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
             app.post_refund(ride, "refund", "{}")
