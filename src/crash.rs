@@ -15,6 +15,14 @@ pub const AFTER_CLAIM: &str = "after-claim";
 pub const GATEWAY_IN_FLIGHT: &str = "gateway-in-flight";
 /// After the response is stored, before it is written to the client.
 pub const AFTER_FINISHED: &str = "after-finished";
+/// The transfer worker's: after its claim of transfers (or reversals)
+/// committed, and after the gateway answered one, before it is recorded.
+pub const TRANSFER_WORKER: [&str; 4] = [
+    "after-transfers-claimed",
+    "after-transfer",
+    "after-reversals-claimed",
+    "after-reversal",
+];
 
 /// `after-<name>`, with a point's underscores as dashes (`ride_created` is
 /// `after-ride-created`).

@@ -81,14 +81,16 @@ pub fn resumable(context: &Arc<ServiceContext>) -> Vec<Box<dyn Resumable>> {
         .collect()
 }
 
-/// Every point where `RIDEPAY_CRASH_AT` can stop the server: the shared ones,
-/// and `after-<point>` and `after-<call>` of each endpoint.
+/// Every point where `RIDEPAY_CRASH_AT` can stop the server: the shared ones
+/// (the transfer worker's among them), and `after-<point>` and
+/// `after-<call>` of each endpoint.
 pub fn crash_points() -> Vec<String> {
     let mut points = vec![
         crash::AFTER_CLAIM.to_owned(),
         crash::GATEWAY_IN_FLIGHT.to_owned(),
         crash::AFTER_FINISHED.to_owned(),
     ];
+    points.extend(crash::TRANSFER_WORKER.map(str::to_owned));
     for endpoint in all() {
         let own = endpoint.recovery_points[1..endpoint.recovery_points.len() - 1].iter();
         points.extend(

@@ -16,6 +16,7 @@ pub mod config;
 pub mod context;
 pub mod crash;
 pub mod db;
+pub mod doorbell;
 pub mod drivers;
 pub mod embedded_postgres;
 pub mod endpoints;

@@ -245,6 +245,24 @@ diesel::table! {
 }
 
 diesel::table! {
+    stray_transfers (transfer_id) {
+        transfer_id -> Text,
+        driver_id -> Int8,
+        amount_cents -> Int8,
+        currency -> Text,
+        ridepay_key -> Text,
+        transfer_created_at -> Timestamptz,
+        status -> Text,
+        generation -> Int2,
+        failure_reason -> Nullable<Text>,
+        reversal_id -> Nullable<Text>,
+        reversed_cents -> Nullable<Int8>,
+        found_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     stripe_events (id) {
         id -> Text,
         event_type -> Text,
@@ -252,6 +270,25 @@ diesel::table! {
         subject -> Nullable<Text>,
         result -> Text,
         received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    transfer_reversals (id) {
+        id -> Int8,
+        transfer_id -> Int8,
+        refund_id -> Int8,
+        driver_id -> Int8,
+        currency -> Text,
+        amount_cents -> Int8,
+        status -> Text,
+        failure_reason -> Nullable<Text>,
+        gateway_reversal_id -> Nullable<Text>,
+        generation -> Int2,
+        claimed_until -> Nullable<Timestamptz>,
+        claim_epoch -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -275,6 +312,7 @@ diesel::table! {
         first_attempt_at -> Nullable<Timestamptz>,
         claimed_until -> Nullable<Timestamptz>,
         claim_epoch -> Int8,
+        reowes_reversal_id -> Nullable<Int8>,
     }
 }
 
@@ -368,6 +406,9 @@ diesel::joinable!(ride_drivers -> drivers (driver_id));
 diesel::joinable!(ride_drivers -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(ride_drivers -> rides (ride_id));
 diesel::joinable!(rides -> users (user_id));
+diesel::joinable!(stray_transfers -> drivers (driver_id));
+diesel::joinable!(transfer_reversals -> drivers (driver_id));
+diesel::joinable!(transfer_reversals -> refunds (refund_id));
 diesel::joinable!(transfers -> charges (source_charge));
 diesel::joinable!(transfers -> drivers (driver_id));
 diesel::joinable!(transfers -> rides (ride_id));
@@ -397,7 +438,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     released_payments,
     ride_drivers,
     rides,
+    stray_transfers,
     stripe_events,
+    transfer_reversals,
     transfers,
     users,
     webhook_attempts,

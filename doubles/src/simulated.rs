@@ -21,8 +21,9 @@ use ridepay_gateway::{
     Account, AccountLink, AccountPage, Balance, BalanceTransactionPage, CancelIntent,
     CaptureIntent, CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer,
     CreateTransferReversal, GatewayError, IncrementIntent, IntentPage, ListAccounts,
-    ListBalanceTransactions, ListIntents, ListTransfers, Payment, PaymentGateway, PaymentIntent,
-    Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
+    ListBalanceTransactions, ListIntents, ListTransferReversals, ListTransfers, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
+    TransferReversalPage,
 };
 
 /// On the caller's own pool (any r2d2 manager of PostgreSQL connections):
@@ -256,6 +257,20 @@ impl<M: ManageConnection<Connection = PgConnection>> PaymentGateway for Simulate
             let reversal = transfers::reverse(conn, request, Double::Simulated)?;
             let id = reversal.id.clone();
             Ok((reversal, id))
+        })
+    }
+
+    fn list_transfer_reversals(
+        &self,
+        request: &ListTransferReversals,
+    ) -> Result<TransferReversalPage, GatewayError> {
+        let listed =
+            transfers::list_reversals(&mut *self.connection()?, request, Double::Simulated)?;
+        // As the Stripe client takes Stripe's 404 for a transfer it does
+        // not have: a list's 404 proves nothing.
+        listed.ok_or_else(|| GatewayError::Unavailable {
+            reason: format!("no such transfer: '{}'", request.transfer),
+            retry_after: None,
         })
     }
 

@@ -22,7 +22,8 @@ use crate::schema::{
 };
 use ridepay_gateway::{
     CapabilityStatus, CreateTransfer, CreateTransferReversal, GatewayError, IntentStatus,
-    ListIntents, ListTransfers, Transfer, TransferPage, TransferReversal, BALANCE_INSUFFICIENT,
+    ListIntents, ListTransferReversals, ListTransfers, Transfer, TransferPage, TransferReversal,
+    TransferReversalPage, BALANCE_INSUFFICIENT,
 };
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
@@ -298,6 +299,58 @@ pub fn list(
     })
 }
 
+/// `GET /v1/transfers/{id}/reversals`: the reversals of the double's
+/// transfer, newest first, a page after the reversal `starting_after`;
+/// `None` when the double holds no such transfer. It never lags.
+pub fn list_reversals(
+    conn: &mut PgConnection,
+    request: &ListTransferReversals,
+    double: Double,
+) -> Result<Option<TransferReversalPage>, GatewayError> {
+    let Some(transfer) = stored_transfer(conn, &request.transfer, double)? else {
+        return Ok(None);
+    };
+    // A transfer has a few reversals: paged here rather than in SQL.
+    let mut newest_first = reversals_of(conn, &[&transfer.id])?
+        .remove(&transfer.id)
+        .unwrap_or_default();
+    if let Some(after) = &request.starting_after {
+        let at = newest_first
+            .iter()
+            .position(|reversal| &reversal.id == after)
+            .ok_or_else(|| {
+                refused(format!(
+                    "resource_missing: No such transfer_reversal: '{after}'"
+                ))
+            })?;
+        newest_first.drain(..=at);
+    }
+    let limit = usize::from(request.limit.clamp(1, ListIntents::MAX_LIMIT));
+    let has_more = newest_first.len() > limit;
+    Ok(Some(TransferReversalPage {
+        reversals: newest_first
+            .iter()
+            .take(limit)
+            .map(|reversal| reversal.reversal(&transfer.currency))
+            .collect(),
+        has_more,
+    }))
+}
+
+fn stored_transfer(
+    conn: &mut PgConnection,
+    id: &str,
+    double: Double,
+) -> Result<Option<StoredTransfer>, GatewayError> {
+    transfers::table
+        .find(id)
+        .filter(transfers::gateway.eq(double))
+        .select(StoredTransfer::as_select())
+        .first(conn)
+        .optional()
+        .map_err(storage)
+}
+
 /// `POST /v1/transfers/{id}/reversals`: taken from the destination's
 /// available balance, refused with `balance_insufficient` when it is short.
 pub fn reverse(
@@ -335,14 +388,7 @@ fn judged_reversal(
 ) -> Result<(StoredReversal, String), GatewayError> {
     let id = &request.transfer;
     let missing = || refused(format!("resource_missing: No such transfer: '{id}'"));
-    let transfer: StoredTransfer = transfers::table
-        .find(id)
-        .filter(transfers::gateway.eq(double))
-        .select(StoredTransfer::as_select())
-        .first(conn)
-        .optional()
-        .map_err(storage)?
-        .ok_or_else(missing)?;
+    let transfer = stored_transfer(conn, id, double)?.ok_or_else(missing)?;
     locked_account(conn, &transfer.destination)?;
     let left = transfer.amount_cents - reversed_of(conn, id)?;
     if request.amount_cents > left {

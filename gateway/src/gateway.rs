@@ -9,8 +9,8 @@ use super::account::{
 use super::intent::{CancelIntent, CaptureIntent, CreateIntent, IncrementIntent, PaymentIntent};
 use super::listing::{BalanceTransactionPage, IntentPage, ListBalanceTransactions, ListIntents};
 use super::transfer::{
-    Balance, CreateTransfer, CreateTransferReversal, ListTransfers, Transfer, TransferPage,
-    TransferReversal,
+    Balance, CreateTransfer, CreateTransferReversal, ListTransferReversals, ListTransfers,
+    Transfer, TransferPage, TransferReversal, TransferReversalPage,
 };
 
 /// Why a gateway call did not do what was asked. The variants are what
@@ -201,6 +201,14 @@ pub trait PaymentGateway: Send + Sync {
         &self,
         request: &CreateTransferReversal,
     ) -> Result<TransferReversal, GatewayError>;
+    /// A page of a transfer's reversals, newest first: a list, which never
+    /// lags, so what it does not show was not made. A transfer the gateway
+    /// does not hold is `Unavailable`, as a 404 of any list: it proves
+    /// nothing.
+    fn list_transfer_reversals(
+        &self,
+        request: &ListTransferReversals,
+    ) -> Result<TransferReversalPage, GatewayError>;
     /// A connected account's balance now (`GET /v1/balance` as the
     /// account, `Stripe-Account`).
     fn retrieve_balance(&self, account: &str) -> Result<Balance, GatewayError>;

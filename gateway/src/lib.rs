@@ -30,8 +30,8 @@ pub use listing::{
     ListBalanceTransactions, ListIntents, ListedBalanceTransaction,
 };
 pub use transfer::{
-    Balance, BalanceAmount, CreateTransfer, CreateTransferReversal, ListTransfers, Transfer,
-    TransferPage, TransferReversal,
+    Balance, BalanceAmount, CreateTransfer, CreateTransferReversal, ListTransferReversals,
+    ListTransfers, Transfer, TransferPage, TransferReversal, TransferReversalPage,
 };
 
 /// The Stripe API version every request of the Stripe client names and every

@@ -125,6 +125,45 @@ impl ListTransfers {
     }
 }
 
+/// `GET /v1/transfers/{transfer}/reversals`: newest first, the page after
+/// the reversal `starting_after`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListTransferReversals {
+    /// The `tr_` id.
+    pub transfer: String,
+    pub starting_after: Option<String>,
+    /// At most 100, Stripe's limit.
+    pub limit: u8,
+}
+
+/// A page of a transfer's reversals, and whether more follow it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TransferReversalPage {
+    pub reversals: Vec<TransferReversal>,
+    pub has_more: bool,
+}
+
+impl ListTransferReversals {
+    /// The first page of `transfer`'s reversals (limit 100): what proves
+    /// whether a reversal was made, as a list never lags.
+    pub fn of(transfer: &str) -> ListTransferReversals {
+        ListTransferReversals {
+            transfer: transfer.to_owned(),
+            starting_after: None,
+            limit: ListIntents::MAX_LIMIT,
+        }
+    }
+
+    /// The page after `page`, or `None` when it was the last.
+    pub fn after(&self, page: &TransferReversalPage) -> Option<ListTransferReversals> {
+        let last = page.reversals.last().filter(|_| page.has_more)?;
+        Some(ListTransferReversals {
+            starting_after: Some(last.id.clone()),
+            ..self.clone()
+        })
+    }
+}
+
 /// An amount of one currency in a balance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BalanceAmount {

@@ -68,7 +68,8 @@ enum Command {
     Keys(keys::KeysCommand),
     /// Run one reconciliation pass with the gateway now and print its
     /// summary as JSON: keys whose call's answer the gateway lost resolved,
-    /// payments no ride records released.
+    /// payments no ride records released, transfers no ride records
+    /// reversed.
     Reconcile(reconcile::ReconcileArgs),
     /// Read the ledger's balances, check its invariants, or post the fees
     /// of what was captured before it.

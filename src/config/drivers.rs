@@ -1,9 +1,13 @@
 //! Drivers and their pay (`PLATFORM_*`).
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use anyhow::bail;
 
 use super::keys::WorkerSettings;
 use super::source::Source;
+use crate::doorbell::Doorbell;
 
 #[derive(Debug, Clone)]
 pub struct DriverSettings {
@@ -15,9 +19,12 @@ pub struct DriverSettings {
     pub commission_bps: u16,
     /// The worker that makes the transfers owed to drivers.
     pub transfers: WorkerSettings,
+    /// How long a worker's claim keeps other workers off a transfer or a
+    /// reversal it is making: longer than a gateway call may take.
+    pub claim: Duration,
     /// How old what ridepay knows of a driver's account may be when the
     /// worker pays them: older, the account is read again first.
-    pub status_max_age: std::time::Duration,
+    pub status_max_age: Duration,
 }
 
 impl Default for DriverSettings {
@@ -27,9 +34,10 @@ impl Default for DriverSettings {
             commission_bps: 2000,
             transfers: WorkerSettings {
                 enabled: true,
-                interval: std::time::Duration::from_secs(2),
+                interval: Duration::from_secs(2),
             },
-            status_max_age: std::time::Duration::from_secs(300),
+            claim: Duration::from_secs(60),
+            status_max_age: Duration::from_secs(300),
         }
     }
 }
@@ -44,6 +52,7 @@ impl DriverSettings {
                 enabled: source.var("TRANSFER_WORKER_ENABLED", d.transfers.enabled)?,
                 interval: source.millis("TRANSFER_WORKER_INTERVAL_MS", d.transfers.interval)?,
             },
+            claim: source.secs("TRANSFER_CLAIM_SECS", d.claim)?,
             status_max_age: source.secs("DRIVER_STATUS_MAX_AGE_SECS", d.status_max_age)?,
         })
     }
@@ -55,6 +64,9 @@ impl DriverSettings {
         }
         if self.transfers.interval.is_zero() {
             bail!("TRANSFER_WORKER_INTERVAL_MS must be at least 1");
+        }
+        if self.claim.is_zero() {
+            bail!("TRANSFER_CLAIM_SECS must be at least 1");
         }
         if self.commission_bps > 10_000 {
             bail!("PLATFORM_COMMISSION_BPS must be 0 to 10000 (basis points of a fare)");
@@ -76,5 +88,10 @@ pub struct DriverContext {
     /// Whether the gateway's key is a live one.
     pub livemode: bool,
     /// `DRIVER_STATUS_MAX_AGE_SECS`.
-    pub status_max_age: std::time::Duration,
+    pub status_max_age: Duration,
+    /// `TRANSFER_CLAIM_SECS`.
+    pub claim: Duration,
+    /// Rung by a request that may have left a transfer or a reversal owed:
+    /// this instance's transfer worker makes it at once.
+    pub transfers_due: Arc<Doorbell>,
 }

@@ -13,9 +13,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz};
-use sha2::{Digest, Sha256};
 
 use super::model::{learn_status, DriverStatus};
+use super::transfer_keys::{is_stray, transfer_key};
 use crate::context::ServiceContext;
 use crate::payments::{
     CreateTransfer, GatewayError, ListTransfers, Transfer, GENERATION, INSTALLATION, RIDEPAY_KEY,
@@ -23,10 +23,6 @@ use crate::payments::{
 use crate::public_ids::RidePublicId;
 use crate::schema::transfers;
 use crate::service_error::ServiceError;
-
-/// How long a claim keeps other workers off a transfer: longer than a
-/// gateway call may take.
-const CLAIM: Duration = Duration::from_secs(60);
 
 /// How far before its first attempt a lost answer's transfer is looked
 /// for: the gateway's clock may be behind ours.
@@ -60,36 +56,61 @@ struct Claimed {
     status_checked_at: DateTime<Utc>,
     #[diesel(sql_type = Bytea)]
     ride: RidePublicId,
+    /// For a transfer owed again after its refund failed: the `trr_` id of
+    /// the reversal it gives back.
+    #[diesel(sql_type = Nullable<Text>)]
+    gives_back: Option<String>,
 }
 
-/// What became of the transfers one pass claimed.
+/// What became of the transfers (or reversals) one pass claimed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Made {
-    pub paid: usize,
+    /// Made at the gateway, and recorded.
+    pub made: usize,
+    /// Refused by the gateway, or (a transfer) not sent to a driver not
+    /// active.
     pub failed: usize,
+    /// Left for a later pass.
     pub left: usize,
+}
+
+impl Made {
+    /// Each of the `claimed` transfers (or reversals: `what`) made by
+    /// `make` (`Some(true)`: made, `Some(false)`: failed, `None` or an
+    /// error: left), and counted.
+    pub(super) fn each<T>(
+        what: &str,
+        claimed: &[T],
+        id: impl Fn(&T) -> i64,
+        make: impl Fn(&T) -> Result<Option<bool>, ServiceError>,
+    ) -> Made {
+        if !claimed.is_empty() {
+            crate::crash::after(&format!("{what}s_claimed"));
+        }
+        let mut made = Made::default();
+        for one in claimed {
+            match make(one) {
+                Ok(Some(true)) => made.made += 1,
+                Ok(Some(false)) => made.failed += 1,
+                Ok(None) => made.left += 1,
+                Err(err) => {
+                    made.left += 1;
+                    log::warn!("{what} {} not made yet: {err}", id(one));
+                }
+            }
+        }
+        made
+    }
 }
 
 /// One pass: up to `batch` transfers owed (pending, or failed to a driver
 /// the gateway has confirmed active since) claimed and made.
 pub fn make_due(cx: &ServiceContext, batch: i64) -> Result<Made, ServiceError> {
-    let claimed = claim(&mut *cx.pool.get()?, batch)?;
-    let mut made = Made::default();
-    for transfer in claimed {
-        match make(cx, &transfer) {
-            Ok(Some(true)) => made.paid += 1,
-            Ok(Some(false)) => made.failed += 1,
-            Ok(None) => made.left += 1,
-            Err(err) => {
-                made.left += 1;
-                log::warn!("transfer {} not made yet: {err}", transfer.id);
-            }
-        }
-    }
-    Ok(made)
+    let claimed = claim(&mut *cx.pool.get()?, batch, cx.drivers.claim)?;
+    Ok(Made::each("transfer", &claimed, |t| t.id, |t| make(cx, t)))
 }
 
-fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
+fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Vec<Claimed>> {
     diesel::sql_query(
         "UPDATE transfers AS t
          SET claimed_until = now() + make_interval(secs => $2),
@@ -107,10 +128,12 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
            AND d.id = t.driver_id AND r.id = t.ride_id
          RETURNING t.id, t.claim_epoch, t.source_charge, t.currency, t.amount_cents,
                    t.generation, t.first_attempt_at, d.account_id, d.status AS driver_status,
-                   d.status_checked_at, r.public_id AS ride",
+                   d.status_checked_at, r.public_id AS ride,
+                   (SELECT rv.gateway_reversal_id FROM transfer_reversals AS rv
+                    WHERE rv.id = t.reowes_reversal_id) AS gives_back",
     )
     .bind::<BigInt, _>(batch)
-    .bind::<diesel::sql_types::Double, _>(CLAIM.as_secs_f64())
+    .bind::<diesel::sql_types::Double, _>(claim.as_secs_f64())
     .load(conn)
 }
 
@@ -121,7 +144,12 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
         record_failed(cx, transfer, DRIVER_NOT_ACTIVE, false)?;
         return Ok(Some(false));
     }
-    let key = transfer_key(cx, transfer);
+    let key = transfer_key(
+        cx.installation_id,
+        transfer.ride,
+        &transfer.source_charge,
+        transfer.gives_back.as_deref(),
+    );
     let answer = cx.gateway.create_transfer(&CreateTransfer {
         idempotency_key: format!("ridepay-transfer-{key}-g{}", transfer.generation),
         amount_cents: transfer.amount_cents,
@@ -134,6 +162,7 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
             (GENERATION.to_owned(), transfer.generation.to_string()),
         ],
     });
+    crate::crash::after("transfer");
     match answer {
         Ok(made) => record_paid(cx, transfer, &made).map(|()| Some(true)),
         Err(GatewayError::SavedFailure { .. }) => match look_up(cx, transfer, &key)? {
@@ -174,19 +203,9 @@ fn payable_now(cx: &ServiceContext, transfer: &Claimed) -> Result<bool, ServiceE
     Ok(learnt.is_some_and(|driver| driver.status == DriverStatus::Active))
 }
 
-/// The transfer's own `ridepay_key`: what its gateway key and metadata are
-/// derived from, the same whichever path owed it and whoever sends it.
-fn transfer_key(cx: &ServiceContext, transfer: &Claimed) -> String {
-    let mut hash = Sha256::new();
-    hash.update(cx.installation_id.as_bytes());
-    hash.update(transfer.ride.to_string().as_bytes());
-    hash.update(b"\0");
-    hash.update(transfer.source_charge.as_bytes());
-    hex::encode(hash.finalize())
-}
-
 /// Any generation's transfer made under `key`, in the gateway's list of
-/// the destination's transfers (a list never lags).
+/// the destination's transfers (a list never lags), but one reconciliation
+/// found stray and reverses.
 fn look_up(
     cx: &ServiceContext,
     transfer: &Claimed,
@@ -199,12 +218,12 @@ fn look_up(
             .gateway
             .list_transfers(&listing)
             .map_err(crate::payments::unavailable)?;
-        if let Some(made) = page
-            .transfers
-            .iter()
-            .find(|made| made.metadata.get(RIDEPAY_KEY).map(String::as_str) == Some(key))
-        {
-            return Ok(Some(made.clone()));
+        for made in &page.transfers {
+            if made.metadata.get(RIDEPAY_KEY).map(String::as_str) == Some(key)
+                && !is_stray(&mut *cx.pool.get()?, &made.id)?
+            {
+                return Ok(Some(made.clone()));
+            }
         }
         request = listing.after(&page);
     }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod onboarding_page;
 pub mod openapi;
 pub mod openapi_components;
+pub mod owing_drivers;
 pub mod pagination;
 pub mod payment_return;
 pub mod problem;

@@ -4,7 +4,8 @@
 //! gateway's balance moved for it, and every charge and refund the ledger
 //! posted is at the gateway. What the gateway lists that ridepay posted
 //! nothing for (payouts, disputes, a payment no ride records) is counted
-//! by type, apart from the invariants.
+//! by type, apart from the invariants. Each driver's transfers are
+//! compared with the gateway's too (`transfers_against_gateway`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -50,6 +51,7 @@ pub fn compare(
     // The ledger is read first: whatever it holds, the gateway had made
     // before it, so the list read after it has it.
     let mut posted = posted_since(conn, since)?;
+    super::transfers_against_gateway::compare(conn, gateway, report)?;
     let fee_pending: HashSet<&str> = report
         .fees_pending
         .iter()

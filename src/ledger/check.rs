@@ -69,7 +69,7 @@ fn as_text<S: serde::Serializer>(id: &RidePublicId, serializer: S) -> Result<S::
 
 /// The invariants every check names, so that a metrics file shows each
 /// one, found or not.
-pub const INVARIANTS: [&str; 9] = [
+pub const INVARIANTS: [&str; 10] = [
     "unbalanced",
     "hash_mismatch",
     "unexplained",
@@ -79,11 +79,12 @@ pub const INVARIANTS: [&str; 9] = [
     "trigger_disabled",
     "gateway_disagrees",
     "not_at_gateway",
+    "driver_disagrees",
 ];
 
 /// The triggers that keep the ledger whole, as `table.trigger`: turned off,
 /// the ledger can be changed without a trace but this check's.
-const GUARDING_TRIGGERS: [&str; 16] = [
+const GUARDING_TRIGGERS: [&str; 22] = [
     "ledger_transactions.ledger_transactions_balanced",
     "ledger_entries.ledger_entries_join_new",
     "ledger_accounts.ledger_accounts_append_only",
@@ -95,11 +96,17 @@ const GUARDING_TRIGGERS: [&str; 16] = [
     "charges.charges_post_to_ledger",
     "charges.charges_post_fee_to_ledger",
     "charges.charges_append_only",
+    "charges.charges_transfer_owed",
+    "transfers.transfers_post_to_ledger",
+    "transfer_reversals.transfer_reversals_post_to_ledger",
     "refunds.refunds_post_new_to_ledger",
     "refunds.refunds_post_to_ledger",
     "released_payments.released_payments_post_to_ledger",
     "opening_fees.opening_fees_post_to_ledger",
     "opening_fees.opening_fees_append_only",
+    "stray_transfers.stray_transfers_post_to_ledger",
+    "stray_transfers.stray_transfers_post_reversal_to_ledger",
+    "transfers.transfers_not_stray",
 ];
 
 /// The start of the last `span`; without one, of everything.
@@ -204,7 +211,8 @@ fn unbalanced(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
 /// from the ride it opened (its amount is checked with the ride's), a
 /// reallocation from the transfer owed for its charge (the driver's
 /// entitlement then, the rest to the commission), a transfer from the
-/// transfer made.
+/// transfer made, a reversal from the reversal made, a stray transfer and
+/// its reversal from its tombstone.
 fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     #[derive(QueryableByName)]
     struct Checked {
@@ -275,7 +283,7 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
              UNION ALL
              SELECT 'refund', NULL, parts.codes, parts.amounts
              FROM refunds AS r
-             JOIN transfers AS tr ON tr.ride_id = r.ride_id
+             JOIN transfers AS tr ON tr.ride_id = r.ride_id AND tr.reowes_reversal_id IS NULL
              JOIN charges AS c ON c.id = tr.source_charge
              JOIN drivers AS d ON d.id = tr.driver_id
              CROSS JOIN LATERAL (
@@ -354,12 +362,31 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
                      AS share (code, amount)
                  WHERE share.amount <> 0) AS parts
              WHERE tr.ride_id = t.ride_id AND t.source = tr.source_charge || ':reallocation'
+               AND tr.reowes_reversal_id IS NULL
              UNION ALL
              SELECT 'transfer', NULL,
                     ARRAY[d.payable_code || ':' || tr.currency, 'gateway:' || tr.currency],
                     ARRAY[tr.amount_cents, -tr.amount_cents]
              FROM transfers AS tr JOIN drivers AS d ON d.id = tr.driver_id
              WHERE tr.ride_id = t.ride_id AND t.source = tr.gateway_transfer_id || ':transfer'
+             UNION ALL
+             SELECT 'transfer_reversal', NULL,
+                    ARRAY[d.payable_code || ':' || rv.currency, 'gateway:' || rv.currency],
+                    ARRAY[-rv.amount_cents, rv.amount_cents]
+             FROM transfer_reversals AS rv
+             JOIN transfers AS tr ON tr.id = rv.transfer_id
+             JOIN drivers AS d ON d.id = rv.driver_id
+             WHERE tr.ride_id = t.ride_id AND t.source = rv.gateway_reversal_id || ':reversal'
+             UNION ALL
+             SELECT moved.kind, NULL,
+                    ARRAY['platform:suspense:' || s.currency, 'gateway:' || s.currency],
+                    ARRAY[moved.suspense, -moved.suspense]
+             FROM stray_transfers AS s
+             CROSS JOIN LATERAL (
+                 VALUES ('stray_transfer', s.transfer_id || ':stray_transfer', s.amount_cents),
+                        ('stray_reversal', s.reversal_id || ':stray_reversal', -s.reversed_cents))
+                 AS moved (kind, source, suspense)
+             WHERE t.ride_id IS NULL AND t.source = moved.source
              UNION ALL
              SELECT 'opening', NULL,
                     ARRAY['gateway:' || ride.currency, 'platform:unassigned:' || ride.currency],
@@ -405,8 +432,8 @@ fn against_templates(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResu
 }
 
 /// Movements recorded since `since` with no transaction: a charge's
-/// capture or fee, a refund the gateway made, or its failure, and what a
-/// released payment moved.
+/// capture or fee, a refund the gateway made, or its failure, what a
+/// released payment moved, and a stray transfer and its reversal.
 fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<Violation>> {
     found_since(
         conn,
@@ -438,12 +465,22 @@ fn not_posted(conn: &mut PgConnection, since: DateTime<Utc>) -> QueryResult<Vec<
              FROM transfers AS tr
              WHERE tr.updated_at >= $1 AND tr.gateway_transfer_id IS NOT NULL
              UNION ALL
+             SELECT rv.gateway_reversal_id || ':reversal', 'a transfer reversal'
+             FROM transfer_reversals AS rv
+             WHERE rv.updated_at >= $1 AND rv.gateway_reversal_id IS NOT NULL
+             UNION ALL
              SELECT tr.source_charge || ':reallocation', 'the driver''s share of a charge'
              FROM transfers AS tr
-             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0
+             WHERE tr.created_at >= $1 AND tr.entitled_cents > 0 AND tr.reowes_reversal_id IS NULL
              UNION ALL
              SELECT f.balance_transaction_id || ':fee', 'the fee of a charge before the ledger'
              FROM opening_fees AS f WHERE f.created_at >= $1
+             UNION ALL
+             SELECT moved.source, 'a stray transfer or its reversal'
+             FROM stray_transfers AS s
+             CROSS JOIN LATERAL (VALUES (s.transfer_id || ':stray_transfer'),
+                                        (s.reversal_id || ':stray_reversal')) AS moved (source)
+             WHERE s.updated_at >= $1 AND moved.source IS NOT NULL
              UNION ALL
              SELECT moved.source, 'what a released payment moved'
              FROM released_payments AS rp

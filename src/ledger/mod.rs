@@ -8,3 +8,4 @@ pub mod against_gateway;
 pub mod check;
 pub mod opening_fees;
 pub mod reads;
+pub mod transfers_against_gateway;

@@ -16,8 +16,9 @@ pub use ridepay_gateway::{
     BalanceTransactionPage, CancelIntent, CapabilityStatus, CaptureIntent, CaptureMethod,
     CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer, CreateTransferReversal,
     GatewayError, HoldRequest, IncrementIntent, IntentPage, IntentStatus, ListAccounts,
-    ListBalanceTransactions, ListIntents, ListTransfers, ListedBalanceTransaction, NextAction,
-    Payment, PaymentError, PaymentGateway, PaymentIntent, Refund, RefundRequest, RefundState,
-    Transfer, TransferPage, TransferReversal,
+    ListBalanceTransactions, ListIntents, ListTransferReversals, ListTransfers,
+    ListedBalanceTransaction, NextAction, Payment, PaymentError, PaymentGateway, PaymentIntent,
+    Refund, RefundRequest, RefundState, Transfer, TransferPage, TransferReversal,
+    TransferReversalPage,
 };
 pub use stripe::StripeGateway;

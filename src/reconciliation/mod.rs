@@ -7,13 +7,16 @@
 //! next generation's key, or past the deadline ended with a stored 502),
 //! then reads the fees of captures recorded without them (`fees`), lists
 //! the gateway's PaymentIntents since where the last pass left off and
-//! releases the orphans among them (`orphans`). One pass runs at a
+//! releases the orphans among them (`orphans`), and lists the transfers to
+//! drivers' accounts and reverses those no transfer records (`strays`).
+//! One pass runs at a
 //! time across instances (`pass_lease`); `ridepay reconcile` runs one, and
 //! the worker one every `RECONCILE_INTERVAL_SECS` on every instance.
 
 mod fees;
 mod orphans;
 mod pass_lease;
+mod strays;
 mod summary;
 
 use std::time::Duration;
@@ -27,6 +30,7 @@ use crate::idempotency::completer::Resumable;
 use crate::service_error::ServiceError;
 use orphans::OrphanSettings;
 use pass_lease::PassLease;
+use strays::StraySettings;
 pub use summary::Summary;
 
 /// What one pass is asked to do.
@@ -130,6 +134,12 @@ fn pass(
         dry_run: options.dry_run,
     };
     let listed_before = orphans::pass(context, since, &orphan_settings, summary, &mut renew)?;
+    let stray_settings = StraySettings {
+        grace: orphan_settings.grace,
+        window_start,
+        dry_run: options.dry_run,
+    };
+    strays::pass(context, &stray_settings, summary, &mut renew)?;
     // A listing of a span the cursor did not ask for moves it nowhere.
     Ok(options.since.is_none().then_some(listed_before))
 }

@@ -17,6 +17,14 @@ pub struct Summary {
     pub refused: usize,
     pub orphans_cancelled: usize,
     pub orphans_refunded: usize,
+    /// Transfers to drivers no transfer records or would: tombstoned and
+    /// posted against `platform:suspense`.
+    pub strays_found: usize,
+    /// Stray transfers reversed.
+    pub strays_reversed: usize,
+    /// Stray transfers whose reversal the driver's available balance could
+    /// not cover: left in suspense for a later pass.
+    pub strays_in_suspense: usize,
     /// Captures recorded without their fee whose fee the gateway's balance
     /// transactions gave: posted.
     pub fees_posted: usize,
@@ -48,6 +56,9 @@ impl Summary {
             ("refused", self.refused),
             ("orphan_cancelled", self.orphans_cancelled),
             ("orphan_refunded", self.orphans_refunded),
+            ("stray_found", self.strays_found),
+            ("stray_reversed", self.strays_reversed),
+            ("stray_in_suspense", self.strays_in_suspense),
             ("fee_posted", self.fees_posted),
             ("needs_attention", self.needs_attention),
             ("unresolved", self.unresolved),

@@ -96,6 +96,8 @@ pub fn service_context(
             pages: format!("{public_base}{}", driver_pages::PATH),
             livemode: settings.gateway.is_live(),
             status_max_age: settings.drivers.status_max_age,
+            claim: settings.drivers.claim,
+            transfers_due: Default::default(),
         },
     })
 }

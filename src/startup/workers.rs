@@ -12,7 +12,8 @@ use std::time::Duration;
 use crate::backoff::Backoff;
 use crate::config::Settings;
 use crate::context::ServiceContext;
-use crate::drivers::transfers;
+use crate::doorbell::Doorbell;
+use crate::drivers::{reversals, transfers};
 use crate::endpoints;
 use crate::idempotency::completer::{self, CompleterSettings, Resumable};
 use crate::idempotency::reaper;
@@ -25,13 +26,19 @@ mod simulated_events;
 /// Running workers; `stop` ends them after their current pass.
 pub struct Workers {
     stop: Arc<(Mutex<bool>, Condvar)>,
+    /// Rung at the stop too, so that no worker waits at its door.
+    doorbells: Vec<Arc<Doorbell>>,
     threads: Vec<JoinHandle<()>>,
 }
+
+/// The least time between two passes of a worker its doorbell wakes.
+const RUNG_GAP: Duration = Duration::from_millis(50);
 
 impl Workers {
     pub fn start(settings: &Settings, context: Arc<ServiceContext>) -> anyhow::Result<Workers> {
         let mut workers = Workers {
             stop: Arc::new((Mutex::new(false), Condvar::new())),
+            doorbells: Vec::new(),
             threads: Vec::new(),
         };
         if settings.completer.enabled {
@@ -98,13 +105,23 @@ impl Workers {
         }
         if settings.drivers.transfers.enabled {
             let context = context.clone();
-            workers.spawn(
+            workers.spawn_rung(
                 "transfers",
                 settings.drivers.transfers.interval,
-                move || match transfers::make_due(&context, 100) {
-                    Ok(made) if made != Default::default() => log::info!("transfers: {made:?}"),
-                    Ok(_) => {}
-                    Err(err) => log::error!("transfer pass failed: {err}"),
+                context.drivers.transfers_due.clone(),
+                move || {
+                    match transfers::make_due(&context, 100) {
+                        Ok(made) if made != Default::default() => log::info!("transfers: {made:?}"),
+                        Ok(_) => {}
+                        Err(err) => log::error!("transfer pass failed: {err}"),
+                    }
+                    match reversals::make_due(&context, 100) {
+                        Ok(done) if done != Default::default() => {
+                            log::info!("transfer reversals: {done:?}")
+                        }
+                        Ok(_) => {}
+                        Err(err) => log::error!("transfer reversal pass failed: {err}"),
+                    }
                 },
             );
         }
@@ -119,12 +136,36 @@ impl Workers {
             .name(name.to_owned())
             .spawn(move || loop {
                 pass();
-                let (stopped, wake) = &*stop;
-                let guard = stopped.lock().expect("worker stop flag");
-                let (guard, _) = wake
-                    .wait_timeout_while(guard, interval, |stopped| !*stopped)
-                    .expect("worker stop flag");
-                if *guard {
+                if stopped_within(&stop, interval) {
+                    return;
+                }
+            })
+            .expect("spawn a worker thread");
+        self.threads.push(thread);
+    }
+
+    /// A worker that a ring of `doorbell` wakes before its interval is up:
+    /// after at most `RUNG_GAP`, so that a stream of rings costs a pass per
+    /// gap, not one per ring.
+    fn spawn_rung(
+        &mut self,
+        name: &str,
+        interval: Duration,
+        doorbell: Arc<Doorbell>,
+        mut pass: impl FnMut() + Send + 'static,
+    ) {
+        let stop = self.stop.clone();
+        self.doorbells.push(doorbell.clone());
+        let gap = RUNG_GAP.min(interval);
+        let thread = thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || loop {
+                pass();
+                if stopped_within(&stop, gap) {
+                    return;
+                }
+                doorbell.wait(interval - gap);
+                if stopped_within(&stop, Duration::ZERO) {
                     return;
                 }
             })
@@ -144,7 +185,20 @@ impl Workers {
         let (stopped, wake) = &*self.stop;
         *stopped.lock().expect("worker stop flag") = true;
         wake.notify_all();
+        for doorbell in &self.doorbells {
+            doorbell.ring();
+        }
     }
+}
+
+/// Waits up to `timeout` for the workers to be stopped; whether they were.
+fn stopped_within(stop: &(Mutex<bool>, Condvar), timeout: Duration) -> bool {
+    let (stopped, wake) = stop;
+    let guard = stopped.lock().expect("worker stop flag");
+    let (guard, _) = wake
+        .wait_timeout_while(guard, timeout, |stopped| !*stopped)
+        .expect("worker stop flag");
+    *guard
 }
 
 /// Workers dropped without `stop` (a server future dropped unfinished, as

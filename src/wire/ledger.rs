@@ -27,7 +27,7 @@ pub struct TransactionJson {
     #[schema(value_type = String, pattern = "^ltx_[a-z2-7]{29}$", example = "ltx_4be32blpsnwrwonxasv47asov3zzw")]
     pub id: LedgerTransactionPublicId,
     #[schema(
-        pattern = "^(opening|capture|fx|fee|refund|refund_failed|release|reallocation|transfer|transfer_reversal)$"
+        pattern = "^(opening|capture|fx|fee|refund|refund_failed|release|reallocation|transfer|transfer_reversal|stray_transfer|stray_reversal)$"
     )]
     pub kind: String,
     /// The movement, unique: `<ch id>:capture`, `<txn id>:fee`,

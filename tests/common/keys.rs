@@ -191,6 +191,8 @@ pub fn service_context(pool: DbPool, faults: SimulatedGatewaySettings) -> Servic
             pages: "http://127.0.0.1:9/drivers/onboarding".to_owned(),
             livemode: false,
             status_max_age: std::time::Duration::from_secs(300),
+            claim: std::time::Duration::from_secs(60),
+            transfers_due: Default::default(),
         },
     }
 }

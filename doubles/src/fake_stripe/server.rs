@@ -186,8 +186,11 @@ fn route(state: &State, request: &Request) -> Reply {
         .strip_prefix("/v1/transfers/")
         .and_then(|rest| rest.strip_suffix("/reversals"))
     {
-        if request.method == "POST" && !id.contains('/') {
-            return transfers::reverse(state, request, id);
+        match request.method.as_str() {
+            _ if id.contains('/') => {}
+            "POST" => return transfers::reverse(state, request, id),
+            "GET" => return Reply::Answer(transfers::list_reversals(state, request, id)),
+            _ => {}
         }
     }
     if let Some(id) = request.path.strip_prefix("/v1/accounts/") {

@@ -1,5 +1,5 @@
 //! Transfers to connected accounts: `POST /v1/transfers` (from a
-//! `source_transaction`), `GET /v1/transfers`, `POST
+//! `source_transaction`), `GET /v1/transfers`, `POST` and `GET
 //! /v1/transfers/{id}/reversals`, with Stripe's idempotency and the fault
 //! knobs; and a connected account's balance, `GET /v1/balance` with its
 //! `Stripe-Account` header.
@@ -9,7 +9,9 @@ use super::http::{Request, Response};
 use super::state::{Reply, State};
 use super::wire::{self, invalid_request};
 use crate::{account_balance, transfers};
-use ridepay_gateway::{CreateTransfer, CreateTransferReversal, ListTransfers};
+use ridepay_gateway::{
+    CreateTransfer, CreateTransferReversal, ListTransferReversals, ListTransfers,
+};
 
 /// `POST /v1/transfers`.
 pub fn create(state: &State, request: &Request) -> Reply {
@@ -81,6 +83,25 @@ pub fn reverse(state: &State, request: &Request, id: &str) -> Reply {
             .map(|made| Response::json(200, &wire::transfer_reversal_object(&made)))
             .map_err(wire::refusal)
     })
+}
+
+/// `GET /v1/transfers/{id}/reversals`: `starting_after`, `limit`; newest
+/// first. A transfer the fake does not hold is Stripe's 404.
+pub fn list_reversals(state: &State, request: &Request, id: &str) -> Response {
+    let listed = Form::from_query(&request.query).and_then(|query| {
+        let list = ListTransferReversals {
+            transfer: id.to_owned(),
+            starting_after: query.param("starting_after"),
+            limit: query.limit()?,
+        };
+        let mut conn = connection(state)?;
+        transfers::list_reversals(&mut conn, &list, state.intents.double).map_err(wire::refusal)
+    });
+    match listed {
+        Ok(Some(page)) => Response::json(200, &wire::transfer_reversal_list(id, &page)),
+        Ok(None) => invalid_request(404, "resource_missing", format!("No such transfer: '{id}'")),
+        Err(refusal) => refusal,
+    }
 }
 
 /// `GET /v1/balance`: a connected account's, named by `Stripe-Account`;

@@ -11,7 +11,7 @@ use crate::balance_transactions;
 use ridepay_gateway::{
     Account, AccountLink, AccountPage, Balance, BalanceAmount, BalanceTransactionPage,
     CapabilityStatus, GatewayError, IntentPage, IntentStatus, ListedBalanceTransaction,
-    PaymentIntent, Refund, Transfer, TransferPage, TransferReversal,
+    PaymentIntent, Refund, Transfer, TransferPage, TransferReversal, TransferReversalPage,
 };
 
 /// A PaymentIntent: every required field of the schema, and the nullable
@@ -265,12 +265,7 @@ pub fn transfer_object(transfer: &Transfer) -> Value {
         "destination": transfer.destination,
         "livemode": false,
         "metadata": transfer.metadata,
-        "reversals": {
-            "object": "list",
-            "data": transfer.reversals.iter().map(transfer_reversal_object).collect::<Vec<_>>(),
-            "has_more": false,
-            "url": format!("/v1/transfers/{}/reversals", transfer.id),
-        },
+        "reversals": reversal_list(&transfer.id, &transfer.reversals, false),
         "reversed": transfer.reversed,
         "source_transaction": transfer.source_transaction,
         "source_type": "card",
@@ -293,7 +288,21 @@ pub fn transfer_reversal_object(reversal: &TransferReversal) -> Value {
     })
 }
 
-/// A page of transfers, as `GET /v1/transfers` answers.
+/// A transfer's reversals, as `GET /v1/transfers/{id}/reversals` answers
+/// them and a transfer shows them.
+fn reversal_list(transfer: &str, reversals: &[TransferReversal], has_more: bool) -> Value {
+    json!({
+        "object": "list",
+        "data": reversals.iter().map(transfer_reversal_object).collect::<Vec<_>>(),
+        "has_more": has_more,
+        "url": format!("/v1/transfers/{transfer}/reversals"),
+    })
+}
+
+pub fn transfer_reversal_list(transfer: &str, page: &TransferReversalPage) -> Value {
+    reversal_list(transfer, &page.reversals, page.has_more)
+}
+
 pub fn account_list(page: &AccountPage) -> Value {
     json!({
         "object": "list",
@@ -303,6 +312,7 @@ pub fn account_list(page: &AccountPage) -> Value {
     })
 }
 
+/// A page of transfers, as `GET /v1/transfers` answers.
 pub fn transfer_list(page: &TransferPage) -> Value {
     json!({
         "object": "list",

@@ -9,6 +9,7 @@ use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
+use crate::http::owing_drivers;
 use crate::http::routing::post_only;
 use crate::rides::complete::{CompleteEndpoint, CompleteParams};
 use crate::wire::problem::Problem;
@@ -44,7 +45,7 @@ pub async fn complete_ride(
     ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    post.serve::<CompleteEndpoint>(move |body| CompleteParams::parse(ride_id, body))
+    owing_drivers::serve::<CompleteEndpoint>(post, move |body| CompleteParams::parse(ride_id, body))
         .await
 }
 

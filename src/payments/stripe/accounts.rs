@@ -9,8 +9,8 @@ use chrono::DateTime;
 use serde::Deserialize;
 
 use super::intents::{metadata_fields, pair, Form};
-use super::outcome::unreadable;
-use super::wire::{page_query, ListObject};
+use super::outcome::{read_list, unreadable};
+use super::wire::page_query;
 use ridepay_gateway::{
     Account, AccountLink, AccountPage, CapabilityStatus, CreateAccount, CreateAccountLink,
     GatewayError, ListAccounts,
@@ -69,16 +69,8 @@ pub fn list_query(request: &ListAccounts) -> Vec<(&'static str, String)> {
 
 /// A page of accounts.
 pub fn page(body: &[u8]) -> Result<AccountPage, GatewayError> {
-    let page: ListObject<AccountObject> =
-        serde_json::from_slice(body).map_err(|err| unreadable("account list", err))?;
-    Ok(AccountPage {
-        accounts: page
-            .data
-            .into_iter()
-            .map(AccountObject::account)
-            .collect::<Result<_, _>>()?,
-        has_more: page.has_more,
-    })
+    let (accounts, has_more) = read_list(body, "account list", AccountObject::account)?;
+    Ok(AccountPage { accounts, has_more })
 }
 
 impl AccountObject {

@@ -15,8 +15,9 @@ use ridepay_gateway::{
     Account, AccountLink, AccountPage, Balance, BalanceTransactionPage, CancelIntent,
     CaptureIntent, CreateAccount, CreateAccountLink, CreateIntent, CreateTransfer,
     CreateTransferReversal, GatewayError, IncrementIntent, IntentPage, ListAccounts,
-    ListBalanceTransactions, ListIntents, ListTransfers, Payment, PaymentGateway, PaymentIntent,
-    Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
+    ListBalanceTransactions, ListIntents, ListTransferReversals, ListTransfers, Payment,
+    PaymentGateway, PaymentIntent, Refund, RefundRequest, Transfer, TransferPage, TransferReversal,
+    TransferReversalPage,
 };
 
 pub struct StripeGateway {
@@ -325,6 +326,15 @@ impl PaymentGateway for StripeGateway {
         )
     }
 
+    fn list_transfer_reversals(
+        &self,
+        request: &ListTransferReversals,
+    ) -> Result<TransferReversalPage, GatewayError> {
+        let url = format!("{}/{}/reversals", self.transfers_url, request.transfer);
+        let query = transfers::reversal_list_query(request);
+        self.get_page(&url, &query, transfers::reversal_page)
+    }
+
     /// A 404 is no answer: a balance is never missing.
     fn retrieve_balance(&self, account: &str) -> Result<Balance, GatewayError> {
         self.get_as(Some(account), &self.balance_url, &[], transfers::balance)?
@@ -337,8 +347,8 @@ impl PaymentGateway for StripeGateway {
 
 impl StripeGateway {
     /// A page of a list, read by `read`. A 404 is no answer for a list: not
-    /// Stripe at `STRIPE_API_BASE`, or a starting point Stripe no longer
-    /// has; it proves nothing.
+    /// Stripe at `STRIPE_API_BASE`, or a starting point (or the transfer
+    /// whose reversals are listed) Stripe does not have; it proves nothing.
     fn get_page<T>(
         &self,
         url: &str,

@@ -4,7 +4,9 @@
 use std::io;
 use std::time::Duration;
 
-use super::wire::ErrorBody;
+use serde::de::DeserializeOwned;
+
+use super::wire::{ErrorBody, ListObject};
 use ridepay_gateway::GatewayError;
 
 /// An HTTP answer from Stripe, read whole.
@@ -144,6 +146,17 @@ pub fn unreadable(what: &str, why: impl std::fmt::Display) -> GatewayError {
     GatewayError::OutcomeUnknown {
         reason: format!("unreadable {what} from Stripe: {why}"),
     }
+}
+
+/// A list's objects, each read by `read`, and whether more follow them.
+pub fn read_list<O: DeserializeOwned, T>(
+    body: &[u8],
+    what: &str,
+    read: impl FnMut(O) -> Result<T, GatewayError>,
+) -> Result<(Vec<T>, bool), GatewayError> {
+    let page: ListObject<O> = serde_json::from_slice(body).map_err(|err| unreadable(what, err))?;
+    let objects = page.data.into_iter().map(read).collect::<Result<_, _>>()?;
+    Ok((objects, page.has_more))
 }
 
 /// A call that got no HTTP answer. Only failures before the request left are

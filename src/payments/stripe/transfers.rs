@@ -1,8 +1,9 @@
 //! Transfers over Stripe's HTTP API: a driver's share sent from its source
 //! charge (`POST /v1/transfers`), the list that proves whether one was made
 //! (`GET /v1/transfers`), its reversals (`POST
-//! /v1/transfers/{id}/reversals`), and a connected account's balance
-//! (`GET /v1/balance` as the account).
+//! /v1/transfers/{id}/reversals`) and the list that proves whether one was
+//! made (`GET /v1/transfers/{id}/reversals`), and a connected account's
+//! balance (`GET /v1/balance` as the account).
 
 use std::collections::BTreeMap;
 
@@ -11,11 +12,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::intents::{metadata_fields, pair, Form};
-use super::outcome::unreadable;
+use super::outcome::{read_list, unreadable};
 use super::wire::{null_as_empty, page_query, ListObject};
 use ridepay_gateway::{
-    Balance, BalanceAmount, CreateTransfer, CreateTransferReversal, GatewayError, ListTransfers,
-    Transfer, TransferPage, TransferReversal,
+    Balance, BalanceAmount, CreateTransfer, CreateTransferReversal, GatewayError,
+    ListTransferReversals, ListTransfers, Transfer, TransferPage, TransferReversal,
+    TransferReversalPage,
 };
 
 /// `POST /v1/transfers`: no `transfer_group`, which Stripe takes from the
@@ -52,6 +54,15 @@ pub fn list_query(request: &ListTransfers) -> Vec<(&'static str, String)> {
         ("starting_after", request.starting_after.clone()),
     ];
     page_query(request.limit, optional)
+}
+
+/// The query of `GET /v1/transfers/{id}/reversals`; the transfer is in
+/// the path.
+pub fn reversal_list_query(request: &ListTransferReversals) -> Vec<(&'static str, String)> {
+    page_query(
+        request.limit,
+        [("starting_after", request.starting_after.clone())],
+    )
 }
 
 /// An id, or the object it names when expanded.
@@ -119,15 +130,10 @@ pub fn transfer(body: &[u8]) -> Result<Transfer, GatewayError> {
 
 /// A page of transfers.
 pub fn page(body: &[u8]) -> Result<TransferPage, GatewayError> {
-    let page: ListObject<TransferObject> =
-        serde_json::from_slice(body).map_err(|err| unreadable("transfer list", err))?;
+    let (transfers, has_more) = read_list(body, "transfer list", TransferObject::transfer)?;
     Ok(TransferPage {
-        transfers: page
-            .data
-            .into_iter()
-            .map(TransferObject::transfer)
-            .collect::<Result<_, _>>()?,
-        has_more: page.has_more,
+        transfers,
+        has_more,
     })
 }
 
@@ -160,6 +166,16 @@ pub fn reversal(body: &[u8]) -> Result<TransferReversal, GatewayError> {
     serde_json::from_slice::<ReversalObject>(body)
         .map_err(|err| unreadable("transfer reversal", err))?
         .reversal()
+}
+
+/// A page of a transfer's reversals.
+pub fn reversal_page(body: &[u8]) -> Result<TransferReversalPage, GatewayError> {
+    let (reversals, has_more) =
+        read_list(body, "transfer reversal list", ReversalObject::reversal)?;
+    Ok(TransferReversalPage {
+        reversals,
+        has_more,
+    })
 }
 
 #[derive(Debug, Deserialize)]

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "validation",
             "pages",
             "backoff",
+            "doorbell",
             "crash",
             "http_client",
         ],

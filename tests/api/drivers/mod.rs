@@ -5,6 +5,8 @@ mod assignment;
 mod connect_events;
 mod onboarding;
 mod registration;
+mod reversals;
+mod strays;
 mod transfers;
 
 use serde_json::json;

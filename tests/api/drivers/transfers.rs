@@ -56,7 +56,7 @@ async fn a_driver_is_paid_what_they_are_owed_once() {
     assert_eq!(
         made,
         Made {
-            paid: 1,
+            made: 1,
             failed: 0,
             left: 0
         }
@@ -115,7 +115,7 @@ async fn a_restricted_driver_gets_no_call_until_they_are_active_again() {
 
     ridepay_doubles::accounts::activate(&mut app.db(), &account).unwrap();
     assert!(follows("active").await);
-    assert_eq!(make_due(&context, 10).unwrap().paid, 1);
+    assert_eq!(make_due(&context, 10).unwrap().made, 1);
     assert_eq!(transfer_state(&app).0, "paid");
     assert_eq!(at_the_gateway(&app).len(), 1);
     assert_exact(&app, "paid once active again");
@@ -141,7 +141,7 @@ async fn lost_and_saved_answers_make_one_transfer() {
     });
     assert_eq!(make_due(&lost, 10).unwrap().left, 1);
     assert_eq!(at_the_gateway(&app).len(), 1);
-    assert_eq!(make_due(&clean, 10).unwrap().paid, 1);
+    assert_eq!(make_due(&clean, 10).unwrap().made, 1);
     assert_eq!(at_the_gateway(&app).len(), 1);
 
     let ride = app.paid_ride("second").await;
@@ -159,13 +159,13 @@ async fn lost_and_saved_answers_make_one_transfer() {
     let acted = at_the_gateway(&app).len() == 2;
     // The saved 500 again, then the lookup.
     let looked_up = make_due(&clean, 10).unwrap();
-    assert_eq!(looked_up.paid, usize::from(acted), "{looked_up:?}");
+    assert_eq!(looked_up.made, usize::from(acted), "{looked_up:?}");
     if !acted {
         assert_eq!(
             app.count("transfers WHERE generation = 1 AND status = 'pending'"),
             1
         );
-        assert_eq!(make_due(&clean, 10).unwrap().paid, 1);
+        assert_eq!(make_due(&clean, 10).unwrap().made, 1);
     }
     assert_eq!(at_the_gateway(&app).len(), 2);
     assert_eq!(app.count("transfers WHERE status = 'paid'"), 2);
@@ -191,7 +191,7 @@ async fn two_workers_at_once_make_each_transfer_once() {
         [first.join().unwrap(), second.join().unwrap()]
     });
     assert_eq!(
-        passes.iter().map(|made| made.paid).sum::<usize>(),
+        passes.iter().map(|made| made.made).sum::<usize>(),
         3,
         "{passes:?}"
     );
@@ -238,4 +238,35 @@ async fn a_driver_known_active_too_long_ago_is_read_again_before_being_paid() {
     assert_eq!(transfer_state(&app).2.as_deref(), Some(DRIVER_NOT_ACTIVE));
     assert_eq!(at_the_gateway(&app).len(), sent_before);
     assert_eq!(app.count("drivers WHERE status = 'restricted'"), 1);
+}
+
+/// A request that may leave a driver owed rings its instance's transfer
+/// worker, which makes the transfer (and, after a refund, the reversal) at
+/// once, long before its interval is up.
+#[tokio::test]
+async fn a_request_that_owes_a_driver_wakes_the_transfer_worker() {
+    let app = crate::common::app::spawn_app_with(|s| {
+        s.drivers.transfers.enabled = true;
+        s.drivers.transfers.interval = std::time::Duration::from_secs(3600);
+    })
+    .await;
+    let platform = create_platform_user(&app.database_url);
+    let (driver, ride) = owed(&app, &platform).await;
+    let paid = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("transfers WHERE status = 'paid'") == 1
+    })
+    .await;
+    assert!(paid);
+
+    let account = account_of(&app, &platform.api_key, driver).await;
+    ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
+    app.post_refund(ride, "refund", "{}")
+        .await
+        .assert_status(201);
+    let reversed = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("transfer_reversals WHERE status = 'reversed'") == 1
+    })
+    .await;
+    assert!(reversed);
+    assert_exact(&app, "woken");
 }

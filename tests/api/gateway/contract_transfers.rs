@@ -1,14 +1,15 @@
 //! The contract's transfers, run against every gateway as the rest of it
 //! is: a driver's share sent from its source charge once per key, listed
 //! as reconciliation lists it, refused as Stripe refuses it; its reversals
-//! taken from the available balance only; and the connected account's
-//! balance, moved on and paid out by the doubles' test controls.
+//! taken from the available balance only, and listed as reconciliation
+//! lists them; and the connected account's balance, moved on and paid out
+//! by the doubles' test controls.
 
 use chrono::{Duration, Utc};
 use ridepay::config::SimulatedGatewaySettings;
 use ridepay::payments::{
     Balance, BalanceAmount, CaptureMethod, CreateIntent, CreateTransfer, CreateTransferReversal,
-    GatewayError, ListTransfers, Transfer,
+    GatewayError, ListTransferReversals, ListTransfers, Transfer, TransferReversalPage,
 };
 use ridepay_doubles::accounts;
 
@@ -185,7 +186,7 @@ fn made_other_account(gateway: &Gateway) -> String {
 /// destination it does not hold or whose `transfers` capability is not
 /// active, a source charge it does not hold or that has not taken money,
 /// another currency than the charge's, and more than the charge has left
-/// untransferred (what reversals gave back counts as left).
+/// untransferred (what reversals gave back counts as left, and no more).
 fn transfers_are_refused_as_stripe_refuses_them(under_test: &impl GatewayUnderTest) {
     let gateway = under_test.healthy();
     let inactive = made_other_account(gateway.as_ref());
@@ -232,6 +233,10 @@ fn transfers_are_refused_as_stripe_refuses_them(under_test: &impl GatewayUnderTe
     gateway
         .create_transfer_reversal(&reversal("back", &most.id, 300))
         .unwrap();
+    refused_with(
+        send("beyond back", &driver, &charge, 301),
+        "amount_too_large",
+    );
     let again = send("again", &driver, &charge, 300);
     assert!(again.is_ok(), "{again:?}");
     assert_eq!(transfers_made(under_test), 3);
@@ -339,10 +344,76 @@ fn a_reversal_takes_from_the_available_balance_only(under_test: &impl GatewayUnd
     );
 }
 
+/// A transfer's reversals, listed at once, newest first, page by page, and
+/// only its own; a transfer the gateway does not hold is `Unavailable`, as
+/// Stripe's 404 to any list: it proves nothing.
+fn a_transfers_reversals_are_listed_newest_first_page_by_page(under_test: &impl GatewayUnderTest) {
+    let gateway = under_test.healthy();
+    let driver = payable_account(under_test, gateway.as_ref());
+    let (_, charge) = paid_charge(gateway.as_ref(), "fare", None);
+    let share = gateway
+        .create_transfer(&transfer("share", &driver, &charge, 1600))
+        .unwrap();
+    let other = gateway
+        .create_transfer(&transfer("other share", &driver, &charge, 400))
+        .unwrap();
+    let all = ListTransferReversals::of(&share.id);
+    let none_yet = gateway.list_transfer_reversals(&all).unwrap();
+    accounts::make_available(&mut under_test.records(), &driver).unwrap();
+    let first = gateway
+        .create_transfer_reversal(&reversal("first back", &share.id, 300))
+        .unwrap();
+    let second = gateway
+        .create_transfer_reversal(&reversal("second back", &share.id, 200))
+        .unwrap();
+    gateway
+        .create_transfer_reversal(&reversal("other back", &other.id, 100))
+        .unwrap();
+
+    let listed = gateway.list_transfer_reversals(&all).unwrap();
+    let one = ListTransferReversals {
+        limit: 1,
+        ..all.clone()
+    };
+    let page = gateway.list_transfer_reversals(&one).unwrap();
+    let next = one.after(&page).expect("a page follows");
+    let last = gateway.list_transfer_reversals(&next).unwrap();
+    let unknown = gateway.list_transfer_reversals(&ListTransferReversals::of("tr_none"));
+
+    assert_eq!(none_yet, TransferReversalPage::default());
+    assert_eq!(
+        listed,
+        TransferReversalPage {
+            reversals: vec![second.clone(), first.clone()],
+            has_more: false,
+        }
+    );
+    assert_eq!(
+        page,
+        TransferReversalPage {
+            reversals: vec![second],
+            has_more: true,
+        }
+    );
+    assert_eq!(
+        last,
+        TransferReversalPage {
+            reversals: vec![first],
+            has_more: false,
+        }
+    );
+    assert_eq!(next.after(&last), None);
+    assert!(
+        matches!(unknown, Err(GatewayError::Unavailable { .. })),
+        "{unknown:?}"
+    );
+}
+
 /// Saved 500s and lost answers, as every call that acts has them: a
 /// transfer or a reversal whose answer was lost is given by the retry under
 /// its key, made once; one whose 500 was saved answers every retry with it
-/// and is made at most once.
+/// and is made at most once, which the list of its transfer's reversals
+/// tells.
 fn transfers_and_reversals_are_made_at_most_once_through_saved_500s_and_lost_answers(
     under_test: &impl GatewayUnderTest,
 ) {
@@ -407,6 +478,22 @@ fn transfers_and_reversals_are_made_at_most_once_through_saved_500s_and_lost_ans
     }
     assert!(transfers_made(under_test) <= 2);
     assert!(reversals_made(under_test) <= 2);
+    let listed = healthy
+        .list_transfer_reversals(&ListTransferReversals::of(&found.id))
+        .unwrap()
+        .reversals;
+    let keys: Vec<&str> = listed
+        .iter()
+        .map(|reversal| reversal.metadata["ridepay_key"].as_str())
+        .collect();
+    let saved_made = reversals_made(under_test) == 2;
+    let expected = if saved_made {
+        vec!["saved back", "lost back"]
+    } else {
+        vec!["lost back"]
+    };
+    assert_eq!(keys, expected);
+    assert_eq!(listed.last(), Some(&found_reversal));
 }
 
 macro_rules! every_transfer_scenario {
@@ -416,6 +503,7 @@ macro_rules! every_transfer_scenario {
             a_transfer_is_made_once_per_key_and_listed_by_destination_created_and_group,
             transfers_are_refused_as_stripe_refuses_them,
             a_reversal_takes_from_the_available_balance_only,
+            a_transfers_reversals_are_listed_newest_first_page_by_page,
             transfers_and_reversals_are_made_at_most_once_through_saved_500s_and_lost_answers,
         );
     };

@@ -1,6 +1,6 @@
-//! The fake Stripe's transfers, reversals and connected-account balances
-//! over HTTP, every answer (refusals too) checked against Stripe's
-//! specification (`stripe_spec`).
+//! The fake Stripe's transfers, reversals (made and listed) and
+//! connected-account balances over HTTP, every answer (refusals too)
+//! checked against Stripe's specification (`stripe_spec`).
 
 use serde_json::{json, Value};
 
@@ -103,6 +103,7 @@ async fn every_transfer_answer_of_the_fake_is_what_stripes_specification_describ
             "{TRANSFERS}?destination={driver}&created[gte]=0&limit=10"
         ))
         .await;
+    let reversals_listed = fake.get(&format!("{reversals}?limit=1")).await;
     let of_group = fake
         .get(&format!("{TRANSFERS}?transfer_group=ridepay-fare"))
         .await;
@@ -118,6 +119,7 @@ async fn every_transfer_answer_of_the_fake_is_what_stripes_specification_describ
     for answer in [&listed, &of_group] {
         conforms("GET", TRANSFERS, answer);
     }
+    conforms("GET", REVERSALS, &reversals_listed);
     for answer in [&pending, &available, &platform] {
         conforms("GET", "/v1/balance", answer);
     }
@@ -147,6 +149,15 @@ async fn every_transfer_answer_of_the_fake_is_what_stripes_specification_describ
     assert_eq!(listed.1["data"][0]["amount_reversed"], 500);
     assert_eq!(listed.1["data"][0]["reversals"]["data"][0], reversed.1);
     assert_eq!(of_group.1["data"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        reversals_listed.1,
+        json!({
+            "object": "list",
+            "data": [reversed.1],
+            "has_more": false,
+            "url": format!("/v1/transfers/{id}/reversals"),
+        })
+    );
     assert_eq!(available.1["available"][0]["amount"], 1100);
     assert_eq!(platform.0, 400);
 }
@@ -178,6 +189,7 @@ async fn the_fake_takes_no_transfer_group_and_names_what_it_does_not_have() {
         )
         .await;
     let no_account = fake.get_as("/v1/balance", Some("acct_none")).await;
+    let no_transfer_listed = fake.get("/v1/transfers/tr_none/reversals").await;
 
     for (answer, template) in [
         (&with_group, TRANSFERS),
@@ -188,6 +200,19 @@ async fn the_fake_takes_no_transfer_group_and_names_what_it_does_not_have() {
         assert_eq!(answer.0, 400);
     }
     conforms("GET", "/v1/balance", &no_account);
+    conforms("GET", REVERSALS, &no_transfer_listed);
+    assert_eq!(
+        (
+            no_transfer_listed.0,
+            &no_transfer_listed.1["error"]["code"],
+            &no_transfer_listed.1["error"]["message"]
+        ),
+        (
+            404,
+            &json!("resource_missing"),
+            &json!("No such transfer: 'tr_none'")
+        )
+    );
     assert!(no_charge.1["error"]["message"]
         .as_str()
         .unwrap()

@@ -885,16 +885,35 @@ fn the_client_pins_the_api_version_of_the_vendored_specification() {
     assert_eq!(ridepay::payments::stripe::STRIPE_VERSION, spec().version());
 }
 
+/// A list's query as the client builds it, asserted to be one the
+/// specification's `GET` at `path` takes.
+fn conforming_query(path: &str, query: Vec<(&str, String)>) -> Vec<(String, String)> {
+    let query: Vec<(String, String)> = query
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    assert_eq!(
+        spec().check_query("GET", path, &query),
+        Vec::<String>::new(),
+        "{query:?}"
+    );
+    query
+}
+
 /// The client's transfers, reversals and list queries are what the
 /// specification takes (no `transfer_group`: Stripe gives the source
-/// charge's), and it reads Stripe's 2026 transfer, reversal and balance.
+/// charge's), and it reads Stripe's 2026 transfer, reversal (alone and in
+/// a list) and balance.
 #[test]
 fn the_client_makes_transfers_and_reversals_as_the_specification_takes_them_and_reads_stripes_examples(
 ) {
     use ridepay::payments::stripe::transfers::{
-        balance, list_query, reversal, reversal_form, transfer, transfer_form,
+        balance, list_query, reversal, reversal_form, reversal_list_query, reversal_page, transfer,
+        transfer_form,
     };
-    use ridepay::payments::{CreateTransfer, CreateTransferReversal, ListTransfers};
+    use ridepay::payments::{
+        CreateTransfer, CreateTransferReversal, ListTransferReversals, ListTransfers,
+    };
     let metadata = vec![("ridepay_key".to_owned(), "k1".to_owned())];
     let form = transfer_form(&CreateTransfer {
         idempotency_key: "k".to_owned(),
@@ -926,14 +945,21 @@ fn the_client_makes_transfers_and_reversals_as_the_specification_takes_them_and_
         starting_after: Some("tr_1".to_owned()),
         ..ListTransfers::to_since("acct_1", chrono::Utc::now())
     };
-    let query: Vec<(String, String)> = list_query(&list)
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect();
+    conforming_query("/v1/transfers", list_query(&list));
+    let reversals = ListTransferReversals {
+        starting_after: Some("trr_1".to_owned()),
+        ..ListTransferReversals::of("tr_1")
+    };
+    let query = conforming_query(
+        "/v1/transfers/{id}/reversals",
+        reversal_list_query(&reversals),
+    );
     assert_eq!(
-        spec().check_query("GET", "/v1/transfers", &query),
-        Vec::<String>::new(),
-        "{query:?}"
+        query,
+        [
+            ("limit".to_owned(), "100".to_owned()),
+            ("starting_after".to_owned(), "trr_1".to_owned())
+        ]
     );
 
     let example = |name: &str| serde_json::to_vec(&fixtures()[name]).unwrap();
@@ -959,6 +985,18 @@ fn the_client_makes_transfers_and_reversals_as_the_specification_takes_them_and_
         (back.transfer.as_str(), back.amount_cents),
         ("tr_1Pgc7BB7WZ01zgkWVJfE40RX", 1100)
     );
+    let listed = json!({
+        "object": "list",
+        "data": [fixtures()["transfer_reversal"]],
+        "has_more": true,
+        "url": "/v1/transfers/tr_1Pgc7BB7WZ01zgkWVJfE40RX/reversals",
+    });
+    assert_eq!(
+        spec().check_response("GET", "/v1/transfers/{id}/reversals", 200, &listed),
+        Vec::<String>::new()
+    );
+    let page = reversal_page(&serde_json::to_vec(&listed).unwrap()).unwrap();
+    assert_eq!((page.reversals, page.has_more), (vec![back], true));
     let held = balance(&example("balance")).unwrap();
     assert_eq!((held.available_in("usd"), held.pending_in("usd")), (0, 0));
 }

@@ -688,6 +688,10 @@ fn every_crash_point_of_every_endpoint_has_crash_tests() {
         "after-staged",
         "after-account-requested",
         "after-create-account",
+        "after-transfers-claimed",
+        "after-transfer",
+        "after-reversals-claimed",
+        "after-reversal",
     ];
     tested.sort_unstable();
     let mut listed = ridepay::endpoints::crash_points();
@@ -881,5 +885,84 @@ mod assignment {
     #[tokio::test]
     async fn after_finished() {
         a_retry_assigns_once_after_a_crash_at(crash::AFTER_FINISHED).await;
+    }
+}
+
+/// The transfer worker killed at each of its points, once with a transfer
+/// owed and once with a reversal owed: restarted, it makes each exactly
+/// once (the gateway deduplicates the second send under the same key), and
+/// the ledger is exact.
+mod transfer_worker {
+    use super::*;
+    use crate::common::app::create_platform_user;
+    use ridepay::drivers::transfers::make_due;
+
+    /// Short claims, so that the restarted worker takes over soon.
+    const WORKER: [(&str, &str); 2] = [
+        ("TRANSFER_CLAIM_SECS", "1"),
+        ("TRANSFER_WORKER_INTERVAL_MS", "100"),
+    ];
+
+    async fn made_once_after_a_crash_at(point: &str) {
+        let mut app = database_only();
+        let platform = create_platform_user(&app.database_url);
+        let plain =
+            ServerProcess::start(&app.database_url, &[("TRANSFER_WORKER_ENABLED", "false")]);
+        app.address = plain.address.clone();
+        let driver = crate::drivers::active_driver(&app, &platform, "ada").await;
+        let ride = app.paid_ride("paid").await;
+        app.post_assign_driver(&platform, ride, driver, "assign")
+            .await
+            .assert_status(200);
+        let reversing = point.contains("reversal");
+        if reversing {
+            assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
+            let account = crate::drivers::account_of(&app, &platform.api_key, driver).await;
+            ridepay_doubles::accounts::make_available(&mut app.db(), &account).unwrap();
+            app.post_refund(ride, "refund", "{}")
+                .await
+                .assert_status(201);
+        }
+        drop(plain);
+
+        let mut armed = WORKER.to_vec();
+        armed.push(("RIDEPAY_CRASH_AT", point));
+        let mut server = ServerProcess::start(&app.database_url, &armed);
+        let status = server.wait_for_exit(Duration::from_secs(30));
+        assert!(!status.success(), "{point}: {status:?}");
+        let _restarted = ServerProcess::start(&app.database_url, &WORKER);
+        let done = eventually(Duration::from_secs(30), || {
+            app.count("transfers WHERE status = 'paid'") == 1
+                && app.count("transfer_reversals WHERE status = 'reversed'") == i64::from(reversing)
+        })
+        .await;
+        assert!(done, "{point}");
+        assert_eq!(app.count("simulated_transfers"), 1, "{point}");
+        assert_eq!(
+            app.count("simulated_transfer_reversals"),
+            i64::from(reversing),
+            "{point}"
+        );
+        assert_exact(&app, point);
+    }
+
+    #[tokio::test]
+    async fn after_transfers_claimed() {
+        made_once_after_a_crash_at("after-transfers-claimed").await;
+    }
+
+    #[tokio::test]
+    async fn after_transfer() {
+        made_once_after_a_crash_at("after-transfer").await;
+    }
+
+    #[tokio::test]
+    async fn after_reversals_claimed() {
+        made_once_after_a_crash_at("after-reversals-claimed").await;
+    }
+
+    #[tokio::test]
+    async fn after_reversal() {
+        made_once_after_a_crash_at("after-reversal").await;
     }
 }
