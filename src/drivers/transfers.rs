@@ -52,6 +52,9 @@ struct Claimed {
     generation: i16,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     first_attempt_at: Option<DateTime<Utc>>,
+    /// Claimed before: an earlier call may have made it.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    sent_before: bool,
     #[diesel(sql_type = Text)]
     account_id: String,
     #[diesel(sql_type = Text)]
@@ -110,7 +113,8 @@ fn claim(conn: &mut PgConnection, batch: i64) -> QueryResult<Vec<Claimed>> {
                  FOR UPDATE OF due SKIP LOCKED)
            AND d.id = t.driver_id AND r.id = t.ride_id
          RETURNING t.id, t.claim_epoch, t.source_charge, t.currency, t.amount_cents,
-                   t.generation, t.first_attempt_at, d.account_id, d.status AS driver_status,
+                   t.generation, t.first_attempt_at, t.first_attempt_at < now() AS sent_before,
+                   d.account_id, d.status AS driver_status,
                    d.status_checked_at, r.public_id AS ride,
                    (SELECT rv.gateway_reversal_id FROM transfer_reversals AS rv
                     WHERE rv.id = t.reowes_reversal_id) AS gives_back",
@@ -128,6 +132,14 @@ fn make(cx: &ServiceContext, transfer: &Claimed) -> Result<Option<bool>, Service
         return Ok(Some(false));
     }
     let key = transfer_key(cx, transfer);
+    // A refund since an earlier call whose answer is unknown may have
+    // lowered what the transfer owes, and the gateway refuses the key with
+    // another amount: what that call made is found instead.
+    if transfer.sent_before {
+        if let Some(made) = look_up(cx, transfer, &key)? {
+            return record_paid(cx, transfer, &made).map(|()| Some(true));
+        }
+    }
     let answer = cx.gateway.create_transfer(&CreateTransfer {
         idempotency_key: format!("ridepay-transfer-{key}-g{}", transfer.generation),
         amount_cents: transfer.amount_cents,
