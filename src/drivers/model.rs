@@ -84,6 +84,17 @@ pub fn find(conn: &mut PgConnection, id: DriverPublicId) -> QueryResult<Option<D
         .optional()
 }
 
+/// As `find`, the driver's row locked `FOR UPDATE` until the transaction
+/// ends.
+pub fn find_locked(conn: &mut PgConnection, id: DriverPublicId) -> QueryResult<Option<Driver>> {
+    drivers::table
+        .filter(drivers::public_id.eq(id))
+        .select(Driver::as_select())
+        .for_update()
+        .first(conn)
+        .optional()
+}
+
 /// How long an onboarding token opens the driver's pages.
 pub const TOKEN_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::days(7);
 

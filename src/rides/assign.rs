@@ -140,7 +140,11 @@ fn assign(
     if assigned.is_some() {
         return Err(refused(format!("ride {} has its driver", ride.public_id)));
     }
-    let driver = drivers::find(conn, params.driver_id)?.ok_or_else(|| {
+    // Locked before the ride's driver row refers to it: that reference
+    // holds `FOR KEY SHARE` on the driver's row, which `ridepay_driver_owed`
+    // raises to `FOR UPDATE`, and two assignments of one driver raising
+    // their shares at once deadlock; locked first, they queue.
+    let driver = drivers::find_locked(conn, params.driver_id)?.ok_or_else(|| {
         ServiceError::Invalid(vec![FieldError::new("driver_id", "names no driver")])
     })?;
     if driver.status != DriverStatus::Active {

@@ -132,9 +132,14 @@ impl RideClient {
 
     /// `GET /api/rides/{id}`, `id` as an answer gave it (`ride_...`).
     pub async fn get_ride(&self, address: &str, id: &str) -> reqwest::Result<Answer> {
+        self.get(address, &format!("/api/rides/{id}")).await
+    }
+
+    /// `GET` of `path` on `address`, with the key.
+    pub async fn get(&self, address: &str, path: &str) -> reqwest::Result<Answer> {
         let response = self
             .http
-            .get(format!("http://{address}/api/rides/{id}"))
+            .get(format!("http://{address}{path}"))
             .header(AUTHORIZATION, self.authorization.clone())
             .send()
             .await?;

@@ -87,18 +87,26 @@ impl Ridepay {
     /// A user with a stored customer and card (`pm_card_visa`), and its API
     /// key.
     pub fn create_user(&self, email: &str) -> anyhow::Result<ApiUser> {
+        self.users_create(&[
+            "--email",
+            email,
+            "--stripe-customer",
+            "cus_tools",
+            "--payment-method",
+            "pm_card_visa",
+        ])
+    }
+
+    /// A platform user (drivers, assignments), and its API key.
+    pub fn create_platform_user(&self, email: &str) -> anyhow::Result<ApiUser> {
+        self.users_create(&["--role", "platform", "--email", email])
+    }
+
+    fn users_create(&self, args: &[&str]) -> anyhow::Result<ApiUser> {
         let output = self
             .command()
-            .args([
-                "users",
-                "create",
-                "--email",
-                email,
-                "--stripe-customer",
-                "cus_tools",
-                "--payment-method",
-                "pm_card_visa",
-            ])
+            .args(["users", "create"])
+            .args(args)
             .stderr(Stdio::inherit())
             .output()
             .context("cannot run `ridepay users create`")?;
@@ -106,6 +114,32 @@ impl Ridepay {
             bail!("`ridepay users create` failed ({})", output.status);
         }
         serde_json::from_slice(&output.stdout).context("unexpected `ridepay users create` output")
+    }
+
+    /// `ridepay simulated-gateway CONTROL ACCOUNT` on the doubles' records
+    /// in `records_url` (either double's): what Stripe does to a connected
+    /// account in time (`restrict-account`, `activate-account`,
+    /// `make-available`, `pay-out`).
+    pub fn gateway_control(
+        &self,
+        records_url: &str,
+        control: &str,
+        account: &str,
+    ) -> anyhow::Result<()> {
+        let output = self
+            .command()
+            .args(["simulated-gateway", control, account, "--database-url"])
+            .arg(records_url)
+            .output()
+            .with_context(|| format!("cannot run `ridepay simulated-gateway {control}`"))?;
+        if !output.status.success() {
+            bail!(
+                "`ridepay simulated-gateway {control} {account}` failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
     }
 
     /// `ridepay ledger check` on the whole ledger, reaching the gateway

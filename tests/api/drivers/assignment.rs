@@ -315,3 +315,64 @@ async fn a_driver_assigned_after_a_refund_is_owed_what_is_left() {
     assert_eq!(transfers_of(&app, ride), [(1200, 0, "pending".to_owned())]);
     assert_exact(&app, "refunded, then assigned");
 }
+
+/// Two rides given one driver at once: the other assignment has written
+/// its ride's driver (which holds a key share on the driver's row) and is
+/// about to lock the driver's row, as owing the transfer does, when this
+/// one arrives. This one locks the driver before writing its own ride's
+/// driver, so it waits behind the other instead of holding a share the
+/// other must wait for: no deadlock, and both go through.
+#[tokio::test]
+async fn two_rides_given_one_driver_at_once_do_not_deadlock() {
+    use diesel::prelude::*;
+    use diesel::sql_types::BigInt;
+    use ridepay::public_ids::{DriverPublicId, RidePublicId};
+    use ridepay::schema::{drivers, rides};
+    use std::time::Duration;
+
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let (first, second) = (app.paid_ride("first").await, app.paid_ride("second").await);
+    let mut other = app.db();
+    let second_row: i64 = rides::table
+        .filter(rides::public_id.eq(RidePublicId::parse(&second.to_string()).unwrap()))
+        .select(rides::id)
+        .first(&mut other)
+        .unwrap();
+    let driver_row: i64 = drivers::table
+        .filter(drivers::public_id.eq(DriverPublicId::parse(&driver.to_string()).unwrap()))
+        .select(drivers::id)
+        .first(&mut other)
+        .unwrap();
+    diesel::sql_query("BEGIN").execute(&mut other).unwrap();
+    diesel::sql_query(
+        "INSERT INTO ride_drivers (ride_id, driver_id, commission_bps) VALUES ($1, $2, 2000)",
+    )
+    .bind::<BigInt, _>(second_row)
+    .bind::<BigInt, _>(driver_row)
+    .execute(&mut other)
+    .unwrap();
+
+    let (answer, locked) = tokio::join!(
+        app.post_assign_driver(&platform, first, driver, "assign first"),
+        async {
+            let waiting = crate::common::wait::eventually(Duration::from_secs(10), || {
+                app.count(
+                    "pg_stat_activity WHERE wait_event_type = 'Lock' \
+                     AND datname = current_database()",
+                ) > 0
+            })
+            .await;
+            assert!(waiting, "the assignment never waited for the driver");
+            let locked = diesel::sql_query("SELECT id FROM drivers WHERE id = $1 FOR UPDATE")
+                .bind::<BigInt, _>(driver_row)
+                .execute(&mut other);
+            diesel::sql_query("ROLLBACK").execute(&mut other).unwrap();
+            locked
+        }
+    );
+    locked.expect("the other assignment could not lock its driver");
+    answer.assert_status(200);
+    assert_eq!(answer.json()["driver"]["amount_cents"], 1600);
+}

@@ -172,6 +172,50 @@ async fn lost_and_saved_answers_make_one_transfer() {
     assert_exact(&app, "lost and saved answers");
 }
 
+/// The answer to a transfer lost, then a refund of its charge before the
+/// next pass: the first call may have made the transfer, for the amount
+/// then, and the gateway would refuse its key with another, so the amount
+/// of a transfer once sent stays as it was. The next pass sends the same
+/// call and records what the first made: one transfer; what the refund
+/// took stays as the driver's debt.
+#[tokio::test]
+async fn a_transfer_sent_keeps_its_amount_when_its_charge_is_refunded() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let (driver, ride) = owed(&app, &platform).await;
+    let lost = service_context(
+        pool(&app.database_url),
+        SimulatedGatewaySettings {
+            lost_response_rate: 1.0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(make_due(&lost, 10).unwrap().left, 1);
+    app.post_refund(ride, "quarter", r#"{"amount_cents": 500}"#)
+        .await
+        .assert_status(201);
+    assert_eq!(
+        app.count("transfers WHERE amount_cents = 1600 AND status = 'pending'"),
+        1
+    );
+
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
+    let account = account_of(&app, &platform.api_key, driver).await;
+    assert_eq!(at_the_gateway(&app), [(account, 1600)]);
+    assert_eq!(
+        app.count("transfers WHERE amount_cents = 1600 AND status = 'paid'"),
+        1
+    );
+    let balances = app
+        .get_as(&platform.api_key, &format!("/api/drivers/{driver}"))
+        .await
+        .json()["balances"]
+        .clone();
+    assert_eq!(balances[0]["payable_cents"], -400);
+    assert_eq!(balances[0]["transferred_cents"], 1600);
+    assert_exact(&app, "a lost transfer refunded");
+}
+
 /// Two workers at once (two instances): each transfer claimed by one.
 #[tokio::test]
 async fn two_workers_at_once_make_each_transfer_once() {

@@ -1,7 +1,8 @@
 //! The campaign from start to verdict: PostgreSQL, the gateway, two instances,
 //! the webhook receivers (the user's, a bystander's and the installation's
-//! receipts), the clients and the killer, the completer's and
-//! the webhook sender's turn, the audit.
+//! receipts), the platform's drivers, the clients, the killer and what
+//! moves the drivers' accounts, the turn of the completer, the webhook
+//! sender and the transfer worker, the audit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,12 +11,14 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use super::audit::{self, CHECKS};
+use super::drivers::Drivers;
 use super::fleet::Fleet;
 use super::gateway::Gateway;
 use super::history::{Counters, KeyHistory};
 use super::options::Options;
 use super::receiver::Receiver;
-use super::ride_life::run_client;
+use super::retrying_client::Sender;
+use super::ride_life::{run_client, Platform};
 use super::summary::{Summary, SERVER_EVENTS};
 use crate::client::RideClient;
 use crate::ridepay::{var, LogCounts};
@@ -40,6 +43,11 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         "chaos-bystander-{}@ridepay.dev",
         uuid::Uuid::new_v4().simple()
     ))?;
+    let platform = ridepay.create_platform_user(&format!(
+        "chaos-platform-{}@ridepay.dev",
+        uuid::Uuid::new_v4().simple()
+    ))?;
+    let users = [user.user_id, platform.user_id];
 
     let gateway = Gateway::start(&options, &ridepay, &database)?;
     let receipts = Receiver::start()?;
@@ -55,6 +63,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         .collect();
     let logs = LogCounts::new(&SERVER_EVENTS);
     let checker = ridepay.clone();
+    let controls = ridepay.clone();
     let fleet = Arc::new(Fleet::start(ridepay, envs, logs.clone())?);
     let counters = Arc::new(Counters::default());
     eprintln!(
@@ -67,14 +76,38 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
     register(&fleet, &user.api_key, &receiver)?;
     register(&fleet, &bystander.api_key, &bystanders)?;
 
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut histories = Vec::new();
+    let drivers = runtime.block_on(async {
+        let sender = Sender::new(
+            &fleet,
+            &counters,
+            &options,
+            &platform.api_key,
+            Instant::now(),
+        )?;
+        Drivers::onboard(
+            &sender,
+            &fleet,
+            controls,
+            gateway.records_url(),
+            &mut histories,
+        )
+        .await
+    })?;
+    let drivers = Arc::new(drivers);
+
     let began = Instant::now();
-    let histories = attack(
+    histories.extend(runtime.block_on(attack(
         &fleet,
         &counters,
         &options,
-        &user.api_key,
+        [&user.api_key, &platform.api_key],
+        &drivers,
         began + options.duration,
-    )?;
+    ))?);
     let elapsed = began.elapsed();
 
     // The completer needs a live instance to finish what clients left.
@@ -82,8 +115,9 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         fleet.restart(index)?;
     }
     let settle_began = Instant::now();
-    while (audit::unfinished_keys(&mut conn, user.user_id)? > 0
-        || audit::pending_deliveries(&mut conn)? > 0)
+    while (audit::unfinished_keys(&mut conn, &users)? > 0
+        || audit::pending_deliveries(&mut conn)? > 0
+        || audit::pay_unsettled(&mut conn)? > 0)
         && settle_began.elapsed() < options.settle_limit
     {
         std::thread::sleep(Duration::from_millis(500));
@@ -92,7 +126,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
     let mut report = audit::audit(
         &mut conn,
         &mut gateway.records()?,
-        user.user_id,
+        &users,
         started,
         &histories,
         &audit::Deliveries {
@@ -110,6 +144,7 @@ pub fn run(options: Options) -> anyhow::Result<bool> {
         elapsed,
         histories: &histories,
         counters: &counters,
+        moves: &drivers.moves,
         logs: &logs,
         settle,
         audit: &report,
@@ -170,44 +205,59 @@ fn register(fleet: &Fleet, api_key: &str, receiver: &Receiver) -> anyhow::Result
     anyhow::bail!("registering {} never got an answer", receiver.url)
 }
 
-/// The clients and the killer, until the deadline or the request budget.
-fn attack(
+/// The clients, the killer and what moves the drivers' accounts, until the
+/// deadline or the request budget; `api_keys` the rider's and the
+/// platform's.
+async fn attack(
     fleet: &Arc<Fleet>,
     counters: &Arc<Counters>,
     options: &Options,
-    api_key: &str,
+    api_keys: [&str; 2],
+    drivers: &Arc<Drivers>,
     deadline: Instant,
 ) -> anyhow::Result<Vec<KeyHistory>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let killer = tokio::spawn(kill_at_random(
-            fleet.clone(),
-            counters.clone(),
-            options.kill_interval,
-            deadline,
-        ));
-        let clients: Vec<_> = (0..options.clients)
-            .map(|_| {
-                let (fleet, counters, options, api_key) = (
-                    fleet.clone(),
-                    counters.clone(),
-                    options.clone(),
-                    api_key.to_owned(),
-                );
-                tokio::spawn(async move {
-                    run_client(&fleet, &counters, &options, &api_key, deadline).await
-                })
+    let began = Instant::now();
+    let killer = tokio::spawn(kill_at_random(
+        fleet.clone(),
+        counters.clone(),
+        options.kill_interval,
+        deadline,
+    ));
+    let mover = {
+        let (fleet, drivers, options) = (fleet.clone(), drivers.clone(), options.clone());
+        let client = RideClient::new(api_keys[1], options.request_timeout)?;
+        tokio::spawn(async move {
+            drivers
+                .move_at_random(&fleet, &client, &options, began, deadline)
+                .await
+        })
+    };
+    let clients: Vec<_> = (0..options.clients)
+        .map(|_| {
+            let (fleet, counters, options, drivers) = (
+                fleet.clone(),
+                counters.clone(),
+                options.clone(),
+                drivers.clone(),
+            );
+            let [rider_key, platform_key] = api_keys.map(str::to_owned);
+            tokio::spawn(async move {
+                let sender = Sender::new(&fleet, &counters, &options, &rider_key, deadline)?;
+                let platform = Platform {
+                    sender: Sender::new(&fleet, &counters, &options, &platform_key, deadline)?,
+                    drivers: &drivers,
+                };
+                run_client(sender, platform).await
             })
-            .collect();
-        let mut histories = Vec::new();
-        for client in clients {
-            histories.extend(client.await??);
-        }
-        killer.await??;
-        Ok(histories)
-    })
+        })
+        .collect();
+    let mut histories = Vec::new();
+    for client in clients {
+        histories.extend(client.await??);
+    }
+    killer.await??;
+    mover.await??;
+    Ok(histories)
 }
 
 /// SIGKILLs a random instance at random intervals, and restarts it after a
@@ -246,8 +296,11 @@ async fn kill_at_random(
 /// abandoned keys are taken over and finished, and keys whose answer the
 /// gateway saved as a 500 resolved, within the campaign (reconciliation looks
 /// them up at once, and releases a payment no ride records after 10 s); the
-/// outbox's sender of webhooks on; no reaper; no per-key rate limit (one
-/// user sends everything, and the limiter is not what the campaign tests).
+/// outbox's sender of webhooks on; the transfer worker several times a
+/// second, reading a driver's account again once what it knows is 10 s old
+/// (a restriction whose event is late is caught by the worker too); no
+/// reaper; no per-key rate limit (one user sends everything, and the
+/// limiter is not what the campaign tests).
 fn instance_env() -> Vec<(String, String)> {
     vec![
         var("HTTP_WORKERS", 2),
@@ -263,6 +316,11 @@ fn instance_env() -> Vec<(String, String)> {
         var("RECONCILE_ORPHAN_GRACE_SECS", 10),
         var("OUTBOX_ENABLED", true),
         var("OUTBOX_INTERVAL_SECS", 1),
+        var("TRANSFER_WORKER_ENABLED", true),
+        var("TRANSFER_WORKER_INTERVAL_MS", 300),
+        // A killed instance's claims run out well within the settle limit.
+        var("TRANSFER_CLAIM_SECS", 8),
+        var("DRIVER_STATUS_MAX_AGE_SECS", 10),
         var("REAPER_ENABLED", false),
         // The receivers listen on loopback; short timeouts and a quick
         // schedule, so deliveries end within the settle limit.

@@ -1,7 +1,8 @@
 //! The gateway the instances pay through, with the campaign's faults: each
 //! instance's own simulated gateway, or ridepay's Stripe client against
 //! `ridepay fake-gateway`, which keeps its records in a database of its own on
-//! the campaign's server and sends its signed webhooks to one instance.
+//! the campaign's server and sends its signed webhooks (its payments' and,
+//! to the Connect endpoint, its connected accounts') to one instance.
 
 use std::net::{Ipv4Addr, TcpListener};
 
@@ -27,6 +28,7 @@ use crate::ridepay::{var, Ridepay};
 const WEBHOOK_INSTANCE: usize = 0;
 const API_KEY: &str = "sk_test_chaos";
 const WEBHOOK_SECRET: &str = "whsec_chaos";
+const CONNECT_WEBHOOK_SECRET: &str = "whsec_chaos_connect";
 
 pub struct Gateway {
     /// The gateway's part of every instance's environment.
@@ -83,6 +85,10 @@ impl Gateway {
             &[
                 "--webhook-url".to_owned(),
                 format!("http://{webhook_address}/webhooks/stripe"),
+                "--connect-webhook-url".to_owned(),
+                format!("http://{webhook_address}/webhooks/stripe/connect"),
+                "--connect-webhook-secret".to_owned(),
+                CONNECT_WEBHOOK_SECRET.to_owned(),
             ],
             &fake_env,
         )?;
@@ -92,6 +98,7 @@ impl Gateway {
                 var("STRIPE_API_BASE", format!("http://{}", fake.address)),
                 var("STRIPE_API_KEY", API_KEY),
                 var("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET),
+                var("STRIPE_CONNECT_WEBHOOK_SECRET", CONNECT_WEBHOOK_SECRET),
                 // Twice their sum must fit in the lease (config validation).
                 var("STRIPE_TIMEOUT_MS", 1000),
                 var("STRIPE_CONNECT_TIMEOUT_MS", 300),
@@ -121,6 +128,12 @@ impl Gateway {
             "simulated" => Vec::new(),
             _ => self.env.clone(),
         }
+    }
+
+    /// The database of the gateway's records, which its test controls
+    /// (`ridepay simulated-gateway`) act on.
+    pub fn records_url(&self) -> &str {
+        &self.records_url
     }
 
     /// A connection to the gateway's records, for the audit.

@@ -88,6 +88,15 @@ pub enum Request {
         ride_id: String,
         amount_cents: i64,
     },
+    /// A driver registered by the platform.
+    Driver {
+        email: String,
+    },
+    /// The ride's driver, assigned by the platform.
+    Assign {
+        ride_id: String,
+        driver_id: String,
+    },
 }
 
 impl Request {
@@ -99,6 +108,8 @@ impl Request {
             Request::Cancel { .. } => "cancel",
             Request::Refund { .. } => "refund",
             Request::Tip { .. } => "tip",
+            Request::Driver { .. } => "driver",
+            Request::Assign { .. } => "assign",
         }
     }
 
@@ -109,6 +120,8 @@ impl Request {
             Request::Cancel { ride_id, .. } => format!("/api/rides/{ride_id}/cancel"),
             Request::Refund { ride_id, .. } => format!("/api/rides/{ride_id}/refunds"),
             Request::Tip { ride_id, .. } => format!("/api/rides/{ride_id}/tip"),
+            Request::Driver { .. } => "/api/drivers".to_owned(),
+            Request::Assign { ride_id, .. } => format!("/api/rides/{ride_id}/driver"),
         }
     }
 
@@ -131,6 +144,8 @@ impl Request {
             Request::Refund { amount_cents, .. } | Request::Tip { amount_cents, .. } => {
                 json!({ "amount_cents": amount_cents })
             }
+            Request::Driver { email } => json!({ "email": email, "country": "US" }),
+            Request::Assign { driver_id, .. } => json!({ "driver_id": driver_id }),
         };
         Bytes::from(body.to_string())
     }
@@ -143,19 +158,23 @@ impl Request {
                 raise_declines: true,
                 ..
             } => 402,
-            Request::Complete { .. } | Request::Cancel { .. } | Request::Tip { .. } => 200,
-            Request::Refund { .. } => 201,
+            Request::Complete { .. }
+            | Request::Cancel { .. }
+            | Request::Tip { .. }
+            | Request::Assign { .. } => 200,
+            Request::Refund { .. } | Request::Driver { .. } => 201,
         }
     }
 
     /// The ride it is about, once the ride exists.
     pub fn ride_id(&self) -> Option<&str> {
         match self {
-            Request::Ride { .. } => None,
+            Request::Ride { .. } | Request::Driver { .. } => None,
             Request::Complete { ride_id, .. }
             | Request::Cancel { ride_id, .. }
             | Request::Refund { ride_id, .. }
-            | Request::Tip { ride_id, .. } => Some(ride_id),
+            | Request::Tip { ride_id, .. }
+            | Request::Assign { ride_id, .. } => Some(ride_id),
         }
     }
 

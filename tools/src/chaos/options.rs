@@ -77,6 +77,30 @@ pub struct Options {
     /// Share of paid rides (or captured fees) partly refunded.
     #[arg(long, default_value_t = 0.3)]
     pub refund_share: f64,
+    /// Drivers the platform registers and onboards before the clients
+    /// start; one of them is restricted for the middle third of the run.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(2..))]
+    pub drivers: u8,
+    /// Share of rides with money captured (or held) given a driver.
+    #[arg(long, default_value_t = 0.6)]
+    pub assign_share: f64,
+    /// Share of those assigned while held, before they are completed; the
+    /// others once paid.
+    #[arg(long, default_value_t = 0.5)]
+    pub assign_held_share: f64,
+    /// Share of refunds of a ride with a driver sent once its transfers
+    /// are made (so that the refund owes a reversal); the others at once,
+    /// mostly taken off a transfer not made yet.
+    #[arg(long, default_value_t = 0.5)]
+    pub refund_after_paid_share: f64,
+    /// Mean time between two moves of a driver's balance at the gateway:
+    /// pending funds made available, or the available balance paid out.
+    #[arg(long, default_value = "800ms", value_parser = humantime::parse_duration)]
+    pub balance_interval: Duration,
+    /// Share of those moves that pay the balance out (reversals then
+    /// refused: debt); the others make pending funds available.
+    #[arg(long, default_value_t = 0.3)]
+    pub pay_out_share: f64,
     /// Share of finished keys sent once more, to check the replay.
     #[arg(long, default_value_t = 0.25)]
     pub replay_share: f64,

@@ -44,6 +44,17 @@ impl<'a> Sender<'a> {
         })
     }
 
+    /// The HTTP client, with the key it sends.
+    pub fn client(&self) -> &RideClient {
+        &self.client
+    }
+
+    /// `GET` of `path` on a live instance, once: None without an answer.
+    pub async fn get(&self, path: &str) -> Option<Answer> {
+        let address = self.fleet.pick()?;
+        self.client.get(&address, path).await.ok()
+    }
+
     /// Whether the campaign's time and request budget leave room for a new key.
     pub fn may_start_key(&self) -> bool {
         Instant::now() < self.deadline && self.counters.requests() < self.options.max_requests

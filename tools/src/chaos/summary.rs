@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::audit::{AuditReport, CHECKS};
-use super::history::{Counters, KeyHistory};
+use super::history::{Counters, KeyHistory, Tally};
 use crate::ridepay::{LogCounts, LogEvent};
 use crate::table::Table;
 
@@ -56,6 +56,8 @@ pub struct Summary<'a> {
     pub elapsed: Duration,
     pub histories: &'a [KeyHistory],
     pub counters: &'a Counters,
+    /// What the gateway was told to do to the drivers' accounts.
+    pub moves: &'a Tally,
     pub logs: &'a LogCounts,
     pub settle: Duration,
     pub audit: &'a AuditReport,
@@ -73,6 +75,8 @@ impl Summary<'_> {
             ("cancel", "keys cancelling a ride"),
             ("refund", "keys refunding a ride"),
             ("tip", "keys tipping a ride"),
+            ("driver", "keys registering a driver"),
+            ("assign", "keys assigning a ride's driver"),
         ] {
             let keys = self.histories.iter().filter(|h| h.request.name() == name);
             row(label, keys.count().to_string());
@@ -86,6 +90,12 @@ impl Summary<'_> {
             "instance kills (SIGKILL)",
             counters.kills.load(Ordering::Relaxed).to_string(),
         );
+        for (control, count) in self.moves.snapshot() {
+            row(
+                &format!("drivers' accounts at the gateway: {control}"),
+                count.to_string(),
+            );
+        }
         for (kind, count) in counters.faults.snapshot() {
             row(&format!("fault seen by clients: {kind}"), count.to_string());
         }
@@ -152,6 +162,23 @@ impl Summary<'_> {
             "receipt deliveries the installation's receiver took",
             self.audit.receipts_taken.to_string(),
         );
+        let pay = &self.audit.pay;
+        for (name, value) in [
+            ("charges of assigned rides", pay.charges_assigned as i64),
+            ("transfers paid", pay.transfers_paid as i64),
+            (
+                "transfers owed again after a refund failed",
+                pay.transfers_owed_again as i64,
+            ),
+            ("reversals made", pay.reversed as i64),
+            ("cents reversed", pay.reversed_cents),
+            ("reversals refused, left as debt", pay.left_as_debt as i64),
+            ("cents left as debt", pay.debt_cents),
+            ("transfers that netted a debt", pay.netted as i64),
+            ("cents netted", pay.netted_cents),
+        ] {
+            row(name, value.to_string());
+        }
         for check in CHECKS {
             row(
                 &format!("violation: {check}"),

@@ -10,7 +10,8 @@ use diesel::sql_types::{BigInt, Text, Timestamptz};
 use diesel::{PgConnection, RunQueryDsl};
 
 use super::records::{
-    ActionCount, GatewayRecords, Index, IntentTotal, KeyRow, Records, RideRow, RideTotal, SUCCEEDED,
+    ActionCount, GatewayRecords, Index, IntentTotal, KeyRow, Records, RideRow, RideTotal,
+    SUCCEEDED, UNDONE_REFUNDS,
 };
 use super::report::{AuditReport, CHECKS};
 use crate::chaos::history::{KeyHistory, Request};
@@ -33,9 +34,6 @@ const STATUSES: [&str; 11] = [
 
 /// The records of the calls that end a ride's hold with money taken.
 const FINISHING: [&str; 2] = ["ride.captured", "ride.canceled"];
-
-/// Refunds that still count: not failed, not cancelled.
-const UNDONE_REFUNDS: &str = "('failed', 'canceled')";
 
 /// Every capture call the gateway kept (refused ones too: ridepay should
 /// never ask twice), per PaymentIntent of the campaign.

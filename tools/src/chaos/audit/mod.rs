@@ -1,23 +1,25 @@
 //! The audit: the database and the gateway's own records of PaymentIntents,
 //! checked against each other and against what the clients saw; the checks
-//! of rides completed, cancelled and refunded in [`lifecycle`].
+//! of rides completed, cancelled and refunded in [`lifecycle`], of the
+//! drivers' pay in [`pay`].
 
 mod checks;
 mod lifecycle;
+mod pay;
 mod records;
 mod report;
 #[cfg(test)]
 mod tests;
 mod webhooks;
 
-use diesel::sql_types::{BigInt, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
 use diesel::{PgConnection, RunQueryDsl};
 
 use super::history::KeyHistory;
 use super::receiver::Taken;
 
 use checks::{check_histories, check_intents, check_rides, count_status};
-pub use records::{pending_deliveries, unfinished_keys, GatewayRecords};
+pub use records::{pay_unsettled, pending_deliveries, unfinished_keys, GatewayRecords};
 use records::{Count, Records, DECLINED, SUCCEEDED};
 pub use report::{AuditReport, CHECKS};
 
@@ -30,22 +32,23 @@ pub struct Deliveries {
     pub receipts: Vec<Taken>,
 }
 
-/// Audits the run of `user_id`, whose PaymentIntents were all made after
-/// `started`.
+/// Audits the run of the rider and the platform `users`, whose
+/// PaymentIntents and transfers were all made after `started`.
 pub fn audit(
     conn: &mut PgConnection,
     gateway_records: &mut GatewayRecords,
-    user_id: i64,
+    users: &[i64; 2],
     started: chrono::DateTime<chrono::Utc>,
     histories: &[KeyHistory],
     deliveries: &Deliveries,
 ) -> anyhow::Result<AuditReport> {
+    let user_id = users[0];
     let records = Records {
         keys: diesel::sql_query(
             "SELECT id, key, recovery_point, response_status, response_body, last_error \
-             FROM idempotency_keys WHERE user_id = $1",
+             FROM idempotency_keys WHERE user_id = ANY($1)",
         )
-        .bind::<BigInt, _>(user_id)
+        .bind::<Array<BigInt>, _>(&users[..])
         .load(conn)?,
         rides: diesel::sql_query(
             "SELECT id, public_id, idempotency_key_id, amount_cents, amount_authorized_cents, \
@@ -105,9 +108,9 @@ pub fn audit(
         .count,
         generations_reissued: diesel::sql_query(
             "SELECT coalesce(sum(call_generation), 0)::bigint AS count FROM idempotency_keys \
-             WHERE user_id = $1",
+             WHERE user_id = ANY($1)",
         )
-        .bind::<BigInt, _>(user_id)
+        .bind::<Array<BigInt>, _>(&users[..])
         .get_result::<Count>(conn)?
         .count,
         payments_released: records.released.len(),
@@ -141,5 +144,7 @@ pub fn audit(
         &deliveries.bystanders,
     )?;
     webhooks::check_receipts(&mut report, conn, &deliveries.receipts)?;
+    let pay = pay::PayRecords::read(conn, gateway_records, user_id, started)?;
+    pay::check_pay(&mut report, &pay);
     Ok(report)
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text};
+use diesel::sql_types::{Array, BigInt, Bytea, Nullable, SmallInt, Text};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl};
 use ridepay::public_ids::RidePublicId;
 
@@ -104,6 +104,9 @@ impl IntentRow {
 }
 
 pub(crate) const SUCCEEDED: &str = "succeeded";
+/// The statuses of refunds that no longer count, for SQL: failed or
+/// cancelled.
+pub(crate) const UNDONE_REFUNDS: &str = "('failed', 'canceled')";
 /// Where a declined PaymentIntent stays.
 pub(crate) const DECLINED: &str = "requires_payment_method";
 
@@ -137,13 +140,27 @@ pub fn pending_deliveries(conn: &mut PgConnection) -> anyhow::Result<i64> {
     .count)
 }
 
-/// Keys of `user_id` not yet finished, for waiting on the completer.
-pub fn unfinished_keys(conn: &mut PgConnection, user_id: i64) -> anyhow::Result<i64> {
+/// Keys of `users` not yet finished, for waiting on the completer.
+pub fn unfinished_keys(conn: &mut PgConnection, users: &[i64]) -> anyhow::Result<i64> {
     Ok(diesel::sql_query(
         "SELECT count(*) AS count FROM idempotency_keys \
-         WHERE user_id = $1 AND recovery_point <> 'finished'",
+         WHERE user_id = ANY($1) AND recovery_point <> 'finished'",
     )
-    .bind::<BigInt, _>(user_id)
+    .bind::<Array<BigInt>, _>(users)
+    .get_result::<Count>(conn)?
+    .count)
+}
+
+/// Drivers' pay not settled yet, for waiting on the transfer worker:
+/// transfers and reversals owed and not made, and transfers refused or not
+/// sent to a driver who is active now.
+pub fn pay_unsettled(conn: &mut PgConnection) -> anyhow::Result<i64> {
+    Ok(diesel::sql_query(
+        "SELECT (SELECT count(*) FROM transfers WHERE status = 'pending') \
+         + (SELECT count(*) FROM transfer_reversals WHERE status = 'pending') \
+         + (SELECT count(*) FROM transfers t JOIN drivers d ON d.id = t.driver_id \
+            WHERE t.status = 'failed' AND d.status = 'active') AS count",
+    )
     .get_result::<Count>(conn)?
     .count)
 }

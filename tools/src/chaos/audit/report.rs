@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub const CHECKS: [&str; 26] = [
+pub const CHECKS: [&str; 32] = [
     "duplicate payments (two for one request or ride)",
     "orphan payments (succeeded, no captured ride)",
     "acknowledged or captured rides missing or unpaid",
@@ -29,6 +29,12 @@ pub const CHECKS: [&str; 26] = [
     "deliveries to another user's destination",
     "receipts not delivered, unverified, or other events sent as receipts",
     "violations `ridepay ledger check` finds",
+    "assigned charges not owed one transfer of their entitlement, or not paid",
+    "transfers not made at the gateway exactly once, as recorded",
+    "reversals not made at the gateway exactly once, as recorded",
+    "refunds of transfers made neither reversed nor left as debt",
+    "drivers' payables that disagree with their entitlements and the gateway",
+    "campaigns that made no debt (no reversal refused, nothing netted)",
 ];
 
 #[derive(Debug, Default)]
@@ -59,6 +65,24 @@ pub struct AuditReport {
     /// the receipts destination took.
     pub receipt_events: usize,
     pub receipts_taken: usize,
+    pub pay: PayCounts,
+}
+
+/// What the drivers' pay came to, for the summary.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PayCounts {
+    pub charges_assigned: usize,
+    pub transfers_paid: usize,
+    /// Transfers owed again for a reversal whose refund failed.
+    pub transfers_owed_again: usize,
+    pub reversed: usize,
+    pub reversed_cents: i64,
+    /// Reversals the gateway refused: their amounts left as debt.
+    pub left_as_debt: usize,
+    pub debt_cents: i64,
+    /// Transfers that netted a debt (whole, or in part).
+    pub netted: usize,
+    pub netted_cents: i64,
 }
 
 impl AuditReport {

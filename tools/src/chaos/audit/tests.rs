@@ -6,6 +6,7 @@ use ridepay::public_ids::{PublicId, RefundPublicId, RidePublicId};
 use serde_json::json;
 
 use super::checks::*;
+use super::pay::*;
 use super::records::*;
 use super::report::*;
 use super::*;
@@ -531,4 +532,284 @@ fn a_completion_acknowledged_for_an_id_no_ride_has_is_flagged() {
         };
     });
     assert_eq!(found, BTreeMap::from([(CHECKS[13], 1)]));
+}
+
+/// Ride `ride`'s fare's PaymentIntent, `pi_<ride>`.
+fn fare_of(ride: i64) -> RidePayment {
+    RidePayment {
+        ride_id: ride,
+        intent: Some(format!("pi_{ride}")),
+    }
+}
+
+/// A charge of ride `ride` (its fare's PaymentIntent `pi_<ride>`, no
+/// tip) for `cents`, assigned to driver 1 at 20 %, reallocated whole.
+fn charge(ride: i64, cents: i64) -> ChargeRow {
+    ChargeRow {
+        id: format!("ch_{ride}"),
+        payment: fare_of(ride),
+        amount_cents: cents,
+        tip_cents: 0,
+        tip_intent: None,
+        commission_bps: 2000,
+        driver_id: 1,
+        kept_cents: cents,
+        reallocated_cents: cents * 8 / 10,
+    }
+}
+
+/// The original transfer of ride `ride`'s charge, entitled to `entitled`
+/// and sending `amount`; made (`tr_<ride>`, posted as ledger transaction
+/// `100 + ride`) unless it is 0.
+fn transfer(ride: i64, entitled: i64, amount: i64) -> TransferRow {
+    let made = amount > 0;
+    TransferRow {
+        id: 10 + ride,
+        driver_id: 1,
+        account: "acct_1".to_owned(),
+        source_charge: format!("ch_{ride}"),
+        entitled_cents: entitled,
+        amount_cents: amount,
+        netted_cents: entitled - amount,
+        status: if made { "paid" } else { "netted" }.to_owned(),
+        gateway_id: made.then(|| format!("tr_{ride}")),
+        amount_reversed_cents: 0,
+        reowes: None,
+        posting_id: made.then_some(100 + ride),
+    }
+}
+
+/// A refund part of ride `ride`'s fare, posted after its transfer was
+/// made, taking `taken` from the driver.
+fn refund_part(ride: i64, cents: i64, taken: i64) -> RefundPart {
+    RefundPart {
+        id: 20 + ride,
+        payment: fare_of(ride),
+        amount_cents: cents,
+        taken_cents: taken,
+        posting_id: Some(200 + ride),
+    }
+}
+
+fn made(id: &str, cents: i64, to: &str, source: &str) -> GatewayMove {
+    GatewayMove {
+        id: id.to_owned(),
+        amount_cents: cents,
+        to: to.to_owned(),
+        source: source.to_owned(),
+        ridepay_key: Some(format!("key-{id}")),
+    }
+}
+
+/// The drivers' pay as the campaign leaves it: ride 1 (1000) paid its
+/// driver 800, half refunded and 400 reversed; ride 2 (2000) paid 1600,
+/// half refunded, the reversal of 800 refused (debt); ride 3 (1000) owed
+/// 800, all netted against that debt. The driver's payable is 0.
+fn pay_records() -> PayRecords {
+    let mut reversed = transfer(1, 800, 800);
+    reversed.amount_reversed_cents = 400;
+    PayRecords {
+        charges: vec![charge(1, 1000), charge(2, 2000), charge(3, 1000)],
+        refunds: vec![refund_part(1, 500, 400), refund_part(2, 1000, 800)],
+        transfers: vec![reversed, transfer(2, 1600, 1600), transfer(3, 800, 0)],
+        reversals: vec![
+            ReversalRow {
+                transfer_id: 11,
+                refund_id: 21,
+                amount_cents: 400,
+                status: "reversed".to_owned(),
+                gateway_id: Some("trr_1".to_owned()),
+            },
+            ReversalRow {
+                transfer_id: 12,
+                refund_id: 22,
+                amount_cents: 800,
+                status: "failed".to_owned(),
+                gateway_id: None,
+            },
+        ],
+        gateway_transfers: vec![
+            made("tr_1", 800, "acct_1", "ch_1"),
+            made("tr_2", 1600, "acct_1", "ch_2"),
+        ],
+        gateway_reversals: vec![made("trr_1", 400, "tr_1", "")],
+        payables: vec![Payable {
+            driver_id: 1,
+            account: "acct_1".to_owned(),
+            balance_cents: 0,
+        }],
+    }
+}
+
+fn pay_violations(change: impl FnOnce(&mut PayRecords)) -> BTreeMap<&'static str, usize> {
+    let mut records = pay_records();
+    change(&mut records);
+    let mut report = AuditReport::default();
+    check_pay(&mut report, &records);
+    report
+        .violations
+        .iter()
+        .map(|(check, examples)| (*check, examples.len()))
+        .collect()
+}
+
+#[test]
+fn a_drivers_entitlement_is_the_share_of_the_fare_and_the_whole_tip_after_refunds() {
+    let fare = charge(1, 999);
+    // The platform's 20 % of 999 rounded down (199): 800 is the share.
+    assert_eq!(fare.entitlement(0), 800);
+    assert_eq!(fare.entitlement(1), 800);
+    assert_eq!(fare.entitlement(500), 800 - 500 * 800 / 999);
+    assert_eq!(fare.entitlement(999), 0);
+    // A tip added before the capture rides in the fare's charge; refunds
+    // take the fare first.
+    let with_tip = ChargeRow {
+        amount_cents: 1200,
+        tip_cents: 200,
+        ..charge(2, 1200)
+    };
+    assert_eq!(with_tip.entitlement(0), 800 + 200);
+    assert_eq!(with_tip.entitlement(1100), 100);
+    // A tip's own charge is the driver's to the cent.
+    let tip = ChargeRow {
+        payment: RidePayment {
+            ride_id: 3,
+            intent: Some("pi_tip".to_owned()),
+        },
+        tip_intent: Some("pi_tip".to_owned()),
+        tip_cents: 300,
+        ..charge(3, 300)
+    };
+    assert_eq!(tip.entitlement(100), 200);
+    // The fare's charge of a ride tipped apart carries no tip.
+    let fare_tipped_apart = ChargeRow {
+        tip_intent: Some("pi_tip".to_owned()),
+        tip_cents: 300,
+        ..charge(3, 1000)
+    };
+    assert_eq!(fare_tipped_apart.entitlement(0), 800);
+}
+
+#[test]
+fn drivers_paid_reversed_and_left_in_debt_as_the_campaign_leaves_them_pass() {
+    let mut report = AuditReport::default();
+    check_pay(&mut report, &pay_records());
+    assert_eq!(report.violations, BTreeMap::new());
+    assert_eq!(
+        report.pay,
+        PayCounts {
+            charges_assigned: 3,
+            transfers_paid: 2,
+            transfers_owed_again: 0,
+            reversed: 1,
+            reversed_cents: 400,
+            left_as_debt: 1,
+            debt_cents: 800,
+            netted: 1,
+            netted_cents: 800,
+        }
+    );
+}
+
+#[test]
+fn a_transfer_owed_other_than_the_entitlement_is_flagged() {
+    let found = pay_violations(|records| {
+        records.transfers[0].entitled_cents = 900;
+        records.transfers[0].netted_cents = 100;
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[26], 1)]));
+}
+
+#[test]
+fn a_charge_owed_no_transfer_or_two_is_flagged() {
+    let found = pay_violations(|records| {
+        records.transfers.remove(2);
+        let mut twice = transfer(1, 800, 0);
+        twice.id = 99;
+        records.transfers.push(twice);
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[26], 2)]));
+}
+
+#[test]
+fn a_transfer_left_owed_is_flagged() {
+    let found = pay_violations(|records| {
+        let owed = &mut records.transfers[2];
+        (owed.status, owed.amount_cents, owed.netted_cents) = ("pending".to_owned(), 800, 0);
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[26], 1)]));
+}
+
+#[test]
+fn refunds_that_took_other_than_the_entitlement_lost_are_flagged() {
+    let found = pay_violations(|records| records.refunds[1].taken_cents = 700);
+    // And the refused reversal is not of what it took.
+    assert_eq!(found, BTreeMap::from([(CHECKS[26], 1), (CHECKS[29], 1)]));
+}
+
+#[test]
+fn a_transfer_made_twice_at_the_gateway_is_flagged() {
+    let found = pay_violations(|records| {
+        let mut again = made("tr_1b", 800, "acct_1", "ch_1");
+        again.ridepay_key = Some("key-tr_1".to_owned());
+        records.gateway_transfers.push(again);
+    });
+    // Made by no row, under a key made twice; and the driver got 800 more
+    // than the ledger says.
+    assert_eq!(found, BTreeMap::from([(CHECKS[27], 2), (CHECKS[30], 1)]));
+}
+
+#[test]
+fn a_transfer_recorded_for_other_than_the_gateway_made_is_flagged() {
+    let found = pay_violations(|records| records.gateway_transfers[1].to = "acct_2".to_owned());
+    assert_eq!(found, BTreeMap::from([(CHECKS[27], 1), (CHECKS[30], 1)]));
+}
+
+#[test]
+fn a_reversal_recorded_made_that_the_gateway_does_not_have_is_flagged() {
+    let found = pay_violations(|records| {
+        records.gateway_reversals.clear();
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[28], 1), (CHECKS[30], 1)]));
+}
+
+#[test]
+fn a_refund_of_a_transfer_made_without_its_reversal_is_flagged() {
+    let found = pay_violations(|records| {
+        records.reversals.remove(0);
+        records.transfers[0].amount_reversed_cents = 0;
+        records.gateway_reversals.clear();
+        records.payables[0].balance_cents = 400;
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[29], 1)]));
+}
+
+#[test]
+fn a_reversal_owed_by_a_refund_before_the_transfer_was_made_is_flagged() {
+    let found = pay_violations(|records| records.refunds[1].posting_id = Some(99));
+    assert_eq!(found, BTreeMap::from([(CHECKS[29], 1)]));
+}
+
+#[test]
+fn a_reversal_left_owed_is_flagged() {
+    let found = pay_violations(|records| records.reversals[1].status = "pending".to_owned());
+    assert_eq!(found, BTreeMap::from([(CHECKS[29], 1)]));
+}
+
+#[test]
+fn a_payable_other_than_the_entitlements_less_what_was_moved_is_flagged() {
+    let found = pay_violations(|records| records.payables[0].balance_cents = -100);
+    assert_eq!(found, BTreeMap::from([(CHECKS[30], 1)]));
+}
+
+#[test]
+fn a_campaign_that_made_no_debt_fails() {
+    let found = pay_violations(|records| {
+        records.charges.truncate(1);
+        records.refunds.truncate(1);
+        records.transfers.truncate(1);
+        records.reversals.truncate(1);
+        records.gateway_transfers.truncate(1);
+    });
+    assert_eq!(found, BTreeMap::from([(CHECKS[31], 1)]));
 }
