@@ -93,6 +93,7 @@ CREATE FUNCTION ridepay_event_destinations(rider bigint, type text) RETURNS bigi
                          OR endpoint.user_id IS NULL)
                         AND ridepay_event_destinations.type
                             NOT IN ('ride.driver_paid', 'ride.driver_transfer_failed')
+                        AND NOT starts_with(ridepay_event_destinations.type, 'driver.')
               END
           AND EXISTS (
               SELECT 1 FROM unnest(endpoint.events) AS pattern
@@ -104,17 +105,18 @@ CREATE FUNCTION ridepay_event_destinations(rider bigint, type text) RETURNS bigi
     );
 
 -- Records event `type` of `ride` (its sequence already counted), with
--- `extra` (a refund) and the ride's driver's rows beside the ride in its
--- snapshot: its id.
+-- `extra` (a refund) and, once it has one, its driver's pay beside the
+-- ride in its snapshot: its id.
 CREATE OR REPLACE FUNCTION ridepay_record_event(ride rides, type text, extra jsonb) RETURNS text
     LANGUAGE plpgsql AS $$
 DECLARE
     event_id text := 'msg_' || replace(gen_random_uuid()::text, '-', '');
+    pay jsonb := ridepay_ride_driver(ride.id);
 BEGIN
     INSERT INTO webhook_events (id, user_id, ride_id, type, sequence, snapshot, created_at)
     VALUES (event_id, ride.user_id, ride.id, type, ride.event_sequence,
-            jsonb_build_object('ride', to_jsonb(ride),
-                               'ride_driver', ridepay_ride_driver(ride.id)) || extra,
+            jsonb_build_object('ride', to_jsonb(ride)) || extra
+                || CASE WHEN pay IS NULL THEN '{}' ELSE jsonb_build_object('ride_driver', pay) END,
             clock_timestamp());
     RETURN event_id;
 END
