@@ -66,8 +66,9 @@ pub struct NewDriver<'a> {
 }
 
 /// The public id of a ride's driver (`ride_drivers`), as a column of the
-/// statement that reads the ride (`rides::model::Ride`): no round trip of
-/// its own, and NULL for a ride without one.
+/// statement that reads the ride (`rides::model::Ride`, whose table every
+/// such statement names `rides`): no round trip of its own, and NULL for a
+/// ride without one.
 pub type RideDriver = SqlLiteral<Nullable<Bytea>>;
 
 pub fn ride_driver() -> RideDriver {
