@@ -43,6 +43,7 @@ diesel::table! {
         onboarding_link_made_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        event_sequence -> Int8,
     }
 }
 
@@ -378,7 +379,7 @@ diesel::table! {
 diesel::table! {
     webhook_events (id) {
         id -> Text,
-        user_id -> Int8,
+        user_id -> Nullable<Int8>,
         ride_id -> Nullable<Int8>,
         #[sql_name = "type"]
         type_ -> Text,
@@ -386,6 +387,7 @@ diesel::table! {
         body -> Nullable<Bytea>,
         created_at -> Timestamptz,
         snapshot -> Nullable<Jsonb>,
+        driver_id -> Nullable<Int8>,
     }
 }
 
@@ -417,6 +419,7 @@ diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
 diesel::joinable!(webhook_endpoints -> idempotency_keys (idempotency_key_id));
 diesel::joinable!(webhook_endpoints -> users (user_id));
+diesel::joinable!(webhook_events -> drivers (driver_id));
 diesel::joinable!(webhook_events -> rides (ride_id));
 diesel::joinable!(webhook_events -> users (user_id));
 

@@ -2,7 +2,11 @@
 //! and the token of their onboarding pages.
 
 use chrono::{DateTime, Utc};
+use diesel::dsl::sql;
+use diesel::expression::SqlLiteral;
 use diesel::prelude::*;
+use diesel::sql_types::{Bytea, Nullable};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::ids::KeyId;
@@ -32,7 +36,9 @@ impl DriverStatus {
     }
 }
 
-#[derive(Debug, Clone, Queryable, Selectable)]
+/// A driver's row: read, or as the event of a change to it staged it
+/// (`to_jsonb`), whose columns are its fields.
+#[derive(Debug, Clone, Queryable, Selectable, Deserialize)]
 #[diesel(table_name = drivers, check_for_backend(diesel::pg::Pg))]
 pub struct Driver {
     pub id: i64,
@@ -57,6 +63,19 @@ pub struct NewDriver<'a> {
     pub status: DriverStatus,
     pub onboarding_token_hash: &'a [u8],
     pub onboarding_token_expires_at: DateTime<Utc>,
+}
+
+/// The public id of a ride's driver (`ride_drivers`), as a column of the
+/// statement that reads the ride (`rides::model::Ride`, whose table every
+/// such statement names `rides`): no round trip of its own, and NULL for a
+/// ride without one.
+pub type RideDriver = SqlLiteral<Nullable<Bytea>>;
+
+pub fn ride_driver() -> RideDriver {
+    sql(
+        "(SELECT d.public_id FROM ride_drivers AS rd JOIN drivers AS d ON d.id = rd.driver_id \
+         WHERE rd.ride_id = rides.id)",
+    )
 }
 
 /// The code of the ledger accounts (one per currency,

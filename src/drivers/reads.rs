@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Bytea, Text};
+use diesel::sql_types::{Array, BigInt, Text};
+use serde::Deserialize;
 
 use super::model::{self, Driver, OnboardingToken};
 use super::pages::{page_url, START};
@@ -63,7 +64,8 @@ pub fn json(
     Ok(shown(driver, token, balances))
 }
 
-fn shown(driver: Driver, token: Option<NewToken>, balances: Vec<BalanceJson>) -> DriverJson {
+/// The driver as the API shows them, with `balances`.
+pub fn shown(driver: Driver, token: Option<NewToken>, balances: Vec<BalanceJson>) -> DriverJson {
     DriverJson {
         id: driver.public_id,
         status: driver.status.as_str(),
@@ -77,10 +79,13 @@ fn shown(driver: Driver, token: Option<NewToken>, balances: Vec<BalanceJson>) ->
     }
 }
 
-#[derive(QueryableByName)]
-struct Balance {
+/// A driver's payable account in one currency, as
+/// `ridepay_driver_balances` reads it (for an answer, or for the event a
+/// change of the driver stages).
+#[derive(QueryableByName, Deserialize)]
+pub struct Balance {
     #[diesel(sql_type = Text)]
-    driver: String,
+    payable_code: String,
     #[diesel(sql_type = Text)]
     currency: String,
     #[diesel(sql_type = BigInt)]
@@ -89,9 +94,17 @@ struct Balance {
     transferred: i64,
 }
 
-/// Each driver's payable accounts (`driver:<id>:payable:<cur>`) in the
-/// ledger, with their balances and the transfers less reversals posted to
-/// them, in one statement (`driver` is the accounts' code).
+impl Balance {
+    pub fn json(self) -> BalanceJson {
+        BalanceJson {
+            currency: self.currency,
+            payable_cents: -self.balance,
+            transferred_cents: self.transferred,
+        }
+    }
+}
+
+/// Each driver's balances, in one statement.
 fn balances(
     conn: &mut PgConnection,
     drivers: &[Driver],
@@ -100,29 +113,15 @@ fn balances(
         .iter()
         .map(|driver| (model::payable_code(driver.public_id), driver.public_id))
         .collect();
-    let public_ids: Vec<DriverPublicId> = ids.values().copied().collect();
-    let rows: Vec<Balance> = diesel::sql_query(
-        "SELECT d.payable_code AS driver, a.currency, \
-             coalesce(sum(e.amount_cents), 0)::bigint AS balance, \
-             coalesce(sum(e.amount_cents) FILTER \
-                 (WHERE t.kind IN ('transfer', 'transfer_reversal')), 0)::bigint AS transferred \
-         FROM drivers d \
-         JOIN ledger_accounts a ON a.code = d.payable_code || ':' || a.currency \
-         LEFT JOIN ledger_entries e ON e.account_id = a.id \
-         LEFT JOIN ledger_transactions t ON t.id = e.transaction_id \
-         WHERE d.public_id = ANY($1) \
-         GROUP BY d.payable_code, a.currency ORDER BY a.currency",
-    )
-    .bind::<Array<Bytea>, _>(public_ids)
-    .load(conn)?;
+    let row_ids: Vec<i64> = drivers.iter().map(|driver| driver.id).collect();
+    let rows: Vec<Balance> =
+        diesel::sql_query("SELECT * FROM ridepay_driver_balances($1) ORDER BY currency")
+            .bind::<Array<BigInt>, _>(row_ids)
+            .load(conn)?;
     let mut balances: HashMap<DriverPublicId, Vec<BalanceJson>> = HashMap::new();
     for row in rows {
-        if let Some(id) = ids.get(&row.driver) {
-            balances.entry(*id).or_default().push(BalanceJson {
-                currency: row.currency,
-                payable_cents: -row.balance,
-                transferred_cents: row.transferred,
-            });
+        if let Some(id) = ids.get(&row.payable_code) {
+            balances.entry(*id).or_default().push(row.json());
         }
     }
     Ok(balances)

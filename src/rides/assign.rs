@@ -16,12 +16,13 @@ use crate::drivers::pay;
 use crate::idempotency::{Endpoint, Lease, Transition, TransitionOf};
 use crate::public_ids::{DriverPublicId, PathId, PublicId, RidePublicId};
 use crate::rides::model::{Ride, RideStatus};
+use crate::rides::reads;
 use crate::schema::{ride_drivers, rides};
 use crate::service_error::{Refusal, ServiceError};
 use crate::users::Role;
 use crate::validation::{parse_body, FieldError};
 use crate::wire;
-use crate::wire::driver::{AssignDriverBody, RideWithDriverJson};
+use crate::wire::driver::AssignDriverBody;
 
 crate::recovery_points! {
     /// An assignment is written and answered at once.
@@ -86,10 +87,7 @@ impl Endpoint for AssignEndpoint {
         params: &AssignParams,
     ) -> Result<TransitionOf<Self>, ServiceError> {
         let ride = assign(cx, conn, lease, params)?;
-        let answer = RideWithDriverJson {
-            ride: ride.json(),
-            driver: pay::of_ride(conn, ride.id)?,
-        };
+        let answer = reads::platform_view(&ride, pay::of_ride(conn, ride.id)?);
         Ok(Transition::Finish(wire::answer::ok(answer.body())))
     }
 

@@ -4,17 +4,17 @@ use chrono::{DateTime, Utc};
 use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::query_builder::QueryFragment;
-
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::charges::ChargeRecord;
 use crate::audit;
 use crate::db::{recorded, CacheStatement, Recorded};
+use crate::drivers::model::{ride_driver, RideDriver};
 use crate::idempotency::fenced;
 use crate::ids::{KeyId, RideId, UserId};
 use crate::payments::CaptureMethod;
-use crate::public_ids::RidePublicId;
+use crate::public_ids::{DriverPublicId, RidePublicId};
 use crate::schema::rides;
 use crate::wire::ride::RideJson;
 
@@ -94,12 +94,10 @@ pub struct Ride {
     pub tip_cents: i64,
     /// The tip's own PaymentIntent, for a tip after the fare was captured.
     pub tip_payment_intent_id: Option<String>,
-}
-
-impl Serialize for Ride {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.json().serialize(serializer)
-    }
+    /// Its driver, once assigned, read with the ride.
+    #[diesel(select_expression = ride_driver(), select_expression_type = RideDriver)]
+    #[serde(skip)]
+    pub driver: Option<DriverPublicId>,
 }
 
 impl Ride {
@@ -132,6 +130,7 @@ impl Ride {
             tip_cents: self.tip_cents,
             next_action,
             created_at: self.created_at,
+            driver: self.driver.map(Into::into),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The rides as reads find them: one by its id, one of a user's, one with
-//! the caller's authentication, and the rides a caller sees, page by page.
+//! the caller's authentication, and the rides a caller sees, page by page;
+//! and a ride as the platform reads it.
 
 use diesel::prelude::*;
 
@@ -11,6 +12,8 @@ use crate::public_ids::{named, PathId, RidePublicId};
 use crate::schema::rides;
 use crate::service_error::ServiceError;
 use crate::users::{Role, User};
+use crate::wire::driver::{RideDriverJson, RideDriverView};
+use crate::wire::ride::RideJson;
 
 /// The ride `id`, whoever's.
 pub fn find_ride(conn: &mut PgConnection, id: RideId) -> QueryResult<Ride> {
@@ -31,16 +34,16 @@ pub fn find_for_user(
         .optional()
 }
 
-/// The caller whose API key hashes to `api_key_hash` and the ride `id`, in
-/// one statement (a GET's authentication and read): `None` for no such
-/// caller, `Some(None)` for a ride they may not see. A rider sees their own
-/// rides; the platform every ride by its public id (an integer of before
-/// resolves for the ride's own user only).
+/// The role of the caller whose API key hashes to `api_key_hash` and the
+/// ride `id`, in one statement (a GET's authentication and read): `None`
+/// for no such caller, a ride of `None` for one they may not see. A rider
+/// sees their own rides; the platform every ride by its public id (an
+/// integer of before resolves for the ride's own user only).
 pub fn find_for_api_key(
     conn: &mut PgConnection,
     api_key_hash: &[u8],
     id: PathId<RidePublicId>,
-) -> QueryResult<Option<Option<Ride>>> {
+) -> QueryResult<Option<(Role, Option<Ride>)>> {
     use crate::schema::users;
     let own = rides::user_id.eq(users::id);
     let seen = own.or(users::role.eq(Role::Platform));
@@ -49,7 +52,7 @@ pub fn find_for_api_key(
     users::table
         .left_join(rides::table.on(public.or(legacy)))
         .filter(users::api_key_hash.eq(api_key_hash))
-        .select(Option::<Ride>::as_select())
+        .select((users::role, Option::<Ride>::as_select()))
         .cached_as(find_for_api_key)
         .get_result(conn)
         .optional()
@@ -81,4 +84,14 @@ pub fn page_for(
     let query = seen().select(Ride::as_select()).limit(limit + 1);
     let query = from_cursor!(query, rides::id, cursor);
     Ok(cursor.page(query.load(conn)?, limit))
+}
+
+/// The ride as the platform reads it: with its driver's pay
+/// (`drivers::pay`), which the ride's own row (the rider's view) does not
+/// hold.
+pub fn platform_view(ride: &Ride, pay: Option<RideDriverJson>) -> RideJson<'_> {
+    RideJson {
+        driver: pay.map(RideDriverView::Platform),
+        ..ride.json()
+    }
 }

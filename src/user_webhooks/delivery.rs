@@ -502,7 +502,9 @@ fn claim(
              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END \
                  AS previous_secret, \
              event.id AS event_id, event.type AS event_type, event.sequence, \
-             event.created_at AS staged_at, event.body, event.snapshot",
+             event.created_at AS staged_at, event.body, event.snapshot, \
+             EXISTS (SELECT 1 FROM users u WHERE u.id = e.user_id AND u.role = 'platform') \
+                 AS for_platform",
     )
     .bind::<BigInt, _>(PER_DESTINATION)
     .bind::<BigInt, _>(limit as i64)

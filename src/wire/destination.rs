@@ -59,7 +59,8 @@ pub struct WebhookEndpointBody {
     #[schema(required, nullable = false, value_type = String, max_length = 2048,
         example = "https://rides.example.com/ridepay-events")]
     pub url: Option<String>,
-    /// Event types (`ride.captured`), families (`ride.*`, `refund.*`) or `*`.
+    /// Event types (`ride.captured`), families (`ride.*`, `refund.*`,
+    /// `driver.*`) or `*`.
     #[schema(required, nullable = false, value_type = Vec<String>, example = json!(["ride.*", "refund.*"]))]
     pub events: Option<Vec<String>>,
 }

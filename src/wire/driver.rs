@@ -117,17 +117,26 @@ pub struct AssignDriverBody {
     pub driver_id: Option<String>,
 }
 
-/// A ride as the platform sees it once it has its driver.
-#[derive(Serialize, ToSchema)]
-#[schema(as = RideWithDriver)]
-pub struct RideWithDriverJson<'a> {
-    #[serde(flatten)]
-    pub ride: super::ride::RideJson<'a>,
-    pub driver: Option<RideDriverJson>,
+/// A ride's driver in the ride JSON: who drives, for the rider; what they
+/// are owed and the transfers that pay it, for the platform.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum RideDriverView {
+    Rider(DriverIdJson),
+    Platform(RideDriverJson),
 }
 
-impl RideWithDriverJson<'_> {
-    pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a ride always serialises")
+/// Who drives: the rider's view.
+impl From<DriverPublicId> for RideDriverView {
+    fn from(id: DriverPublicId) -> Self {
+        RideDriverView::Rider(DriverIdJson { id })
     }
+}
+
+/// A ride's driver as the rider sees them.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RiderRideDriver)]
+pub struct DriverIdJson {
+    #[schema(value_type = String, pattern = "^drv_[a-z2-7]{29}$")]
+    pub id: DriverPublicId,
 }

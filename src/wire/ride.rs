@@ -54,6 +54,8 @@ pub struct RideJson<'a> {
     #[schema(value_type = Option<Object>)]
     pub next_action: Option<Value>,
     pub created_at: DateTime<Utc>,
+    /// Once assigned: `{"id"}` for the rider; for the platform, with pay.
+    pub driver: Option<super::driver::RideDriverView>,
 }
 
 /// While a ride is in one of these, its payment waits for the rider or the

@@ -12,8 +12,9 @@ use crate::http::routes::Routes;
 use crate::http::routing::post_only;
 use crate::public_ids::{PathId, RidePublicId};
 use crate::rides::assign::{AssignEndpoint, AssignParams};
-use crate::wire::driver::{AssignDriverBody, RideWithDriverJson};
+use crate::wire::driver::AssignDriverBody;
 use crate::wire::problem::Problem;
+use crate::wire::ride::RideJson;
 
 /// Assign a ride's driver, exactly once per `Idempotency-Key` (the
 /// platform's key only).
@@ -31,7 +32,7 @@ use crate::wire::problem::Problem;
     request_body(content = AssignDriverBody, content_type = "application/json"),
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The ride with its `driver` (or the replay of it)", body = RideWithDriverJson),
+        (status = 200, description = "The ride with its `driver` (or the replay of it)", body = RideJson),
         (status = 400, description = "`driver_id` missing, not a `drv_` id, or naming no driver (nothing written)", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 403, description = "Not the platform's key", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 404, description = "No such ride", body = ProblemDocument, content_type = "application/problem+json"),

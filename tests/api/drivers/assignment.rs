@@ -376,3 +376,57 @@ async fn two_rides_given_one_driver_at_once_do_not_deadlock() {
     answer.assert_status(200);
     assert_eq!(answer.json()["driver"]["amount_cents"], 1600);
 }
+
+/// The ride JSON's `driver`, on every read of a ride: null before one is
+/// assigned; then the rider's key sees who drives, and the platform's key
+/// what they are owed and the transfers, as the assignment answered.
+#[tokio::test]
+async fn a_rides_driver_is_who_drives_for_the_rider_and_their_pay_for_the_platform() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let ride = app.paid_ride("paid").await;
+    let path = format!("/api/rides/{ride}");
+    assert_eq!(app.ride(ride).await["driver"], Value::Null);
+    assert_eq!(
+        app.get_as(&platform.api_key, &path).await.json()["driver"],
+        Value::Null
+    );
+
+    let assigned = app
+        .post_assign_driver(&platform, ride, driver, "assign")
+        .await
+        .json();
+
+    let riders = app.ride(ride).await;
+    assert_eq!(
+        riders["driver"],
+        serde_json::json!({"id": driver.to_string()})
+    );
+    let platforms = app.get_as(&platform.api_key, &path).await.json();
+    assert_eq!(platforms, assigned);
+    assert_eq!(platforms["driver"]["amount_cents"], 1600);
+    assert_eq!(platforms["driver"]["transfers"][0]["status"], "pending");
+    // Everything else about the ride, each sees alike.
+    let mut without_driver = platforms.clone();
+    without_driver["driver"] = riders["driver"].clone();
+    assert_eq!(without_driver, riders);
+
+    // The lists show each the same.
+    let listed = |body: Value| body["data"][0].clone();
+    assert_eq!(listed(app.get("/api/rides").await.json()), riders);
+    assert_eq!(
+        listed(app.get_as(&platform.api_key, "/api/rides").await.json()),
+        platforms
+    );
+    // And so does the answer of a change to a ride it drives.
+    let held = app.held_ride("held", "pm_card_visa").await;
+    app.post_assign_driver(&platform, held, driver, "assign held")
+        .await
+        .assert_status(200);
+    let completed = app
+        .post_complete(held, "complete", r#"{"final_amount_cents": 1500}"#)
+        .await;
+    completed.assert_status(200);
+    assert_eq!(completed.json()["driver"], riders["driver"]);
+}

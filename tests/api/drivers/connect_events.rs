@@ -5,13 +5,11 @@
 
 use serde_json::{json, Value};
 
-use super::{account_of, registered};
+use super::{account_of, follows, registered};
 use crate::common::app::{create_platform_user, spawn_app_with, TestApp};
 use crate::common::ids::Id;
-use crate::common::wait::eventually;
 use ridepay::payments::stripe::signature::sign;
 use ridepay_doubles::accounts;
-use std::time::Duration;
 
 const CONNECT_SECRET: &str = "whsec_ridepay_connect_suite";
 
@@ -189,12 +187,6 @@ async fn the_simulated_gateways_account_events_move_the_driver() {
         ("active", "active"),
     ] {
         gateway_sets_transfers(&app, &account, status);
-        let followed = eventually(Duration::from_secs(10), || {
-            app.count(&format!(
-                "drivers WHERE account_id = '{account}' AND status = '{driver_status}'"
-            )) == 1
-        })
-        .await;
-        assert!(followed, "{status}");
+        assert!(follows(&app, &account, driver_status).await, "{status}");
     }
 }

@@ -9,10 +9,13 @@ mod reversals;
 mod strays;
 mod transfers;
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use crate::common::app::{TestApp, TestUser};
 use crate::common::ids::Id;
+use crate::common::wait::eventually;
 
 /// A driver registered under `key`: their id and the answer's
 /// `onboarding_url`.
@@ -59,4 +62,15 @@ pub async fn account_of(app: &TestApp, platform_key: &str, driver: Id) -> String
         .get_as(platform_key, &format!("/api/drivers/{driver}"))
         .await;
     driver.json()["account_id"].as_str().unwrap().to_owned()
+}
+
+/// Whether ridepay comes to hold `status` for the driver of `account`
+/// (learnt from the gateway's Connect event) within ten seconds.
+pub async fn follows(app: &TestApp, account: &str, status: &str) -> bool {
+    eventually(Duration::from_secs(10), || {
+        app.count(&format!(
+            "drivers WHERE account_id = '{account}' AND status = '{status}'"
+        )) == 1
+    })
+    .await
 }

@@ -4,6 +4,7 @@
 //! verifies; and the installation's receipts destination.
 
 mod destinations;
+mod driver_events;
 mod events;
 pub(crate) mod receipts;
 mod sender;

@@ -33,6 +33,8 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
     assert_eq!(ride["origin_lat"], 37.77);
     assert_eq!(ride["target_lon"], -122.27);
     assert_eq!(ride["next_action"], json!(null));
+    // A ride just paid has no driver yet.
+    assert_eq!(ride["driver"], json!(null));
     let intent = ride["payment_intent_id"].as_str().unwrap();
     assert_eq!(
         app.count(&format!(
@@ -61,6 +63,7 @@ async fn a_first_request_with_automatic_capture_creates_a_paid_ride() {
             "capture_method",
             "created_at",
             "currency",
+            "driver",
             "hold_expires_at",
             "id",
             "next_action",
