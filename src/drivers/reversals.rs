@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, SmallInt, Text};
 use sha2::{Digest, Sha256};
 
-use super::transfers::Made;
+use super::transfers::{under_ride_lock, Made};
 
 use crate::context::ServiceContext;
 use crate::payments::{
@@ -31,7 +31,9 @@ struct Claimed {
     id: i64,
     #[diesel(sql_type = BigInt)]
     claim_epoch: i64,
-    /// The `tr_` id of the transfer it takes back from.
+    /// The transfer it takes back from: its row, and its `tr_` id.
+    #[diesel(sql_type = BigInt)]
+    transfer_id: i64,
     #[diesel(sql_type = Text)]
     transfer: String,
     #[diesel(sql_type = BigInt)]
@@ -63,7 +65,7 @@ fn claim(conn: &mut PgConnection, batch: i64, claim: Duration) -> QueryResult<Ve
                  ORDER BY due.id LIMIT $1
                  FOR UPDATE SKIP LOCKED)
            AND t.id = rv.transfer_id AND r.id = rv.refund_id
-         RETURNING rv.id, rv.claim_epoch, t.gateway_transfer_id AS transfer, rv.amount_cents,
+         RETURNING rv.id, rv.claim_epoch, rv.transfer_id, t.gateway_transfer_id AS transfer, rv.amount_cents,
                    rv.generation, r.gateway_refund_id AS refund",
     )
     .bind::<BigInt, _>(batch)
@@ -156,16 +158,16 @@ fn look_up(
 }
 
 /// What the gateway answered, under the claim (a worker that claimed the
-/// reversal after fences this one out). A reversal made is posted, and
-/// the transfer's reversed amount grows, by the database's trigger.
+/// reversal after fences this one out) and the ride's row lock. A reversal
+/// made is posted, and the transfer's reversed amount grows, by the
+/// database's trigger.
 fn record(cx: &ServiceContext, reversal: &Claimed, outcome: &Outcome) -> Result<(), ServiceError> {
     use transfer_reversals::dsl as rv;
     let claimed = rv::transfer_reversals
         .filter(rv::id.eq(reversal.id))
         .filter(rv::claim_epoch.eq(reversal.claim_epoch));
     let released = rv::claimed_until.eq(None::<chrono::DateTime<chrono::Utc>>);
-    let conn = &mut *cx.pool.get()?;
-    match outcome {
+    under_ride_lock(cx, reversal.transfer_id, |conn| match outcome {
         Outcome::Reversed(made) => diesel::update(claimed)
             .set((
                 rv::status.eq("reversed"),
@@ -189,6 +191,5 @@ fn record(cx: &ServiceContext, reversal: &Claimed, outcome: &Outcome) -> Result<
                 released,
             ))
             .execute(conn),
-    }?;
-    Ok(())
+    })
 }

@@ -245,17 +245,18 @@ fn record_paid(
     made: &Transfer,
 ) -> Result<(), ServiceError> {
     // What the gateway made is recorded, whatever was owed as it was sent.
-    diesel::update(claimed_row!(transfer))
-        .set((
-            transfers::status.eq("paid"),
-            transfers::gateway_transfer_id.eq(&made.id),
-            transfers::amount_cents.eq(made.amount_cents),
-            transfers::failure_reason.eq(None::<String>),
-            transfers::claimed_until.eq(None::<DateTime<Utc>>),
-            transfers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(&mut *cx.pool.get()?)?;
-    Ok(())
+    under_ride_lock(cx, transfer.id, |conn| {
+        diesel::update(claimed_row!(transfer))
+            .set((
+                transfers::status.eq("paid"),
+                transfers::gateway_transfer_id.eq(&made.id),
+                transfers::amount_cents.eq(made.amount_cents),
+                transfers::failure_reason.eq(None::<String>),
+                transfers::claimed_until.eq(None::<DateTime<Utc>>),
+                transfers::updated_at.eq(diesel::dsl::now),
+            ))
+            .execute(conn)
+    })
 }
 
 /// Refused (or not sent): `failed`, sent again once the driver is active;
@@ -267,15 +268,37 @@ fn record_failed(
     refused: bool,
 ) -> Result<(), ServiceError> {
     let reason: String = reason.chars().take(500).collect();
-    diesel::update(claimed_row!(transfer))
-        .set((
-            transfers::status.eq("failed"),
-            transfers::failure_reason.eq(reason),
-            transfers::generation.eq(transfers::generation + i16::from(refused)),
-            transfers::claimed_until.eq(None::<DateTime<Utc>>),
-            transfers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(&mut *cx.pool.get()?)?;
+    under_ride_lock(cx, transfer.id, |conn| {
+        diesel::update(claimed_row!(transfer))
+            .set((
+                transfers::status.eq("failed"),
+                transfers::failure_reason.eq(reason),
+                transfers::generation.eq(transfers::generation + i16::from(refused)),
+                transfers::claimed_until.eq(None::<DateTime<Utc>>),
+                transfers::updated_at.eq(diesel::dsl::now),
+            ))
+            .execute(conn)
+    })
+}
+
+/// `record`, in a transaction that first locks the ride of transfer
+/// `transfer_id`, as a refund's posting does before it locks the ride's
+/// transfer and its reversal: a record that changes them (and stages the
+/// ride's event) in another order could deadlock with it.
+pub(super) fn under_ride_lock(
+    cx: &ServiceContext,
+    transfer_id: i64,
+    record: impl FnOnce(&mut PgConnection) -> QueryResult<usize>,
+) -> Result<(), ServiceError> {
+    cx.pool.get()?.transaction(|conn| {
+        diesel::sql_query(
+            "SELECT 1 FROM rides
+             WHERE id = (SELECT ride_id FROM transfers WHERE id = $1) FOR UPDATE",
+        )
+        .bind::<BigInt, _>(transfer_id)
+        .execute(conn)?;
+        record(conn)
+    })?;
     Ok(())
 }
 
