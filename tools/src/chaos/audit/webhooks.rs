@@ -32,6 +32,9 @@ struct RideRow {
     ride: Value,
 }
 
+/// The events of a ride that go to the platform's destinations alone.
+const PLATFORM_ONLY: &str = "'ride.driver_paid', 'ride.driver_transfer_failed'";
+
 /// What of a ride the audit holds its last event to: fields the API renders
 /// straight from the ride's columns of the same names.
 const FINAL_FIELDS: [&str; 4] = [
@@ -70,9 +73,10 @@ pub(super) fn check_webhooks(
             *entry = (sequence, event["data"]["ride"].clone());
         }
     }
-    let events: Vec<EventRow> = diesel::sql_query(
-        "SELECT id FROM webhook_events WHERE user_id = $1 AND ride_id IS NOT NULL",
-    )
+    let events: Vec<EventRow> = diesel::sql_query(format!(
+        "SELECT id FROM webhook_events WHERE user_id = $1 AND ride_id IS NOT NULL \
+         AND type NOT IN ({PLATFORM_ONLY})"
+    ))
     .bind::<BigInt, _>(user_id)
     .load(conn)?;
     report.webhook_events = events.len();
@@ -84,8 +88,13 @@ pub(super) fn check_webhooks(
         .iter()
         .map(|field| format!("'{field}', {field}"))
         .collect();
+    // The ride's last event its user's destination receives: a driver's
+    // pay counts in the ride's sequence, but goes to the platform alone.
     let rides: Vec<RideRow> = diesel::sql_query(format!(
-        "SELECT public_id, event_sequence, jsonb_build_object({}) AS ride FROM rides \
+        "SELECT public_id, \
+             (SELECT coalesce(max(e.sequence), 0) FROM webhook_events AS e \
+              WHERE e.ride_id = rides.id AND e.type NOT IN ({PLATFORM_ONLY})) AS event_sequence, \
+             jsonb_build_object({}) AS ride FROM rides \
          WHERE user_id = $1 AND event_sequence > 0",
         fields.join(", ")
     ))
