@@ -430,3 +430,87 @@ async fn a_rides_driver_is_who_drives_for_the_rider_and_their_pay_for_the_platfo
     completed.assert_status(200);
     assert_eq!(completed.json()["driver"], riders["driver"]);
 }
+
+/// A ride paid at once whose payment waits (`processing`, the bank slow),
+/// given its driver meanwhile: the gateway's event captures it, and that
+/// capture owes the driver their share, once.
+#[tokio::test]
+async fn a_driver_assigned_while_the_payment_settles_is_owed_when_an_event_captures_it() {
+    let app = spawn_app().await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let slow = ride_with(serde_json::json!({"payment_method": "pm_card_ridepay_processing"}));
+    let answer = app.post_ride("slow bank", &slow).await;
+    answer.assert_status(202);
+    let ride = Id::of(&answer.json()["id"]);
+    app.post_assign_driver(&platform, ride, driver, "assign")
+        .await
+        .assert_status(200);
+
+    let captured = crate::common::wait::eventually(std::time::Duration::from_secs(20), || {
+        app.count("charges") == 1
+    })
+    .await;
+    assert!(captured);
+    assert_eq!(app.ride(ride).await["status"], "captured");
+    assert_eq!(transfers_of(&app, ride), [(1600, 0, "pending".to_owned())]);
+    assert_exact(&app, "captured by an event");
+}
+
+/// A ride paid at once whose card asks the rider to authenticate, given
+/// its driver while it waits; the rider authenticates and lands on the
+/// return page (the gateway's events off: the page alone captures it),
+/// which owes the driver their share, once, however often it is opened.
+#[tokio::test]
+async fn a_driver_assigned_while_the_rider_authenticates_is_owed_when_the_return_page_captures_it()
+{
+    let app = crate::common::app::spawn_app_with(|s| {
+        s.gateway.simulated.events_enabled = false;
+    })
+    .await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let asking = ride_with(serde_json::json!({"payment_method": "pm_card_authenticationRequired"}));
+    let answer = app.post_ride("3ds", &asking).await;
+    answer.assert_status(202);
+    let waiting = answer.json();
+    let ride = Id::of(&waiting["id"]);
+    app.post_assign_driver(&platform, ride, driver, "assign")
+        .await
+        .assert_status(200);
+    assert!(transfers_of(&app, ride).is_empty());
+
+    let intent = waiting["payment_intent_id"].as_str().unwrap();
+    let secret = waiting["next_action"]["client_secret"].as_str().unwrap();
+    ridepay_doubles::intents::authenticate(
+        &mut app.db(),
+        intent,
+        secret,
+        ridepay_doubles::intents::Authentication::Completed,
+        &ridepay_doubles::intents::IntentSettings {
+            double: ridepay_doubles::events::Double::Simulated,
+            authentication_page: "http://127.0.0.1/unused".to_owned(),
+            authorization_ttl: std::time::Duration::from_secs(3600),
+            extended_authorization_ttl: std::time::Duration::from_secs(3600),
+        },
+    )
+    .unwrap()
+    .unwrap();
+    for _ in 0..2 {
+        let page = app
+            .client
+            .get(format!("{}/payments/return", app.address))
+            .query(&[
+                ("payment_intent", intent),
+                ("payment_intent_client_secret", secret),
+                ("redirect_status", "succeeded"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+    }
+    assert_eq!(app.ride(ride).await["status"], "captured");
+    assert_eq!(transfers_of(&app, ride), [(1600, 0, "pending".to_owned())]);
+    assert_exact(&app, "captured by the return page");
+}
