@@ -9,6 +9,7 @@
 mod clients;
 #[path = "../common/mod.rs"]
 mod common;
+mod drivers;
 mod patroni;
 mod streaming;
 // Shared with the main suite, which uses all of it.
