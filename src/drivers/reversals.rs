@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, SmallInt, Text};
 use sha2::{Digest, Sha256};
 
-use super::transfers::{under_ride_lock, Made};
+use super::transfers::{ride_locked, Made};
 
 use crate::context::ServiceContext;
 use crate::payments::{
@@ -165,9 +165,11 @@ fn record(cx: &ServiceContext, reversal: &Claimed, outcome: &Outcome) -> Result<
     use transfer_reversals::dsl as rv;
     let claimed = rv::transfer_reversals
         .filter(rv::id.eq(reversal.id))
-        .filter(rv::claim_epoch.eq(reversal.claim_epoch));
+        .filter(rv::claim_epoch.eq(reversal.claim_epoch))
+        .filter(ride_locked(reversal.transfer_id));
     let released = rv::claimed_until.eq(None::<chrono::DateTime<chrono::Utc>>);
-    under_ride_lock(cx, reversal.transfer_id, |conn| match outcome {
+    let conn = &mut *cx.pool.get()?;
+    match outcome {
         Outcome::Reversed(made) => diesel::update(claimed)
             .set((
                 rv::status.eq("reversed"),
@@ -191,5 +193,6 @@ fn record(cx: &ServiceContext, reversal: &Claimed, outcome: &Outcome) -> Result<
                 released,
             ))
             .execute(conn),
-    })
+    }?;
+    Ok(())
 }

@@ -11,8 +11,10 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use diesel::dsl::AsExprOf;
+use diesel::expression::{SqlLiteral, UncheckedBind};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bytea, Nullable, SmallInt, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Bool, Bytea, Nullable, SmallInt, Text, Timestamptz};
 
 use super::model::{learn_status, DriverStatus};
 use super::transfer_keys::{is_stray, transfer_key};
@@ -245,18 +247,17 @@ fn record_paid(
     made: &Transfer,
 ) -> Result<(), ServiceError> {
     // What the gateway made is recorded, whatever was owed as it was sent.
-    under_ride_lock(cx, transfer.id, |conn| {
-        diesel::update(claimed_row!(transfer))
-            .set((
-                transfers::status.eq("paid"),
-                transfers::gateway_transfer_id.eq(&made.id),
-                transfers::amount_cents.eq(made.amount_cents),
-                transfers::failure_reason.eq(None::<String>),
-                transfers::claimed_until.eq(None::<DateTime<Utc>>),
-                transfers::updated_at.eq(diesel::dsl::now),
-            ))
-            .execute(conn)
-    })
+    diesel::update(claimed_row!(transfer).filter(ride_locked(transfer.id)))
+        .set((
+            transfers::status.eq("paid"),
+            transfers::gateway_transfer_id.eq(&made.id),
+            transfers::amount_cents.eq(made.amount_cents),
+            transfers::failure_reason.eq(None::<String>),
+            transfers::claimed_until.eq(None::<DateTime<Utc>>),
+            transfers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(&mut *cx.pool.get()?)?;
+    Ok(())
 }
 
 /// Refused (or not sent): `failed`, sent again once the driver is active;
@@ -268,39 +269,35 @@ fn record_failed(
     refused: bool,
 ) -> Result<(), ServiceError> {
     let reason: String = reason.chars().take(500).collect();
-    under_ride_lock(cx, transfer.id, |conn| {
-        diesel::update(claimed_row!(transfer))
-            .set((
-                transfers::status.eq("failed"),
-                transfers::failure_reason.eq(reason),
-                transfers::generation.eq(transfers::generation + i16::from(refused)),
-                transfers::claimed_until.eq(None::<DateTime<Utc>>),
-                transfers::updated_at.eq(diesel::dsl::now),
-            ))
-            .execute(conn)
-    })
-}
-
-/// `record`, in a transaction that first locks the ride of transfer
-/// `transfer_id`, as a refund's posting does before it locks the ride's
-/// transfer and its reversal: a record that changes them (and stages the
-/// ride's event) in another order could deadlock with it.
-pub(super) fn under_ride_lock(
-    cx: &ServiceContext,
-    transfer_id: i64,
-    record: impl FnOnce(&mut PgConnection) -> QueryResult<usize>,
-) -> Result<(), ServiceError> {
-    cx.pool.get()?.transaction(|conn| {
-        diesel::sql_query(
-            "SELECT 1 FROM rides
-             WHERE id = (SELECT ride_id FROM transfers WHERE id = $1) FOR UPDATE",
-        )
-        .bind::<BigInt, _>(transfer_id)
-        .execute(conn)?;
-        record(conn)
-    })?;
+    diesel::update(claimed_row!(transfer).filter(ride_locked(transfer.id)))
+        .set((
+            transfers::status.eq("failed"),
+            transfers::failure_reason.eq(reason),
+            transfers::generation.eq(transfers::generation + i16::from(refused)),
+            transfers::claimed_until.eq(None::<DateTime<Utc>>),
+            transfers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(&mut *cx.pool.get()?)?;
     Ok(())
 }
+
+/// The condition that locks the ride of transfer `transfer_id` (`FOR
+/// UPDATE`) as the statement filtering on it reaches the row it changes,
+/// before that change's triggers lock the ride's transfer, its reversals
+/// and its driver, in the order a refund's posting takes them: another
+/// order could deadlock with it. Within the one statement that records an
+/// answer, so that the record costs a single round trip.
+pub(super) fn ride_locked(transfer_id: i64) -> RideLocked {
+    diesel::dsl::sql::<Bool>(
+        "EXISTS (SELECT 1 FROM rides WHERE id = (SELECT ride_id FROM transfers WHERE id = ",
+    )
+    .bind::<BigInt, _>(transfer_id)
+    .sql(") FOR UPDATE)")
+}
+
+/// `ride_locked`'s condition.
+pub(super) type RideLocked =
+    SqlLiteral<Bool, UncheckedBind<SqlLiteral<Bool>, AsExprOf<i64, BigInt>>>;
 
 /// Left owed for the next pass; `next_generation` once the gateway proved
 /// the call under this key made nothing.

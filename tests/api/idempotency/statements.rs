@@ -8,7 +8,11 @@
 use diesel::sql_types::BigInt;
 use diesel::{QueryableByName, RunQueryDsl};
 
-use crate::common::app::{skip, spawn_app_with, TestApp, RIDE};
+use ridepay::drivers::transfers::make_due;
+
+use crate::common::app::{create_platform_user, skip, spawn_app_with, TestApp, TestUser, RIDE};
+use crate::common::ids::Id;
+use crate::drivers::active_driver;
 
 /// Statements per request today. Lower them as round trips go; never raise
 /// them without saying why in the commit. The pool checks a connection
@@ -31,10 +35,21 @@ use crate::common::app::{skip, spawn_app_with, TestApp, RIDE};
 ///   answer); and
 ///   the ride captured, with its receipt job, its audit record and the key
 ///   finished.
+/// - A completion of a ride assigned to a driver: the same, the transfer
+///   owed recorded by the statement that captures it.
+/// - The driver's transfer, by the transfer worker: the transfer claimed
+///   (with its driver's status); the simulated gateway's nine (its
+///   transaction: what the charge has left, the account, the kept call and
+///   its answer, the charge's intent, the transfer); the transfer recorded
+///   under its ride's lock in one statement (posted by its trigger); and the
+///   ride's event staged at that commit by a deferred trigger, which
+///   `pg_stat_statements` counts as a statement of its own.
 const NEW_RIDE: i64 = 7;
 const REPLAY: i64 = 1;
 const GET: i64 = 1;
 const COMPLETION: i64 = 8;
+const ASSIGNED_COMPLETION: i64 = 8;
+const TRANSFER: i64 = 12;
 
 #[derive(QueryableByName)]
 struct Count {
@@ -73,8 +88,18 @@ async fn statements_of<F: std::future::Future>(app: &TestApp, request: F) -> i64
     .count
 }
 
+/// A ride held under `key` and assigned to `driver`.
+async fn assigned_ride(app: &TestApp, platform: &TestUser, driver: Id, key: &str) -> Id {
+    let ride = app.held_ride(key, "pm_card_visa").await;
+    app.post_assign_driver(platform, ride, driver, &format!("assign {key}"))
+        .await
+        .assert_status(200);
+    ride
+}
+
 #[tokio::test]
-async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_budgets() {
+async fn a_new_ride_a_replay_a_get_a_completion_and_a_transfer_stay_within_their_statement_budgets()
+{
     // Nothing in the background: the gateway's clock and events are off,
     // as are the workers (`Settings::for_database`).
     let app = spawn_app_with(|s| s.gateway.simulated.events_enabled = false).await;
@@ -96,6 +121,18 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
         .await
         .assert_status(200);
     let held = app.held_ride("held", "pm_card_visa").await;
+    let platform = create_platform_user(&app.database_url);
+    let driver = active_driver(&app, &platform, "ada").await;
+    let warm = assigned_ride(&app, &platform, driver, "warm-assigned").await;
+    app.post_complete(
+        warm,
+        "warm-complete-assigned",
+        r#"{"final_amount_cents": 1500}"#,
+    )
+    .await
+    .assert_status(200);
+    assert_eq!(make_due(&app.service_context(), 10).unwrap().made, 1);
+    let assigned = assigned_ride(&app, &platform, driver, "assigned").await;
 
     let new_ride = statements_of(&app, async {
         app.post_ride("measured", RIDE).await.assert_status(201);
@@ -116,16 +153,45 @@ async fn a_new_ride_a_replay_a_get_and_a_completion_stay_within_their_statement_
     })
     .await;
 
-    let counted = [new_ride, replay, get, completion];
+    let assigned_completion = statements_of(&app, async {
+        app.post_complete(
+            assigned,
+            "measured-assigned",
+            r#"{"final_amount_cents": 1500}"#,
+        )
+        .await
+        .assert_status(200);
+    })
+    .await;
+    let context = app.service_context();
+    let transfer = statements_of(&app, async {
+        assert_eq!(make_due(&context, 10).unwrap().made, 1);
+    })
+    .await;
+
+    let counted = [
+        new_ride,
+        replay,
+        get,
+        completion,
+        assigned_completion,
+        transfer,
+    ];
+    let budgets = [
+        NEW_RIDE,
+        REPLAY,
+        GET,
+        COMPLETION,
+        ASSIGNED_COMPLETION,
+        TRANSFER,
+    ];
     eprintln!(
-        "statements: new ride {new_ride}, replay {replay}, GET {get}, completion {completion}"
+        "statements (new ride, replay, GET, completion, assigned completion, transfer): \
+         {counted:?}"
     );
     assert!(
-        counted
-            .iter()
-            .zip([NEW_RIDE, REPLAY, GET, COMPLETION])
-            .all(|(n, budget)| *n <= budget),
-        "statements (new ride, replay, GET, completion): {counted:?}, budgets {:?}",
-        [NEW_RIDE, REPLAY, GET, COMPLETION]
+        counted.iter().zip(budgets).all(|(n, budget)| *n <= budget),
+        "statements (new ride, replay, GET, completion, assigned completion, transfer): \
+         {counted:?}, budgets {budgets:?}"
     );
 }
