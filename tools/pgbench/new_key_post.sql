@@ -22,9 +22,10 @@
 
 -- The caller and the lock-free lookup of their key in one SELECT, on one
 -- checkout (which the claim's transaction uses too).
-SELECT users.id, k.id, k.user_id, k.request_fingerprint, k.lease_epoch, k.locked_at,
-       k.recovery_point, k.response_status, k.response_headers, k.response_body,
-       k.created_at, k.needs_attention_at, now()
+SELECT users.id, users.public_id, users.role, k.id, k.user_id, k.request_fingerprint,
+       k.lease_epoch, k.locked_at, k.recovery_point, k.response_status, k.response_headers,
+       k.response_body, k.created_at, k.needs_attention_at, k.call_version, k.ridepay_key,
+       k.call_generation, k.outcome_unknown_at, now()
   FROM users LEFT JOIN idempotency_keys k
     ON k.user_id = users.id AND k.key = 'pgbench-' || :n::text
   WHERE users.api_key_hash = decode(:key_hash, 'hex');
@@ -33,14 +34,15 @@ SELECT users.id, k.id, k.user_id, k.request_fingerprint, k.lease_epoch, k.locked
 -- reaches, and RideCreated: the ride with its audit record in one statement.
 BEGIN;
 INSERT INTO idempotency_keys (user_id, key, request_method, request_path,
-        request_fingerprint, request_params, lease_epoch, locked_at, recovery_point, endpoint)
+        request_fingerprint, call_version, ridepay_key, request_params, lease_epoch, locked_at,
+        recovery_point, endpoint)
   VALUES (:user_id, 'pgbench-' || :n::text, 'POST', '/api/rides',
-        :fingerprint,
+        :fingerprint, 4, encode(sha256(convert_to(:n::text, 'UTF8')), 'hex'),
         jsonb_build_object('amount_cents', 2000, 'capture_method', 'automatic',
             'currency', 'usd', 'origin_lat', 37.77, 'origin_lon', -122.42,
             'payment_method', 'pm_card_visa', 'target_lat', 37.8, 'target_lon', -122.27),
-        1, now(), 'ride_created', 'rides.create')
-  ON CONFLICT (user_id, key) DO NOTHING RETURNING id AS key_id
+        :n, now(), 'ride_created', 'rides.create')
+  ON CONFLICT DO NOTHING RETURNING id AS key_id
 \gset
 WITH changed AS (
     INSERT INTO rides (public_id, user_id, idempotency_key_id, origin_lat, origin_lon,
@@ -48,11 +50,15 @@ WITH changed AS (
         customer, return_url)
       VALUES (decode(lpad(to_hex(:n::bigint), 36, '0'), 'hex'), :user_id, :key_id, 37.77, -122.42,
         37.8, -122.27, 2000, 'usd', 'pm_card_visa', 'automatic', NULL, :return_url)
+      ON CONFLICT (public_id) DO NOTHING
       RETURNING id, public_id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
         target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status,
         charge_id, created_at, capture_method, customer, return_url, payment_intent_id,
         client_secret, next_action, amount_authorized_cents, amount_captured_cents,
-        settling_key_id),
+        settling_key_id, amount_capturable_max_cents, hold_expires_at, tip_cents,
+        tip_payment_intent_id,
+        (SELECT d.public_id FROM ride_drivers AS rd JOIN drivers AS d ON d.id = rd.driver_id
+          WHERE rd.ride_id = rides.id)),
   record_0 AS (
     INSERT INTO audit_records (user_id, action, resource_type, resource_id, data)
       SELECT :user_id, 'ride.created', 'ride', changed.id,
@@ -71,13 +77,15 @@ WITH intent AS (
         amount_capturable_cents, amount_received_cents, currency, customer, payment_method,
         capture_method, return_url, status, latest_charge, last_error_code,
         last_error_decline_code, last_error_message, authorization_expires_at, settles_at,
-        metadata, gateway)
+        metadata, gateway, created_at, overcapture_max_cents, captured_at, transfer_group)
       VALUES ('pi_sim_pgbench_' || :key_id::text,
         'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench', 2000, 0, 2000, 'usd', NULL,
         'pm_card_visa', 'automatic', :return_url, 'succeeded',
         'ch_sim_pgbench_' || :key_id::text, NULL, NULL, NULL, NULL, NULL,
-        jsonb_build_object('ride_id', :ride_id::text, 'idempotency_key_id', :key_id::text),
-        'simulated')
+        jsonb_build_object('ridepay_key', encode(sha256(convert_to(:n::text, 'UTF8')), 'hex'),
+            'ridepay_generation', '0', 'ridepay_installation', :installation::text),
+        'simulated', date_trunc('second', now()), NULL, now(),
+        'ridepay-' || encode(sha256(convert_to(:n::text, 'UTF8')), 'hex'))
       RETURNING id, gateway),
   announced AS (
     INSERT INTO simulated_events (id, gateway, event_type, object_kind, object_id)
@@ -88,48 +96,77 @@ WITH intent AS (
       ORDER BY event.position),
   kept AS (
     INSERT INTO simulated_intent_calls (idempotency_key, operation, parameters, answer)
-      SELECT 'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text, 'create',
-          jsonb_build_object('currency', 'usd', 'customer', NULL,
-              'metadata', jsonb_build_array(jsonb_build_array('ride_id', :ride_id::text),
-                  jsonb_build_array('idempotency_key_id', :key_id::text)),
+      SELECT 'ridepay4-ride-payment-intent-'
+              || encode(sha256(convert_to(:n::text, 'UTF8')), 'hex') || '-g0', 'create',
+          jsonb_build_object(
+              'hold', jsonb_build_object('extended', true, 'incremental', true,
+                  'overcapture', true),
+              'currency', 'usd', 'customer', NULL,
+              'metadata', jsonb_build_array(
+                  jsonb_build_array('ridepay_installation', :installation::text),
+                  jsonb_build_array('ridepay_key',
+                      encode(sha256(convert_to(:n::text, 'UTF8')), 'hex')),
+                  jsonb_build_array('ridepay_generation', '0')),
               'return_url', :return_url::text, 'amount_cents', 2000,
               'capture_method', 'automatic', 'payment_method', 'pm_card_visa',
-              'idempotency_key',
-              'ridepay-' || :installation || '-ride-payment-intent-' || :key_id::text),
+              'transfer_group', 'ridepay-' || encode(sha256(convert_to(:n::text, 'UTF8')), 'hex'),
+              'idempotency_key', 'ridepay4-ride-payment-intent-'
+                  || encode(sha256(convert_to(:n::text, 'UTF8')), 'hex') || '-g0',
+              'expand_balance_transaction', true),
           jsonb_build_object('made', jsonb_build_object(
               'id', 'pi_sim_pgbench_' || :key_id::text, 'status', 'succeeded',
-              'currency', 'usd', 'disputed', false,
-              'metadata', jsonb_build_object('ride_id', :ride_id::text,
-                  'idempotency_key_id', :key_id::text),
+              'created', now()::text, 'currency', 'usd', 'disputed', false,
+              'metadata', jsonb_build_object(
+                  'ridepay_key', encode(sha256(convert_to(:n::text, 'UTF8')), 'hex'),
+                  'ridepay_generation', '0', 'ridepay_installation', :installation::text),
               'next_action', NULL, 'amount_cents', 2000,
               'client_secret', 'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench',
               'latest_charge', 'ch_sim_pgbench_' || :key_id::text,
-              'capture_method', 'automatic', 'last_payment_error', NULL,
+              'capture_before', NULL, 'capture_method', 'automatic',
+              'last_payment_error', NULL,
+              'balance_transaction', jsonb_build_object(
+                  'id', 'txn_sim_pgbench_' || :key_id::text, 'currency', 'usd',
+                  'fee_cents', 88, 'net_cents', 1912, 'amount_cents', 2000,
+                  'exchange_rate', NULL),
               'cancellation_reason', NULL, 'amount_received_cents', 2000,
-              'amount_capturable_cents', 0))
+              'amount_capturable_cents', 0, 'amount_capturable_max_cents', NULL))
       FROM intent)
 SELECT count(*) AS written FROM intent;
 
 -- Statement 3, a transaction of its own: ChargeCompleted (the ride captured,
--- its event staged by the rides trigger) and Finished (the key's answer),
--- fenced by a lock on the key row taken in the statement itself.
+-- its event staged by the rides trigger; its charge recorded, whose
+-- triggers post the capture and the gateway's fee to the ledger) and
+-- Finished (the key's answer), fenced by a lock on the key row taken in
+-- the statement itself.
 WITH fence AS (
     SELECT id FROM idempotency_keys
-      WHERE id = :key_id AND lease_epoch = 1 AND recovery_point = 'ride_created'
+      WHERE id = :key_id AND lease_epoch = :n AND recovery_point = 'ride_created'
       FOR UPDATE),
   changed AS (
     UPDATE rides SET status = 'captured', payment_intent_id = 'pi_sim_pgbench_' || :key_id::text,
         client_secret = 'pi_sim_pgbench_' || :key_id::text || '_secret_pgbench',
         next_action = NULL, amount_authorized_cents = 2000, amount_captured_cents = 2000,
-        settling_key_id = NULL, updated_at = now()
+        settling_key_id = NULL, amount_capturable_max_cents = NULL, hold_expires_at = NULL,
+        tip_cents = 0, updated_at = now()
       WHERE id = :ride_id
         AND status = ANY(ARRAY['pending', 'requires_action', 'processing', 'authorized'])
         AND settling_key_id IS NULL
         AND EXISTS (SELECT 1 FROM fence)
       RETURNING id, public_id, user_id, idempotency_key_id, origin_lat, origin_lon, target_lat,
-        target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status, charge_id,
-        created_at, capture_method, customer, return_url, payment_intent_id, client_secret,
-        next_action, amount_authorized_cents, amount_captured_cents, settling_key_id),
+        target_lon, amount_cents, amount_refunded_cents, currency, payment_method, status,
+        charge_id, created_at, capture_method, customer, return_url, payment_intent_id,
+        client_secret, next_action, amount_authorized_cents, amount_captured_cents,
+        settling_key_id, amount_capturable_max_cents, hold_expires_at, tip_cents,
+        tip_payment_intent_id,
+        (SELECT d.public_id FROM ride_drivers AS rd JOIN drivers AS d ON d.id = rd.driver_id
+          WHERE rd.ride_id = rides.id)),
+  record_0 AS (
+    INSERT INTO charges (id, payment_intent_id, ride_id, amount_cents, currency,
+        balance_transaction_id, fee_cents)
+      SELECT * FROM (SELECT 'ch_sim_pgbench_' || :key_id::text AS charge,
+          'pi_sim_pgbench_' || :key_id::text, id, 2000, currency,
+          'txn_sim_pgbench_' || :key_id::text, 88 FROM changed) AS captured
+      WHERE charge IS NOT NULL ON CONFLICT DO NOTHING),
   finished AS (
     UPDATE idempotency_keys SET recovery_point = 'finished', response_status = 201,
         response_headers = jsonb_build_array(jsonb_build_array('Content-Type', 'application/json'),
@@ -141,7 +178,9 @@ WITH fence AS (
             'currency', 'usd', 'capture_method', 'automatic', 'status', 'captured',
             'payment_intent_id', 'pi_sim_pgbench_' || :key_id::text,
             'amount_authorized_cents', 2000, 'amount_captured_cents', 2000,
-            'amount_refunded_cents', 0, 'next_action', NULL, 'created_at', now())::text, 'UTF8'),
+            'amount_refunded_cents', 0, 'amount_capturable_max_cents', NULL,
+            'hold_expires_at', NULL, 'tip_cents', 0, 'next_action', NULL,
+            'created_at', now(), 'driver', NULL)::text, 'UTF8'),
         locked_at = NULL, last_run_at = now(), updated_at = now()
       WHERE id = :key_id AND EXISTS (SELECT 1 FROM changed))
 SELECT count(*) FROM changed;

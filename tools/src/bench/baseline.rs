@@ -56,7 +56,7 @@ impl Baseline {
             "baseline-{}@ridepay.dev",
             uuid::Uuid::new_v4().simple()
         ))?;
-        let served = Served::start(&ridepay, first, rider_count, runtime)?;
+        let served = Served::start(&ridepay, first, rider_count, false, runtime)?;
         let mut conn = ridepay::embedded_postgres::connect_with_retry(&beside.url)?;
         let count_statements = counts_statements(&mut conn);
         Ok(Baseline {

@@ -30,21 +30,40 @@ pub enum Scenario {
     /// `POST /api/rides/{id}/complete` with a fresh key, of rides held
     /// beforehand, each completed once.
     Complete,
+    /// The same, of rides held and assigned to an active driver
+    /// beforehand: each completion owes the driver a transfer, which the
+    /// server's transfer worker makes while the load runs.
+    CompleteAssigned,
+    /// `POST /api/rides/{id}/driver` with a fresh key, as the platform, of
+    /// rides held beforehand: not measured, it readies `CompleteAssigned`.
+    Assign,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 5] = [
+    /// Those measured.
+    pub const ALL: [Scenario; 6] = [
         Scenario::NewKey,
         Scenario::Complete,
+        Scenario::CompleteAssigned,
         Scenario::Replay,
         Scenario::Storm,
         Scenario::Get,
     ];
 
+    /// Whether each request changes a ride made beforehand, once.
+    pub fn changes_rides(self) -> bool {
+        matches!(
+            self,
+            Scenario::Complete | Scenario::CompleteAssigned | Scenario::Assign
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Scenario::NewKey => "new-key POST",
             Scenario::Complete => "completion POST",
+            Scenario::CompleteAssigned => "completion POST, assigned",
+            Scenario::Assign => "assignment POST",
             Scenario::Replay => "replay POST",
             Scenario::Storm => "one-key storm",
             Scenario::Get => "GET ride",
@@ -62,14 +81,14 @@ pub struct Target {
 }
 
 /// One request of a virtual user, its key made before the clock starts. A
-/// replay borrows its finished key, and a read or a completion its ride's
+/// replay borrows its finished key, and a read or a change of a ride its
 /// id: the load generator shares the server's cores, so a copy per request
 /// would count against the server.
 enum Request<'a> {
     /// `POST /api/rides` under this key.
     Ride(Cow<'a, str>),
-    /// `POST /api/rides/{id}/complete` under this key.
-    Complete(&'a str, String),
+    /// `POST /api/rides/{id}/{action}` under this key.
+    Change(&'a str, &'static str, String),
     /// `GET /api/rides/{id}`.
     Get(&'a str),
 }
@@ -136,17 +155,17 @@ struct Shared {
     finished: Arc<Finished>,
     deadline: Instant,
     barrier: Barrier,
-    /// The storm's last round, or a virtual user out of rides to complete.
+    /// The storm's last round, or a virtual user out of rides to change.
     stop: AtomicBool,
-    /// Per rider, the next of `finished`'s rides to complete: riders shared
+    /// Per rider, the next of `finished`'s rides to change: riders shared
     /// by several virtual users (more connections than riders) must not
-    /// complete a ride twice.
+    /// change a ride twice.
     next_ride: Vec<AtomicUsize>,
     run_id: String,
 }
 
 impl Shared {
-    fn next_ride_to_complete(&self, rider: usize) -> Option<&str> {
+    fn next_ride_to_change(&self, rider: usize) -> Option<&str> {
         let index = self.next_ride[rider].fetch_add(1, Ordering::Relaxed);
         self.finished.riders[rider]
             .ride_ids
@@ -165,11 +184,7 @@ pub async fn run(
 ) -> anyhow::Result<LoadResult> {
     let riders = target.api_keys.len();
     let unready = (0..connections.min(riders)).any(|rider| finished.riders[rider].keys.is_empty());
-    if matches!(
-        scenario,
-        Scenario::Replay | Scenario::Get | Scenario::Complete
-    ) && unready
-    {
+    if scenario != Scenario::NewKey && scenario != Scenario::Storm && unready {
         bail!(
             "{} needs a new-key run at as many connections first",
             scenario.name()
@@ -197,7 +212,7 @@ pub async fn run(
         total.add(user.await??);
     }
     total.elapsed = started.elapsed();
-    if scenario == Scenario::Complete && shared.stop.load(Ordering::SeqCst) {
+    if scenario.changes_rides() && shared.stop.load(Ordering::SeqCst) {
         eprintln!(
             "{} at {connections} conns ran out of held rides after {:.1} s of {:.1} s",
             scenario.name(),
@@ -240,22 +255,31 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
             Scenario::Get => Request::Get(&mine.ride_ids[sequence % mine.ride_ids.len()]),
             // Every user stops with the first one out of rides, so that the
             // whole run is at its number of connections.
-            Scenario::Complete => match shared.next_ride_to_complete(rider) {
-                Some(id) => {
-                    Request::Complete(id, format!("complete-{}", uuid::Uuid::new_v4().simple()))
+            Scenario::Complete | Scenario::CompleteAssigned | Scenario::Assign => {
+                let action = if shared.scenario == Scenario::Assign {
+                    "driver"
+                } else {
+                    "complete"
+                };
+                match shared.next_ride_to_change(rider) {
+                    Some(id) => Request::Change(
+                        id,
+                        action,
+                        format!("{action}-{}", uuid::Uuid::new_v4().simple()),
+                    ),
+                    None => {
+                        shared.stop.store(true, Ordering::SeqCst);
+                        break;
+                    }
                 }
-                None => {
-                    shared.stop.store(true, Ordering::SeqCst);
-                    break;
-                }
-            },
+            }
         };
         let body = shared.target.body.clone();
         let sent = Instant::now();
         let answer = match &request {
             Request::Ride(key) => client.post_ride(address, key, body).await,
-            Request::Complete(id, key) => {
-                let path = format!("/api/rides/{id}/complete");
+            Request::Change(id, action, key) => {
+                let path = format!("/api/rides/{id}/{action}");
                 client.post(address, &path, key, body).await
             }
             Request::Get(id) => client.get_ride(address, id).await,

@@ -329,6 +329,27 @@ impl Measurement {
     pub fn cpu_per_request_us(&self, cpu: Option<Duration>) -> Option<f64> {
         Some(cpu?.as_secs_f64() * 1e6 / self.requests.max(1) as f64)
     }
+
+    /// PostgreSQL's CPU microseconds per request less the simulated
+    /// gateway's share (in production that work is Stripe's), the share
+    /// being that of its statements in the top-level statements' execution
+    /// time; None where statements are not timed.
+    pub fn database_cpu_without_gateway_us(&self) -> Option<f64> {
+        let cpu = self.cpu_per_request_us(self.usage.database_cpu)?;
+        let (all, gateway) = self
+            .usage
+            .statement_times
+            .iter()
+            .filter(|time| !time.nested)
+            .fold((0.0, 0.0), |(all, gateway), time| {
+                let spent = time.time.as_secs_f64();
+                (
+                    all + spent,
+                    gateway + if time.gateway { spent } else { 0.0 },
+                )
+            });
+        (all > 0.0).then(|| cpu * (1.0 - gateway / all))
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! One ridepay server under load, this release's or the release before's:
-//! its riders, the three bodies it is sent, and the rides it has made.
+//! its riders, the bodies it is sent, and the rides it has made; on this
+//! release, a platform and an active driver rides are assigned to.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 use super::load::{self, Finished, LoadResult, Scenario, Target};
-use crate::client::ride_body;
+use crate::client::{ride_body, RideClient};
 use crate::process::Announced;
 use crate::ridepay::{var, ApiUser, Ridepay};
 
@@ -26,21 +27,46 @@ pub struct Served {
     paid: Arc<Target>,
     held: Arc<Target>,
     completion: Arc<Target>,
+    /// The platform assigning rides to its driver; `None` on the release
+    /// before, which has no drivers.
+    assignment: Option<Arc<Target>>,
     /// Rides paid so far: the keys the replay, storm and GET scenarios reuse.
     made: Arc<Finished>,
 }
 
+/// An assignment load runs until its rides are all assigned, within this.
+const ASSIGNING_LIMIT: Duration = Duration::from_secs(600);
+
 impl Served {
-    /// `ridepay` serving `rider_count` riders (`first` and new ones), warmed
-    /// up on new rides and completions.
+    /// `ridepay` serving `rider_count` riders (`first` and new ones), and,
+    /// `with_drivers`, a platform and its active driver; warmed up on new
+    /// rides and completions.
     pub fn start(
         ridepay: &Ridepay,
         first: ApiUser,
         rider_count: usize,
+        with_drivers: bool,
         runtime: &tokio::runtime::Runtime,
     ) -> anyhow::Result<Served> {
         let server = ridepay.serve(&server_env(), None)?;
         let riders = riders(ridepay, first, rider_count)?;
+        let assignment = if with_drivers {
+            let platform = ridepay.create_platform_user(&format!(
+                "platform-{}@ridepay.dev",
+                uuid::Uuid::new_v4().simple()
+            ))?;
+            let driver = runtime.block_on(active_driver(ridepay, &server.address, &platform))?;
+            Some(Arc::new(Target {
+                address: server.address.clone(),
+                // Rider `i`'s rides are assigned by virtual user `i`.
+                api_keys: vec![platform.api_key; riders.len()],
+                body: serde_json::json!({ "driver_id": driver })
+                    .to_string()
+                    .into(),
+            }))
+        } else {
+            None
+        };
         let target = |body: bytes::Bytes| {
             Arc::new(Target {
                 address: server.address.clone(),
@@ -52,6 +78,7 @@ impl Served {
             paid: target(ride_body(2000, Some("pm_card_visa"), "automatic")),
             held: target(ride_body(2000, Some("pm_card_visa"), "manual")),
             completion: target(bytes::Bytes::from_static(COMPLETION_BODY.as_bytes())),
+            assignment,
             made: Arc::new(Finished::for_riders(riders.len())),
             server,
             riders,
@@ -91,8 +118,39 @@ impl Served {
         Ok(Arc::new(made.created))
     }
 
+    /// Rides held and assigned to the driver, for a completion load of
+    /// `duration` at `connections`.
+    pub fn hold_assigned(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        connections: usize,
+        duration: Duration,
+    ) -> anyhow::Result<Arc<Finished>> {
+        let assignment = self
+            .assignment
+            .clone()
+            .context("this server has no driver to assign rides to")?;
+        let held = self.hold(runtime, connections, duration)?;
+        let assigned = runtime.block_on(load::run(
+            Scenario::Assign,
+            assignment,
+            held.clone(),
+            connections,
+            ASSIGNING_LIMIT,
+        ))?;
+        let refused = assigned.requests - assigned.statuses.get(&200).copied().unwrap_or(0);
+        if refused > 0 || assigned.transport_errors > 0 {
+            bail!(
+                "assigning the held rides: {:?}, {} transport errors",
+                assigned.statuses,
+                assigned.transport_errors
+            );
+        }
+        Ok(held)
+    }
+
     /// One run of `scenario`; `to_complete` the rides a completion load
-    /// completes.
+    /// completes (held, or held and assigned).
     pub fn run(
         &mut self,
         runtime: &tokio::runtime::Runtime,
@@ -102,7 +160,7 @@ impl Served {
         duration: Duration,
     ) -> anyhow::Result<LoadResult> {
         let (target, rides) = match scenario {
-            Scenario::Complete => (&self.completion, to_complete),
+            Scenario::Complete | Scenario::CompleteAssigned => (&self.completion, to_complete),
             _ => (&self.paid, &self.made),
         };
         let result = runtime.block_on(load::run(
@@ -122,7 +180,9 @@ impl Served {
 }
 
 /// The environment of a measured server: its background workers off, so
-/// that no pass lands in a measured window, and no rate limits.
+/// that no pass lands in a measured window, but the transfer worker, woken
+/// by each completion of an assigned ride to make its transfer (the
+/// release before has none); and no rate limits.
 fn server_env() -> Vec<(String, String)> {
     vec![
         var("COMPLETER_ENABLED", false),
@@ -136,6 +196,41 @@ fn server_env() -> Vec<(String, String)> {
         var("RATE_LIMIT_PER_SECOND", 0),
         var("RATE_LIMIT_ADDRESS_PER_SECOND", 0),
     ]
+}
+
+/// A driver registered by `platform` on the server at `address`, their
+/// account activated at the simulated gateway, and learnt active by the
+/// server as when they come back to their return page: their id.
+async fn active_driver(
+    ridepay: &Ridepay,
+    address: &str,
+    platform: &ApiUser,
+) -> anyhow::Result<String> {
+    let client = RideClient::new(&platform.api_key, Duration::from_secs(30))?;
+    let email = format!("driver-{}@ridepay.dev", uuid::Uuid::new_v4().simple());
+    let body = serde_json::json!({ "email": email, "country": "US" });
+    let registered = client
+        .post(address, "/api/drivers", &email, body.to_string().into())
+        .await?;
+    if registered.status != 201 {
+        bail!("registering a driver: {}", registered.status);
+    }
+    let text = |field: &str| {
+        registered
+            .text(field)
+            .with_context(|| format!("a registered driver without {field}"))
+    };
+    let (id, account, onboarding) = (text("id")?, text("account_id")?, text("onboarding_url")?);
+    ridepay.gateway_control(&ridepay.database_url, "activate-account", &account)?;
+    let pages = onboarding
+        .find("/drivers/onboarding/")
+        .with_context(|| format!("an onboarding URL off the driver's pages: {onboarding}"))?;
+    let back = onboarding[pages..].replace("/start", "/return");
+    let page = client.get(address, &back).await?;
+    if !String::from_utf8_lossy(&page.body).contains("data-status=\"active\"") {
+        bail!("the driver's return page does not say they are active");
+    }
+    Ok(id)
 }
 
 /// `first` and new riders up to `count`, with consecutive ids, which the

@@ -37,9 +37,10 @@ impl Step {
 }
 
 /// Every step, in the order the report lists them.
-const STEPS: [Step; 8] = [
+const STEPS: [Step; 9] = [
     Step::Http(Scenario::NewKey),
     Step::Http(Scenario::Complete),
+    Step::Http(Scenario::CompleteAssigned),
     Step::Http(Scenario::Replay),
     Step::Http(Scenario::Storm),
     Step::Http(Scenario::Get),
@@ -51,15 +52,15 @@ const STEPS: [Step; 8] = [
 /// The order of `STEPS` (by index) in a round. The two sides of each target
 /// ratio run back to back, so that the same share of the machine's other
 /// load falls on both: new-key POST between its SQL replay and the
-/// atomic-phases SQL, which the completion follows, then replay POST and
-/// GET. Every other round runs each of those two chains backwards, so that
-/// a load that rises or falls through a round favours neither side of a
-/// pair.
-fn round_order(round: u32) -> [usize; 8] {
+/// atomic-phases SQL, which the completion follows, then the assigned
+/// completion, replay POST and GET. Every other round runs each of those
+/// two chains backwards, so that a load that rises or falls through a round
+/// favours neither side of a pair.
+fn round_order(round: u32) -> [usize; 9] {
     if round.is_multiple_of(2) {
-        [7, 0, 6, 1, 2, 4, 3, 5]
+        [8, 0, 7, 1, 2, 3, 5, 4, 6]
     } else {
-        [1, 6, 0, 7, 4, 2, 3, 5]
+        [2, 1, 7, 0, 8, 5, 3, 4, 6]
     }
 }
 
@@ -92,7 +93,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .worker_threads(options.client_threads)
         .enable_all()
         .build()?;
-    let mut served = Served::start(&ridepay, user, options.riders, &runtime)?;
+    let mut served = Served::start(&ridepay, user, options.riders, true, &runtime)?;
     let mut baseline = match &options.baseline_bin {
         Some(binary) => {
             let binary = crate::binary::ridepay_binary(Some(binary))?;
@@ -132,6 +133,8 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             // Before any measurement of the round, so that none of its pairs
             // waits on it.
             let to_complete = served.hold(&runtime, connections, options.duration)?;
+            let to_complete_assigned =
+                served.hold_assigned(&runtime, connections, options.duration)?;
             let before_to_complete = match &baseline {
                 Some(baseline) => Some(baseline.hold(&runtime, connections, options.duration)?),
                 None => None,
@@ -142,13 +145,13 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                     Step::Http(scenario) => {
                         let server = Some(&served.server);
                         let probe = Probe::start(&mut conn, server, postmaster, count_statements)?;
-                        let result = served.run(
-                            &runtime,
-                            scenario,
-                            &to_complete,
-                            connections,
-                            options.duration,
-                        )?;
+                        let rides = if scenario == Scenario::CompleteAssigned {
+                            &to_complete_assigned
+                        } else {
+                            &to_complete
+                        };
+                        let result =
+                            served.run(&runtime, scenario, rides, connections, options.duration)?;
                         let usage = probe.finish(&mut conn, Some(&served.server))?;
                         (result, usage)
                     }
@@ -425,9 +428,13 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
 }
 
 /// Where PostgreSQL's time per new ride goes, at each connection count, in
-/// this release and the release before.
+/// this release and the release before, and per assigned completion.
 fn write_statement_times(out: &mut String, results: &Results, options: &Options) {
-    let names = [Scenario::NewKey.name(), baseline::before(Scenario::NewKey)];
+    let names = [
+        Scenario::NewKey.name(),
+        baseline::before(Scenario::NewKey),
+        Scenario::CompleteAssigned.name(),
+    ];
     let mut tables = Vec::new();
     for &connections in &options.connections {
         for name in names {
@@ -476,7 +483,7 @@ mod tests {
             let order = round_order(round);
             let mut sorted = order;
             sorted.sort_unstable();
-            assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7]);
+            assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
             for (first, second) in pairs {
                 let (a, b) = (position(&order, first), position(&order, second));
                 let first_leads_round_0 =
