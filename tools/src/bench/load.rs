@@ -71,13 +71,14 @@ impl Scenario {
     }
 }
 
-/// The server, the riders the load runs as, and the body every POST sends:
-/// virtual user `i` is rider `i % riders`, except in the storm, where all
-/// share rider 0 (keys are scoped per user).
+/// The server, the riders the load runs as, and the bodies their POSTs
+/// send: virtual user `i` is rider `i % riders`, except in the storm, where
+/// all share rider 0 (keys are scoped per user); rider `r` sends
+/// `bodies[r % bodies.len()]`.
 pub struct Target {
     pub address: String,
     pub api_keys: Vec<String>,
-    pub body: bytes::Bytes,
+    pub bodies: Vec<bytes::Bytes>,
 }
 
 /// One request of a virtual user, its key made before the clock starts. A
@@ -212,7 +213,12 @@ pub async fn run(
         total.add(user.await??);
     }
     total.elapsed = started.elapsed();
-    if scenario.changes_rides() && shared.stop.load(Ordering::SeqCst) {
+    // An assignment load runs until its rides are all assigned; a measured
+    // one that runs out ends early, which is worth saying.
+    if scenario.changes_rides()
+        && scenario != Scenario::Assign
+        && shared.stop.load(Ordering::SeqCst)
+    {
         eprintln!(
             "{} at {connections} conns ran out of held rides after {:.1} s of {:.1} s",
             scenario.name(),
@@ -274,7 +280,7 @@ async fn virtual_user(shared: Arc<Shared>, index: usize) -> anyhow::Result<LoadR
                 }
             }
         };
-        let body = shared.target.body.clone();
+        let body = shared.target.bodies[rider % shared.target.bodies.len()].clone();
         let sent = Instant::now();
         let answer = match &request {
             Request::Ride(key) => client.post_ride(address, key, body).await,

@@ -39,8 +39,8 @@ const ASSIGNING_LIMIT: Duration = Duration::from_secs(600);
 
 impl Served {
     /// `ridepay` serving `rider_count` riders (`first` and new ones), and,
-    /// `with_drivers`, a platform and its active driver; warmed up on new
-    /// rides and completions.
+    /// `with_drivers`, a platform with an active driver for each rider;
+    /// warmed up on new rides and completions.
     pub fn start(
         ridepay: &Ridepay,
         first: ApiUser,
@@ -55,14 +55,24 @@ impl Served {
                 "platform-{}@ridepay.dev",
                 uuid::Uuid::new_v4().simple()
             ))?;
-            let driver = runtime.block_on(active_driver(ridepay, &server.address, &platform))?;
+            // A driver drives one ride at a time: rider `i`'s rides, which
+            // virtual user `i` completes one after another, go to driver
+            // `i`, as no two of one driver's completions would run at once.
+            let mut bodies = Vec::new();
+            for _ in &riders {
+                let driver =
+                    runtime.block_on(active_driver(ridepay, &server.address, &platform))?;
+                bodies.push(
+                    serde_json::json!({ "driver_id": driver })
+                        .to_string()
+                        .into(),
+                );
+            }
             Some(Arc::new(Target {
                 address: server.address.clone(),
                 // Rider `i`'s rides are assigned by virtual user `i`.
                 api_keys: vec![platform.api_key; riders.len()],
-                body: serde_json::json!({ "driver_id": driver })
-                    .to_string()
-                    .into(),
+                bodies,
             }))
         } else {
             None
@@ -71,7 +81,7 @@ impl Served {
             Arc::new(Target {
                 address: server.address.clone(),
                 api_keys: riders.iter().map(|rider| rider.api_key.clone()).collect(),
-                body,
+                bodies: vec![body],
             })
         };
         let mut served = Served {
