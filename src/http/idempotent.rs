@@ -112,16 +112,6 @@ impl IdempotentPost {
         self,
         parse: impl FnOnce(&[u8]) -> Result<E::Params, Vec<FieldError>>,
     ) -> Result<HttpResponse, Problem> {
-        let outcome = self.serve_outcome::<E>(parse).await?;
-        Ok(respond(outcome.response, outcome.replayed))
-    }
-
-    /// `serve`'s answer as stored, and whether it is a replay, for a caller
-    /// that acts on it before it is sent.
-    pub async fn serve_outcome<E: Endpoint<Context = ServiceContext>>(
-        self,
-        parse: impl FnOnce(&[u8]) -> Result<E::Params, Vec<FieldError>>,
-    ) -> Result<Outcome, Problem> {
         let IdempotentPost {
             caller,
             request,
@@ -164,7 +154,7 @@ impl IdempotentPost {
         if !outcome.replayed {
             crash::point(crash::AFTER_FINISHED);
         }
-        Ok(outcome)
+        Ok(respond(outcome.response, outcome.replayed))
     }
 }
 

@@ -6,7 +6,7 @@ use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::http::owing_drivers::{self, Owing};
+use crate::http::owing_drivers;
 use crate::public_ids::{PathId, RidePublicId};
 use crate::refunds::create::{RefundEndpoint, RefundParams};
 use crate::wire::problem::Problem;
@@ -43,10 +43,6 @@ pub async fn create_refund(
     ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    owing_drivers::serve::<RefundEndpoint>(
-        post,
-        move |body| RefundParams::parse(ride_id, body),
-        Owing::Always,
-    )
-    .await
+    owing_drivers::serve::<RefundEndpoint>(post, move |body| RefundParams::parse(ride_id, body))
+        .await
 }

@@ -7,7 +7,7 @@ use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::http::owing_drivers::{self, Owing};
+use crate::http::owing_drivers;
 use crate::http::routes::Routes;
 use crate::http::routing::post_only;
 use crate::public_ids::{PathId, RidePublicId};
@@ -46,12 +46,8 @@ pub async fn assign_driver(
     ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    owing_drivers::serve::<AssignEndpoint>(
-        post,
-        move |body| AssignParams::parse(ride_id, body),
-        Owing::WhenTheRideHasADriver,
-    )
-    .await
+    owing_drivers::serve::<AssignEndpoint>(post, move |body| AssignParams::parse(ride_id, body))
+        .await
 }
 
 /// The route's part of the OpenAPI document.

@@ -9,7 +9,7 @@ use crate::http::idempotent::IdempotentPost;
 use crate::http::openapi_components::{
     ApiProblems, IdempotencyKeyHeader, IdempotentPostProblems, ProblemDocument,
 };
-use crate::http::owing_drivers::{self, Owing};
+use crate::http::owing_drivers;
 use crate::http::routing::post_only;
 use crate::rides::tip::{TipEndpoint, TipParams};
 use crate::wire::problem::Problem;
@@ -47,12 +47,7 @@ pub async fn tip_ride(
     ride_id: web::Path<PathId<RidePublicId>>,
 ) -> Result<HttpResponse, Problem> {
     let ride_id = ride_id.into_inner();
-    owing_drivers::serve::<TipEndpoint>(
-        post,
-        move |body| TipParams::parse(ride_id, body),
-        Owing::WhenTheRideHasADriver,
-    )
-    .await
+    owing_drivers::serve::<TipEndpoint>(post, move |body| TipParams::parse(ride_id, body)).await
 }
 
 /// The route's part of the OpenAPI document.
