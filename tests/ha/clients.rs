@@ -45,6 +45,8 @@ pub fn ride(amount_cents: i64) -> String {
     )
 }
 
+/// A ride POSTed under `key`: the answer's status (0: the connection
+/// broke), body and `Idempotent-Replayed` header.
 pub async fn post(
     client: &reqwest::Client,
     address: &str,
@@ -52,8 +54,17 @@ pub async fn post(
     key: &str,
     body: &str,
 ) -> (u16, Vec<u8>, Option<String>) {
-    let url = format!("{address}/api/rides");
-    let sent = crate::common::client::send_idempotent(client, &url, api_key, key, body).await;
+    post_to(client, &format!("{address}/api/rides"), api_key, key, body).await
+}
+
+async fn post_to(
+    client: &reqwest::Client,
+    url: &str,
+    api_key: &str,
+    key: &str,
+    body: &str,
+) -> (u16, Vec<u8>, Option<String>) {
+    let sent = crate::common::client::send_idempotent(client, url, api_key, key, body).await;
     match sent {
         Ok(response) => {
             let status = response.status().as_u16();
@@ -74,8 +85,7 @@ pub async fn post(
 }
 
 /// Sends the ride of `amount_cents` under `key` until it gets a final
-/// answer, backing off on a 503, a 409 or a broken connection, for at most
-/// `patience`.
+/// answer (`until_final_at`).
 pub async fn until_final(
     client: &reqwest::Client,
     address: &str,
@@ -84,20 +94,37 @@ pub async fn until_final(
     amount_cents: i64,
     patience: Duration,
 ) -> Answered {
-    let body = ride(amount_cents);
+    let url = format!("{address}/api/rides");
+    let (statuses, body) =
+        until_final_at(client, &url, api_key, key, &ride(amount_cents), patience).await;
+    Answered {
+        key: key.to_owned(),
+        amount_cents,
+        statuses,
+        body,
+    }
+}
+
+/// Sends `body` to `url` under `key` until it gets a final answer, backing
+/// off on a 503, a 409 or a broken connection, for at most `patience`:
+/// every answer's status, in order (0: the connection broke), and the last
+/// one's body.
+pub async fn until_final_at(
+    client: &reqwest::Client,
+    url: &str,
+    api_key: &str,
+    key: &str,
+    body: &str,
+    patience: Duration,
+) -> (Vec<u16>, Vec<u8>) {
     let deadline = Instant::now() + patience;
     let mut statuses = Vec::new();
     let mut backoff = Duration::from_millis(100);
     loop {
-        let (status, answer, _) = post(client, address, api_key, key, &body).await;
+        let (status, answer, _) = post_to(client, url, api_key, key, body).await;
         statuses.push(status);
         if !matches!(status, 0 | 409 | 503) || Instant::now() >= deadline {
-            return Answered {
-                key: key.to_owned(),
-                amount_cents,
-                statuses,
-                body: answer,
-            };
+            return (statuses, answer);
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(1));

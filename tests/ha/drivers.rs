@@ -32,24 +32,16 @@ impl Clients {
     /// changes hands is sent again); the answer's status and body.
     async fn post(&self, api_key: &str, path: &str, key: &str, body: &Value) -> (u16, Value) {
         let url = format!("{}{path}", self.address);
-        for _ in 0..120 {
-            let sent = crate::common::client::send_idempotent(
-                &self.http,
-                &url,
-                api_key,
-                key,
-                &body.to_string(),
-            )
-            .await;
-            if let Ok(answer) = sent {
-                let status = answer.status().as_u16();
-                if ![409, 503].contains(&status) {
-                    return (status, answer.json().await.unwrap_or_default());
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        panic!("{path} under {key}: no final answer in 30 seconds");
+        let body = body.to_string();
+        let patience = Duration::from_secs(30);
+        let (statuses, answer) =
+            clients::until_final_at(&self.http, &url, api_key, key, &body, patience).await;
+        let status = *statuses.last().unwrap();
+        assert!(
+            !matches!(status, 0 | 409 | 503),
+            "{path} under {key}: {statuses:?}"
+        );
+        (status, serde_json::from_slice(&answer).unwrap_or_default())
     }
 
     /// Assigns `ride` to `driver` under `key`.

@@ -67,8 +67,47 @@ impl Answer {
         }
     }
 
+    /// Whether this is a driver's return page saying they can be paid.
+    pub fn says_driver_active(&self) -> bool {
+        self.status == 200 && String::from_utf8_lossy(&self.body).contains("data-status=\"active\"")
+    }
+
     fn json(&self) -> Option<serde_json::Value> {
         serde_json::from_slice(&self.body).ok()
+    }
+}
+
+/// A driver as `POST /api/drivers` answered them.
+pub struct RegisteredDriver {
+    /// As the API gave it (`drv_...`).
+    pub id: String,
+    /// Their connected account at the gateway.
+    pub account: String,
+    /// Their return page's path (`/drivers/onboarding/{token}/return`),
+    /// which any instance serves: opened, ridepay reads their account from
+    /// the gateway, as it does when the driver comes back from onboarding.
+    pub return_path: String,
+}
+
+impl RegisteredDriver {
+    pub fn from_answer(registered: &Answer) -> anyhow::Result<RegisteredDriver> {
+        if registered.status != 201 {
+            anyhow::bail!("registering a driver: {}", registered.status);
+        }
+        let text = |field: &str| {
+            registered
+                .text(field)
+                .with_context(|| format!("a registered driver without {field}"))
+        };
+        let onboarding = text("onboarding_url")?;
+        let pages = onboarding
+            .find("/drivers/onboarding/")
+            .with_context(|| format!("an onboarding URL off the driver's pages: {onboarding}"))?;
+        Ok(RegisteredDriver {
+            id: text("id")?,
+            account: text("account_id")?,
+            return_path: onboarding[pages..].replace("/start", "/return"),
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use ridepay::embedded_postgres::find_bin_dir;
 pub const SETUP: &str = include_str!("../../pgbench/setup.sql");
 
 /// A baseline script and the name its rows carry.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Script {
     pub name: &'static str,
     pub file: &'static str,

@@ -11,7 +11,7 @@ use crate::latency::ms;
 use crate::table::Table;
 
 /// Statements listed in "Where PostgreSQL's time goes", the costliest first.
-const STATEMENTS_LISTED: usize = 12;
+const STATEMENTS_LISTED: usize = 16;
 
 pub struct Results {
     pub measurements: Vec<Measurement>,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use super::load::{self, Finished, LoadResult, Scenario, Target};
-use crate::client::{ride_body, RideClient};
+use crate::client::{ride_body, RegisteredDriver, RideClient};
 use crate::process::Announced;
 use crate::ridepay::{var, ApiUser, Ridepay};
 
@@ -222,25 +222,16 @@ async fn active_driver(
     let registered = client
         .post(address, "/api/drivers", &email, body.to_string().into())
         .await?;
-    if registered.status != 201 {
-        bail!("registering a driver: {}", registered.status);
-    }
-    let text = |field: &str| {
-        registered
-            .text(field)
-            .with_context(|| format!("a registered driver without {field}"))
-    };
-    let (id, account, onboarding) = (text("id")?, text("account_id")?, text("onboarding_url")?);
-    ridepay.gateway_control(&ridepay.database_url, "activate-account", &account)?;
-    let pages = onboarding
-        .find("/drivers/onboarding/")
-        .with_context(|| format!("an onboarding URL off the driver's pages: {onboarding}"))?;
-    let back = onboarding[pages..].replace("/start", "/return");
-    let page = client.get(address, &back).await?;
-    if !String::from_utf8_lossy(&page.body).contains("data-status=\"active\"") {
+    let driver = RegisteredDriver::from_answer(&registered)?;
+    ridepay.gateway_control(&ridepay.database_url, "activate-account", &driver.account)?;
+    if !client
+        .get(address, &driver.return_path)
+        .await?
+        .says_driver_active()
+    {
         bail!("the driver's return page does not say they are active");
     }
-    Ok(id)
+    Ok(driver.id)
 }
 
 /// `first` and new riders up to `count`, with consecutive ids, which the

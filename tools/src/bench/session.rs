@@ -152,12 +152,18 @@ pub fn run(options: Options) -> anyhow::Result<()> {
                         };
                         let result =
                             served.run(&runtime, scenario, rides, connections, options.duration)?;
+                        if scenario == Scenario::CompleteAssigned {
+                            transfers_made(&mut conn)?;
+                        }
                         let usage = probe.finish(&mut conn, Some(&served.server))?;
                         (result, usage)
                     }
                     Step::Baseline(script) => {
                         // Counted apart, above: see `Pgbench::run_counted`.
-                        let probe = Probe::start(&mut conn, None, postmaster, false)?;
+                        // Timed when nested statements are, to compare
+                        // the writes of a ride with the textbook flow's.
+                        let timed = options.nested_statements && script == ATOMIC_PHASES;
+                        let probe = Probe::start(&mut conn, None, postmaster, timed)?;
                         let run = pgbench.run(script, connections, options.duration)?;
                         let usage = probe.finish(&mut conn, None)?;
                         let load = LoadResult {
@@ -277,6 +283,35 @@ fn script_statements(
 /// autovacuum or checkpoint. CHECKPOINT needs a superuser (or
 /// `pg_checkpoint`), which the bench's own PostgreSQL has; on a server of
 /// yours without it, the measurements run without it.
+/// Waits for the transfer worker to make every transfer owed, so that the
+/// assigned completions' transfers are counted with them, not with the
+/// next measurement. The poll names `pg_stat_statements`, which leaves it
+/// out of the statements counted.
+fn transfers_made(conn: &mut PgConnection) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let pending = diesel::sql_query(
+            "SELECT count(*) AS value FROM transfers WHERE status = 'pending' \
+             /* the drain: not counted in pg_stat_statements */",
+        )
+        .get_result::<Count>(conn)?
+        .value;
+        if pending == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("{pending} transfers still pending 5 minutes after the load");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    value: i64,
+}
+
 fn settle(conn: &mut PgConnection) -> anyhow::Result<()> {
     conn.batch_execute("VACUUM (ANALYZE)")?;
     if let Err(err) = conn.batch_execute("CHECKPOINT") {
@@ -428,12 +463,16 @@ fn write_up(results: &Results, machine: &[(&'static str, String)], options: &Opt
 }
 
 /// Where PostgreSQL's time per new ride goes, at each connection count, in
-/// this release and the release before, and per assigned completion.
+/// this release and the release before, per completion, unassigned and
+/// assigned, and (timed with nested statements only) per transaction of
+/// the atomic-phases SQL.
 fn write_statement_times(out: &mut String, results: &Results, options: &Options) {
     let names = [
         Scenario::NewKey.name(),
         baseline::before(Scenario::NewKey),
+        Scenario::Complete.name(),
         Scenario::CompleteAssigned.name(),
+        ATOMIC_PHASES.name,
     ];
     let mut tables = Vec::new();
     for &connections in &options.connections {

@@ -16,24 +16,14 @@ use super::fleet::Fleet;
 use super::history::{KeyHistory, Request, Tally};
 use super::options::Options;
 use super::retrying_client::Sender;
-use crate::client::RideClient;
+use crate::client::{RegisteredDriver, RideClient};
 use crate::ridepay::Ridepay;
 
 /// How long ridepay gets to learn that a driver's account is active.
 const LEARN_LIMIT: Duration = Duration::from_secs(60);
 const LEARN_PAUSE: Duration = Duration::from_millis(250);
-/// Where the driver's pages are on every instance.
-const PAGES: &str = "/drivers/onboarding/";
-/// What the return page says of a driver who can be paid.
-const ACTIVE_PAGE: &str = "data-status=\"active\"";
-
 pub struct Driver {
-    /// As the API gave it (`drv_...`).
-    pub id: String,
-    pub account: String,
-    /// Their return page's path (`/drivers/onboarding/{token}/return`),
-    /// which any instance serves.
-    return_path: String,
+    pub registered: RegisteredDriver,
     /// Whether clients may assign them rides: not while restricted. An
     /// assignment holds it read across its request, so a restriction waits
     /// for the assignments in flight, which ridepay would refuse once it
@@ -80,29 +70,15 @@ impl Drivers {
             let registered = history
                 .first_final
                 .as_ref()
-                .filter(|answer| answer.status == 201)
-                .and_then(|answer| serde_json::from_slice::<serde_json::Value>(&answer.body).ok());
+                .map(RegisteredDriver::from_answer);
             histories.push(history);
-            let Some(registered) = registered else {
-                bail!("a driver's registration got no 201");
-            };
-            let text = |field: &str| {
-                registered[field]
-                    .as_str()
-                    .map(str::to_owned)
-                    .with_context(|| format!("a registered driver without {field}"))
-            };
-            let onboarding = text("onboarding_url")?;
-            let start = onboarding.find(PAGES).with_context(|| {
-                format!("an onboarding URL off the driver's pages: {onboarding}")
-            })?;
             let driver = Driver {
-                id: text("id")?,
-                account: text("account_id")?,
-                return_path: onboarding[start..].replace("/start", "/return"),
+                registered: registered.context("a driver's registration got no answer")??,
                 assignable: RwLock::new(true),
             };
-            drivers.control(ACTIVATE, &driver.account).await?;
+            drivers
+                .control(ACTIVATE, &driver.registered.account)
+                .await?;
             learn_active(fleet, sender.client(), &driver).await?;
             drivers.drivers.push(driver);
         }
@@ -158,10 +134,11 @@ impl Drivers {
             match restriction.next_if(|at| Instant::now() >= *at) {
                 Some(_) if restriction.peek().is_some() => {
                     *restricted.assignable.write().await = false;
-                    self.control(RESTRICT, &restricted.account).await?;
+                    self.control(RESTRICT, &restricted.registered.account)
+                        .await?;
                 }
                 Some(_) => self.reactivate(fleet, client, restricted).await?,
-                None => self.control(control, &driver.account).await?,
+                None => self.control(control, &driver.registered.account).await?,
             }
         }
         if !*restricted.assignable.read().await {
@@ -176,7 +153,7 @@ impl Drivers {
         client: &RideClient,
         driver: &Driver,
     ) -> anyhow::Result<()> {
-        self.control(ACTIVATE, &driver.account).await?;
+        self.control(ACTIVATE, &driver.registered.account).await?;
         learn_active(fleet, client, driver).await?;
         *driver.assignable.write().await = true;
         Ok(())
@@ -204,10 +181,8 @@ async fn learn_active(fleet: &Fleet, client: &RideClient, driver: &Driver) -> an
     let began = Instant::now();
     while began.elapsed() < LEARN_LIMIT {
         if let Some(address) = fleet.pick() {
-            let page = client.get(&address, &driver.return_path).await;
-            if page.is_ok_and(|page| {
-                page.status == 200 && String::from_utf8_lossy(&page.body).contains(ACTIVE_PAGE)
-            }) {
+            let page = client.get(&address, &driver.registered.return_path).await;
+            if page.is_ok_and(|page| page.says_driver_active()) {
                 return Ok(());
             }
         }
@@ -215,6 +190,6 @@ async fn learn_active(fleet: &Fleet, client: &RideClient, driver: &Driver) -> an
     }
     bail!(
         "ridepay did not learn driver {} active within {LEARN_LIMIT:?}",
-        driver.id
+        driver.registered.id
     )
 }

@@ -205,7 +205,7 @@ async fn assign(platform: &Platform<'_>, histories: &mut Vec<KeyHistory>, ride_i
     };
     let request = Request::Assign {
         ride_id: ride_id.to_owned(),
-        driver_id: driver.id.clone(),
+        driver_id: driver.registered.id.clone(),
     };
     step(&platform.sender, histories, request).await;
 }
