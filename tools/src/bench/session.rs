@@ -88,6 +88,10 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             ridepay.binary.display()
         );
     }
+    // The service's session limits are its database's defaults; the
+    // bench's own `VACUUM` of a database grown by the earlier rounds, and
+    // its waits for the transfer worker, may outlast them.
+    conn.batch_execute("SET statement_timeout = 0")?;
     conn.batch_execute(pgbench::SETUP)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.client_threads)
