@@ -3,6 +3,7 @@
 //! count, then the write-up.
 
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
@@ -278,21 +279,12 @@ fn script_statements(
     Ok(counted)
 }
 
-/// Rides held (`capture_method` `manual`, answered `authorized`) by a
-/// new-key load of `duration` at `connections`, for a completion load at as
-/// many connections to complete: each virtual user acts as the same rider
-/// in both, so it finds as many rides as it made.
-/// Every measurement starts from the same state, the previous one's dead rows
-/// vacuumed and its dirty pages written, so that none pays for another's
-/// autovacuum or checkpoint. CHECKPOINT needs a superuser (or
-/// `pg_checkpoint`), which the bench's own PostgreSQL has; on a server of
-/// yours without it, the measurements run without it.
 /// Waits for the transfer worker to make every transfer owed, so that the
 /// assigned completions' transfers are counted with them, not with the
 /// next measurement. The poll names `pg_stat_statements`, which leaves it
 /// out of the statements counted.
 fn transfers_made(conn: &mut PgConnection) -> anyhow::Result<()> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let pending = diesel::sql_query(
             "SELECT count(*) AS value FROM transfers WHERE status = 'pending' \
@@ -303,10 +295,10 @@ fn transfers_made(conn: &mut PgConnection) -> anyhow::Result<()> {
         if pending == 0 {
             return Ok(());
         }
-        if std::time::Instant::now() > deadline {
+        if Instant::now() > deadline {
             anyhow::bail!("{pending} transfers still pending 5 minutes after the load");
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -316,6 +308,11 @@ struct Count {
     value: i64,
 }
 
+/// Every measurement starts from the same state, the previous one's dead rows
+/// vacuumed and its dirty pages written, so that none pays for another's
+/// autovacuum or checkpoint. CHECKPOINT needs a superuser (or
+/// `pg_checkpoint`), which the bench's own PostgreSQL has; on a server of
+/// yours without it, the measurements run without it.
 fn settle(conn: &mut PgConnection) -> anyhow::Result<()> {
     conn.batch_execute("VACUUM (ANALYZE)")?;
     if let Err(err) = conn.batch_execute("CHECKPOINT") {
