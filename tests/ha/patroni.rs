@@ -220,10 +220,12 @@ impl Cluster {
         for name in ["node0", "node1"] {
             let node = cluster.start_node(tools, name, etcd_client);
             cluster.nodes.push(node);
-            // The first bootstraps the cluster; the second copies it.
+            // The first bootstraps the cluster; the second copies it. The
+            // suite's tests bootstrap their clusters at once, each an
+            // initdb, which on two busy cores has taken over 90 s.
             let first = cluster.nodes.len() == 1;
             if first {
-                cluster.await_primary(None, Duration::from_secs(90));
+                cluster.await_primary(None, Duration::from_secs(180));
             }
         }
         let primary = cluster.await_primary(None, Duration::from_secs(30));
